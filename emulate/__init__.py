@@ -1,0 +1,1 @@
+"""Emulation testbed: run zensim's stage programs for real over shaped links."""

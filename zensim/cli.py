@@ -1,0 +1,42 @@
+"""The `zensim` command: one argparse parser, subcommands contributed by each area's cli module."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from zensim.errors import ZensimError
+
+# Each module has `register(subparsers)` adding its subcommands with `set_defaults(func=...)`.
+COMMAND_MODULES = [
+    "zensim.trace.cli",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the full `zensim` parser from every area's command module."""
+    parser = argparse.ArgumentParser(prog="zensim", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: parse, dispatch, turn user errors into one line on stderr and exit code 2."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status = args.func(args)
+    except ZensimError as exc:
+        print(f"zensim: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("zensim: interrupted", file=sys.stderr)
+        return 130
+    return int(status or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Rendering results: text tables, CSV, JSON, Chrome-trace timelines, plots."""
