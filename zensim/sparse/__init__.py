@@ -1,5 +1,32 @@
-"""Index-set and sparse-tensor algebra, wire formats with exact byte sizes, partitioners."""
+"""Index-set and sparse-tensor algebra, wire formats with exact byte sizes, partitioners.
 
-from zensim.sparse.chunk import SparseChunk
+API (details and byte layouts in docs/sparse.md):
 
-__all__ = ["SparseChunk"]
+    from zensim.sparse import SparseChunk, sum_chunks, RangeDomain, ExplicitDomain, make_format
+
+    chunk = SparseChunk(indices_int64_sorted_unique, values_float32_or_None)
+    fmt = make_format("coo", value_dtype="float32")   # dense | coo | blocks | bitmap | hash_bitmap
+    fmt = make_format("blocks", block_size=256)        # value_dtype: float32 | float16 | bfloat16
+    enc = fmt.encode(chunk, RangeDomain(lo, hi))       # Encoded(fmt, nbytes, chunk, domain), cheap
+    enc.nbytes                                         # exact wire bytes (values counted if None)
+    buf = enc.to_bytes()                               # exactly enc.nbytes bytes (emulator path)
+    back = fmt.from_bytes(buf, domain)                 # -> Encoded; back.chunk == enc.chunk
+    back = fmt.from_bytes(buf, domain, n_values=nnz, with_values=False)   # checked, indices-only
+
+`encode` rounds values to the wire dtype, so `enc.chunk` is what a receiver decodes. The hash
+bitmap is the bitmap over an `ExplicitDomain` 𝕀_i; get all n of them from the partitioner
+(`HierarchicalHash.domain(i)`, cached per numel). Index width on the wire: int32 when the
+domain's `bound` (hi, or the tensor numel for a hash partition) is < 2**31, else int64.
+Contract change (backward compatible): `from_bytes` takes `n_values` optional (expected nnz,
+checked) and a keyword `with_values`.
+"""
+
+from zensim.sparse.chunk import SparseChunk, sum_chunks
+from zensim.sparse.domain import Domain, ExplicitDomain, RangeDomain, index_dtype
+from zensim.sparse.formats import FORMATS, Encoded, Format, make_format
+from zensim.sparse.values import value_codec
+
+__all__ = [
+    "SparseChunk", "sum_chunks", "Domain", "RangeDomain", "ExplicitDomain", "index_dtype",
+    "Encoded", "Format", "FORMATS", "make_format", "value_codec",
+]

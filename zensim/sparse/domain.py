@@ -1,0 +1,115 @@
+"""Domains: the set of element ids a chunk may hold, and the map between ids and positions.
+
+A wire format lays a chunk out over its domain's *positions* 0..size-1 (a bitmap bit, a dense
+slot, a block), so both ends must agree on the domain; it is never sent.
+
+- `RangeDomain(lo, hi)`: the ids lo..hi-1 (a contiguous partition or the whole tensor).
+- `ExplicitDomain(elements)`: a sorted set of ids, e.g. a ZEN hash partition 𝕀_i; position p is
+  `elements[p]`. `elements` may be int32 (to halve memory) or int64.
+
+Both give `size`, `bound` (exclusive upper bound of the ids, which sets the index width on the
+wire: int32 when `bound < 2**31`, else int64), `positions(ids)` and `ids(positions)`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+INT32_LIMIT = 2**31
+
+
+def index_dtype(bound: int) -> np.dtype:
+    """Wire dtype of ids below `bound` (little-endian): int32 when bound < 2**31, else int64."""
+    return np.dtype("<i4") if bound < INT32_LIMIT else np.dtype("<i8")
+
+
+class RangeDomain:
+    """The contiguous ids [lo, hi)."""
+
+    __slots__ = ("lo", "hi")
+
+    def __init__(self, lo: int, hi: int) -> None:
+        if not 0 <= lo <= hi:
+            raise ValueError(f"bad range domain [{lo}, {hi})")
+        self.lo, self.hi = int(lo), int(hi)
+
+    @property
+    def size(self) -> int:
+        """Number of ids in the domain."""
+        return self.hi - self.lo
+
+    @property
+    def bound(self) -> int:
+        """Exclusive upper bound of the ids."""
+        return self.hi
+
+    def positions(self, ids: np.ndarray) -> np.ndarray:
+        """Positions (int64) of `ids`, which must all lie in the domain (ValueError otherwise)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if len(ids) and (ids.min() < self.lo or ids.max() >= self.hi):
+            raise ValueError(f"ids outside [{self.lo}, {self.hi})")
+        return ids - self.lo
+
+    def ids(self, positions: np.ndarray) -> np.ndarray:
+        """Ids (int64) at `positions`."""
+        return np.asarray(positions, dtype=np.int64) + self.lo
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RangeDomain) and (self.lo, self.hi) == (other.lo, other.hi)
+
+    def __hash__(self) -> int:
+        return hash((self.lo, self.hi))
+
+    def __repr__(self) -> str:
+        return f"RangeDomain({self.lo}, {self.hi})"
+
+
+class ExplicitDomain:
+    """A sorted set of ids given explicitly (a hash partition 𝕀_i); `bound` defaults to max + 1."""
+
+    __slots__ = ("elements", "_bound")
+
+    def __init__(self, elements: np.ndarray, bound: int | None = None) -> None:
+        elements = np.asarray(elements)
+        if elements.dtype not in (np.int32, np.int64) or elements.ndim != 1:
+            raise ValueError("ExplicitDomain elements must be a 1-d int32 or int64 array")
+        if len(elements) and (elements[0] < 0 or np.any(elements[1:] <= elements[:-1])):
+            raise ValueError("ExplicitDomain elements must be sorted, unique and non-negative")
+        top = int(elements[-1]) + 1 if len(elements) else 0
+        if bound is not None and bound < top:
+            raise ValueError(f"ExplicitDomain bound {bound} below its largest element")
+        self.elements = elements
+        self._bound = top if bound is None else int(bound)
+
+    @property
+    def size(self) -> int:
+        """Number of ids in the domain."""
+        return int(len(self.elements))
+
+    @property
+    def bound(self) -> int:
+        """Exclusive upper bound of the ids (the tensor's numel for a hash partition)."""
+        return self._bound
+
+    def positions(self, ids: np.ndarray) -> np.ndarray:
+        """Positions (int64) of `ids` in `elements`; ValueError if any id is not in the domain."""
+        ids = np.asarray(ids)
+        if len(ids) == 0:
+            return np.empty(0, np.int64)
+        if self.size == 0 or ids.min() < 0 or ids.max() > self.elements[-1]:
+            raise ValueError("ids outside the explicit domain")
+        pos = np.searchsorted(self.elements, ids.astype(self.elements.dtype, copy=False))
+        pos = np.minimum(pos, self.size - 1)
+        if np.any(self.elements[pos] != ids):
+            raise ValueError("ids outside the explicit domain")
+        return pos.astype(np.int64, copy=False)
+
+    def ids(self, positions: np.ndarray) -> np.ndarray:
+        """Ids (int64) at `positions`."""
+        return self.elements[np.asarray(positions, dtype=np.int64)].astype(np.int64)
+
+    def __repr__(self) -> str:
+        return f"ExplicitDomain(<{self.size} ids>, bound={self._bound})"
+
+
+Domain = RangeDomain | ExplicitDomain

@@ -1,0 +1,71 @@
+"""Value dtypes on the wire: float32 (default), float16 and bfloat16, little-endian.
+
+Every codec maps float32 values to the exact bytes sent and back. `quantize` rounds float32
+values to the wire precision and returns float32, so that an in-memory `Encoded` carries exactly
+the values a receiver would decode. numpy has no bfloat16: it is the upper 16 bits of the float32
+pattern after round-to-nearest-even (NaN kept quiet, sign kept), as torch and the hardware do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from zensim.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class ValueCodec:
+    """One wire value dtype: `name`, `itemsize` in bytes, pack/unpack between float32 and bytes."""
+
+    name: str
+    itemsize: int
+
+    def pack(self, values: np.ndarray) -> bytes:
+        """The wire bytes of `values` (any float array), `itemsize` bytes each, little-endian."""
+        v = np.asarray(values, dtype=np.float32)
+        if self.name == "float32":
+            return v.astype("<f4", copy=False).tobytes()
+        if self.name == "float16":
+            return v.astype("<f2").tobytes()
+        return _bf16_bits(v).astype("<u2").tobytes()
+
+    def unpack(self, buf: bytes | memoryview, count: int) -> np.ndarray:
+        """Decode `count` values from `buf` (exactly count x itemsize bytes) into float32."""
+        if self.name == "float32":
+            return np.frombuffer(buf, "<f4", count).astype(np.float32)
+        if self.name == "float16":
+            return np.frombuffer(buf, "<f2", count).astype(np.float32)
+        bits = np.frombuffer(buf, "<u2", count).astype(np.uint32) << np.uint32(16)
+        return bits.view(np.float32)
+
+    def quantize(self, values: np.ndarray) -> np.ndarray:
+        """`values` rounded to this dtype's precision, as float32 (no copy for float32 input)."""
+        v = np.asarray(values, dtype=np.float32)
+        if self.name == "float32":
+            return v
+        if self.name == "float16":
+            return v.astype(np.float16).astype(np.float32)
+        return (_bf16_bits(v).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def _bf16_bits(v: np.ndarray) -> np.ndarray:
+    """bfloat16 bit patterns (uint16) of float32 `v`, round-to-nearest-even, NaN stays NaN."""
+    u = np.ascontiguousarray(v, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (u + np.uint64(0x7FFF) + ((u >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16)
+    nan = np.isnan(v)
+    if nan.any():
+        rounded[nan] = (u[nan] >> np.uint64(16)) | np.uint64(0x0040)
+    return rounded.astype(np.uint16)
+
+
+CODECS = {c.name: c for c in (ValueCodec("float32", 4), ValueCodec("float16", 2), ValueCodec("bfloat16", 2))}
+
+
+def value_codec(name: str) -> ValueCodec:
+    """The codec for a value dtype name; ConfigError naming the choices if unknown."""
+    try:
+        return CODECS[name]
+    except KeyError:
+        raise ConfigError(f"value dtype {name!r}: expected one of {', '.join(CODECS)}") from None
