@@ -1,0 +1,410 @@
+"""The zensim trace file: a lazy, validated, compact store of per-(iteration, worker, tensor) indices.
+
+Layout (all integers little-endian; see docs/trace-format.md):
+
+    prefix   24 B   magic b"ZENTRACE", u32 schema version, u32 header length, u32 header CRC32, u32 0
+    header          UTF-8 JSON: workload, workers, iterations, batch size, value dtype, tensors, provenance
+    chunks          one per (iteration, worker, tensor), any order: index bytes then value bytes
+    table           one ENTRY_DTYPE record per chunk
+    footer   32 B   u64 table offset, u64 entry count, u32 table CRC32, u32 0, magic b"ZTRACEND"
+
+`Trace.open` reads prefix, header, footer and table only; each read is one `pread` of one chunk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import tempfile
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from zensim.errors import TraceError
+from zensim.sparse.chunk import SparseChunk
+from zensim.trace import codec
+
+SCHEMA_VERSION = 1
+MAGIC = b"ZENTRACE"
+END_MAGIC = b"ZTRACEND"
+PREFIX = struct.Struct("<8sIIII")
+FOOTER = struct.Struct("<QQII8s")
+VALUE_DTYPES = ("float32", "float16")
+ENTRY_DTYPE = np.dtype(
+    [
+        ("iteration", "<u4"),
+        ("worker", "<u4"),
+        ("tensor", "<u4"),
+        ("encoding", "u1"),
+        ("crc", "<u4"),
+        ("offset", "<u8"),
+        ("index_nbytes", "<u8"),
+        ("value_nbytes", "<u8"),
+        ("nnz", "<u8"),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """One layer inside a (bucket) tensor: elements [offset, offset + numel) of that tensor."""
+
+    name: str
+    offset: int
+    numel: int
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A gradient tensor (or bucket) of `numel` elements; `layers` keep bucket boundaries (default: one layer)."""
+
+    name: str
+    numel: int
+    layers: tuple[LayerSpec, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not self.layers:
+            object.__setattr__(self, "layers", (LayerSpec(self.name, 0, self.numel),))
+        else:
+            object.__setattr__(self, "layers", tuple(self.layers))
+
+    def problem(self) -> str | None:
+        """Why this spec is invalid, or None."""
+        if not isinstance(self.name, str) or not self.name:
+            return "tensor name must be a non-empty string"
+        if not isinstance(self.numel, (int, np.integer)) or self.numel < 1:
+            return f"tensor {self.name!r}: numel must be a positive integer, got {self.numel!r}"
+        end = 0
+        for layer in sorted(self.layers, key=lambda l: l.offset):
+            if layer.offset < end or layer.numel < 0 or layer.offset + layer.numel > self.numel:
+                return f"tensor {self.name!r}: layer {layer.name!r} overlaps another or leaves [0, {self.numel})"
+            end = layer.offset + layer.numel
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        """The header representation."""
+        return {
+            "name": self.name,
+            "numel": int(self.numel),
+            "layers": [{"name": l.name, "offset": int(l.offset), "numel": int(l.numel)} for l in self.layers],
+        }
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> "TensorSpec":
+        """Inverse of `to_json` (KeyError/TypeError on a malformed object)."""
+        layers = tuple(LayerSpec(str(l["name"]), int(l["offset"]), int(l["numel"])) for l in obj["layers"])
+        return cls(str(obj["name"]), int(obj["numel"]), layers)
+
+
+def _check_indices(indices: np.ndarray, numel: int, where: str) -> None:
+    """Raise TraceError unless `indices` is strictly increasing inside [0, numel)."""
+    if len(indices) == 0:
+        return
+    steps = np.diff(indices)
+    if len(steps) and steps.min() <= 0:
+        bad = int(np.argmax(steps <= 0)) + 1
+        kind = "duplicate" if steps[bad - 1] == 0 else "unsorted"
+        raise TraceError(f"{where}: {kind} indices (position {bad}: {indices[bad - 1]} then {indices[bad]})")
+    if indices[0] < 0 or indices[-1] >= numel:
+        bad_value = indices[0] if indices[0] < 0 else indices[-1]
+        raise TraceError(f"{where}: index {bad_value} out of range [0, {numel})")
+
+
+def _chunk_name(path: str, iteration: int, worker: int, tensor: str) -> str:
+    return f"{path}: iteration {iteration} worker {worker} tensor {tensor!r}"
+
+
+class TraceWriter:
+    """Write a trace; chunks may come in any order; the file appears only on a successful close.
+
+    Chunks stream to a temporary file in the destination directory, renamed over `path` by `close`;
+    an exception inside `with`, `abort()` or a missing chunk at close removes it and leaves no file.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        tensors: Sequence[TensorSpec],
+        workers: int,
+        iterations: int,
+        value_dtype: str | None = None,
+        batch_size: int | None = None,
+        workload: str = "",
+        provenance: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.path = str(path)
+        self.tensors = tuple(tensors)
+        self.workers = workers
+        self.iterations = iterations
+        self.value_dtype = value_dtype
+        header = self._header(batch_size, workload, provenance)
+        self._names = {t.name: i for i, t in enumerate(self.tensors)}
+        self._written = np.zeros((iterations, workers, len(self.tensors)), np.bool_)
+        self._entries: list[tuple[int, ...]] = []
+        directory = os.path.dirname(os.path.abspath(self.path))
+        try:
+            fd, self._tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(self.path)}.", suffix=".tmp")
+        except OSError as exc:
+            raise TraceError(f"{self.path}: cannot create the trace ({exc.strerror})") from None
+        self._file = os.fdopen(fd, "wb")
+        self._file.write(PREFIX.pack(MAGIC, SCHEMA_VERSION, len(header), zlib.crc32(header), 0))
+        self._file.write(header)
+        self._offset = PREFIX.size + len(header)
+
+    def _header(self, batch_size: int | None, workload: str, provenance: Mapping[str, Any] | None) -> bytes:
+        """Validate the arguments and return the JSON header bytes."""
+        problems = [t.problem() for t in self.tensors] if self.tensors else ["no tensors"]
+        if len({t.name for t in self.tensors}) != len(self.tensors):
+            problems.append("tensor names repeat")
+        for name, value in (("workers", self.workers), ("iterations", self.iterations)):
+            if not isinstance(value, (int, np.integer)) or value < 1:
+                problems.append(f"{name} must be a positive integer, got {value!r}")
+        if self.value_dtype not in (None, *VALUE_DTYPES):
+            problems.append(f"value_dtype must be None, 'float32' or 'float16', got {self.value_dtype!r}")
+        if batch_size is not None and (not isinstance(batch_size, (int, np.integer)) or batch_size < 1):
+            problems.append(f"batch_size must be a positive integer or None, got {batch_size!r}")
+        problem = next((p for p in problems if p), None)
+        if problem:
+            raise TraceError(f"{self.path}: {problem}")
+        header = {
+            "schema": SCHEMA_VERSION,
+            "workload": str(workload),
+            "workers": int(self.workers),
+            "iterations": int(self.iterations),
+            "batch_size": None if batch_size is None else int(batch_size),
+            "value_dtype": self.value_dtype,
+            "tensors": [t.to_json() for t in self.tensors],
+            "provenance": dict(provenance or {}),
+        }
+        try:
+            return json.dumps(header, sort_keys=True).encode()
+        except (TypeError, ValueError) as exc:
+            raise TraceError(f"{self.path}: provenance is not JSON-serializable ({exc})") from None
+
+    def __enter__(self) -> "TraceWriter":
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def write(
+        self, iteration: int, worker: int, tensor: int | str, indices: np.ndarray, values: np.ndarray | None = None
+    ) -> None:
+        """Store one chunk: sorted unique int indices in [0, numel) and, iff the trace has values, their values."""
+        if self._file is None:
+            raise TraceError(f"{self.path}: write after close")
+        t = self._tensor_index(tensor)
+        spec = self.tensors[t]
+        for name, value, bound in (("iteration", iteration, self.iterations), ("worker", worker, self.workers)):
+            if not isinstance(value, (int, np.integer)) or not 0 <= value < bound:
+                raise TraceError(f"{self.path}: {name} {value!r} out of range [0, {bound})")
+        where = _chunk_name(self.path, iteration, worker, spec.name)
+        if self._written[iteration, worker, t]:
+            raise TraceError(f"{where}: chunk written twice")
+        idx = np.asarray(indices)
+        if idx.ndim != 1 or not (np.issubdtype(idx.dtype, np.integer) or len(idx) == 0):
+            raise TraceError(f"{where}: indices must be a 1-D integer array, got {idx.dtype} of shape {idx.shape}")
+        idx = idx.astype(np.int64, copy=False)
+        _check_indices(idx, spec.numel, where)
+        value_bytes = self._value_bytes(values, len(idx), where)
+        encoding, index_bytes = codec.encode_indices(idx, spec.numel)
+        crc = zlib.crc32(value_bytes, zlib.crc32(index_bytes))
+        self._file.write(index_bytes)
+        self._file.write(value_bytes)
+        self._entries.append(
+            (iteration, worker, t, encoding, crc, self._offset, len(index_bytes), len(value_bytes), len(idx))
+        )
+        self._offset += len(index_bytes) + len(value_bytes)
+        self._written[iteration, worker, t] = True
+
+    def _tensor_index(self, tensor: int | str) -> int:
+        if isinstance(tensor, str):
+            if tensor not in self._names:
+                raise TraceError(f"{self.path}: unknown tensor {tensor!r}")
+            return self._names[tensor]
+        if not isinstance(tensor, (int, np.integer)) or not 0 <= tensor < len(self.tensors):
+            raise TraceError(f"{self.path}: tensor {tensor!r} out of range [0, {len(self.tensors)})")
+        return int(tensor)
+
+    def _value_bytes(self, values: np.ndarray | None, nnz: int, where: str) -> bytes:
+        if self.value_dtype is None:
+            if values is not None:
+                raise TraceError(f"{where}: values given but the trace stores none (value_dtype=None)")
+            return b""
+        if values is None:
+            raise TraceError(f"{where}: values missing (the trace stores {self.value_dtype} values)")
+        vals = np.asarray(values)
+        if vals.ndim != 1 or len(vals) != nnz:
+            raise TraceError(f"{where}: value count mismatch ({vals.size} values for {nnz} indices)")
+        return vals.astype(np.dtype(self.value_dtype).newbyteorder("<"), copy=False).tobytes()
+
+    def close(self) -> None:
+        """Check every chunk was written, write table and footer, and rename into place."""
+        if self._file is None:
+            return
+        missing = np.argwhere(~self._written)
+        if len(missing):
+            it, w, t = (int(v) for v in missing[0])
+            self.abort()
+            raise TraceError(
+                f"{_chunk_name(self.path, it, w, self.tensors[t].name)}: never written "
+                f"({len(missing)} chunks missing; no trace file written)"
+            )
+        table = np.array(self._entries, ENTRY_DTYPE).tobytes()
+        self._file.write(table)
+        self._file.write(FOOTER.pack(self._offset, len(self._entries), zlib.crc32(table), 0, END_MAGIC))
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        self._file = None
+        os.replace(self._tmp, self.path)
+
+    def abort(self) -> None:
+        """Discard everything written so far; no trace file is created."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            try:
+                os.unlink(self._tmp)
+            except FileNotFoundError:
+                pass
+
+    def __del__(self) -> None:
+        if getattr(self, "_file", None) is not None:
+            self.abort()
+
+
+class Trace:
+    """A trace opened for reading: metadata and chunk table in memory, chunks read on demand."""
+
+    def __init__(self, path: str, header: dict[str, Any], table: np.ndarray, file: Any) -> None:
+        self.path = path
+        self.meta = header
+        self.workers: int = header["workers"]
+        self.iterations: int = header["iterations"]
+        self.value_dtype: str | None = header["value_dtype"]
+        self.tensors: tuple[TensorSpec, ...] = tuple(TensorSpec.from_json(t) for t in header["tensors"])
+        self.tensor_offsets = np.concatenate([[0], np.cumsum([t.numel for t in self.tensors])]).astype(np.int64)
+        self.numel = int(self.tensor_offsets[-1])
+        self._table = table
+        self._file = file
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> "Trace":
+        """Open and validate prefix, header, footer and chunk table; chunks are read lazily."""
+        from zensim.trace.validate import read_layout
+
+        path = str(path)
+        try:
+            file = open(path, "rb")
+        except OSError as exc:
+            raise TraceError(f"{path}: cannot open ({exc.strerror})") from None
+        try:
+            header, table = read_layout(path, file)
+        except BaseException:
+            file.close()
+            raise
+        return cls(path, header, table, file)
+
+    def __enter__(self) -> "Trace":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the file; further reads raise TraceError."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return (Trace.open, (self.path,))
+
+    def __repr__(self) -> str:
+        return (
+            f"Trace({self.path!r}, workers={self.workers}, iterations={self.iterations}, "
+            f"tensors={len(self.tensors)}, numel={self.numel}, value_dtype={self.value_dtype})"
+        )
+
+    def tensor_index(self, tensor: int | str) -> int:
+        """Resolve a tensor name or index to its index (TraceError if unknown)."""
+        for i, spec in enumerate(self.tensors):
+            if tensor == i or tensor == spec.name:
+                return i
+        raise TraceError(f"{self.path}: unknown tensor {tensor!r}")
+
+    def _entry(self, iteration: int, worker: int, tensor: int | str) -> tuple[np.void, int]:
+        t = self.tensor_index(tensor)
+        for name, value, bound in (("iteration", iteration, self.iterations), ("worker", worker, self.workers)):
+            if not isinstance(value, (int, np.integer)) or not 0 <= value < bound:
+                raise TraceError(f"{self.path}: {name} {value!r} out of range [0, {bound})")
+        return self._table[(iteration * self.workers + worker) * len(self.tensors) + t], t
+
+    def nnz(self, iteration: int, worker: int, tensor: int | str | None = None) -> int:
+        """Non-zeros of one chunk (or of all tensors when `tensor` is None), from the table alone."""
+        if tensor is None:
+            return sum(self.nnz(iteration, worker, t) for t in range(len(self.tensors)))
+        return int(self._entry(iteration, worker, tensor)[0]["nnz"])
+
+    def _read_chunk(self, iteration: int, worker: int, tensor: int | str) -> tuple[np.ndarray, np.ndarray | None]:
+        entry, t = self._entry(iteration, worker, tensor)
+        spec = self.tensors[t]
+        where = _chunk_name(self.path, iteration, worker, spec.name)
+        if self._file is None:
+            raise TraceError(f"{self.path}: trace is closed")
+        n_index, n_value = int(entry["index_nbytes"]), int(entry["value_nbytes"])
+        data = os.pread(self._file.fileno(), n_index + n_value, int(entry["offset"]))
+        if len(data) != n_index + n_value:
+            raise TraceError(f"{where}: truncated chunk (file shrank after open)")
+        if zlib.crc32(data) != int(entry["crc"]):
+            raise TraceError(f"{where}: corrupt chunk (CRC32 mismatch)")
+        try:
+            indices = codec.decode_indices(int(entry["encoding"]), data[:n_index], int(entry["nnz"]), spec.numel)
+        except codec.CodecError as exc:
+            raise TraceError(f"{where}: corrupt indices ({exc})") from None
+        if len(indices) != int(entry["nnz"]):
+            raise TraceError(f"{where}: {len(indices)} indices, table says {int(entry['nnz'])}")
+        _check_indices(indices, spec.numel, where)
+        if self.value_dtype is None:
+            return indices, None
+        values = np.frombuffer(data, np.dtype(self.value_dtype).newbyteorder("<"), offset=n_index)
+        return indices, values.astype(self.value_dtype)
+
+    def indices(self, iteration: int, worker: int, tensor: int | str = 0) -> np.ndarray:
+        """Sorted unique int64 element indices of one chunk (validated)."""
+        return self._read_chunk(iteration, worker, tensor)[0]
+
+    def values(self, iteration: int, worker: int, tensor: int | str = 0) -> np.ndarray | None:
+        """The chunk's values in the stored dtype, or None for an indices-only trace."""
+        return self._read_chunk(iteration, worker, tensor)[1]
+
+    def read(self, iteration: int, worker: int, tensor: int | str = 0) -> SparseChunk:
+        """One chunk as a SparseChunk (values converted to float32, or None), with one read."""
+        indices, values = self._read_chunk(iteration, worker, tensor)
+        return SparseChunk(indices, None if values is None else values.astype(np.float32))
+
+    def flat_indices(self, iteration: int, worker: int) -> np.ndarray:
+        """All tensors' indices in one index space [0, numel): tensor t's index i becomes offset_t + i."""
+        return self.flat_read(iteration, worker).indices
+
+    def flat_read(self, iteration: int, worker: int) -> SparseChunk:
+        """All tensors of one (iteration, worker) concatenated in the flat index space, values float32 or None."""
+        chunks = [self.read(iteration, worker, t) for t in range(len(self.tensors))]
+        indices = np.concatenate([c.indices + off for c, off in zip(chunks, self.tensor_offsets[:-1])])
+        if self.value_dtype is None:
+            return SparseChunk(indices, None)
+        return SparseChunk(indices, np.concatenate([c.values for c in chunks]))
+
+    @property
+    def file_nbytes(self) -> int:
+        """Size of the trace file in bytes."""
+        return Path(self.path).stat().st_size
