@@ -1,0 +1,127 @@
+"""Start the rank program in every namespace of a LocalCluster, watch it, gather each rank's JSON.
+
+A rank that exits with a non-zero status (or is killed) ends the run: the launcher kills the other
+ranks at once (they would otherwise wait on their dead peer) and raises RankFailed naming the rank
+and the last line it wrote on stderr. The cluster's context manager then tears everything down.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tqdm import tqdm
+
+from emulate.netns import LocalCluster, rank_addr, rank_dev
+from zensim.errors import ZensimError
+
+MASTER_PORT = 29513
+_PR_SET_PDEATHSIG = 1
+
+
+class RankFailed(ZensimError):
+    """A rank process died or the run timed out; the other ranks were ended."""
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGKILL if the launcher dies, so no rank outlives it."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _last_line(path: Path) -> str:
+    """Last non-empty line of a rank's stderr file (the error it died with, usually)."""
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1].strip() if lines else ""
+
+
+def _kill(procs: list[subprocess.Popen]) -> None:
+    """SIGKILL every still-running rank (each leads its own process group) and reap it."""
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _read_progress(path: Path) -> tuple[int, int]:
+    """(done, total) from the progress file rank 0 keeps, or (0, 0) before it exists."""
+    try:
+        done, total = path.read_text().split()
+        return int(done), int(total)
+    except (OSError, ValueError):
+        return 0, 0
+
+
+def launch_local(cluster: LocalCluster, rank_args: list[str], timeout: float = 600.0,
+                 desc: str = "emulate", on_start=None) -> list[dict]:
+    """Run `python -m emulate.rank <rank_args>` on every rank of `cluster`; return the ranks' JSON outputs.
+
+    `on_start(procs)` is called once every rank process has been started (tests use it).
+    """
+    n = cluster.n
+    with tempfile.TemporaryDirectory(prefix="zsim-run-") as tmp:
+        work = Path(tmp)
+        procs: list[subprocess.Popen] = []
+        try:
+            for r in range(n):
+                env = dict(os.environ, GLOO_SOCKET_IFNAME=rank_dev(r), OMP_NUM_THREADS="1",
+                           MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+                cmd = [*cluster.exec_prefix(r), sys.executable, "-m", "emulate.rank",
+                       "--rank", str(r), "--world", str(n), "--master-addr", rank_addr(0),
+                       "--master-port", str(MASTER_PORT), "--out", str(work / f"rank{r}.json"),
+                       "--progress", str(work / "progress"), *rank_args]
+                with open(work / f"rank{r}.err", "wb") as err:
+                    procs.append(subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=err,
+                                                  stderr=subprocess.STDOUT, start_new_session=True,
+                                                  preexec_fn=_die_with_parent))
+            if on_start is not None:
+                on_start(procs)
+            _watch(procs, work, timeout, desc)
+        finally:
+            _kill(procs)
+        return [json.loads((work / f"rank{r}.json").read_text()) for r in range(n)]
+
+
+def _watch(procs: list[subprocess.Popen], work: Path, timeout: float, desc: str) -> None:
+    """Wait for all ranks; on the first failure or at the timeout, raise RankFailed."""
+    deadline = time.monotonic() + timeout
+    bar = tqdm(total=0, desc=desc, unit="run", file=sys.stderr, leave=False, disable=None)
+    try:
+        while True:
+            codes = [p.poll() for p in procs]
+            for r, code in enumerate(codes):
+                if code not in (None, 0):
+                    why = f"signal {-code}" if code < 0 else f"status {code}"
+                    last = _last_line(work / f"rank{r}.err")
+                    raise RankFailed(f"rank {r} exited with {why}" + (f": {last}" if last else "") + "; other ranks ended")
+            if all(code == 0 for code in codes):
+                return
+            if time.monotonic() > deadline:
+                raise RankFailed(f"emulation timed out after {timeout:.0f} s; all ranks ended")
+            done, total = _read_progress(work / "progress")
+            if total and (bar.total != total or bar.n != done):
+                bar.total = total
+                bar.n = done
+                bar.refresh()
+            time.sleep(0.05)
+    finally:
+        bar.close()

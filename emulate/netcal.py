@@ -1,0 +1,74 @@
+"""Rank-side network calibration: time the stage exchange at several sizes and fit alpha + bytes/beta.
+
+Three patterns, all through `emulate.exchange.exchange` (the very code the schemes use):
+- `pingpong`: ranks 0 and 1 bounce one message; one-way time = round trip / 2 (idle link);
+- `shift`: every rank sends to rank+1 at once (every NIC busy in both directions);
+- `alltoall`: every rank sends size/(n-1) to every other rank at once (incast on every NIC).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from emulate.exchange import exchange, payload_of
+
+DEFAULT_SIZES = (0, 4096, 65536, 524288, 2097152)
+
+
+def _pingpong(rank: int, size: int, stage: int, device: torch.device) -> float | None:
+    """One round trip between ranks 0 and 1; rank 0 returns the one-way time, others None."""
+    if rank == 0:
+        t0 = time.perf_counter()
+        exchange(stage, {1: payload_of(size, stage)}, [], device)
+        exchange(stage + 1, {}, [1], device)
+        return (time.perf_counter() - t0) / 2
+    if rank == 1:
+        inbox, _ = exchange(stage, {}, [0], device)
+        exchange(stage + 1, {0: inbox[0]}, [], device)
+    return None
+
+
+def _collective(rank: int, n: int, size: int, stage: int, pattern: str, device: torch.device) -> tuple[float, int]:
+    """One stage of the shift or all-to-all pattern; returns this rank's stage time and bytes sent."""
+    if pattern == "shift":
+        outbox = {(rank + 1) % n: payload_of(size, stage)}
+        sources = [(rank - 1) % n]
+    else:
+        part = size // (n - 1)
+        outbox = {d: payload_of(part, stage + d) for d in range(n) if d != rank}
+        sources = [s for s in range(n) if s != rank]
+    t0 = time.perf_counter()
+    _, stats = exchange(stage, outbox, sources, device)
+    return time.perf_counter() - t0, stats.sent
+
+
+def measure(rank: int, n: int, device: torch.device, sizes=DEFAULT_SIZES, repeats: int = 5) -> list[dict]:
+    """All ranks call this together; returns this rank's samples [{pattern, bytes, seconds}]."""
+    samples = []
+    stage = 0
+    for pattern in ("pingpong", "shift", "alltoall"):
+        for size in sizes:
+            for _ in range(repeats):
+                dist.barrier()
+                if pattern == "pingpong":
+                    t, sent = _pingpong(rank, size, stage, device), size
+                else:
+                    t, sent = _collective(rank, n, size, stage, pattern, device)
+                stage += 2
+                if t is not None:
+                    samples.append({"pattern": pattern, "bytes": sent, "seconds": t})
+    return samples
+
+
+def fit_alpha_beta(samples: list[dict]) -> dict:
+    """Least-squares fit of seconds = alpha + bytes / bandwidth on per-size medians of `samples`."""
+    sizes = sorted({s["bytes"] for s in samples})
+    med = [float(np.median([s["seconds"] for s in samples if s["bytes"] == b])) for b in sizes]
+    x, y = np.array(sizes, float), np.array(med)
+    slope, intercept = np.polyfit(x, y, 1)
+    return {"latency_s": max(float(intercept), 0.0), "bandwidth_Bps": float(1.0 / slope) if slope > 0 else float("inf"),
+            "points": [{"bytes": int(b), "median_s": m} for b, m in zip(sizes, med)]}

@@ -1,0 +1,278 @@
+"""A local emulated cluster: one network namespace per rank, veths into a bridge, tc tbf shaping.
+
+Layout (every object carries the prefix `zsim`, nothing is created in the host's namespace):
+
+    namespace zsim-br        bridge zsim-br0, ports zsim-p0 .. zsim-p{n-1} (tbf: the rank's ingress)
+    namespace zsim-r{r}      interface zsim-e{r} = 10.213.x.y/16 (tbf: the rank's egress)
+
+The /16 is only ever configured inside these namespaces and no namespace has a default route, so
+traffic can only flow between the project's namespaces. A process-wide file lock makes one cluster
+exist at a time; under the lock, any `zsim` namespace found is a leftover of a crashed run and is
+removed (its processes killed first). Teardown runs on every exit path of the context manager,
+including SIGTERM, which is turned into an exception while the cluster is up.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import ipaddress
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from types import FrameType
+
+from zensim.errors import ConfigError, ZensimError
+
+PREFIX = "zsim"
+BRIDGE_NS = f"{PREFIX}-br"
+BRIDGE_DEV = f"{PREFIX}-br0"
+SUBNET = ipaddress.ip_network("10.213.0.0/16")
+LOCK_PATH = os.path.join(tempfile.gettempdir(), f"{PREFIX}-emulate.lock")
+MAX_RANKS = SUBNET.num_addresses - 2
+
+
+class NamespaceError(ZensimError):
+    """Network namespaces, veths or tc cannot be set up (not root, no netns support, missing tool)."""
+
+
+def rank_ns(rank: int) -> str:
+    """Name of rank `rank`'s network namespace."""
+    return f"{PREFIX}-r{rank}"
+
+
+def rank_dev(rank: int) -> str:
+    """Name of rank `rank`'s interface (inside its namespace); GLOO_SOCKET_IFNAME takes this."""
+    return f"{PREFIX}-e{rank}"
+
+
+def port_dev(rank: int) -> str:
+    """Name of the bridge port (inside the bridge namespace) facing rank `rank`."""
+    return f"{PREFIX}-p{rank}"
+
+
+def rank_addr(rank: int) -> str:
+    """IPv4 address of rank `rank` inside the private subnet."""
+    return str(SUBNET.network_address + rank + 1)
+
+
+def parse_rate(text: str) -> int:
+    """Bandwidth like '200mbit', '1gbit', '500kbit', '25mbps' (bytes) or a plain bit/s number -> bit/s."""
+    units = {"kbit": 10**3, "mbit": 10**6, "gbit": 10**9, "bit": 1,
+             "kbps": 8 * 10**3, "mbps": 8 * 10**6, "gbps": 8 * 10**9, "bps": 8}
+    t = str(text).strip().lower()
+    for unit, scale in units.items():
+        if t.endswith(unit):
+            number = t[: -len(unit)]
+            break
+    else:
+        number, scale = t, 1
+    try:
+        value = float(number) * scale
+    except ValueError:
+        raise ConfigError(f"--bandwidth: cannot parse {text!r} (use e.g. 200mbit, 1gbit)") from None
+    if not value >= 8000:
+        raise ConfigError(f"--bandwidth: {text!r} is below 8 kbit/s")
+    return int(value)
+
+
+def _run(cmd: list[str], check: bool = True) -> subprocess.CompletedProcess:
+    """Run one ip/tc command; failures become a NamespaceError naming the command."""
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        msg = (proc.stderr or proc.stdout).strip().splitlines()
+        raise NamespaceError(f"`{' '.join(cmd)}` failed: {msg[-1] if msg else 'exit ' + str(proc.returncode)}")
+    return proc
+
+
+def check_privileges() -> None:
+    """Raise a one-line NamespaceError unless we can create network namespaces here."""
+    missing = [tool for tool in ("ip", "tc") if shutil.which(tool) is None]
+    if missing:
+        raise NamespaceError(f"emulation needs iproute2: {', '.join(missing)} not found on PATH")
+    if os.geteuid() != 0:
+        raise NamespaceError("emulation needs root (network namespaces, veth, tc); run as root or use torchrun on a real cluster")
+    if not os.path.exists("/proc/self/ns/net"):
+        raise NamespaceError("this kernel has no network namespaces (/proc/self/ns/net missing)")
+
+
+def project_namespaces() -> list[str]:
+    """Names of the existing network namespaces that belong to the project (prefix `zsim-`)."""
+    out = _run(["ip", "netns", "list"], check=False).stdout
+    names = [line.split()[0] for line in out.splitlines() if line.strip()]
+    return sorted(n for n in names if n.startswith(f"{PREFIX}-"))
+
+
+def project_host_links() -> list[str]:
+    """Project-named links in the host namespace (never created by us; a leftover if present)."""
+    out = _run(["ip", "-o", "link", "show"], check=False).stdout
+    names = [line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line]
+    return [n for n in names if n.startswith(PREFIX)]
+
+
+def _kill_namespace_processes(ns: str) -> None:
+    """SIGKILL the processes still living in project namespace `ns` (rank processes of a dead run)."""
+    for pid in _run(["ip", "netns", "pids", ns], check=False).stdout.split():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+
+
+def remove_project_objects() -> list[str]:
+    """Delete every project namespace (killing its processes) and project host link; return what was removed."""
+    removed = []
+    for ns in project_namespaces():
+        _kill_namespace_processes(ns)
+        _run(["ip", "netns", "del", ns], check=False)
+        removed.append(ns)
+    for link in project_host_links():
+        _run(["ip", "link", "del", link], check=False)
+        removed.append(link)
+    return removed
+
+
+@dataclass(frozen=True)
+class Shaping:
+    """tc tbf parameters for one direction of one rank's NIC."""
+
+    rate_bps: int
+
+    @property
+    def burst_bytes(self) -> int:
+        """Bucket size: two timer ticks' worth at 1 kHz, at least a few full-size frames."""
+        return max(3 * 1514, self.rate_bps // 8 // 500)
+
+    @property
+    def limit_bytes(self) -> int:
+        """Queue length: 200 ms at the rate (at least 256 KiB), so incast queues rarely drop."""
+        return max(256 * 1024, self.rate_bps // 8 // 5)
+
+    def tbf_args(self) -> list[str]:
+        """Arguments after `tc qdisc replace dev DEV root`."""
+        return ["tbf", "rate", f"{self.rate_bps}bit", "burst", str(self.burst_bytes), "limit", str(self.limit_bytes)]
+
+
+class _Terminated(BaseException):
+    """SIGTERM received while a cluster is up (a BaseException so it unwinds like Ctrl-C)."""
+
+
+class LocalCluster:
+    """Context manager owning the namespaces of an n-rank emulated cluster shaped to `rate_bps` per NIC.
+
+    `wait_lock` seconds to wait for another emulation to finish (0: fail at once).
+    """
+
+    def __init__(self, n: int, rate_bps: int, wait_lock: float = 0.0) -> None:
+        if not 2 <= n <= MAX_RANKS:
+            raise ConfigError(f"--ranks: {n} is out of range (2..{MAX_RANKS})")
+        self.n = n
+        self.shaping = Shaping(rate_bps)
+        self.wait_lock = wait_lock
+        self.leftovers: list[str] = []
+        self._lock_fd: int | None = None
+        self._old_sigterm = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def __enter__(self) -> "LocalCluster":
+        check_privileges()
+        self._acquire_lock()
+        try:
+            self._install_sigterm()
+            self.setup()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.teardown()
+        finally:
+            self._restore_sigterm()
+            self._release_lock()
+
+    def _acquire_lock(self) -> None:
+        """Take the machine-wide emulation lock (so leftovers found under it are really leftovers)."""
+        import time
+
+        fd = os.open(LOCK_PATH, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + self.wait_lock
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+                    os.close(fd)
+                    raise NamespaceError(f"another emulation (pid {holder}) holds {LOCK_PATH}; wait for it to finish") from None
+                time.sleep(0.5)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _install_sigterm(self) -> None:
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def on_term(signum: int, frame: FrameType | None) -> None:
+            raise _Terminated("SIGTERM")
+
+        self._old_sigterm = signal.signal(signal.SIGTERM, on_term)
+
+    def _restore_sigterm(self) -> None:
+        if self._old_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._old_sigterm)
+            self._old_sigterm = None
+
+    # --- set-up and teardown -----------------------------------------------------------------
+    def setup(self) -> None:
+        """Create the cluster from scratch (removing leftovers first), so calling it twice is harmless."""
+        self.leftovers = remove_project_objects()
+        prefix_len = SUBNET.prefixlen
+        self._make_ns(BRIDGE_NS)
+        _run(["ip", "-n", BRIDGE_NS, "link", "add", BRIDGE_DEV, "type", "bridge"])
+        _run(["ip", "-n", BRIDGE_NS, "link", "set", BRIDGE_DEV, "up"])
+        for r in range(self.n):
+            ns, dev, port = rank_ns(r), rank_dev(r), port_dev(r)
+            self._make_ns(ns)
+            _run(["ip", "-n", BRIDGE_NS, "link", "add", port, "type", "veth", "peer", "name", dev, "netns", ns])
+            _run(["ip", "-n", BRIDGE_NS, "link", "set", port, "master", BRIDGE_DEV, "up"])
+            _run(["ip", "-n", ns, "addr", "add", f"{rank_addr(r)}/{prefix_len}", "dev", dev])
+            _run(["ip", "-n", ns, "link", "set", dev, "up"])
+            _run(["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", *self.shaping.tbf_args()])
+            _run(["tc", "-n", BRIDGE_NS, "qdisc", "replace", "dev", port, "root", *self.shaping.tbf_args()])
+
+    @staticmethod
+    def _make_ns(ns: str) -> None:
+        """A fresh namespace with loopback up and IPv6 off (gloo must pick the IPv4 address)."""
+        _run(["ip", "netns", "add", ns])
+        _run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w",
+              "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
+        _run(["ip", "-n", ns, "link", "set", "lo", "up"])
+
+    def teardown(self) -> None:
+        """Remove every project namespace, link and qdisc (deleting a namespace deletes its veths and qdiscs)."""
+        remove_project_objects()
+
+    # --- use ---------------------------------------------------------------------------------
+    def exec_prefix(self, rank: int) -> list[str]:
+        """Command prefix that runs a program inside rank `rank`'s namespace."""
+        return ["ip", "netns", "exec", rank_ns(rank)]
+
+    def describe(self) -> dict:
+        """The cluster as a JSON-ready dict (for results and docs)."""
+        s = self.shaping
+        return {"ranks": self.n, "rate_bps": s.rate_bps, "tbf_burst_bytes": s.burst_bytes,
+                "tbf_limit_bytes": s.limit_bytes, "subnet": str(SUBNET), "bridge_ns": BRIDGE_NS}
