@@ -75,7 +75,7 @@ def launch_local(cluster: LocalCluster, rank_args: list[str], timeout: float = 6
                  desc: str = "emulate", on_start=None) -> list[dict]:
     """Run `python -m emulate.rank <rank_args>` on every rank of `cluster`; return the ranks' JSON outputs.
 
-    `on_start(procs)` is called once every rank process has been started (tests use it).
+    `on_start(procs, workdir)` is called once every rank process has been started (tests use it).
     """
     n = cluster.n
     with tempfile.TemporaryDirectory(prefix="zsim-run-") as tmp:
@@ -94,7 +94,7 @@ def launch_local(cluster: LocalCluster, rank_args: list[str], timeout: float = 6
                                                   stderr=subprocess.STDOUT, start_new_session=True,
                                                   preexec_fn=_die_with_parent))
             if on_start is not None:
-                on_start(procs)
+                on_start(procs, work)
             _watch(procs, work, timeout, desc)
         finally:
             _kill(procs)

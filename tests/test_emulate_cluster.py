@@ -1,0 +1,115 @@
+"""The namespace cluster: shaping in place, only project objects, teardown on every exit path, leftovers removed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from emulate import netns
+from emulate.netns import LocalCluster, NamespaceError, project_host_links, project_namespaces, rank_addr
+
+try:
+    netns.check_privileges()
+    REASON = None
+except NamespaceError as exc:
+    REASON = str(exc)
+needs_netns = pytest.mark.skipif(REASON is not None, reason=f"cannot make network namespaces: {REASON}")
+WAIT = 600.0  # another emulation (a validation run) may hold the lock; wait for it
+
+
+def _qdiscs(ns: str) -> str:
+    return subprocess.run(["tc", "-n", ns, "qdisc", "show"], capture_output=True, text=True).stdout
+
+
+def _child(code: str) -> subprocess.Popen:
+    """A python child that builds a cluster and then sleeps (to be killed or terminated)."""
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+
+
+CHILD = (
+    "from emulate.netns import LocalCluster\nimport time\n"
+    f"with LocalCluster(2, 1_000_000, wait_lock={WAIT}):\n    print('up', flush=True)\n    time.sleep(60)\n"
+)
+
+
+@needs_netns
+def test_cluster_shapes_both_ends_and_tears_down():
+    with LocalCluster(3, 5_000_000, wait_lock=WAIT) as c:
+        assert project_namespaces() == ["zsim-br", "zsim-r0", "zsim-r1", "zsim-r2"]
+        for r in range(3):
+            assert "tbf" in _qdiscs(f"zsim-r{r}") and "rate 5Mbit" in _qdiscs(f"zsim-r{r}")
+        bridge = _qdiscs("zsim-br")
+        assert all(f"dev zsim-p{r} " in bridge for r in range(3)) and bridge.count("rate 5Mbit") == 3
+        routes = subprocess.run([*c.exec_prefix(1), "ip", "route"], capture_output=True, text=True).stdout
+        assert "default" not in routes and routes.startswith("10.213.0.0/16")
+        addrs = subprocess.run([*c.exec_prefix(2), "ip", "-4", "addr"], capture_output=True, text=True).stdout
+        assert rank_addr(2) in addrs
+        c.setup()  # idempotent: building again gives the same cluster
+        assert project_namespaces() == ["zsim-br", "zsim-r0", "zsim-r1", "zsim-r2"]
+    assert project_namespaces() == [] and project_host_links() == []
+
+
+@needs_netns
+def test_teardown_on_exception():
+    with pytest.raises(RuntimeError):
+        with LocalCluster(2, 1_000_000, wait_lock=WAIT):
+            raise RuntimeError("boom")
+    assert project_namespaces() == []
+
+
+@needs_netns
+def test_teardown_on_sigterm_and_sigint():
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        child = _child(CHILD)
+        assert child.stdout.readline().strip() == "up"
+        assert len(project_namespaces()) == 3
+        child.send_signal(sig)
+        assert child.wait(timeout=30) != 0
+        assert project_namespaces() == []
+
+
+@needs_netns
+def test_leftovers_of_a_crash_are_removed():
+    child = _child(CHILD)
+    assert child.stdout.readline().strip() == "up"
+    # a process living in a rank namespace, as a rank of the crashed run would
+    sleeper = subprocess.Popen(["ip", "netns", "exec", "zsim-r1", "sleep", "60"])
+    time.sleep(0.2)
+    child.kill()  # SIGKILL: no teardown runs
+    child.wait(timeout=10)
+    assert "zsim-r1" in project_namespaces()
+    with LocalCluster(2, 1_000_000, wait_lock=WAIT) as c:
+        assert set(c.leftovers) == {"zsim-br", "zsim-r0", "zsim-r1"}
+        assert sleeper.wait(timeout=10) == -signal.SIGKILL
+    assert project_namespaces() == []
+
+
+@needs_netns
+def test_lock_refuses_a_second_cluster():
+    child = _child(CHILD)
+    assert child.stdout.readline().strip() == "up"
+    try:
+        with pytest.raises(NamespaceError, match="another emulation"):
+            with LocalCluster(2, 1_000_000, wait_lock=0):
+                pass
+        assert len(project_namespaces()) == 3  # the refused cluster touched nothing
+    finally:
+        child.terminate()
+        child.wait(timeout=30)
+    assert project_namespaces() == []
+
+
+def test_bad_arguments_are_one_line_errors():
+    with pytest.raises(Exception, match="--ranks"):
+        LocalCluster(1, 1_000_000)
+
+
+def test_without_root_a_clear_error(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(NamespaceError, match="needs root"):
+        netns.check_privileges()
