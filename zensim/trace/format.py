@@ -151,6 +151,9 @@ class TraceWriter:
             fd, self._tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(self.path)}.", suffix=".tmp")
         except OSError as exc:
             raise TraceError(f"{self.path}: cannot create the trace ({exc.strerror})") from None
+        umask = os.umask(0o022)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; a trace gets the usual permissions
         self._file = os.fdopen(fd, "wb")
         self._file.write(PREFIX.pack(MAGIC, SCHEMA_VERSION, len(header), zlib.crc32(header), 0))
         self._file.write(header)

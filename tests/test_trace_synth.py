@@ -1,0 +1,92 @@
+"""Synthetic traces: measured statistics match the request within the tolerances of docs/trace-stats.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from zensim.errors import ConfigError
+from zensim.trace import Trace
+from zensim.trace.stats import trace_stats
+from zensim.trace.synth import SynthParams, layout, sample_outside, sample_unique, synthesize
+
+
+def by_k(rows: list[dict]) -> dict[int, dict]:
+    return {r["k"]: r for r in rows}
+
+
+@pytest.mark.parametrize(
+    "n,numel,params",
+    [
+        (8, 200_000, SynthParams(0.02, 0.4, 3.0)),
+        (6, 99_999, SynthParams(0.05, None, 1.0)),
+        (12, 150_001, SynthParams(0.01, 0.9, 6.5)),
+    ],
+)
+def test_measured_statistics_match_request(tmp_path: Path, n: int, numel: int, params: SynthParams) -> None:
+    path = tmp_path / "s.zt"
+    synthesize(path, n, [("g", numel)], params, iterations=2, seed=3)
+    with Trace.open(path) as t:
+        s = trace_stats(t)
+    lay = layout(numel, params)
+    nnz = round(params.density * numel)
+    assert s["density"]["min"] == s["density"]["max"] == nnz / numel  # exact
+    assert by_k(s["skewness"])[8]["mean"] == pytest.approx(params.skew, abs=8 / nnz)  # exact up to rounding
+    if params.overlap is not None:
+        assert s["overlap"]["mean"] == pytest.approx(params.overlap, abs=0.01)
+    for r in s["densification"]:
+        assert r["mean"] == pytest.approx(lay.expected_union(r["k"]) / nnz, rel=0.02)
+
+
+def test_layout_model() -> None:
+    lay = layout(80_000, SynthParams(0.1, None, 1.0))
+    assert lay.expected_overlap() == pytest.approx(0.1, rel=0.01)  # independent sets: overlap = density
+    lay = layout(80_000, SynthParams(0.1, 1.0, 2.0))
+    assert lay.expected_overlap() == 1.0 and lay.expected_union(16) == lay.nnz
+
+
+def test_full_overlap_gives_identical_sets(tmp_path: Path) -> None:
+    path = tmp_path / "s.zt"
+    synthesize(path, 3, [("a", 5000), ("b", 777)], SynthParams(0.1, 1.0, 2.0), iterations=1, value_dtype="float16")
+    with Trace.open(path) as t:
+        assert np.array_equal(t.flat_indices(0, 0), t.flat_indices(0, 2))
+        assert t.values(0, 1, "b").dtype == np.float16 and [x.name for x in t.tensors] == ["a", "b"]
+        assert t.meta["provenance"]["seed"] == 0 and t.meta["provenance"]["params"]["overlap"] == 1.0
+
+
+def test_same_seed_same_bytes(tmp_path: Path) -> None:
+    for name, seed in (("a", 1), ("b", 1), ("c", 2)):
+        synthesize(tmp_path / f"{name}.zt", 4, [("g", 10_000)], SynthParams(0.03, 0.5, 2.0), seed=seed)
+    data = [(tmp_path / f"{x}.zt").read_bytes() for x in "abc"]
+    assert data[0] == data[1] != data[2]
+
+
+@pytest.mark.parametrize(
+    "params,pattern",
+    [
+        (SynthParams(0.0), r"--density 0.0"),
+        (SynthParams(0.5, None, 3.0), r"--skew 3.0: must be in \[1, 2\]"),
+        (SynthParams(0.01, None, 9.0), r"--skew 9.0"),
+        (SynthParams(0.01, None, 0.5), r"--skew 0.5"),
+        (SynthParams(0.2, 0.1, 1.0), r"--overlap 0.1: must be in \[0.2"),
+    ],
+)
+def test_impossible_requests(params: SynthParams, pattern: str) -> None:
+    with pytest.raises(ConfigError, match=pattern):
+        layout(10_000, params)
+
+
+@pytest.mark.parametrize("size,count", [(100, 0), (100, 30), (100, 70), (100, 100), (10**7, 5000)])
+def test_sample_unique(size: int, count: int) -> None:
+    got = sample_unique(np.random.default_rng(0), size, count)
+    assert len(got) == count and len(np.unique(got)) == count and np.all(np.diff(got) > 0)
+    assert count == 0 or (got[0] >= 0 and got[-1] < size)
+
+
+def test_sample_outside_avoids_taken() -> None:
+    rng = np.random.default_rng(1)
+    taken = np.sort(rng.choice(1000, 400, replace=False))
+    got = sample_outside(rng, 1000, 600, taken)
+    assert np.array_equal(np.union1d(got, taken), np.arange(1000))

@@ -1,0 +1,123 @@
+"""`zensim trace {stats,synth,merge}`: describe, generate and assemble trace files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from zensim.errors import ConfigError
+from zensim.report.table import format_table
+
+VALUE_CHOICES = ("none", "float32", "float16")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `trace` command group and its subcommands."""
+    trace = subparsers.add_parser("trace", help="trace files: statistics, synthetic traces, merging shards")
+    sub = trace.add_subparsers(dest="trace_command", required=True, metavar="SUBCOMMAND")
+
+    stats = sub.add_parser("stats", help="density, overlap, densification and skewness of a trace")
+    stats.add_argument("path", help="trace file (.zt)")
+    stats.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    stats.add_argument("--pairs", type=int, default=256, help="worker pairs sampled for the overlap (default 256)")
+    stats.add_argument("--seed", type=int, default=0, help="seed of the pair sample (default 0)")
+    stats.set_defaults(func=cmd_stats)
+
+    synth = sub.add_parser("synth", help="write a synthetic trace with requested statistics")
+    synth.add_argument("--workers", type=int, required=True)
+    size = synth.add_mutually_exclusive_group(required=True)
+    size.add_argument("--numel", type=int, help="elements of the single tensor 'synthetic'")
+    size.add_argument("--tensors", help="several tensors: name=numel,name=numel,...")
+    synth.add_argument("--density", type=float, required=True, help="fraction of non-zeros per worker")
+    synth.add_argument("--overlap", type=float, default=None, help="mean pairwise overlap (default: independent sets)")
+    synth.add_argument("--skew", type=float, default=1.0, help="skewness ratio s^8 (1 = uniform, default 1)")
+    synth.add_argument("--iterations", type=int, default=1)
+    synth.add_argument("--seed", type=int, default=0)
+    synth.add_argument("--values", choices=VALUE_CHOICES, default="none", help="store values (default none)")
+    synth.add_argument("--batch-size", type=int, default=None, help="per-worker batch size to record")
+    synth.add_argument("-o", "--output", required=True, help="trace file to write")
+    synth.set_defaults(func=cmd_synth)
+
+    merge = sub.add_parser("merge", help="merge per-rank capture shards into one trace")
+    merge.add_argument("shards", nargs="+", help="shard files written by the capture hooks")
+    merge.add_argument("-o", "--output", required=True, help="trace file to write")
+    merge.set_defaults(func=cmd_merge)
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    """Print the statistics of a trace as tables or JSON."""
+    from zensim.trace.format import Trace
+    from zensim.trace.stats import trace_stats
+
+    if args.pairs < 1:
+        raise ConfigError(f"--pairs {args.pairs}: must be positive")
+    with Trace.open(args.path) as trace:
+        stats = trace_stats(trace, pairs=args.pairs, seed=args.seed, progress=True)
+    print(json.dumps(stats, indent=2) if args.json else render_stats(stats))
+    return 0
+
+
+def render_stats(stats: dict[str, Any]) -> str:
+    """Human-readable tables: summary per scope, then densification and skewness per scope."""
+    info = stats["trace"]
+    scopes = [("(all)", stats)] + list(stats["tensors"].items())
+    head = [
+        f"trace {info['path']}: {info['workers']} workers, {info['iterations']} iterations, "
+        f"{info['numel']} elements in {len(stats['tensors'])} tensor(s), values {info['value_dtype'] or 'none'}",
+        f"workload: {info['workload'] or '-'}; provenance: {json.dumps(info['provenance'], sort_keys=True)}",
+        f"overlap over {stats['overlap']['pairs']} worker pairs per iteration; spread is over iterations and "
+        "workers/pairs/groups",
+    ]
+    summary = format_table(
+        [
+            [name, s["numel"], s["density"]["mean"], s["density"]["min"], s["density"]["max"],
+             s["overlap"]["mean"], s["overlap"]["p10"], s["overlap"]["median"], s["overlap"]["p90"]]
+            for name, s in scopes
+        ],
+        ["tensor", "numel", "density", "min", "max", "overlap", "p10", "median", "p90"],
+    )
+    dens = format_table(
+        [[name, r["k"], r["groups"], r["mean"], r["min"], r["max"]] for name, s in scopes for r in s["densification"]],
+        ["tensor", "k workers", "groups", "densification", "min", "max"],
+    )
+    skew = format_table(
+        [[name, r["k"], r["mean"], r["min"], r["max"]] for name, s in scopes for r in s["skewness"]],
+        ["tensor", "k parts", "skewness", "min", "max"],
+    )
+    return "\n\n".join(["\n".join(head), summary, dens, skew])
+
+
+def parse_tensors(text: str) -> list[tuple[str, int]]:
+    """Parse 'name=numel,name=numel' into (name, numel) pairs."""
+    out = []
+    for item in text.split(","):
+        name, _, numel = item.partition("=")
+        if not name or not numel.isdigit() or int(numel) < 1:
+            raise ConfigError(f"--tensors {text!r}: expected name=numel,name=numel,... with positive counts")
+        out.append((name, int(numel)))
+    return out
+
+
+def cmd_synth(args: argparse.Namespace) -> int:
+    """Generate a synthetic trace."""
+    from zensim.trace.synth import SynthParams, synthesize
+
+    if args.numel is not None and args.numel < 1:
+        raise ConfigError(f"--numel {args.numel}: must be positive")
+    tensors = [("synthetic", args.numel)] if args.numel is not None else parse_tensors(args.tensors)
+    params = SynthParams(args.density, args.overlap, args.skew)
+    value_dtype = None if args.values == "none" else args.values
+    synthesize(args.output, args.workers, tensors, params, args.iterations, args.seed, value_dtype,
+               args.batch_size, progress=True)
+    print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """Merge capture shards (zensim.trace.merge, the capture layer) into one trace."""
+    from zensim.trace.merge import merge_shards
+
+    merge_shards(args.shards, args.output)
+    print(f"wrote {args.output}")
+    return 0

@@ -1,0 +1,178 @@
+"""Synthetic traces with a requested density, pairwise overlap and skewness (model in docs/trace-stats.md).
+
+Per tensor of M elements and per iteration: every worker has exactly nnz = round(d M) indices. The
+range is split into the 8 contiguous parts that s^8 measures. Each worker puts
+n_0 = round(s nnz |part 0| / M) indices in part 0 and spreads the rest over parts 1..7 in proportion
+to their sizes, so its s^8 is s. In each part a shared set (a fraction f of the worker's indices
+there, the same for all workers) is drawn uniformly, and each worker adds private indices drawn
+uniformly from the part minus the shared set. f is solved so
+that the expected pairwise overlap, shared part plus chance collisions of private parts, equals o.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from tqdm import tqdm
+
+from zensim.errors import ConfigError
+from zensim.trace.format import TensorSpec, TraceWriter
+from zensim.trace.stats import part_bounds
+
+GENERATOR = "zensim.trace.synth/1"
+
+
+@dataclass(frozen=True)
+class SynthParams:
+    """What is asked of a synthetic tensor: density d, overlap o (None: independent sets), skewness s^8."""
+
+    density: float
+    overlap: float | None = None
+    skew: float = 1.0
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Resolved counts of one tensor per iteration: for each of the 8 parts, its size, shared and per-worker count."""
+
+    numel: int
+    starts: tuple[int, ...]
+    sizes: tuple[int, ...]
+    counts: tuple[int, ...]
+    shared: tuple[int, ...]
+
+    @property
+    def nnz(self) -> int:
+        """Indices per worker."""
+        return sum(self.counts)
+
+    def regions(self) -> list[tuple[int, int, int, int]]:
+        """(start, size, shared count, count per worker) of each part."""
+        return list(zip(self.starts, self.sizes, self.shared, self.counts))
+
+    def expected_overlap(self) -> float:
+        """Expected |I_1 ∩ I_2| / nnz: the shared set plus chance collisions of two private sets."""
+        hits = sum(s + _ratio((c - s) ** 2, size - s) for _, size, s, c in self.regions())
+        return _ratio(hits, self.nnz)
+
+    def expected_union(self, k: int) -> float:
+        """Expected size of the union of k workers' index sets."""
+        return sum(s + (size - s) * (1 - (1 - _ratio(c - s, size - s)) ** k) for _, size, s, c in self.regions())
+
+
+def _ratio(num: float, den: float) -> float:
+    return num / den if den > 0 else 0.0
+
+
+def _apportion(total: int, weights: np.ndarray) -> np.ndarray:
+    """Split `total` into integers proportional to `weights` (largest remainders)."""
+    exact = total * weights / weights.sum()
+    out = np.floor(exact).astype(np.int64)
+    out[np.argsort(out - exact, kind="stable")[: total - int(out.sum())]] += 1
+    return out
+
+
+def layout(numel: int, params: SynthParams) -> Layout:
+    """Resolve the counts for one tensor, raising ConfigError when the request cannot be met."""
+    d, o, s = params.density, params.overlap, params.skew
+    if not 0 < d <= 1:
+        raise ConfigError(f"--density {d}: must be in (0, 1]")
+    bounds = part_bounds(numel, 8)
+    sizes = np.diff(bounds)
+    nnz = round(d * numel)
+    if nnz == 0:
+        raise ConfigError(f"--density {d}: no index at all in a tensor of {numel} elements")
+    n_a = round(s * nnz * sizes[0] / numel)
+    counts = np.concatenate([[n_a], _apportion(nnz - n_a, sizes[1:].astype(np.float64))]) if n_a <= nnz else sizes
+    if not 1 <= s or n_a > nnz or (counts > sizes).any():
+        top = min(numel / sizes[0], numel / nnz)
+        raise ConfigError(f"--skew {s}: must be in [1, {top:.4g}] at density {d} ({numel} elements)")
+
+    def at(f: float) -> Layout:
+        shared = tuple(int(x) for x in np.round(f * counts))
+        return Layout(numel, tuple(int(x) for x in bounds[:-1]), tuple(int(x) for x in sizes),
+                      tuple(int(x) for x in counts), shared)
+
+    if o is None:
+        return at(0.0)
+    chance = at(0.0).expected_overlap()
+    if not chance - 1e-9 <= o <= 1:
+        raise ConfigError(f"--overlap {o}: must be in [{chance:.4g}, 1] (independent sets already overlap {chance:.4g})")
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # expected overlap grows with the shared fraction f
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if at(mid).expected_overlap() < o else (lo, mid)
+    return at(hi)
+
+
+def sample_unique(rng: np.random.Generator, size: int, count: int) -> np.ndarray:
+    """`count` distinct integers of [0, size), sorted, uniformly among all such sets."""
+    if count <= 0:
+        return np.empty(0, np.int64)
+    if 2 * count > size:
+        keep = np.ones(size, np.bool_)
+        keep[sample_unique(rng, size, size - count)] = False
+        return np.flatnonzero(keep)
+    got = np.empty(0, np.int64)
+    while len(got) < count:
+        got = np.union1d(got, rng.integers(0, size, count - len(got) + count // 16 + 16))
+    # the distinct values of i.i.d. draws are a uniform subset given their number; so is a uniform subset of them
+    return got[np.sort(rng.choice(len(got), count, replace=False))] if len(got) > count else got
+
+
+def sample_outside(rng: np.random.Generator, size: int, count: int, taken: np.ndarray) -> np.ndarray:
+    """`count` distinct integers of [0, size) not in the sorted array `taken`, sorted and uniform."""
+    ranks = sample_unique(rng, size - len(taken), count)
+    return ranks + np.searchsorted(taken - np.arange(len(taken)), ranks, side="right")
+
+
+def worker_sets(lay: Layout, workers: int, rng_key: Sequence[int]) -> list[np.ndarray]:
+    """One iteration of one tensor: each worker's sorted index set."""
+    shared_rng = np.random.default_rng([*rng_key, 0])
+    shared = [start + sample_unique(shared_rng, size, s) for start, size, s, _ in lay.regions()]
+    sets = []
+    for w in range(workers):
+        rng = np.random.default_rng([*rng_key, w + 1])
+        parts = []
+        for (start, size, s, c), common in zip(lay.regions(), shared):
+            parts += [common, start + sample_outside(rng, size, c - s, common - start)]
+        sets.append(np.sort(np.concatenate(parts)))
+    return sets
+
+
+def synthesize(
+    path: str | os.PathLike[str],
+    workers: int,
+    tensors: Sequence[tuple[str, int]],
+    params: SynthParams,
+    iterations: int = 1,
+    seed: int = 0,
+    value_dtype: str | None = None,
+    batch_size: int | None = None,
+    progress: bool = False,
+) -> None:
+    """Write a synthetic trace: `tensors` are (name, numel) pairs, each generated with `params`."""
+    if workers < 1 or iterations < 1:
+        raise ConfigError(f"--workers {workers} / --iterations {iterations}: must be positive")
+    layouts = [layout(numel, params) for _, numel in tensors]
+    provenance = {"kind": "synthetic", "generator": GENERATOR, "params": asdict(params), "seed": seed}
+    workload = (
+        f"synthetic: density {params.density}, overlap {params.overlap}, skew {params.skew}, "
+        f"{len(tensors)} tensor(s) of {sum(n for _, n in tensors)} elements"
+    )
+    specs = [TensorSpec(name, numel) for name, numel in tensors]
+    # disable=None shows the bar only when stderr is a terminal
+    bar = tqdm(total=iterations * len(specs) * workers, desc="trace synth", unit="chunk",
+               disable=None if progress else True)
+    with bar, TraceWriter(path, specs, workers, iterations, value_dtype, batch_size, workload, provenance) as w:
+        for it in range(iterations):
+            for t, lay in enumerate(layouts):
+                for worker, idx in enumerate(worker_sets(lay, workers, (seed, it, t))):
+                    values = None
+                    if value_dtype is not None:
+                        values = np.random.default_rng([seed, it, t, worker, 1]).standard_normal(len(idx))
+                    w.write(it, worker, t, idx, values)
+                    bar.update()
