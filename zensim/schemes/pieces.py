@@ -1,0 +1,174 @@
+"""Pieces: immutable sparse sets over a domain, the unit a stage program holds, merges and sends.
+
+Two representations with the same operations, chosen by whether values are carried:
+
+- `ChunkPiece` wraps a `SparseChunk` (global ids, values or None): exact values, used whenever
+  results are checked with values and by the emulator;
+- `BitPiece` is a packed bitset (numpy uint64 words, bit p = domain position p): indices-only
+  mode at scale, where a union is one `np.bitwise_or` and a count one `np.bitwise_count`.
+
+Every piece has a process-unique `serial`. Pieces never change, so a union of the same pieces
+is the same set: `union` memoizes on the serials of its inputs (a small LRU shared by all ranks
+of an in-memory run), which makes the identical final unions of 128 ranks cost one. This is
+exact caching, not estimation.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+
+from zensim.sparse.chunk import SparseChunk, sum_chunks
+from zensim.sparse.domain import Domain, RangeDomain
+
+_serials = itertools.count()
+_ONE = np.uint64(1)
+
+
+class ChunkPiece:
+    """A piece held as a `SparseChunk` of global ids (with values or indices-only)."""
+
+    __slots__ = ("domain", "chunk", "serial")
+
+    def __init__(self, domain: Domain, chunk: SparseChunk) -> None:
+        self.domain, self.chunk, self.serial = domain, chunk, next(_serials)
+
+    @property
+    def nnz(self) -> int:
+        """Number of elements."""
+        return self.chunk.nnz
+
+    def to_chunk(self) -> SparseChunk:
+        """The piece as a chunk of global ids."""
+        return self.chunk
+
+
+class BitPiece:
+    """A piece held as a packed bitset over its domain's positions (indices only)."""
+
+    __slots__ = ("domain", "words", "nnz", "serial", "_reps")
+
+    def __init__(self, domain: Domain, words: np.ndarray, nnz: int | None = None) -> None:
+        self.domain, self.words, self.serial = domain, words, next(_serials)
+        self.nnz = int(np.bitwise_count(words).sum()) if nnz is None else int(nnz)
+        self._reps: dict[int, np.ndarray] = {}
+
+    def positions(self) -> np.ndarray:
+        """Sorted positions (int64) of the set bits."""
+        return bit_positions(self.words)
+
+    def to_chunk(self) -> SparseChunk:
+        """The piece as an indices-only chunk of global ids (materialized, one per distinct set)."""
+        return _materialize(self)
+
+    def block_representatives(self, block_size: int) -> np.ndarray:
+        """Global id of the first position of every occupied block of `block_size` positions."""
+        if block_size not in self._reps:
+            if block_size % 64 == 0:
+                per = block_size // 64
+                words = self.words
+                pad = (-len(words)) % per
+                if pad:
+                    words = np.concatenate([words, np.zeros(pad, np.uint64)])
+                blocks = np.flatnonzero(words.reshape(-1, per).any(axis=1))
+            else:
+                blocks = np.unique(self.positions() // block_size)
+            self._reps[block_size] = self.domain.ids(blocks * block_size)
+        return self._reps[block_size]
+
+
+Piece = ChunkPiece | BitPiece
+
+
+def pack_positions(positions: np.ndarray, size: int) -> np.ndarray:
+    """A bitset of `size` bits with the sorted unique `positions` set (one OR-reduce per word)."""
+    words = np.zeros((size + 63) // 64, np.uint64)
+    if len(positions):
+        w = positions >> 6
+        bits = np.left_shift(_ONE, (positions & 63).astype(np.uint64))
+        starts = np.flatnonzero(np.concatenate(([True], w[1:] != w[:-1])))
+        words[w[starts]] = np.bitwise_or.reduceat(bits, starts)
+    return words
+
+
+def bit_positions(words: np.ndarray) -> np.ndarray:
+    """Sorted positions (int64) of the set bits of a little-endian uint64 bitset."""
+    nz = np.flatnonzero(words)
+    if len(nz) == 0:
+        return np.empty(0, np.int64)
+    bits = np.unpackbits(words[nz].view(np.uint8), bitorder="little").reshape(len(nz), 64)
+    row, col = np.nonzero(bits)
+    return nz[row] * 64 + col
+
+
+def make_piece(chunk: SparseChunk, domain: Domain, bits: bool) -> Piece:
+    """A piece of `chunk` (all ids inside `domain`): a bitset when `bits`, else the chunk itself."""
+    if not bits:
+        return ChunkPiece(domain, chunk)
+    return BitPiece(domain, pack_positions(domain.positions(chunk.indices), domain.size), chunk.nnz)
+
+
+_MEMO: OrderedDict[frozenset[int], Piece] = OrderedDict()
+_MEMO_SIZE = 8
+
+
+def union(pieces: Sequence[Piece]) -> Piece:
+    """The aggregate of `pieces` over one domain: union of ids, sum of values (memoized, exact)."""
+    if len(pieces) == 1:
+        return pieces[0]
+    key = frozenset(p.serial for p in pieces)
+    hit = _MEMO.get(key)
+    if hit is not None:
+        _MEMO.move_to_end(key)
+        return hit
+    first = pieces[0]
+    if isinstance(first, BitPiece):
+        words = np.bitwise_or(first.words, pieces[1].words)
+        for p in pieces[2:]:
+            np.bitwise_or(words, p.words, out=words)
+        out: Piece = BitPiece(first.domain, words)
+    else:
+        out = ChunkPiece(first.domain, sum_chunks([p.chunk for p in pieces]))
+    _MEMO[key] = out
+    if len(_MEMO) > _MEMO_SIZE:
+        _MEMO.popitem(last=False)
+    return out
+
+
+def assemble(pieces: Sequence[Piece]) -> SparseChunk:
+    """One chunk of global ids from pieces over disjoint domains (the n aggregated partitions)."""
+    if len(pieces) == 1:
+        return pieces[0].to_chunk()
+    key = frozenset(p.serial for p in pieces)
+    hit = _ASSEMBLED.get(key)
+    if hit is not None:
+        return hit
+    chunks = [p.to_chunk() for p in pieces]
+    ids = np.concatenate([c.indices for c in chunks])
+    order = np.argsort(ids, kind="stable")
+    values = None
+    if all(c.values is not None for c in chunks):
+        values = np.concatenate([c.values for c in chunks])[order]
+    out = SparseChunk(ids[order], values)
+    _ASSEMBLED.clear()
+    _ASSEMBLED[key] = out
+    return out
+
+
+_ASSEMBLED: dict[frozenset[int], SparseChunk] = {}
+_LAST: list[tuple[Domain, np.ndarray, SparseChunk]] = []
+
+
+def _materialize(piece: BitPiece) -> SparseChunk:
+    """Chunk of a bitset piece; equal bitsets over the same domain give the same chunk object."""
+    for domain, words, chunk in _LAST:
+        if domain is piece.domain or (isinstance(domain, RangeDomain) and domain == piece.domain):
+            if words is piece.words or np.array_equal(words, piece.words):
+                return chunk
+    chunk = SparseChunk(piece.domain.ids(piece.positions()), None)
+    _LAST.insert(0, (piece.domain, piece.words, chunk))
+    del _LAST[2:]
+    return chunk

@@ -1,0 +1,172 @@
+"""The communication dimension: who sends which item, carrying whose contributions, to whom, when.
+
+A plan is a list of stages; a stage is a list of `Transfer(src, dst, item, origins)`: rank `src`
+sends to `dst` its holdings of `item` (item 0 is the whole tensor under Centralization, item j
+partition j under Parallelism) that carry the contributions of the ranks in `origins` (a bit mask
+over ranks; `ALL` = every rank, i.e. the item fully aggregated). Plans are pure functions of n;
+what a transfer costs on the wire depends on the data and on the aggregation dimension.
+
+Each pattern offers the three collectives the design space is built from:
+
+- `allreduce(n, one_shot)`: Centralization, every rank the root of its own structure;
+- `reduce_scatter(n)`: Parallelism step 1, item j aggregated towards its owner;
+- `allgather(n)`: Parallelism step 2, every rank gets every aggregated item.
+
+Hierarchy handles any n by folding: with p the largest power of two <= n, ranks p..n-1 first
+send their data to rank r - p (one stage), the p ranks run recursive doubling / halving
+(log2 p stages), and rank r - p finally sends the aggregate back to rank r (one stage).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """At some stage `src` sends `dst` its `item` aggregated over the ranks in mask `origins`."""
+
+    src: int
+    dst: int
+    item: int
+    origins: int
+
+
+Stage = list[Transfer]
+
+
+def full(n: int) -> int:
+    """The mask of all n ranks."""
+    return (1 << n) - 1
+
+
+def ring_mask(lo: int, count: int, n: int) -> int:
+    """Mask of the `count` ranks lo, lo+1, ... (mod n)."""
+    lo %= n
+    head = min(count, n - lo)
+    return (((1 << head) - 1) << lo) | ((1 << (count - head)) - 1)
+
+
+class Ring:
+    """Ring: n-1 stages, rank r always sends to r+1 (mod n)."""
+
+    name = "ring"
+
+    def allreduce(self, n: int, one_shot: bool) -> list[Stage]:
+        """Stage s: r sends the window of ranks r-s..r (Incremental, aggregated), or only
+        tensor r-s, the one r+1 lacks (One-shot: the ring all-gather)."""
+        return [
+            [Transfer(r, (r + 1) % n, 0, 1 << ((r - s) % n) if one_shot else ring_mask(r - s, s + 1, n))
+             for r in range(n)]
+            for s in range(n - 1)
+        ]
+
+    def reduce_scatter(self, n: int) -> list[Stage]:
+        """Stage s: r sends item r-1-s carrying ranks r-s..r; item j ends complete at rank j."""
+        return [[Transfer(r, (r + 1) % n, (r - 1 - s) % n, ring_mask(r - s, s + 1, n)) for r in range(n)]
+                for s in range(n - 1)]
+
+    def allgather(self, n: int) -> list[Stage]:
+        """Stage s: r forwards aggregated item r-s to r+1."""
+        return [[Transfer(r, (r + 1) % n, (r - s) % n, full(n)) for r in range(n)] for s in range(n - 1)]
+
+
+class Hierarchy:
+    """Recursive doubling (Centralization) / halving then doubling (Parallelism), folded for any n."""
+
+    name = "hierarchy"
+
+    @staticmethod
+    def shape(n: int) -> tuple[int, int]:
+        """(p, L): the largest power of two p = 2**L <= n."""
+        levels = n.bit_length() - 1
+        return 1 << levels, levels
+
+    @staticmethod
+    def held(rank: int, k: int, n: int, p: int) -> int:
+        """Ranks whose contributions active `rank` holds before doubling stage k (with folded ones)."""
+        base = (rank >> k) << k
+        mask = 0
+        for q in range(base, base + (1 << k)):
+            mask |= 1 << q
+            if q + p < n:
+                mask |= 1 << (q + p)
+        return mask
+
+    def _fold(self, n: int, p: int, items: range) -> list[Stage]:
+        """Ranks p..n-1 hand their own data of every item to rank r - p."""
+        return [[Transfer(r, r - p, j, 1 << r) for r in range(p, n) for j in items]] if n > p else []
+
+    def _unfold(self, n: int, p: int, items: range) -> list[Stage]:
+        """Rank r - p sends every aggregated item to rank r."""
+        return [[Transfer(r - p, r, j, full(n)) for r in range(p, n) for j in items]] if n > p else []
+
+    def allreduce(self, n: int, one_shot: bool) -> list[Stage]:
+        """Fold, log2 p exchange stages with partner r ^ 2**k (each sends all it holds), unfold."""
+        p, levels = self.shape(n)
+        doubling = [[Transfer(r, r ^ (1 << k), 0, self.held(r, k, n, p)) for r in range(p)] for k in range(levels)]
+        return self._fold(n, p, range(1)) + doubling + self._unfold(n, p, range(1))
+
+    def reduce_scatter(self, n: int) -> list[Stage]:
+        """Fold, then recursive halving: at stage k, a sends partner b = a ^ 2**k the items whose
+        root (item mod p) agrees with b on the low k+1 bits. Item j ends at active rank j mod p."""
+        p, levels = self.shape(n)
+        stages = []
+        for k in range(levels):
+            low = (1 << (k + 1)) - 1
+            stages.append([
+                Transfer(a, a ^ (1 << k), j, self.held(a, k, n, p))
+                for a in range(p) for j in range(n) if (j % p) & low == (a ^ (1 << k)) & low
+            ])
+        return self._fold(n, p, range(n)) + stages
+
+    def allgather(self, n: int) -> list[Stage]:
+        """Recursive doubling in reverse order (a sends all aggregated items it holds), then unfold."""
+        p, levels = self.shape(n)
+        stages = []
+        for k in reversed(range(levels)):
+            low = (1 << (k + 1)) - 1
+            stages.append([
+                Transfer(a, a ^ (1 << k), j, full(n))
+                for a in range(p) for j in range(n) if (j % p) & low == a & low
+            ])
+        return stages + self._unfold(n, p, range(n))
+
+
+class P2P:
+    """Point-to-point: one stage, every rank sends directly to every destination."""
+
+    name = "p2p"
+
+    def allreduce(self, n: int, one_shot: bool) -> list[Stage]:
+        """Every rank sends its tensor to every other rank (aggregation is moot)."""
+        return [[Transfer(r, q, 0, 1 << r) for r in range(n) for q in range(n) if q != r]]
+
+    def reduce_scatter(self, n: int) -> list[Stage]:
+        """Push: rank r sends its part j to rank j."""
+        return [[Transfer(r, j, j, 1 << r) for r in range(n) for j in range(n) if j != r]]
+
+    def allgather(self, n: int) -> list[Stage]:
+        """Pull: server j sends its aggregated part to every other rank."""
+        return [[Transfer(j, q, j, full(n)) for j in range(n) for q in range(n) if q != j]]
+
+
+class Binomial:
+    """Pull by broadcast: each server's part goes down a binomial tree, ceil(log2 n) rounds
+    (Sparse PS with the broadcast); only the all-gather is defined."""
+
+    name = "binomial"
+
+    def allgather(self, n: int) -> list[Stage]:
+        """Round k: for every root j, the ranks j+rel (rel < 2**k) send item j to j+rel+2**k."""
+        stages = []
+        k = 0
+        while (1 << k) < n:
+            step = 1 << k
+            stages.append([Transfer((j + rel) % n, (j + rel + step) % n, j, full(n))
+                           for j in range(n) for rel in range(min(step, n - step))])
+            k += 1
+        return stages
+
+
+PATTERNS = {"ring": Ring(), "hierarchy": Hierarchy(), "p2p": P2P()}

@@ -1,0 +1,137 @@
+"""Pieces on the wire: encode through the sparse formats, bundle several pieces, decode back.
+
+A message carries one piece (an `Encoded` of zensim.sparse) or, under One-shot aggregation and
+in all-gathers, several pieces concatenated: a `Bundle`, laid out as one little-endian uint32
+byte length per part followed by the parts (the receiver knows how many parts and their domains
+from the stage program, not their lengths). Byte counts always come from the format's `size`:
+a bitset piece is sized by `fmt.size` on a stand-in that exposes its element count (dense, coo,
+bitmap, hash bitmap depend only on it) or, for blocks, one id per occupied block (the blocks
+format depends only on which blocks are occupied).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from zensim.schemes.pieces import BitPiece, ChunkPiece, Piece, make_piece
+from zensim.sparse.chunk import SparseChunk
+from zensim.sparse.domain import Domain
+from zensim.sparse.formats import Blocks, Encoded, Format
+
+BUNDLE_HEADER = 4  # bytes per part: uint32 length
+
+
+class _Counted:
+    """Stand-in chunk for `Format.size`: only the element count is known (indices-only bitset)."""
+
+    __slots__ = ("nnz",)
+    values = None
+
+    def __init__(self, nnz: int) -> None:
+        self.nnz = nnz
+
+    @property
+    def indices(self) -> np.ndarray:
+        raise AssertionError("this format's size needs the ids; size it from a materialized chunk")
+
+
+@dataclass(frozen=True)
+class BitEncoded:
+    """A bitset piece in a wire format: exact `nbytes` from the format, bytes made on demand."""
+
+    fmt: Format
+    nbytes: int
+    piece: BitPiece
+
+    @property
+    def domain(self) -> Domain:
+        """The piece's domain."""
+        return self.piece.domain
+
+    @property
+    def chunk(self) -> SparseChunk:
+        """The piece as an indices-only chunk (materialized)."""
+        return self.piece.to_chunk()
+
+    def to_bytes(self) -> bytes:
+        """The exact wire bytes (values written as 1.0, as the format does in indices-only mode)."""
+        return self.fmt.encode(self.chunk, self.domain).to_bytes()
+
+
+Payload = Encoded | BitEncoded
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """Several payloads in one message: a uint32 length per part, then the parts."""
+
+    parts: tuple[Payload, ...]
+
+    @property
+    def fmt(self) -> Format:
+        """The format of the first part (all parts of a message share one format)."""
+        return self.parts[0].fmt
+
+    @property
+    def nbytes(self) -> int:
+        """Header plus every part's exact bytes."""
+        return BUNDLE_HEADER * len(self.parts) + sum(p.nbytes for p in self.parts)
+
+    def to_bytes(self) -> bytes:
+        """The exact wire bytes: lengths then parts."""
+        bufs = [p.to_bytes() for p in self.parts]
+        header = np.array([len(b) for b in bufs], "<u4").tobytes()
+        return header + b"".join(bufs)
+
+
+Message = Payload | Bundle
+
+
+def encode(piece: Piece, fmt: Format) -> Payload:
+    """`piece` in format `fmt`, sized exactly by the format."""
+    if isinstance(piece, ChunkPiece):
+        return fmt.encode(piece.chunk, piece.domain)
+    if isinstance(fmt, Blocks):
+        stand_in = SparseChunk(piece.block_representatives(fmt.block_size))
+        return BitEncoded(fmt, fmt.size(stand_in, piece.domain), piece)
+    return BitEncoded(fmt, fmt.size(_Counted(piece.nnz), piece.domain), piece)  # type: ignore[arg-type]
+
+
+def pack(payloads: Sequence[Payload]) -> Message:
+    """One message from the payloads: the payload itself when alone, else a bundle."""
+    return payloads[0] if len(payloads) == 1 else Bundle(tuple(payloads))
+
+
+def unpack(message: Message) -> tuple[Payload, ...]:
+    """The payloads of a message."""
+    return message.parts if isinstance(message, Bundle) else (message,)
+
+
+def to_piece(payload: Payload, bits: bool) -> Piece:
+    """The piece a receiver holds after decoding `payload` (a bitset when `bits`)."""
+    if isinstance(payload, BitEncoded):
+        return payload.piece
+    if bits:
+        return make_piece(payload.chunk, payload.domain, True)
+    return ChunkPiece(payload.domain, payload.chunk)
+
+
+def from_bytes(buf: bytes, layout: Sequence[tuple[Format, Domain]], with_values: bool) -> Message:
+    """Decode a message whose parts have the given (format, domain) layout (ValueError if malformed)."""
+    if len(layout) == 1:
+        fmt, domain = layout[0]
+        return fmt.from_bytes(buf, domain, with_values=with_values)
+    head = BUNDLE_HEADER * len(layout)
+    if len(buf) < head:
+        raise ValueError(f"bundle of {len(layout)} parts: {len(buf)} bytes, shorter than its header")
+    lengths = np.frombuffer(buf, "<u4", len(layout)).astype(np.int64)
+    if head + int(lengths.sum()) != len(buf):
+        raise ValueError(f"bundle: header says {head + int(lengths.sum())} bytes, got {len(buf)}")
+    ends = head + np.cumsum(lengths)
+    starts = ends - lengths
+    view = memoryview(buf)
+    return Bundle(tuple(fmt.from_bytes(bytes(view[a:b]), domain, with_values=with_values)
+                        for (fmt, domain), a, b in zip(layout, starts, ends)))
