@@ -118,7 +118,8 @@ def sample_unique(rng: np.random.Generator, size: int, count: int) -> np.ndarray
         return np.flatnonzero(keep)
     got = np.empty(0, np.int64)
     while len(got) < count:
-        got = np.union1d(got, rng.integers(0, size, count - len(got) + count // 16 + 16))
+        got = np.sort(np.concatenate([got, rng.integers(0, size, count - len(got) + count // 16 + 16)]), kind="stable")
+        got = got[np.concatenate([[True], got[1:] != got[:-1]])]
     # the distinct values of i.i.d. draws are a uniform subset given their number; so is a uniform subset of them
     return got[np.sort(rng.choice(len(got), count, replace=False))] if len(got) > count else got
 
@@ -139,7 +140,7 @@ def worker_sets(lay: Layout, workers: int, rng_key: Sequence[int]) -> list[np.nd
         parts = []
         for (start, size, s, c), common in zip(lay.regions(), shared):
             parts += [common, start + sample_outside(rng, size, c - s, common - start)]
-        sets.append(np.sort(np.concatenate(parts)))
+        sets.append(np.sort(np.concatenate(parts), kind="stable"))  # sorted runs: timsort merges them
     return sets
 
 
