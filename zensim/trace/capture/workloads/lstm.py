@@ -1,0 +1,55 @@
+"""`lstm-lm`: a word-level LSTM language model; natural sparsity in its embedding gradient."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from zensim.trace.capture.workloads.lm import LanguageModel
+
+
+CUTOFFS = (2000, 6000)  # adaptive-softmax clusters over the frequency-sorted vocabulary
+
+
+class LSTMModel(nn.Module):
+    """Embedding -> one LSTM layer -> adaptive softmax (Grave et al. 2017), untied from the embedding.
+
+    The adaptive softmax is what word-level LMs with large vocabularies use on a budget: frequent
+    words in a full head, rare ones in smaller clusters; it needs the frequency-sorted vocabulary.
+    """
+
+    def __init__(self, vocab: int, embed: int, hidden: int) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, embed)
+        self.lstm = nn.LSTM(embed, hidden, batch_first=True)
+        cutoffs = sorted({min(c, vocab * (i + 1) // (len(CUTOFFS) + 1)) for i, c in enumerate(CUTOFFS)} - {0})
+        self.decoder = nn.AdaptiveLogSoftmaxWithLoss(hidden, vocab, cutoffs, div_value=4.0)
+
+    def forward(self, tokens: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Mean next-token negative log-likelihood."""
+        out, _ = self.lstm(self.embedding(tokens))
+        return self.decoder(out.reshape(-1, out.shape[-1]), targets.reshape(-1)).loss
+
+
+class LSTMLM(LanguageModel):
+    """Records only `embedding.weight`: the LSTM and softmax gradients are dense (all-reduced densely)."""
+
+    name = "lstm-lm"
+    lr = 2e-3
+
+    def __init__(
+        self, tokens: np.ndarray, vocab: int, batch_size: int = 20, seed: int = 0,
+        embed: int = 32, hidden: int = 64, seq_len: int = 35, corpus: str = "",
+    ) -> None:
+        torch.manual_seed(seed)
+        config = {"vocab": vocab, "embed": embed, "hidden": hidden, "corpus": corpus}
+        super().__init__(LSTMModel(vocab, embed, hidden), tokens, batch_size, seed, seq_len, config)
+
+    def recorded(self) -> list[str]:
+        """The embedding only."""
+        return ["embedding.weight"]
+
+    def loss(self, model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """Mean next-token negative log-likelihood under the adaptive softmax."""
+        return model(*batch)
