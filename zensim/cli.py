@@ -11,6 +11,7 @@ from zensim.errors import ZensimError
 # Each module has `register(subparsers)` adding its subcommands with `set_defaults(func=...)`.
 COMMAND_MODULES = [
     "zensim.trace.cli",
+    "zensim.trace.capture.cli",
 ]
 
 
