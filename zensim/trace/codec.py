@@ -66,18 +66,17 @@ def varint_decode(buf: bytes | np.ndarray) -> np.ndarray:
     return values
 
 
-def encode_varint_indices(indices: np.ndarray) -> bytes:
-    """First index then the gaps to the previous one (all >= 1 for sorted unique input)."""
-    if len(indices) == 0:
-        return b""
+def index_deltas(indices: np.ndarray) -> np.ndarray:
+    """First index then the gaps to the previous one (all >= 1 for sorted unique input), as uint64."""
     deltas = np.empty(len(indices), np.uint64)
-    deltas[0] = indices[0]
-    deltas[1:] = np.diff(indices).astype(np.uint64)
-    return varint_encode(deltas)
+    if len(indices):
+        deltas[0] = indices[0]
+        deltas[1:] = np.diff(indices).astype(np.uint64)
+    return deltas
 
 
 def decode_varint_indices(buf: bytes, nnz: int) -> np.ndarray:
-    """Inverse of `encode_varint_indices`; a decreasing index decodes as a smaller value (caught later)."""
+    """Inverse of varint-encoded `index_deltas`; a decreasing index decodes as a smaller value (caught later)."""
     deltas = varint_decode(buf)
     if len(deltas) != nnz:
         raise CodecError(f"{len(deltas)} encoded indices, table says {nnz}")
@@ -108,10 +107,10 @@ def decode_bitmap_indices(buf: bytes, numel: int) -> np.ndarray:
 
 def encode_indices(indices: np.ndarray, numel: int) -> tuple[int, bytes]:
     """Encode with whichever of varint deltas and bitmap is smaller; returns (encoding, bytes)."""
-    varint = encode_varint_indices(indices)
-    if len(varint) > bitmap_nbytes(numel):
+    deltas = index_deltas(indices)
+    if int(varint_sizes(deltas).sum()) > bitmap_nbytes(numel):
         return BITMAP, encode_bitmap_indices(indices, numel)
-    return VARINT, varint
+    return VARINT, varint_encode(deltas)
 
 
 def decode_indices(encoding: int, buf: bytes, nnz: int, numel: int) -> np.ndarray:
