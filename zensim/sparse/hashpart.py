@@ -1,0 +1,199 @@
+"""Hash partitioners: ZEN hierarchical hashing (Algorithm 1) and the single-hash strawman.
+
+Hierarchical hashing, as modelled here (ZEN §3.2, SEEDS.md §2):
+
+- h0 (high half of fmix64(id ^ key0)) maps an id to its partition p; h1 is the low half of that
+  same hash, h2..hk use keys 1..k-1 (`hashing.hash_key`). The same seed on every rank, so the
+  same id goes to the same server everywhere. The hash bitmap's domains 𝕀_i come from this same
+  h0 (`hash_domains`), never from another modulus.
+- memory: per partition r1 parallel slots and r2 serial slots (`scope="total"` divides the r1, r2
+  given or derived for the whole memory among the n partitions; `"per_partition"` uses them for
+  each). Default r1 = 2 x nnz of the chunk hashed (ZEN: 2|G|d_G), r2 = r1 / 10. Empty slots hold
+  -1, never an id, so element 0 is an ordinary element.
+- parallel writes, vectorized: in round i = 1..k every pending id targets slot h_i(id) of its
+  partition; the ids whose slot is empty all write it at once (numpy scatter: one writer wins),
+  then every writer reads its slot back; the ones that read another id lost the race (the
+  read-after-write check that stands in for an atomic claim) and stay pending with the ids whose
+  slot was already taken. Ids still pending after k rounds take the next serial slot of their
+  partition (an atomic counter). A partition whose serial slots run out spills the rest into an
+  overflow list: on a GPU the counter tells the thread it is past r2, it writes to a global spill
+  buffer that the host grows and drains after the kernel. Nothing is ever lost; `stats.overflow`
+  counts the spills.
+- extract: each partition's occupied parallel slots, its serial slots and its spill. `split`
+  returns the same sets sorted (a stable grouping by h0; tests check both agree).
+
+Single hash (strawman): one hash into n x r slots, partition = slot // r, a collision overwrites:
+all but one id per slot are lost and counted in `stats.lost`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from zensim.errors import ConfigError
+from zensim.sparse.chunk import SparseChunk
+from zensim.sparse.domain import ExplicitDomain
+from zensim.sparse.hashing import hash64, hash_key, hash_to_range, low_to_range, to_range
+from zensim.sparse.partition import PartitionStats, Partitioner, domains_from_owner, group_by_part
+
+EMPTY = -1
+SCOPES = ("total", "per_partition")
+
+
+def h0_parts(indices: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """ZEN's h0: the partition (int64 in [0, n)) of each id, for a seed shared by all ranks."""
+    return hash_to_range(indices, hash_key(seed, 0), n)
+
+
+@lru_cache(maxsize=4)
+def hash_domains(numel: int, n: int, seed: int) -> tuple[ExplicitDomain, ...]:
+    """All n hash partitions 𝕀_i = {id < numel : h0(id) = i}, from the same h0 as the partitioner.
+
+    Computed once per (numel, n, seed) and cached (4 entries); int32 ids below 2**31 elements.
+    """
+    return tuple(domains_from_owner(numel, n, lambda ids: h0_parts(ids, n, seed)))
+
+
+@dataclass
+class HashTable:
+    """The memory after hierarchical hashing: per partition its r1 parallel slots (EMPTY where
+    free), its serial slots in write order, its overflow spill, and the statistics of the run."""
+
+    slots: list[np.ndarray] = field(default_factory=list)
+    serial: list[np.ndarray] = field(default_factory=list)
+    spill: list[np.ndarray] = field(default_factory=list)
+    stats: PartitionStats = field(default_factory=PartitionStats)
+
+    def extract(self) -> list[np.ndarray]:
+        """Per partition, every id written anywhere (parallel, serial, spill), sorted int64."""
+        return [np.sort(np.concatenate([row[row != EMPTY], ser, sp]).astype(np.int64))
+                for row, ser, sp in zip(self.slots, self.serial, self.spill)]
+
+
+class HierarchicalHash(Partitioner):
+    """ZEN Algorithm 1: h0 picks the partition, k rehash functions place ids in r1 parallel slots,
+    the rest take r2 serial slots (then the overflow spill); never loses an id."""
+
+    def __init__(self, numel: int, n: int, seed: int = 0, k: int = 3, r1: int | None = None,
+                 r2: int | None = None, load: float = 2.0, r2_ratio: float = 0.1,
+                 scope: str = "total", model_memory: bool = True) -> None:
+        super().__init__(numel, n)
+        if k < 0 or load <= 0 or r2_ratio < 0 or scope not in SCOPES:
+            raise ConfigError(f"hierarchical hash: need k >= 0, load > 0, r2_ratio >= 0, scope in {SCOPES}")
+        if (r1 is not None and r1 < 1) or (r2 is not None and r2 < 0):
+            raise ConfigError(f"hierarchical hash: r1 = {r1} must be >= 1, r2 = {r2} >= 0")
+        self.seed, self.k, self.r1, self.r2 = int(seed), int(k), r1, r2
+        self.load, self.r2_ratio, self.scope = float(load), float(r2_ratio), scope
+        self.model_memory = model_memory
+        self.keys = [hash_key(self.seed, i) for i in range(max(self.k, 1))]
+
+    def owner(self, indices: np.ndarray) -> np.ndarray:
+        return h0_parts(indices, self.n, self.seed)
+
+    def domain(self, part: int) -> ExplicitDomain:
+        return hash_domains(self.numel, self.n, self.seed)[part]
+
+    def memory(self, nnz: int) -> tuple[int, int]:
+        """(r1, r2) slots per partition for hashing `nnz` ids."""
+        r1 = self.r1 if self.r1 is not None else int(np.ceil(self.load * nnz))
+        r2 = self.r2 if self.r2 is not None else int(np.ceil(self.r2_ratio * r1))
+        if self.scope == "total":
+            r1, r2 = -(-r1 // self.n), -(-r2 // self.n)
+        if r1 > 2**32:
+            raise ConfigError(f"hierarchical hash: {r1} parallel slots per partition exceed 2**32")
+        return max(r1, 1), r2
+
+    def split(self, chunk: SparseChunk) -> list[SparseChunk]:
+        parts, table = self._hash(chunk, keep_table=False)
+        self.stats.add(table.stats)
+        return parts
+
+    def hash_table(self, indices: np.ndarray) -> HashTable:
+        """Run Algorithm 1 on `indices` (unique ids) and return the whole memory (stats untouched)."""
+        return self._hash(SparseChunk(indices), keep_table=True)[1]
+
+    def _hash(self, chunk: SparseChunk, keep_table: bool) -> tuple[list[SparseChunk], HashTable]:
+        """Group by h0, then run each partition's memory model (h1 = low half of the h0 hash)."""
+        r1, r2 = self.memory(chunk.nnz)
+        h = hash64(chunk.indices, self.keys[0])
+        first = low_to_range(h, r1)
+        parts = group_by_part(chunk, to_range(h, self.n, inplace=True), self.n, extra=first)
+        table = HashTable()
+        if not (self.model_memory or keep_table):
+            table.stats.elements = chunk.nnz
+            return [p for p, _ in parts], table
+        for part, first_slots in parts:
+            stats, row, serial, spill = self._partition(part.indices, first_slots, r1, r2)
+            table.stats.add(stats)
+            if keep_table:
+                table.slots.append(row)
+                table.serial.append(serial)
+                table.spill.append(spill)
+        return [p for p, _ in parts], table
+
+    def _partition(self, indices: np.ndarray, first: np.ndarray, r1: int,
+                   r2: int) -> tuple[PartitionStats, np.ndarray, np.ndarray, np.ndarray]:
+        """One partition's memory: k rounds of parallel writes with read-back, then serial slots."""
+        dtype = np.int32 if self.numel < 2**31 else np.int64
+        ids = indices.astype(dtype)
+        row = np.full(r1, EMPTY, dtype)
+        pending = np.arange(len(ids))
+        collided = len(ids)
+        for i in range(self.k):
+            if i == 0:
+                writers, target, taken = pending, first, pending[:0]
+            else:
+                target = hash_to_range(ids[pending], self.keys[i], r1)
+                free = row[target] == EMPTY
+                writers, target, taken = pending[free], target[free], pending[~free]
+            wids = ids[writers]
+            row[target] = wids
+            pending = np.concatenate([taken, writers[row[target] != wids]])
+            if i == 0:
+                collided = len(pending)
+        pending.sort()
+        serial, spill = ids[pending[:r2]], ids[pending[r2:]]
+        stats = PartitionStats(elements=len(ids), collided=collided, serial=len(pending), overflow=len(spill))
+        return stats, row, serial, spill
+
+
+class SingleHash(Partitioner):
+    """Strawman: one hash into n x r slots (partition = slot // r); colliding ids are lost.
+
+    The winner of a slot is the largest id hashed there (a deterministic stand-in for "last
+    writer wins"). Default r = ceil(numel / n): memory the size of the dense tensor.
+    """
+
+    def __init__(self, numel: int, n: int, seed: int = 0, r: int | None = None) -> None:
+        super().__init__(numel, n)
+        self.r = int(r) if r is not None else max(-(-self.numel // self.n), 1)
+        if self.r < 1:
+            raise ConfigError(f"single hash: r = {r} slots per partition must be >= 1")
+        self.seed = int(seed)
+        self._domains: list[ExplicitDomain] | None = None
+
+    def slot(self, indices: np.ndarray) -> np.ndarray:
+        """The slot (int64 in [0, n r)) of each id."""
+        return hash_to_range(indices, hash_key(self.seed, 0), self.n * self.r)
+
+    def owner(self, indices: np.ndarray) -> np.ndarray:
+        return self.slot(indices) // self.r
+
+    def domain(self, part: int) -> ExplicitDomain:
+        if self._domains is None:
+            self._domains = domains_from_owner(self.numel, self.n, self.owner)
+        return self._domains[part]
+
+    def split(self, chunk: SparseChunk) -> list[SparseChunk]:
+        slots = self.slot(chunk.indices)
+        order = np.argsort(slots, kind="stable")
+        last = np.ones(len(order), np.bool_)
+        np.not_equal(slots[order][1:], slots[order][:-1], out=last[:-1])
+        keep = np.zeros(len(order), np.bool_)
+        keep[order[last]] = True
+        self.stats.add(PartitionStats(elements=chunk.nnz, lost=int(chunk.nnz - keep.sum())))
+        kept = SparseChunk(chunk.indices[keep], None if chunk.values is None else chunk.values[keep])
+        return group_by_part(kept, slots[keep] // self.r, self.n)
