@@ -29,7 +29,7 @@ Contract change (backward compatible): `from_bytes` takes `n_values` optional (e
 checked) and a keyword `with_values`.
 """
 
-from zensim.sparse.chunk import SparseChunk, sum_chunks
+from zensim.sparse.chunk import SparseChunk, sum_chunks, union_indices
 from zensim.sparse.domain import Domain, ExplicitDomain, RangeDomain, index_dtype
 from zensim.sparse.formats import FORMATS, Encoded, Format, make_format
 from zensim.sparse.hashpart import HierarchicalHash, SingleHash, h0_parts, hash_domains
@@ -39,7 +39,7 @@ from zensim.sparse.registry import PARTITIONERS, make_partitioner
 from zensim.sparse.values import value_codec
 
 __all__ = [
-    "SparseChunk", "sum_chunks", "Domain", "RangeDomain", "ExplicitDomain", "index_dtype",
+    "SparseChunk", "sum_chunks", "union_indices", "Domain", "RangeDomain", "ExplicitDomain", "index_dtype",
     "Encoded", "Format", "FORMATS", "make_format", "value_codec",
     "Partitioner", "PartitionStats", "Contiguous", "Thresholds", "SingleHash", "HierarchicalHash",
     "PARTITIONERS", "make_partitioner", "h0_parts", "hash_domains",

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zensim.errors import ConfigError
-from zensim.sparse.chunk import SparseChunk
+from zensim.sparse.chunk import SparseChunk, run_starts
 from zensim.sparse.domain import Domain, ExplicitDomain, RangeDomain, index_dtype
 from zensim.sparse.values import ValueCodec, value_codec
 
@@ -192,12 +192,7 @@ class Blocks(Format):
     def occupied(self, chunk: SparseChunk, domain: Domain) -> np.ndarray:
         """Sorted ids (int64) of the blocks holding at least one element of `chunk`."""
         blocks = domain.positions(chunk.indices) // self.block_size
-        if len(blocks) == 0:
-            return blocks
-        keep = np.empty(len(blocks), np.bool_)
-        keep[0] = True
-        np.not_equal(blocks[1:], blocks[:-1], out=keep[1:])
-        return blocks[keep]
+        return blocks[run_starts(blocks)]
 
     def _carried_values(self, blocks: np.ndarray, domain: Domain) -> int:
         """Number of values the carried `blocks` hold (the domain's last block may be short)."""

@@ -34,7 +34,7 @@ from functools import lru_cache
 import numpy as np
 
 from zensim.errors import ConfigError
-from zensim.sparse.chunk import SparseChunk
+from zensim.sparse.chunk import SparseChunk, run_starts
 from zensim.sparse.domain import ExplicitDomain
 from zensim.sparse.hashing import hash64, hash_key, hash_to_range, low_to_range, to_range
 from zensim.sparse.partition import PartitionStats, Partitioner, domains_from_owner, group_by_part
@@ -190,8 +190,7 @@ class SingleHash(Partitioner):
     def split(self, chunk: SparseChunk) -> list[SparseChunk]:
         slots = self.slot(chunk.indices)
         order = np.argsort(slots, kind="stable")
-        last = np.ones(len(order), np.bool_)
-        np.not_equal(slots[order][1:], slots[order][:-1], out=last[:-1])
+        last = run_starts(slots[order][::-1])[::-1]  # the last (largest) id of each slot's run
         keep = np.zeros(len(order), np.bool_)
         keep[order[last]] = True
         self.stats.add(PartitionStats(elements=chunk.nnz, lost=int(chunk.nnz - keep.sum())))

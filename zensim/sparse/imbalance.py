@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from zensim.sparse.chunk import SparseChunk, sum_chunks
+from zensim.sparse.chunk import SparseChunk, union_indices
 from zensim.sparse.partition import Partitioner
 
 
@@ -47,13 +47,8 @@ def push_imbalance(partitioner: Partitioner, chunks: list[SparseChunk]) -> float
     for chunk in chunks:
         if chunk.nnz:
             counts = np.bincount(partitioner.owner(chunk.indices), minlength=partitioner.n)
-            worst = max(worst, partitioner.n * counts.max() / chunk.nnz)
+            worst = max(worst, float(partitioner.n * counts.max() / chunk.nnz))
     return worst if worst else 1.0
-
-
-def union_indices(chunks: list[SparseChunk]) -> np.ndarray:
-    """The sorted union of the chunks' indices."""
-    return sum_chunks([SparseChunk(c.indices) for c in chunks]).indices
 
 
 def pull_imbalance(partitioner: Partitioner, chunks: list[SparseChunk], union: np.ndarray | None = None) -> float:
@@ -63,7 +58,7 @@ def pull_imbalance(partitioner: Partitioner, chunks: list[SparseChunk], union: n
     if len(union) == 0:
         return 1.0
     counts = np.bincount(partitioner.owner(union), minlength=partitioner.n)
-    return partitioner.n * counts.max() / len(union)
+    return float(partitioner.n * counts.max() / len(union))
 
 
 @dataclass(frozen=True)

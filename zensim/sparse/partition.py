@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zensim.errors import ConfigError
-from zensim.sparse.chunk import SparseChunk, sum_chunks
+from zensim.sparse.chunk import SparseChunk, union_indices
 from zensim.sparse.domain import Domain, ExplicitDomain, RangeDomain
 
 
@@ -175,7 +175,7 @@ class Thresholds(RangePartitioner):
         """Recompute the boundaries at the first call and whenever `period` iterations have passed."""
         if self.recomputed_at is not None and iteration - self.recomputed_at < self.period:
             return
-        union = sum_chunks([SparseChunk(c.indices) for c in chunks]).indices
+        union = union_indices(chunks)
         self.recomputed_at = iteration
         if len(union) == 0:
             self.boundaries = even_boundaries(self.numel, self.n)
