@@ -1,0 +1,1 @@
+"""Cluster topology, unit parsing, the discrete-event network engine, sharing models, closed forms."""

@@ -1,0 +1,174 @@
+"""The `maxmin` sharing model: flows share links max-min fairly (the fluid model of TCP), incrementally.
+
+Rates are piecewise constant between events; each active flow keeps its bytes left at the time of its
+last rate change and its projected finish time, so an event costs O(1) numpy calls, not a pass over
+every flow's bytes. At a flow arrival (all messages a rank sends at once form one batch) only the
+*affected component* is re-solved: the flows reachable from the changed links through shared links;
+other components keep their rates. A flow alone on all its links (rings, recursive doubling) takes a
+fast path with no solve at all. The solve is progressive filling (bottleneck algorithm): repeatedly
+the link with the least fair share `residual / unfrozen flows` fixes the rate of its flows.
+
+Departures are batched: after a re-solve, up to `batch x active flows` departures (at least 1) retire
+at their exact times under the current rates before the component of the freed links is re-solved;
+meanwhile the freed capacity stays idle, so batching can only make flows slower, never faster.
+`batch=0` re-solves at every departure (exact max-min); every arrival re-solves too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import simpy
+
+_TIE = 1e-12  # relative tolerance: links whose shares tie, flows finishing "now"
+
+
+def waterfill(routes: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """Max-min fair rates of flows with `routes` (rows of link ids, padded with the last, infinite link)."""
+    links = len(capacity)
+    dummy = links - 1
+    flat = routes.ravel()
+    by_link = np.argsort(flat, kind="stable")
+    starts = np.searchsorted(flat[by_link], np.arange(links + 1)).tolist()
+    flow_of = by_link // routes.shape[1]
+    count = np.diff(starts).astype(np.float64)
+    count[dummy] = 0
+    residual = capacity.astype(np.float64).copy()
+    rates = np.full(len(routes), np.nan)
+    left = len(routes)
+    share = np.empty(links)
+    while left:
+        share.fill(np.inf)
+        np.divide(residual, count, out=share, where=count > 0)
+        level = share.min()
+        saturated = np.flatnonzero(share <= level * (1 + _TIE)).tolist()
+        cand = np.concatenate([flow_of[starts[k]: starts[k + 1]] for k in saturated])
+        cand = cand[np.isnan(rates[cand])]
+        rates[cand] = level
+        if len(saturated) > 1:  # a flow on two saturated links appears twice
+            mark = np.zeros(len(routes), dtype=bool)
+            mark[cand] = True
+            cand = np.flatnonzero(mark)
+        fixed = cand
+        left -= len(fixed)
+        used = np.bincount(routes[fixed].ravel(), minlength=links)
+        count -= used
+        count[dummy] = 0
+        np.maximum(residual - used * level, 0.0, out=residual)
+    return rates
+
+
+class MaxMinNetwork:
+    """Flow-level max-min fair sharing, re-solved per affected component, departures batched."""
+
+    def __init__(self, env: simpy.Environment, capacity: np.ndarray, latency: np.ndarray,
+                 routes: np.ndarray, nbytes: np.ndarray, deliver: Callable[[int], None], batch: float = 1 / 64) -> None:
+        self.env = env
+        self.dummy = len(capacity)
+        self.capacity = np.append(capacity, np.inf)
+        self.routes = routes
+        self.route_latency = np.append(latency, 0.0)[routes].sum(axis=1)
+        self.hops = (routes != self.dummy).sum(axis=1)
+        self.nbytes = nbytes.astype(np.float64)
+        self.base_left = self.nbytes.copy()  # bytes left at base_time
+        self.base_time = np.zeros(len(nbytes))
+        self.rate = np.zeros(len(nbytes))
+        self.deliver = deliver
+        self.batch = batch
+        self.active = np.empty(0, dtype=np.int64)  # flow ids; retired ones wait here with finish = inf
+        self.finish = np.empty(0)  # projected finish time, aligned with `active`
+        self.nflows = np.zeros(self.dummy + 1, dtype=np.int64)
+        self.dirty: set[int] = set()
+        self.since_solve, self.allowance = 0, 1
+        self.version = 0
+        self.events = self.solves = 0
+
+    def inject(self, ids: Sequence[int]) -> None:
+        """Start flows `ids` now (one batch: they join the network together)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        now = self.env.now
+        empty = (self.nbytes[ids] == 0) | (self.hops[ids] == 0)
+        for m in ids[empty].tolist():
+            self._deliver_after(self.route_latency[m], m)
+        flows = ids[~empty]
+        if flows.size:
+            links = self.routes[flows].ravel()
+            np.add.at(self.nflows, links, 1)
+            self.nflows[self.dummy] = 0
+            self.base_time[flows] = now
+            self.active = np.concatenate([self.active, flows])
+            if not self.dirty and (self.nflows[links[links != self.dummy]] == 1).all():
+                self.rate[flows] = self.capacity[self.routes[flows]].min(axis=1)
+                self.finish = np.concatenate([self.finish, now + self.base_left[flows] / self.rate[flows]])
+            else:
+                self.finish = np.concatenate([self.finish, np.full(flows.size, np.inf)])
+                self._solve(set(links.tolist()) | self.dirty)
+        self._schedule()
+
+    def _solve(self, seeds: set[int]) -> None:
+        """Re-solve the component of links `seeds`, reset the departure batch."""
+        live = np.isfinite(self.finish) | (self.rate[self.active] == 0)
+        self.active, self.finish = self.active[live], self.finish[live]
+        seeds.discard(self.dummy)
+        routes = self.routes[self.active]
+        marked = np.zeros(self.dummy + 1, dtype=bool)
+        marked[list(seeds)] = True
+        marked[self.dummy] = False
+        inside = np.zeros(len(self.active), dtype=bool)
+        while True:
+            new = marked[routes].any(axis=1) & ~inside
+            if not new.any():
+                break
+            inside |= new
+            marked[routes[new].ravel()] = True
+            marked[self.dummy] = False
+        flows = self.active[inside]
+        if flows.size:
+            now = self.env.now
+            left = self.base_left[flows] - self.rate[flows] * (now - self.base_time[flows])
+            self.base_left[flows] = np.maximum(left, 0.0)
+            self.base_time[flows] = now
+            self.rate[flows] = waterfill(routes[inside], self.capacity)
+            self.finish[inside] = now + self.base_left[flows] / self.rate[flows]
+            self.solves += 1
+        self.dirty.clear()
+        self.since_solve = 0
+        self.allowance = max(1, int(self.batch * len(self.active)))
+
+    def _schedule(self) -> None:
+        """Arm one event at the next departure; older armed events become stale."""
+        self.version += 1
+        if not self.finish.size:
+            return
+        due = float(self.finish.min())
+        if due == np.inf:
+            return
+        version = self.version
+        self.events += 1
+        self.env.timeout(max(due - self.env.now, 0.0)).callbacks.append(lambda _ev: self._depart(version))
+
+    def _depart(self, version: int) -> None:
+        """Retire the flows that finish now; re-solve when the batch allowance is used up."""
+        if version != self.version:
+            return
+        now = self.env.now
+        done = np.flatnonzero(self.finish <= now * (1 + _TIE))
+        finished = self.active[done]
+        self.finish[done] = np.inf
+        self.rate[finished] = -1.0  # marks retired until the next compaction
+        links = self.routes[finished].ravel()
+        np.subtract.at(self.nflows, links, 1)
+        self.nflows[self.dummy] = 0
+        self.dirty.update(k for k in set(links.tolist()) if self.nflows[k] > 0)
+        self.since_solve += len(finished)
+        if self.dirty and self.since_solve >= self.allowance:
+            self._solve(set(self.dirty))
+        for m in finished.tolist():
+            self._deliver_after(self.route_latency[m], m)
+        self._schedule()
+
+    def _deliver_after(self, delay: float, m: int) -> None:
+        """Deliver message m after its route latency."""
+        self.events += 1
+        self.env.timeout(delay).callbacks.append(lambda _ev: self.deliver(m))

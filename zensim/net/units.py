@@ -1,0 +1,60 @@
+"""Bandwidth and latency strings to SI numbers (bytes/s, seconds), with the Gbps vs GB/s trap spelled out.
+
+Bits and bytes are told apart by the case of the `b`: `b`/`bit`/`bps` are bits, `B`/`Byte` are bytes.
+Prefixes are decimal (k = 1e3, M = 1e6, G = 1e9, T = 1e12), as on every link-speed label.
+`25Gbps` = `25Gbit/s` = 3.125e9 bytes/s; `300GB/s` = 3e11 bytes/s; `200mbit` = 2.5e7 bytes/s (a lone
+lower-case `m` before `bit` means mega: nobody ships millibit links).
+"""
+
+from __future__ import annotations
+
+import re
+
+from zensim.errors import ConfigError
+
+_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+_BANDWIDTH = re.compile(
+    r"^\s*(?P<num>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<prefix>[kKmMgGtT]?)"
+    r"(?P<unit>bps|bit/s|bits/s|bit|bits|b/s|b|Bps|B/s|B|byte/s|bytes/s|Byte/s|Bytes/s)\s*$"
+)
+_LATENCY = re.compile(r"^\s*(?P<num>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>ns|us|µs|ms|s)\s*$")
+_PER_SECOND = {"ns": 1e9, "us": 1e6, "µs": 1e6, "ms": 1e3, "s": 1.0}
+
+
+def parse_bandwidth(text: str | float | int, what: str = "bandwidth") -> float:
+    """Parse `25Gbps`, `300GB/s`, `200mbit`, `1.5Gbit/s`, `10MB/s` (or a bare number of bytes/s) to bytes/s."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        match = _BANDWIDTH.match(str(text))
+        if not match:
+            raise ConfigError(f"{what}: cannot parse {text!r} as a bandwidth (examples: 25Gbps, 300GB/s, 200mbit, 10MB/s)")
+        scale = _PREFIX[match.group("prefix").lower()]
+        is_bytes = match.group("unit")[0] == "B"
+        value = float(match.group("num")) * scale / (1.0 if is_bytes else 8.0)
+    if not value > 0 or value == float("inf"):
+        raise ConfigError(f"{what}: bandwidth must be positive and finite, got {text!r}")
+    return value
+
+
+def parse_latency(text: str | float | int, what: str = "latency") -> float:
+    """Parse `5us`, `1ms`, `200ns`, `0s` (or a bare number of seconds) to seconds."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        match = _LATENCY.match(str(text))
+        if not match:
+            raise ConfigError(f"{what}: cannot parse {text!r} as a latency (examples: 5us, 1ms, 0s)")
+        value = float(match.group("num")) / _PER_SECOND[match.group("unit")]
+    if not value >= 0 or value == float("inf"):
+        raise ConfigError(f"{what}: latency must be non-negative and finite, got {text!r}")
+    return value
+
+
+def format_bandwidth(bytes_per_s: float) -> str:
+    """Human form in bits per second, the way link speeds are labelled (3.125e9 -> '25Gbps')."""
+    bits = bytes_per_s * 8
+    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if bits >= scale:
+            return f"{bits / scale:g}{prefix}bps"
+    return f"{bits:g}bps"
