@@ -53,7 +53,7 @@ class BitPiece:
 
     def __init__(self, domain: Domain, words: np.ndarray, nnz: int | None = None) -> None:
         self.domain, self.words, self.serial = domain, words, next(_serials)
-        self.nnz = int(np.bitwise_count(words).sum()) if nnz is None else int(nnz)
+        self.nnz = popcount(words) if nnz is None else int(nnz)
         self._reps: dict[int, np.ndarray] = {}
 
     def positions(self) -> np.ndarray:
@@ -83,6 +83,18 @@ class BitPiece:
 Piece = ChunkPiece | BitPiece
 
 
+_SCRATCH = np.empty(0, np.uint8)
+
+
+def popcount(words: np.ndarray) -> int:
+    """Number of set bits (through a reused scratch buffer: no allocation per count)."""
+    global _SCRATCH
+    if len(_SCRATCH) < len(words):
+        _SCRATCH = np.empty(len(words), np.uint8)
+    counts = np.bitwise_count(words, out=_SCRATCH[: len(words)])
+    return int(counts.sum(dtype=np.uint64))
+
+
 def pack_positions(positions: np.ndarray, size: int) -> np.ndarray:
     """A bitset of `size` bits with the sorted unique `positions` set (one OR-reduce per word)."""
     words = np.zeros((size + 63) // 64, np.uint64)
@@ -104,11 +116,13 @@ def bit_positions(words: np.ndarray) -> np.ndarray:
     return nz[row] * 64 + col
 
 
-def make_piece(chunk: SparseChunk, domain: Domain, bits: bool) -> Piece:
-    """A piece of `chunk` (all ids inside `domain`): a bitset when `bits`, else the chunk itself."""
+def make_piece(chunk: SparseChunk, domain: Domain, bits: bool, position_of: np.ndarray | None = None) -> Piece:
+    """A piece of `chunk` (all ids inside `domain`): a bitset when `bits`, else the chunk itself.
+    `position_of[id]`, if given, is each id's position in its domain (a lookup instead of a search)."""
     if not bits:
         return ChunkPiece(domain, chunk)
-    return BitPiece(domain, pack_positions(domain.positions(chunk.indices), domain.size), chunk.nnz)
+    pos = domain.positions(chunk.indices) if position_of is None else position_of[chunk.indices].astype(np.int64)
+    return BitPiece(domain, pack_positions(pos, domain.size), chunk.nnz)
 
 
 _MEMO: OrderedDict[frozenset[int], Piece] = OrderedDict()

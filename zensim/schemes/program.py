@@ -21,11 +21,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from zensim.schemes import wire
 from zensim.schemes.pieces import Piece, assemble, make_piece, union
 from zensim.schemes.plans import Stage, Transfer, full
 from zensim.sparse.chunk import SparseChunk
-from zensim.sparse.domain import Domain, RangeDomain
+from zensim.sparse.domain import Domain, ExplicitDomain, RangeDomain
 from zensim.sparse.formats import Format
 from zensim.sparse.partition import Partitioner
 
@@ -37,12 +39,23 @@ class Meter:
         """Count `elements` processed by `kind` (hash, merge, encode, decode, copy)."""
 
 
-@dataclass
 class Group:
-    """A held piece and the mask of ranks whose contributions it carries."""
+    """Held pieces and the mask of ranks whose contributions they carry: one merged piece, or under
+    One-shot the separate pieces of those ranks (as they arrived, with their payloads cached)."""
 
-    origins: int
-    piece: Piece
+    __slots__ = ("origins", "pieces", "nnz", "_wire")
+
+    def __init__(self, origins: int, pieces: tuple[Piece, ...], payloads: tuple | None = None,
+                 fmt: Format | None = None) -> None:
+        self.origins, self.pieces = origins, pieces
+        self.nnz = sum(p.nnz for p in pieces)
+        self._wire: tuple[int, tuple] | None = (id(fmt), payloads) if payloads is not None else None
+
+    def payloads(self, fmt: Format) -> tuple:
+        """The pieces encoded in `fmt` (cached: forwarding re-sends the same payloads)."""
+        if self._wire is None or self._wire[0] != id(fmt):
+            self._wire = (id(fmt), tuple(wire.encode(p, fmt) for p in self.pieces))
+        return self._wire[1]
 
 
 @dataclass
@@ -59,9 +72,9 @@ class Incremental:
     name = "incremental"
     one_shot = False
 
-    def parts(self, t: Transfer, n: int) -> list[int]:
-        """Origin masks of the pieces a transfer carries, in wire order."""
-        return [t.origins]
+    def count(self, t: Transfer, n: int) -> int:
+        """Number of pieces a transfer carries."""
+        return 1
 
 
 class OneShot:
@@ -70,11 +83,9 @@ class OneShot:
     name = "one-shot"
     one_shot = True
 
-    def parts(self, t: Transfer, n: int) -> list[int]:
-        """One piece per origin rank (ascending), or the aggregate when the item is complete."""
-        if t.origins == full(n):
-            return [t.origins]
-        return [1 << r for r in range(n) if t.origins >> r & 1]
+    def count(self, t: Transfer, n: int) -> int:
+        """One piece per origin rank, or one aggregate when the item is complete."""
+        return 1 if t.origins == full(n) else t.origins.bit_count()
 
 
 class Centralization:
@@ -84,6 +95,10 @@ class Centralization:
 
     def __init__(self, numel: int) -> None:
         self.whole = RangeDomain(0, numel)
+
+    def position_of(self) -> None:
+        """Positions are ids: no lookup table."""
+        return None
 
     def domains(self) -> list[Domain]:
         """The item domains."""
@@ -106,6 +121,17 @@ class Parallelism:
     def __init__(self, partitioner: Partitioner, hashed: bool) -> None:
         self.partitioner, self.hashed = partitioner, hashed
         self._domains = partitioner.domains()
+        self._position_of: np.ndarray | None = None
+
+    def position_of(self) -> np.ndarray | None:
+        """For explicit (hash) domains, every id's position in its domain (built once, int32 or
+        int64 per id), so that bitset pieces need a lookup, not a search; None for ranges."""
+        if self._position_of is None and isinstance(self._domains[0], ExplicitDomain):
+            table = np.empty(self.partitioner.numel, np.int32 if self.partitioner.numel < 2**31 else np.int64)
+            for d in self._domains:
+                table[d.elements] = np.arange(d.size, dtype=table.dtype)
+            self._position_of = table
+        return self._position_of
 
     def domains(self) -> list[Domain]:
         """The item domains."""
@@ -155,8 +181,9 @@ class StageProgram:
         """Split the rank's chunk into its own item pieces (bitsets in indices-only mode)."""
         self._bits = chunk.values is None
         state = RankState(rank)
+        lookup = self.partition.position_of() if self._bits else None
         for part, domain in zip(self.partition.split(chunk, meter), self._domains):
-            state.items.append([Group(1 << rank, make_piece(part, domain, self._bits))])
+            state.items.append([Group(1 << rank, (make_piece(part, domain, self._bits, lookup),))])
         if self.n == 1:
             self._complete(state, range(len(state.items)), meter)
         return state
@@ -172,28 +199,34 @@ class StageProgram:
     def sends(self, stage: int, rank: int, state: RankState, meter: Meter) -> dict[int, wire.Message]:
         """This rank's messages of `stage`: per destination, its transfers' pieces in plan order."""
         fmt = self.fmt(stage)
-        out = {}
+        out, encoded = {}, 0
         for dst, transfers in self._out[stage].get(rank, {}).items():
-            payloads = []
+            payloads: tuple = ()
             for t in transfers:
-                for piece in self._pieces_for(state, t, meter):
-                    meter.add("encode", piece.nnz)
-                    payloads.append(wire.encode(piece, fmt))
+                for g in self._groups_for(state, t, meter):
+                    encoded += g.nnz
+                    payloads += g.payloads(fmt)
             out[dst] = wire.pack(payloads)
+        meter.add("encode", encoded)
         return out
 
     def receive(self, stage: int, rank: int, state: RankState, inbox: dict[int, wire.Message],
                 meter: Meter) -> RankState:
-        """Take every source's pieces as groups, then aggregate each item that became complete."""
-        touched = set()
+        """Take every transfer's pieces as one group, then aggregate each item that became complete."""
+        touched, decoded, bits, fmt = set(), 0, bool(self._bits), self.fmt(stage)
         for src, transfers in sorted(self._in[stage].get(rank, {}).items()):
-            payloads = iter(wire.unpack(inbox[src]))
+            payloads, at = wire.unpack(inbox[src]), 0
             for t in transfers:
-                for origins in self.aggregation.parts(t, self.n):
-                    piece = wire.to_piece(next(payloads), bool(self._bits))
-                    meter.add("decode", piece.nnz)
-                    state.items[t.item].append(Group(origins, piece))
+                mine = payloads[at:at + self.aggregation.count(t, self.n)]
+                at += len(mine)
+                group = Group(t.origins, tuple(wire.to_piece(p, bits) for p in mine), mine, fmt)
+                decoded += group.nnz
+                state.items[t.item].append(group)
                 touched.add(t.item)
+            if at != len(payloads):
+                raise RuntimeError(f"{self.name}: stage {stage} rank {rank} got {len(payloads)} pieces "
+                                   f"from {src}, expected {at}")
+        meter.add("decode", decoded)
         self._complete(state, sorted(touched), meter)
         return state
 
@@ -201,45 +234,47 @@ class StageProgram:
         """Decode the bytes `src` sent `rank` at `stage` (emulator path)."""
         fmt = self.fmt(stage)
         layout = [(fmt, self._domains[t.item])
-                  for t in self._in[stage][rank][src] for _ in self.aggregation.parts(t, self.n)]
+                  for t in self._in[stage][rank][src] for _ in range(self.aggregation.count(t, self.n))]
         return wire.from_bytes(buf, layout, with_values=not self._bits)
 
     def result(self, rank: int, state: RankState) -> SparseChunk:
         """The rank's aggregated tensor (every item must be complete)."""
         pieces = []
         for j, groups in enumerate(state.items):
-            if len(groups) != 1 or groups[0].origins != full(self.n):
+            if len(groups) != 1 or groups[0].origins != full(self.n) or len(groups[0].pieces) != 1:
                 raise RuntimeError(f"{self.name}: rank {rank} ended without item {j} aggregated")
-            pieces.append(groups[0].piece)
+            pieces.append(groups[0].pieces[0])
         return self.partition.result(pieces)
 
-    def _pieces_for(self, state: RankState, t: Transfer, meter: Meter) -> list[Piece]:
-        """The pieces carrying exactly `t.origins` of `t.item` (merged into one when Incremental)."""
+    def _groups_for(self, state: RankState, t: Transfer, meter: Meter) -> list[Group]:
+        """Groups carrying exactly `t.origins` of `t.item` (merged into one when Incremental)."""
         groups = state.items[t.item]
         cover = _cover(groups, t.origins)
         if cover is None:
             raise RuntimeError(f"{self.name}: rank {state.rank} cannot send item {t.item} "
                                f"with origins {t.origins:#x} (holds {[hex(g.origins) for g in groups]})")
         if self.aggregation.one_shot or len(cover) == 1:
-            return [g.piece for g in sorted(cover, key=lambda g: g.origins)]
-        meter.add("merge", sum(g.piece.nnz for g in cover))
-        merged = Group(t.origins, union([g.piece for g in cover]))
+            return cover
+        merged = self._merge(cover, t.origins, meter)
         own = groups[0]
         groups[:] = [own] + [g for g in groups[1:] if g.origins & ~t.origins] + [merged]
-        return [merged.piece]
+        return [merged]
+
+    def _merge(self, cover: list[Group], origins: int, meter: Meter) -> Group:
+        """One group aggregating every piece of `cover` (counted as merge work)."""
+        meter.add("merge", sum(g.nnz for g in cover))
+        return Group(origins, (union([p for g in cover for p in g.pieces]),))
 
     def _complete(self, state: RankState, items: Sequence[int], meter: Meter) -> None:
         """Aggregate every listed item whose groups now cover all ranks."""
         everyone = full(self.n)
         for j in items:
             groups = state.items[j]
-            if len(groups) == 1 and groups[0].origins == everyone:
+            if len(groups) == 1 and groups[0].origins == everyone and len(groups[0].pieces) == 1:
                 continue
             cover = _cover(groups, everyone)
-            if cover is None:
-                continue
-            meter.add("merge", sum(g.piece.nnz for g in cover))
-            state.items[j] = [Group(everyone, union([g.piece for g in cover]))]
+            if cover is not None:
+                state.items[j] = [self._merge(cover, everyone, meter)]
 
 
 def _cover(groups: list[Group], target: int) -> list[Group] | None:

@@ -66,7 +66,7 @@ def collapses(point: Point) -> list[Point]:
 def make_partitioner(kind: str, numel: int, n: int, seed: int = 0) -> Partitioner:
     """'hash' (ZEN hierarchical hashing, Balanced) or 'contiguous' (Imbalanced)."""
     if kind == "hash":
-        return HierarchicalHash(numel, n, seed=seed)
+        return HierarchicalHash(numel, n, seed=seed, model_memory=False)
     if kind == "contiguous":
         return Contiguous(numel, n)
     raise ConfigError(f"partitioner {kind!r}: expected hash or contiguous")

@@ -12,7 +12,7 @@ format depends only on which blocks are occupied).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -66,19 +66,19 @@ Payload = Encoded | BitEncoded
 
 @dataclass(frozen=True)
 class Bundle:
-    """Several payloads in one message: a uint32 length per part, then the parts."""
+    """Several payloads in one message: a uint32 length per part, then the parts; `nbytes` is
+    the header plus every part's exact bytes."""
 
     parts: tuple[Payload, ...]
+    nbytes: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "nbytes", BUNDLE_HEADER * len(self.parts) + sum(p.nbytes for p in self.parts))
 
     @property
     def fmt(self) -> Format:
         """The format of the first part (all parts of a message share one format)."""
         return self.parts[0].fmt
-
-    @property
-    def nbytes(self) -> int:
-        """Header plus every part's exact bytes."""
-        return BUNDLE_HEADER * len(self.parts) + sum(p.nbytes for p in self.parts)
 
     def to_bytes(self) -> bytes:
         """The exact wire bytes: lengths then parts."""
