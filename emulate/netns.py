@@ -58,26 +58,6 @@ def rank_addr(rank: int) -> str:
     return str(SUBNET.network_address + rank + 1)
 
 
-def parse_rate(text: str) -> int:
-    """Bandwidth like '200mbit', '1gbit', '500kbit', '25mbps' (bytes) or a plain bit/s number -> bit/s."""
-    units = {"kbit": 10**3, "mbit": 10**6, "gbit": 10**9, "bit": 1,
-             "kbps": 8 * 10**3, "mbps": 8 * 10**6, "gbps": 8 * 10**9, "bps": 8}
-    t = str(text).strip().lower()
-    for unit, scale in units.items():
-        if t.endswith(unit):
-            number = t[: -len(unit)]
-            break
-    else:
-        number, scale = t, 1
-    try:
-        value = float(number) * scale
-    except ValueError:
-        raise ConfigError(f"--bandwidth: cannot parse {text!r} (use e.g. 200mbit, 1gbit)") from None
-    if not value >= 8000:
-        raise ConfigError(f"--bandwidth: {text!r} is below 8 kbit/s")
-    return int(value)
-
-
 def _run(cmd: list[str], check: bool = True) -> subprocess.CompletedProcess:
     """Run one ip/tc command; failures become a NamespaceError naming the command."""
     proc = subprocess.run(cmd, capture_output=True, text=True)

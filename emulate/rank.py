@@ -19,6 +19,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from zensim.errors import ZensimError
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command line of the rank program (see docs/emulation.md)."""
@@ -91,8 +93,17 @@ def write_json(path: Path, data: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of one rank."""
+    """Entry point of one rank: a user error is one line on stderr and exit status 2."""
     args = parse_args(argv)
+    try:
+        return _run(args)
+    except ZensimError as exc:
+        print(f"zensim: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Join the group, run the task, write this rank's JSON."""
     rank, world, device = init_group(args)
     try:
         if args.task == "netcal":

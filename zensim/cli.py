@@ -12,6 +12,7 @@ from zensim.errors import ZensimError
 COMMAND_MODULES = [
     "zensim.trace.cli",
     "zensim.trace.capture.cli",
+    "emulate.cli",
 ]
 
 

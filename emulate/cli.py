@@ -1,0 +1,147 @@
+"""`zensim emulate`, `zensim calibrate`, `zensim validate`: the emulation testbed from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from zensim.errors import ConfigError
+from zensim.net.units import parse_bandwidth
+
+ZEN = "p2p-parallel-balanced"
+
+
+def _rate_bps(text: str) -> float:
+    """--bandwidth in bit/s (the units of tc)."""
+    return 8 * parse_bandwidth(text, "--bandwidth")
+
+
+def _schemes(text: str) -> list[str]:
+    """--scheme(s): comma list or 'all', checked against the scheme layer's names."""
+    from emulate.schemes import scheme_names
+
+    known = scheme_names()
+    names = known if text == "all" else [s for s in text.split(",") if s]
+    bad = [s for s in names if s not in known]
+    if bad or not names:
+        raise ConfigError(f"--scheme: unknown scheme(s) {', '.join(bad) or '(none)'} (known: all, {', '.join(known)})")
+    return names
+
+
+def _ranks(text: str) -> list[int]:
+    try:
+        ranks = [int(x) for x in text.split(",") if x]
+    except ValueError:
+        raise ConfigError(f"--ranks: expected comma-separated integers, got {text!r}") from None
+    if not ranks or min(ranks) < 2:
+        raise ConfigError(f"--ranks: every cluster needs at least 2 ranks, got {text!r}")
+    return ranks
+
+
+def _options(text: str) -> dict:
+    try:
+        opts = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--options: not JSON ({exc.msg})") from None
+    if not isinstance(opts, dict):
+        raise ConfigError("--options: expected a JSON object such as '{\"pull\": \"hash_bitmap\"}'")
+    return opts
+
+
+def cmd_emulate(args: argparse.Namespace) -> int:
+    """One-off emulation of one or all schemes plus the torch peers."""
+    from emulate.session import emulate_trace
+    from emulate.summary import emulate_table
+
+    records, outs, cluster = emulate_trace(args.trace, args.ranks, _rate_bps(args.bandwidth), _schemes(args.scheme),
+                                           args.repeats, args.peers, args.iteration, _options(args.options),
+                                           args.timeout, args.wait)
+    result = {"trace": args.trace, "iteration": args.iteration, "cluster": cluster, "records": records}
+    if args.raw:
+        Path(args.raw).write_text(json.dumps(outs))
+    print(json.dumps(result, indent=2) if args.json else emulate_table(records))
+    return 0 if all(r["correct"] for r in records) else 1
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Measure an emulated cluster and write a zensim-profile/1 JSON."""
+    from emulate.session import calibrate_cluster
+
+    schemes = _schemes(args.schemes) if args.trace else []
+    profile = calibrate_cluster(args.ranks, _rate_bps(args.bandwidth), Path(args.out), args.trace, schemes,
+                                args.iteration, _options(args.options), args.pattern, args.timeout, args.wait)
+    if args.json:
+        print(json.dumps(profile, indent=2))
+    else:
+        print(f"wrote {args.out}: {profile['nic_bandwidth'] * 8 / 1e6:.1f} Mbit/s effective, "
+              f"{profile['nic_latency'] * 1e6:.0f} us per message ({args.pattern}); details in "
+              f"{Path(args.out).with_name(Path(args.out).stem + '.details.json')}")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Emulate and simulate every scheme, compare, write docs/validation.md and its plot."""
+    from emulate.validate import tables, validate, write_json
+    from emulate.valreport import write_docs
+    from zensim.trace import Trace
+
+    trace = Trace.open(args.trace)
+    calib = args.calibration_iteration
+    if calib is None:
+        calib = 1 if trace.iterations > 1 else 0
+    workdir = Path(args.workdir)
+    result = validate(args.trace, _ranks(args.ranks), _rate_bps(args.bandwidth), _schemes(args.schemes),
+                      args.repeats, args.iteration, calib, _options(args.options), workdir, args.wait)
+    write_json(workdir / "validation.json", result)
+    if args.docs:
+        command = "zensim validate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+        write_docs(result, Path(args.docs), command, ZEN)
+    print(json.dumps(result, indent=2) if args.json else tables(result))
+    return 0
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bandwidth", default="200mbit", help="per-NIC bandwidth, each direction (default 200mbit)")
+    p.add_argument("--iteration", type=int, default=0, help="trace iteration (default 0)")
+    p.add_argument("--options", default="{}", help="scheme options as JSON, e.g. '{\"pull\": \"hash_bitmap\"}'")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds before the run is abandoned")
+    p.add_argument("--wait", type=float, default=0.0, help="seconds to wait for another emulation to finish")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def register(sub) -> None:
+    """Add emulate, calibrate and validate to the zensim parser."""
+    p = sub.add_parser("emulate", help="run schemes for real: one rank per network namespace, shaped links")
+    p.add_argument("--ranks", type=int, required=True)
+    p.add_argument("--trace", required=True)
+    p.add_argument("--scheme", default=ZEN, help="scheme name, comma list, or all (default %(default)s)")
+    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--peers", default="dense,sparse", help="torch peers measured alongside: dense,sparse or none")
+    p.add_argument("--raw", default=None, help="also write every rank's raw JSON output here")
+    _common(p)
+    p.set_defaults(func=cmd_emulate)
+
+    p = sub.add_parser("calibrate", help="measure an emulated cluster's links and local work into a profile JSON")
+    p.add_argument("--ranks", type=int, required=True)
+    p.add_argument("--out", required=True, help="profile JSON to write (zensim-profile/1)")
+    p.add_argument("--trace", default=None, help="trace whose scheme runs calibrate local work (else links only)")
+    p.add_argument("--schemes", default="all")
+    p.add_argument("--pattern", choices=("pingpong", "shift", "alltoall"), default="alltoall",
+                   help="traffic pattern whose fit gives the profile's link figures")
+    _common(p)
+    p.set_defaults(func=cmd_calibrate)
+
+    p = sub.add_parser("validate", help="emulate and simulate every scheme, compare, write docs/validation.md")
+    p.add_argument("--trace", required=True)
+    p.add_argument("--ranks", default="4,8,16", help="cluster sizes (default %(default)s)")
+    p.add_argument("--schemes", default="all")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--calibration-iteration", type=int, default=None,
+                   help="trace iteration for the local-work calibration (default 1 if present, else 0)")
+    p.add_argument("--workdir", default="validation-out", help="profiles and validation.json go here")
+    p.add_argument("--docs", default="docs", help="where validation.md and validation.png go ('' for none)")
+    _common(p)
+    p.set_defaults(func=cmd_validate)

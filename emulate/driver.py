@@ -1,0 +1,191 @@
+"""The emulation driver: one rank runs the stage programs for real and times them (task `run`).
+
+For every stage s (docs/architecture.md): `pre` = `start` (stage 0) + `sends` + serialization,
+`comm` = the point-to-point exchange (emulate.exchange), `post` = decoding + `receive`. A run starts
+right after a barrier; its time is this rank's wall time to the end of its last stage. The peers
+(torch's dense all_reduce of the dense tensor, torch's sparse COO all_reduce, gloo only) are timed
+the same way on the same data. Every run's result is checked against the dense sum of all ranks'
+chunks, which each rank reads from the trace itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections import defaultdict
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from emulate.exchange import StageBytes, exchange
+from emulate.schemes import build_program
+from zensim.errors import ConfigError
+from zensim.sparse.chunk import SparseChunk, sum_chunks
+from zensim.trace import Trace
+
+PEERS = ("dense", "sparse")
+
+
+class StageMeter:
+    """The `meter` handed to stage programs: counts elements per (stage, phase, kind)."""
+
+    def __init__(self) -> None:
+        self.stage, self.phase = 0, "pre"
+        self.counts: dict[tuple[int, str, str], int] = defaultdict(int)
+
+    def at(self, stage: int, phase: str) -> None:
+        """Attribute the following work to (stage, phase)."""
+        self.stage, self.phase = stage, phase
+
+    def add(self, kind: str, elements: int) -> None:
+        """Record `elements` of local work of `kind`."""
+        self.counts[(self.stage, self.phase, kind)] += int(elements)
+
+    def rows(self) -> list[list]:
+        """[[stage, phase, kind, elements], ...] for the JSON output."""
+        return [[s, p, k, e] for (s, p, k), e in sorted(self.counts.items())]
+
+
+def rank_chunk(trace: Trace, iteration: int, worker: int) -> SparseChunk:
+    """Worker `worker`'s gradient at `iteration`, all tensors flat; an indices-only trace gets
+    deterministic synthetic values (seeded by iteration and worker) so sums can be checked."""
+    chunk = trace.flat_read(iteration, worker)
+    if chunk.values is not None:
+        return chunk
+    rng = np.random.default_rng([iteration, worker, 0x5A])
+    return SparseChunk(chunk.indices, rng.standard_normal(chunk.nnz).astype(np.float32))
+
+
+def check_result(result: SparseChunk, expected: SparseChunk, rtol: float = 1e-4) -> str | None:
+    """None if `result` equals the dense sum (indices exactly, values to float tolerance), else why not."""
+    if not np.array_equal(result.indices, expected.indices):
+        return f"indices differ ({result.nnz} vs {expected.nnz} expected)"
+    if result.values is None:
+        return "result carries no values"
+    scale = float(np.max(np.abs(expected.values))) if expected.nnz else 0.0
+    err = float(np.max(np.abs(result.values.astype(np.float64) - expected.values))) if expected.nnz else 0.0
+    return None if err <= rtol * max(scale, 1.0) else f"values differ (max abs error {err:.3g})"
+
+
+def wire_counters() -> tuple[int, int] | None:
+    """(tx, rx) byte counters of this rank's interface (GLOO_SOCKET_IFNAME), None if unknown."""
+    dev = os.environ.get("GLOO_SOCKET_IFNAME")
+    if not dev:
+        return None
+    try:
+        base = f"/sys/class/net/{dev}/statistics"
+        with open(f"{base}/tx_bytes") as tx, open(f"{base}/rx_bytes") as rx:
+            return int(tx.read()), int(rx.read())
+    except OSError:
+        return None
+
+
+def _timed(fn) -> tuple[dict, object]:
+    """Barrier, then run `fn()` -> (record, result) with start/end stamps and wire byte deltas added."""
+    dist.barrier()
+    w0 = wire_counters()
+    t0 = time.monotonic()
+    record, result = fn()
+    t1 = time.monotonic()
+    w1 = wire_counters()
+    record.update(t_start=t0, t_end=t1, seconds=t1 - t0)
+    if w0 and w1:
+        record.update(wire_tx=w1[0] - w0[0], wire_rx=w1[1] - w0[1])
+    return record, result
+
+
+def run_program(prog, rank: int, chunk: SparseChunk, device: torch.device) -> tuple[dict, SparseChunk]:
+    """Run every stage of `prog` on this rank; returns (record, result chunk)."""
+    meter = StageMeter()
+    stages, total = [], StageBytes()
+    state = None
+    for s in range(prog.num_stages):
+        t0 = time.monotonic()
+        meter.at(s, "pre")
+        if s == 0:
+            state = prog.start(rank, chunk, meter)
+        outbox = {dst: enc.to_bytes() for dst, enc in prog.sends(s, rank, state, meter).items()}
+        t1 = time.monotonic()
+        raw, nbytes = exchange(s, outbox, list(prog.sources(s, rank)), device)
+        t2 = time.monotonic()
+        meter.at(s, "post")
+        inbox = {src: prog.decode_message(s, rank, src, buf) for src, buf in raw.items()}
+        state = prog.receive(s, rank, state, inbox, meter)
+        t3 = time.monotonic()
+        total.add(nbytes)
+        stages.append({"pre_s": t1 - t0, "comm_s": t2 - t1, "post_s": t3 - t2, "sent": nbytes.sent,
+                       "received": nbytes.received, "sent_to": {str(d): b for d, b in nbytes.sent_to.items()}})
+    result = prog.result(rank, state)
+    record = {"stages": stages, "sent": total.sent, "received": total.received,
+              "control_sent": total.control_sent, "control_received": total.control_received,
+              "work": meter.rows()}
+    return record, result
+
+
+def run_dense_peer(chunk: SparseChunk, numel: int, device: torch.device) -> tuple[dict, SparseChunk]:
+    """torch.distributed.all_reduce of the dense float32 tensor."""
+    dense = torch.zeros(numel, dtype=torch.float32, device=device)
+    dense[torch.from_numpy(chunk.indices).to(device)] = torch.from_numpy(chunk.values).to(device)
+    dist.all_reduce(dense)
+    out = dense.cpu().numpy()
+    idx = np.flatnonzero(out)
+    return {"payload_bytes": 4 * numel}, SparseChunk(idx.astype(np.int64), out[idx])
+
+
+def run_sparse_peer(chunk: SparseChunk, numel: int, device: torch.device) -> tuple[dict, SparseChunk]:
+    """torch.distributed.all_reduce of a sparse COO tensor (gloo: all-gather of indices and values, local sum)."""
+    idx = torch.from_numpy(chunk.indices).reshape(1, -1)
+    sp = torch.sparse_coo_tensor(idx, torch.from_numpy(chunk.values), (numel,)).coalesce()
+    dist.all_reduce(sp)
+    sp = sp.coalesce()
+    return {"payload_bytes": 12 * chunk.nnz}, SparseChunk(sp.indices()[0].numpy().astype(np.int64), sp.values().numpy())
+
+
+def _expected_sum(trace: Trace, iteration: int, world: int) -> SparseChunk:
+    """Dense sum of the `world` workers' chunks (the reference every run must reproduce)."""
+    return sum_chunks([rank_chunk(trace, iteration, w) for w in range(world)])
+
+
+def _dense_expected(expected: SparseChunk) -> SparseChunk:
+    """The expected sum as a dense all_reduce returns it: exact zeros disappear from the support."""
+    keep = expected.values != 0
+    return SparseChunk(expected.indices[keep], expected.values[keep])
+
+
+def run_task(args: argparse.Namespace, rank: int, world: int, device: torch.device, progress_cls) -> dict:
+    """Task `run`: every named scheme then every peer, `args.repeats` times each; returns this rank's JSON."""
+    if not args.trace:
+        raise ConfigError("--trace: required for task run")
+    trace = Trace.open(args.trace)
+    if trace.workers < world:
+        raise ConfigError(f"{args.trace}: trace has {trace.workers} workers, cannot emulate {world} ranks")
+    chunk = rank_chunk(trace, args.iteration, rank)
+    expected = None if args.no_check else _expected_sum(trace, args.iteration, world)
+    options = json.loads(args.options)
+    schemes = [s for s in args.schemes.split(",") if s]
+    peers = [p for p in (PEERS if args.peers == "both" else args.peers.split(",")) if p and p != "none"]
+    if device.type == "cuda" and "sparse" in peers:
+        peers.remove("sparse")  # NCCL has no sparse all_reduce
+    progress = progress_cls(args.progress, rank, (len(schemes) + len(peers)) * args.repeats)
+    runs = []
+    jobs = [("scheme", name, build_program(name, world, trace.numel, options)) for name in schemes]
+    jobs += [("peer", name, None) for name in peers]
+    for kind, name, prog in jobs:
+        for rep in range(args.repeats):
+            if kind == "scheme":
+                record, result = _timed(lambda: run_program(prog, rank, chunk, device))
+            elif name == "dense":
+                record, result = _timed(lambda: run_dense_peer(chunk, trace.numel, device))
+            else:
+                record, result = _timed(lambda: run_sparse_peer(chunk, trace.numel, device))
+            record.update(kind=kind, name=name, repeat=rep)
+            if expected is not None:
+                want = _dense_expected(expected) if name == "dense" and kind == "peer" else expected
+                record["error"] = check_result(result, want)
+            runs.append(record)
+            progress.step()
+    return {"trace": args.trace, "iteration": args.iteration, "numel": trace.numel, "nnz": chunk.nnz,
+            "options": options, "runs": runs}

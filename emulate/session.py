@@ -1,0 +1,78 @@
+"""Python API of the local emulation (the CLI and `validate` call these): emulate, calibrate.
+
+    from emulate.session import emulate_trace, calibrate_cluster
+    records = emulate_trace("traces/x.zt", ranks=8, rate_bps=200e6, schemes=["zen"], repeats=3)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from emulate import calibrate
+from emulate.launch import launch_local
+from emulate.netns import LocalCluster
+from emulate.schemes import build_program
+from emulate.summary import summarize
+from zensim.errors import ConfigError
+from zensim.trace import Trace
+
+
+def run_args(trace: str, schemes: list[str], repeats: int, peers: str, iteration: int, options: dict,
+             timeout: float) -> list[str]:
+    """Arguments of the rank program's `run` task."""
+    return ["--task", "run", "--trace", str(trace), "--schemes", ",".join(schemes), "--repeats", str(repeats),
+            "--peers", peers, "--iteration", str(iteration), "--options", json.dumps(options),
+            "--timeout", str(timeout)]
+
+
+def preflight(trace: str, ranks: int, schemes: list[str], iteration: int, options: dict | None) -> None:
+    """Catch user errors here, in one line, before any namespace or rank process exists."""
+    with Trace.open(trace) as t:
+        if t.workers < ranks:
+            raise ConfigError(f"{trace}: trace has {t.workers} workers, cannot emulate {ranks} ranks")
+        if not 0 <= iteration < t.iterations:
+            raise ConfigError(f"--iteration: {iteration} out of range for {trace} ({t.iterations} iterations)")
+        for name in schemes:
+            build_program(name, ranks, t.numel, options)
+
+
+def emulate_trace(trace: str, ranks: int, rate_bps: float, schemes: list[str], repeats: int = 1,
+                  peers: str = "dense,sparse", iteration: int = 0, options: dict | None = None,
+                  timeout: float = 900.0, wait_lock: float = 0.0) -> tuple[list[dict], list[dict], dict]:
+    """Emulate `schemes` (and the torch peers) on `ranks` namespaces shaped to `rate_bps` bit/s per NIC.
+
+    Returns (records per scheme/peer, raw rank outputs, cluster description).
+    """
+    preflight(trace, ranks, schemes, iteration, options)
+    with LocalCluster(ranks, int(rate_bps), wait_lock=wait_lock) as cluster:
+        outs = launch_local(cluster, run_args(trace, schemes, repeats, peers, iteration, options or {}, timeout),
+                            timeout=timeout, desc=f"emulate n={ranks}")
+        return summarize(outs), outs, cluster.describe()
+
+
+def calibrate_cluster(ranks: int, rate_bps: float, out: Path, trace: str | None = None, schemes: list[str] = (),
+                      iteration: int = 0, options: dict | None = None, pattern: str = "alltoall",
+                      timeout: float = 900.0, wait_lock: float = 0.0) -> dict:
+    """Measure links (and, given a trace and schemes, local work) on an emulated cluster; write the profile.
+
+    Returns the profile dict (also written to `out`, details beside it).
+    """
+    if trace and schemes:
+        preflight(trace, ranks, list(schemes), iteration, options)
+    with LocalCluster(ranks, int(rate_bps), wait_lock=wait_lock) as cluster:
+        net_outs = launch_local(cluster, ["--task", "netcal", "--timeout", str(timeout)], timeout=timeout,
+                                desc=f"calibrate links n={ranks}")
+        work_outs = []
+        if trace and schemes:
+            work_outs = launch_local(cluster, run_args(trace, list(schemes), 1, "none", iteration, options or {}, timeout),
+                                     timeout=timeout, desc=f"calibrate work n={ranks}")
+        describe = cluster.describe()
+    network = calibrate.fit_network(net_outs)
+    work = calibrate.fit_work(work_outs)
+    profile = calibrate.make_profile(network, work, pattern, describe)
+    details = {"cluster": describe, "network": network, "work_seconds_per_element": work, "pattern": pattern,
+               "work_runs": [{"scheme": r["name"], "trace": trace, "iteration": iteration}
+                             for r in (work_outs[0]["runs"] if work_outs else [])]}
+    calibrate.write_profile(Path(out), profile, details)
+    return profile

@@ -1,0 +1,133 @@
+"""Simulator validation: emulate and simulate every scheme on the same trace, compare time and bytes.
+
+For each cluster size n: calibrate the emulated cluster (links, and local work on the calibration
+iteration of the trace) into a profile; emulate every scheme and the torch peers (repeats, median
+and spread); run the same stage programs through the in-memory driver and time their message log
+with the simulator (fifo and maxmin sharing) under that profile; compare. Bytes per rank must be
+identical (same code, same data); times are a model, and the error says how good it is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+
+import numpy as np
+
+from emulate.driver import rank_chunk
+from emulate.schemes import build_program, simulate_log
+from emulate.session import calibrate_cluster, emulate_trace
+from zensim.net.engine import MODELS, replay
+from zensim.net.profile import load_profile
+from zensim.net.topology import ClusterSpec, Topology
+from zensim.report.table import format_table
+from zensim.sparse.hashpart import h0_parts
+from zensim.trace import Trace
+
+
+def simulate_schemes(trace: Trace, iteration: int, n: int, schemes: list[str], profile_path: Path,
+                     options: dict) -> dict[str, dict]:
+    """Per scheme: the simulated time under each sharing model and the bytes per rank of its message log."""
+    profile = load_profile(profile_path)
+    spec = ClusterSpec(machines=n, gpus_per_machine=1, nic_bandwidth=profile.links["nic_bandwidth"],
+                       nic_latency=profile.links["nic_latency"])
+    topo = Topology(spec)
+    chunks = [rank_chunk(trace, iteration, w) for w in range(n)]
+    out = {}
+    for name in schemes:
+        log = simulate_log(build_program(name, n, trace.numel, options), chunks)
+        out[name] = {"sent": log.bytes_sent().tolist(), "received": log.bytes_received().tolist(),
+                     **{m: replay(log, topo, model=m, work=profile.work).makespan for m in MODELS}}
+    return out
+
+
+def hash_imbalance(trace: Trace, iteration: int, n: int, seed: int = 0) -> dict:
+    """Measured push and pull imbalance of ZEN's h0 on the trace, and Theorem 2's bounds (constant 1)."""
+    idx = [trace.flat_indices(iteration, w) for w in range(n)]
+    push = max(n * np.bincount(h0_parts(i, n, seed), minlength=n).max() / max(len(i), 1) for i in idx)
+    union = np.unique(np.concatenate(idx))
+    pull = n * np.bincount(h0_parts(union, n, seed), minlength=n).max() / max(len(union), 1)
+    nnz = statistics.mean(len(i) for i in idx)
+    bound = lambda m: 1 + math.sqrt(n * math.log(n) / max(m, 1))  # noqa: E731
+    return {"push": float(push), "push_bound": bound(nnz), "pull": float(pull), "pull_bound": bound(len(union))}
+
+
+def compare(n: int, emulated: list[dict], simulated: dict[str, dict]) -> list[dict]:
+    """Rows: emulated time (median, spread), simulated per model, relative errors, bytes equality."""
+    rows = []
+    for rec in emulated:
+        row = {"ranks": n, "name": rec["name"], "kind": rec["kind"], "emulated_s": rec["time_s"],
+               "min_s": rec["min_s"], "max_s": rec["max_s"], "correct": rec["correct"]}
+        sim = simulated.get(rec["name"]) if rec["kind"] == "scheme" else None
+        if sim is not None:
+            for m in MODELS:
+                row[m] = sim[m]
+                row[f"err_{m}"] = (sim[m] - rec["time_s"]) / rec["time_s"]
+            row["bytes_equal"] = sim["sent"] == rec["sent"] and sim["received"] == rec["received"]
+            row["max_sent"] = max(rec["sent"])
+        rows.append(row)
+    return rows
+
+
+def validate(trace_path: str, ranks: list[int], rate_bps: float, schemes: list[str], repeats: int,
+             iteration: int, calibration_iteration: int, options: dict, workdir: Path,
+             wait_lock: float = 0.0) -> dict:
+    """Run the whole validation; returns {'rows', 'imbalance', 'profiles', ...} (JSON-ready)."""
+    trace = Trace.open(trace_path)
+    workdir.mkdir(parents=True, exist_ok=True)
+    rows, imbalance, profiles = [], [], {}
+    for n in ranks:
+        profile_path = workdir / f"profile-n{n}.json"
+        profiles[n] = calibrate_cluster(n, rate_bps, profile_path, trace_path, schemes, calibration_iteration,
+                                        options, wait_lock=wait_lock)
+        records, _, _ = emulate_trace(trace_path, n, rate_bps, schemes, repeats, "dense,sparse", iteration,
+                                      options, wait_lock=wait_lock)
+        rows += compare(n, records, simulate_schemes(trace, iteration, n, schemes, profile_path, options))
+        imbalance.append({"ranks": n, **hash_imbalance(trace, iteration, n)})
+    return {"trace": trace_path, "iteration": iteration, "calibration_iteration": calibration_iteration,
+            "rate_bps": rate_bps, "repeats": repeats, "rows": rows, "imbalance": imbalance,
+            "profiles": {str(k): v for k, v in profiles.items()}, "summary": error_summary(rows)}
+
+
+def error_summary(rows: list[dict]) -> list[dict]:
+    """Per n and model: median and max absolute relative error over schemes, and the worst scheme."""
+    out = []
+    for n in sorted({r["ranks"] for r in rows}):
+        sel = [r for r in rows if r["ranks"] == n and "fifo" in r]
+        for m in MODELS:
+            errs = [abs(r[f"err_{m}"]) for r in sel]
+            if errs:
+                worst = max(sel, key=lambda r: abs(r[f"err_{m}"]))
+                out.append({"ranks": n, "model": m, "median_abs_err": statistics.median(errs),
+                            "max_abs_err": max(errs), "worst": worst["name"]})
+    return out
+
+
+def tables(result: dict) -> str:
+    """The validation as text tables: per scheme and n, the error summary, the hashing imbalance."""
+    main = [[r["name"] + (" (torch)" if r["kind"] == "peer" else ""), r["ranks"], r["emulated_s"] * 1e3,
+             f"{r['min_s'] * 1e3:.4g}-{r['max_s'] * 1e3:.4g}", r.get("fifo", math.nan) * 1e3 if "fifo" in r else None,
+             r.get("maxmin", math.nan) * 1e3 if "maxmin" in r else None,
+             _pct(r.get("err_fifo")), _pct(r.get("err_maxmin")), r.get("max_sent"),
+             {True: "equal", False: "DIFFER", None: "-"}[r.get("bytes_equal")], "yes" if r["correct"] else "NO"]
+            for r in result["rows"]]
+    t1 = format_table(main, ["scheme", "n", "emulated ms", "spread ms", "fifo ms", "maxmin ms", "err fifo",
+                             "err maxmin", "max sent B/rank", "bytes emu/sim", "correct"])
+    t2 = format_table([[s["ranks"], s["model"], _pct(s["median_abs_err"]), _pct(s["max_abs_err"]), s["worst"]]
+                       for s in result["summary"]], ["n", "model", "median |err|", "max |err|", "worst scheme"])
+    t3 = format_table([[i["ranks"], i["push"], i["push_bound"], i["pull"], i["pull_bound"]] for i in result["imbalance"]],
+                      ["n", "push imbalance", "Thm 2 push bound", "pull imbalance", "Thm 2 pull bound"])
+    return "\n\n".join([t1, t2, t3])
+
+
+def _pct(x: float | None) -> str | None:
+    return None if x is None else f"{100 * x:+.1f}%"
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Atomic JSON write."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    tmp.replace(path)
