@@ -13,6 +13,7 @@ COMMAND_MODULES = [
     "zensim.trace.cli",
     "zensim.trace.capture.cli",
     "emulate.cli",
+    "zensim.schemes.cli",
 ]
 
 
