@@ -144,12 +144,12 @@ class HierarchicalHash(Partitioner):
         collided = len(ids)
         for i in range(self.k):
             if i == 0:
-                writers, target, taken = pending, first, pending[:0]
+                writers, target, taken, wids = pending, first, pending[:0], ids
             else:
                 target = hash_to_range(ids[pending], self.keys[i], r1)
                 free = row[target] == EMPTY
                 writers, target, taken = pending[free], target[free], pending[~free]
-            wids = ids[writers]
+                wids = ids[writers]
             row[target] = wids
             pending = np.concatenate([taken, writers[row[target] != wids]])
             if i == 0:

@@ -73,7 +73,7 @@ def group_by_part(chunk: SparseChunk, parts: np.ndarray, n: int, extra: np.ndarr
     """
     key = parts.astype(np.uint16) if n <= 65536 else parts
     order = np.argsort(key, kind="stable")
-    cuts = np.cumsum(np.bincount(key, minlength=n))[:-1]
+    cuts = np.cumsum(np.bincount(parts, minlength=n))[:-1]
     ids = np.split(chunk.indices[order], cuts)
     vals = np.split(chunk.values[order], cuts) if chunk.values is not None else [None] * n
     out = [SparseChunk(i, v) for i, v in zip(ids, vals)]
