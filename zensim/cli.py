@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from zensim.errors import ZensimError
@@ -38,6 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("zensim: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader of our output went away (`zensim ... | head`): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     return int(status or 0)
 
 
