@@ -2,7 +2,8 @@
 
 `build_scheme(name, n, numel, **options)` accepts a preset name, a distinct scheme name
 (ring-incr-central, ...) or a raw combination 'ring/incremental/centralization/balanced'.
-Options: value_dtype (float32, float16, bfloat16), block_size, seed, and for zen-auto either
+Options: value_dtype (float32, float16, bfloat16), block_size, seed, partitioner (a name of
+zensim.sparse.registry, overriding the one of the balance dimension), and for zen-auto either
 `profile=<chunks>` (measured) or `stats=SparsityProfile(...)` (given).
 """
 
@@ -67,7 +68,7 @@ PRESETS = {p.name: p for p in [
 ]}
 AUTO = "zen-auto"
 AUTO_ABOUT = "ZEN's choice between zen and hier-central by eq. (1) vs (2) on profiled d, γ^k"
-COMMON_OPTIONS = {"value_dtype", "block_size", "seed"}
+COMMON_OPTIONS = {"value_dtype", "block_size", "seed", "partitioner"}
 
 
 def scheme_names() -> list[str]:
@@ -101,7 +102,7 @@ def build_scheme(name: str, n: int, numel: int, *, profile: Sequence[SparseChunk
         chosen = zen_choice(n, stats)
         return build_scheme(chosen, n, numel, **options)
     point, preset = resolve(name)
-    return build_point(point, n, numel, name=name, **preset, **options)
+    return build_point(point, n, numel, name=name, **{**preset, **options})
 
 
 def design_space() -> list[dict[str, Any]]:
@@ -116,7 +117,7 @@ def design_space() -> list[dict[str, Any]]:
                          [pre.point.canonical().name], pre.about))
     rows.append({"name": AUTO, "kind": "preset", "communication": "p2p | hierarchy", "aggregation": "-",
                  "partition": "parallelism | centralization", "balance": "balanced | n/a",
-                 "format": "coo/hash_bitmap | coo", "partitioner": "hash | -",
+                 "format": "coo/hash_bitmap | coo", "partitioner": "zen | -",
                  "collapses": ["zen", "hier-central"], "about": AUTO_ABOUT})
     return rows
 
@@ -125,7 +126,7 @@ def _partitioner(point: Point, options: dict[str, Any]) -> str:
     """The partitioner a point runs with ('-' under Centralization)."""
     if point.partition == "centralization":
         return "-"
-    return options.get("partitioner", "hash" if point.balance == "balanced" else "contiguous")
+    return options.get("partitioner", "zen" if point.balance == "balanced" else "contiguous")
 
 
 def _row(name: str, kind: str, point: Point, fmt: str, partitioner: str, collapsed: list[str],

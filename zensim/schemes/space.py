@@ -4,7 +4,7 @@ A raw combination picks one value per dimension. Two collapse rules make 15 dist
 of 24: balance does not apply under Centralization (nothing is partitioned), and aggregation is
 moot for Point-to-point (one stage per step: nothing to aggregate in between). A collapsed
 dimension is `None` in the canonical point. Defaults of a design point: COO for push and pull,
-ZEN hierarchical hashing for Balanced, contiguous ranges for Imbalanced.
+ZEN hierarchical hashing ('zen') for Balanced, contiguous ranges for Imbalanced.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from zensim.errors import ConfigError
 from zensim.schemes.plans import PATTERNS, Binomial
 from zensim.schemes.program import Centralization, Incremental, OneShot, Parallelism, StageProgram
 from zensim.sparse.formats import make_format
-from zensim.sparse.hashpart import HierarchicalHash
-from zensim.sparse.partition import Contiguous, Partitioner
+from zensim.sparse.partition import Partitioner
+from zensim.sparse.registry import make_partitioner
 
 COMMUNICATION = ("ring", "hierarchy", "p2p")
 AGGREGATION = ("incremental", "one-shot")
@@ -63,19 +63,28 @@ def collapses(point: Point) -> list[Point]:
     return [raw for raw in RAW if raw.canonical() == point.canonical()]
 
 
-def make_partitioner(kind: str, numel: int, n: int, seed: int = 0) -> Partitioner:
-    """'hash' (ZEN hierarchical hashing, Balanced) or 'contiguous' (Imbalanced)."""
-    if kind == "hash":
-        return HierarchicalHash(numel, n, seed=seed, model_memory=False)
-    if kind == "contiguous":
-        return Contiguous(numel, n)
-    raise ConfigError(f"partitioner {kind!r}: expected hash or contiguous")
+LOSSY_PARTITIONERS = ("single_hash",)
+
+
+HASHED = ("zen", "single_hash")
+
+
+def partitioner_for(kind: str, numel: int, n: int, seed: int = 0) -> Partitioner:
+    """A partitioner of zensim.sparse by name; hash ones get the shared `seed` ('zen' hashes
+    without modelling its memory: the split is the same and its statistics are not needed here).
+    'thresholds' is never re-profiled here, so it splits evenly like 'contiguous'."""
+    if kind == "zen":
+        return make_partitioner(kind, numel, n, seed=seed, model_memory=False)
+    if kind in HASHED:
+        return make_partitioner(kind, numel, n, seed=seed)
+    return make_partitioner(kind, numel, n)
 
 
 def build_point(point: Point, n: int, numel: int, *, name: str | None = None, push: str = "coo",
                 pull: str = "coo", value_dtype: str = "float32", block_size: int = 256, seed: int = 0,
                 partitioner: str | None = None, pull_pattern: str | None = None) -> StageProgram:
-    """The stage program of `point` for n ranks and a tensor of `numel` elements."""
+    """The stage program of `point` for n ranks and a tensor of `numel` elements; `partitioner`
+    names any zensim.sparse partitioner (a lossy one turns the dense-sum check off)."""
     if n < 1:
         raise ConfigError(f"ranks n = {n}: must be >= 1")
     if numel < 1:
@@ -87,10 +96,11 @@ def build_point(point: Point, n: int, numel: int, *, name: str | None = None, pu
         stages = pattern.allreduce(n, aggregation.one_shot)
         step2, partition = len(stages), Centralization(numel)
     else:
-        kind = partitioner or ("hash" if point.balance == "balanced" else "contiguous")
-        partition = Parallelism(make_partitioner(kind, numel, n, seed), hashed=kind == "hash")
+        kind = partitioner or ("zen" if point.balance == "balanced" else "contiguous")
+        partition = Parallelism(partitioner_for(kind, numel, n, seed), hashed=kind in HASHED)
         gather = Binomial() if pull_pattern == "binomial" else pattern
         step1 = pattern.reduce_scatter(n)
         stages, step2 = step1 + gather.allgather(n), len(step1)
     return StageProgram(name or point.name, n, numel, stages, step2, aggregation, partition,
-                        make_format(push, value_dtype, block_size), make_format(pull, value_dtype, block_size))
+                        make_format(push, value_dtype, block_size), make_format(pull, value_dtype, block_size),
+                        lossless=partitioner not in LOSSY_PARTITIONERS)
