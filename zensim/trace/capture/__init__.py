@@ -4,14 +4,23 @@
     record_ddp(ddp_model, "shard-{rank}.zt", iterations=5, warmup=100)
 
 or `zensim capture --workload lstm-lm --workers 128 --iterations 3 -o t.zt` (virtual workers).
+Names are imported on first use, so that the torch-free CLI module loads without torch.
 """
 
-from zensim.trace.capture.hook import DDPRecorder, record_ddp
-from zensim.trace.capture.run import capture
-from zensim.trace.capture.sparsify import DGC, Selection, Sparsifier, TopK, make_sparsifier
-from zensim.trace.capture.virtual import VirtualWorkers
+from __future__ import annotations
 
-__all__ = [
-    "DDPRecorder", "record_ddp", "capture", "VirtualWorkers",
-    "Sparsifier", "TopK", "DGC", "Selection", "make_sparsifier",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "DDPRecorder": "hook", "record_ddp": "hook", "capture": "run", "VirtualWorkers": "virtual",
+    "Sparsifier": "sparsify", "TopK": "sparsify", "DGC": "sparsify", "Selection": "sparsify",
+    "make_sparsifier": "sparsify",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

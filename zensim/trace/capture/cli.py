@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from zensim.trace.capture.sparsify import SPARSIFIERS
+from zensim.trace.capture.names import SPARSIFIERS, WORKLOADS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the `capture` subcommand."""
-    from zensim.trace.capture.workloads import WORKLOADS
-
     p = sub.add_parser(
         "capture",
         help="capture a trace from a built-in workload with virtual workers",

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import torch
 
 from zensim.errors import ConfigError
+from zensim.trace.capture.names import SPARSIFIERS
 
-SPARSIFIERS = ("natural", "topk", "dgc")
 DGC_SAMPLE_RATIO = 0.01  # DGC samples 0.1%-1% of the elements
 DGC_MIN_SAMPLE = 1024
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from zensim.errors import ConfigError
 from zensim.trace.capture.corpus import load_corpus
+from zensim.trace.capture.names import WORKLOADS
 from zensim.trace.capture.workloads.base import Workload
 from zensim.trace.capture.workloads.deepfm import DeepFM
 from zensim.trace.capture.workloads.gpt import GPTTopK
 from zensim.trace.capture.workloads.lstm import LSTMLM
-
-WORKLOADS = ("lstm-lm", "deepfm", "gpt-topk")
 
 
 def make_workload(name: str, batch_size: int | None, seed: int, corpus: str | None = None) -> Workload:

@@ -19,7 +19,7 @@ from torch import nn
 from zensim.trace.capture.workloads.base import Workload, step_rng
 from zensim.trace.format import LayerSpec
 
-FIELD_SIZES = (100_000, 50_000, 20_000, 10_000, 5_000, 2_000, 1_000, 500, 200, 100, 50, 20)
+FIELD_SIZES = (20_000, 10_000, 5_000, 2_000, 1_000, 500, 200, 100, 50, 20)
 ZIPF_EXPONENT = 1.1
 
 

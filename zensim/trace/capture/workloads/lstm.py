@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from zensim.errors import ConfigError
 from zensim.trace.capture.workloads.lm import LanguageModel
 
 
@@ -21,6 +22,8 @@ class LSTMModel(nn.Module):
 
     def __init__(self, vocab: int, embed: int, hidden: int) -> None:
         super().__init__()
+        if vocab < 4:
+            raise ConfigError(f"corpus: {vocab} distinct tokens, the adaptive softmax needs at least 4")
         self.embedding = nn.Embedding(vocab, embed)
         self.lstm = nn.LSTM(embed, hidden, batch_first=True)
         cutoffs = sorted({min(c, vocab * (i + 1) // (len(CUTOFFS) + 1)) for i, c in enumerate(CUTOFFS)} - {0})
