@@ -10,7 +10,7 @@ the link with the least fair share `residual / unfrozen flows` fixes the rate of
 
 Departures are batched: after a re-solve, up to `batch x active flows` departures (at least 1) retire
 at their exact times under the current rates before the component of the freed links is re-solved;
-meanwhile the freed capacity stays idle, so batching can only make flows slower, never faster.
+meanwhile the freed capacity stays idle until that re-solve.
 `batch=0` re-solves at every departure (exact max-min); every arrival re-solves too.
 """
 

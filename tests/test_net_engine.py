@@ -1,0 +1,137 @@
+"""The replay engine: closed forms where they are exact, fifo vs maxmin on known cases, dependencies."""
+
+import numpy as np
+import pytest
+
+from zensim.net import analytic
+from zensim.net.engine import replay
+from zensim.net.maxmin import waterfill
+from zensim.net.profile import WorkCost
+from zensim.net.topology import ClusterSpec, Topology
+from zensim.schemes.log import Message, MessageLog, Work
+
+B = 25e9 / 8
+MODELS = ("fifo", "maxmin")
+
+
+def cluster(n, gpus=1, **kw):
+    return Topology(ClusterSpec(n, gpus, B, **kw))
+
+
+def run(log, topo, model, **kw):
+    return replay(log, topo, model=model, work=WorkCost.zero(), **kw)
+
+
+def stats(n, numel, nnz_union):
+    """Stats of n workers with equal nnz per worker and union sizes nnz_union[k]."""
+    return analytic.SparsityStats(n, 4 * numel, nnz_union[1] / numel, {k: u / numel for k, u in nnz_union.items()})
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("n", [2, 5, 8])
+def test_dense_ring_allreduce_exact(model, n):
+    numel = 1000 * n
+    msgs = [Message(s, r, (r + 1) % n, 4 * numel // n, "dense") for s in range(2 * (n - 1)) for r in range(n)]
+    t = run(MessageLog(n, 2 * (n - 1), msgs), cluster(n), model)
+    want = analytic.dense_ring(stats(n, numel, {1: numel}), B)
+    assert t.makespan == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("n", [3, 7])
+def test_agsparse_p2p_and_ring_exact(model, n):
+    numel, nnz = 10_000, 123
+    st = stats(n, numel, {1: nnz})
+    p2p = [Message(0, r, d, 8 * nnz, "coo") for r in range(n) for d in range(n) if d != r]
+    ring = [Message(s, r, (r + 1) % n, 8 * nnz, "coo") for s in range(n - 1) for r in range(n)]
+    for log in (MessageLog(n, 1, p2p), MessageLog(n, n - 1, ring)):
+        assert run(log, cluster(n), model).makespan == pytest.approx(analytic.agsparse(st, B), rel=1e-9)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_hierarchical_centralization_eq2_exact(model):
+    # worker w holds block w (disjoint, k elements each): a union of 2^(i-1) workers has 2^(i-1) k
+    n, numel, k = 8, 8000, 100
+    msgs = [Message(i, r, r ^ (1 << i), 8 * k << i, "coo") for i in range(3) for r in range(n)]
+    st = stats(n, numel, {1: k, 2: 2 * k, 4: 4 * k, 8: 8 * k})
+    want = analytic.hierarchical_centralization(st, B)
+    assert run(MessageLog(n, 3, msgs), cluster(n), model).makespan == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_balanced_parallelism_eq1_exact(model):
+    # identical index sets split evenly: push n-1 parts of nnz/n, pull n-1 aggregated parts (γ^n = 1)
+    n, numel, nnz = 4, 40_000, 400
+    part = 8 * nnz // n
+    msgs = [Message(s, r, d, part, "coo") for s in range(2) for r in range(n) for d in range(n) if d != r]
+    st = stats(n, numel, {1: nnz, n: nnz})
+    want = analytic.balanced_parallelism(st, B)
+    assert run(MessageLog(n, 2, msgs), cluster(n), model).makespan == pytest.approx(want, rel=1e-9)
+
+
+def test_two_flows_share_a_link():
+    """Two 1 MB messages into one downlink: maxmin halves the rate of both, fifo serves one then the other."""
+    log = MessageLog(3, 1, [Message(0, 0, 2, 10**6, "coo"), Message(0, 1, 2, 10**6, "coo")])
+    fifo, maxmin = run(log, cluster(3), "fifo"), run(log, cluster(3), "maxmin")
+    assert sorted(fifo.msg_end) == pytest.approx([1e6 / B, 2e6 / B], rel=1e-12)
+    assert maxmin.msg_end == pytest.approx([2e6 / B, 2e6 / B], rel=1e-12)
+
+
+def test_maxmin_short_flow_frees_bandwidth():
+    """Flows of 1 MB and 3 MB into one link: both at b/2 until 2 MB have passed, then the long one at b."""
+    log = MessageLog(3, 1, [Message(0, 0, 2, 10**6, "coo"), Message(0, 1, 2, 3 * 10**6, "coo")])
+    t = run(log, cluster(3), "maxmin", maxmin_batch=0)
+    assert t.msg_end == pytest.approx([2e6 / B, 4e6 / B], rel=1e-12)
+
+
+def test_waterfill_bottlenecks():
+    # A on link 0, B on links 0 and 1, C on link 1; capacities 1 and 2: A = B = 1/2, C = 3/2
+    cap = np.array([1.0, 2.0, np.inf])
+    rates = waterfill(np.array([[0, 2], [0, 1], [1, 2]]), cap)
+    assert rates == pytest.approx([0.5, 0.5, 1.5])
+
+
+def test_maxmin_batching_close_to_exact():
+    rng = np.random.default_rng(1)
+    n = 12
+    msgs = [Message(0, r, d, int(rng.integers(1, 10**5)), "coo") for r in range(n) for d in range(n) if d != r]
+    log = MessageLog(n, 1, msgs)
+    exact = run(log, cluster(n), "maxmin", maxmin_batch=0).makespan
+    batched = run(log, cluster(n), "maxmin", maxmin_batch=0.1).makespan
+    assert batched == pytest.approx(exact, rel=0.05)
+    loads = np.zeros(2 * n)
+    for m in msgs:
+        loads[m.src] += m.nbytes
+        loads[n + m.dst] += m.nbytes
+    assert exact >= loads.max() / B * (1 - 1e-12)  # no link beats its capacity
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_alpha_beta_and_leafspine(model):
+    topo = cluster(8, nic_latency=5e-6, fabric="leafspine", oversub=4.0, machines_per_leaf=4)
+    one = MessageLog(8, 1, [Message(0, 0, 1, 10**6, "coo")])
+    assert run(one, topo, model).makespan == pytest.approx(5e-6 + 1e6 / B, rel=1e-12)
+    # four flows leaf 0 -> leaf 1 share one uplink of 4 b / 4 = b: each gets b/4
+    cross = MessageLog(8, 1, [Message(0, r, 4 + r, 10**6, "coo") for r in range(4)])
+    t = run(cross, topo, model)
+    assert t.makespan == pytest.approx(5e-6 + 4e6 / B, rel=1e-9)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_no_global_barrier_and_work(model):
+    """Rank 0 and 1 exchange fast; rank 2 -> 3 is slow; ranks 0/1 start stage 1 before 2/3 finish stage 0."""
+    msgs = [Message(0, 0, 1, 1000, "coo"), Message(0, 2, 3, 10**6, "coo"), Message(1, 1, 0, 1000, "coo")]
+    work = [Work(1, 0, "post", "merge", 1000)]
+    cost = WorkCost({"hash": 0.0, "merge": 1e-6, "encode": 0.0, "decode": 0.0, "copy": 0.0})
+    t = replay(MessageLog(4, 2, msgs, work), cluster(4), model=model, work=cost)
+    assert t.stage_start[1, 1] == pytest.approx(1000 / B)
+    assert t.stage_end[0, 1] == pytest.approx(2000 / B + 1e-3)
+    assert t.stage_end[3, 0] == pytest.approx(1e6 / B)
+    assert t.link_bytes.sum() == 2 * (2000 + 10**6)
+
+
+def test_zero_byte_message_costs_latency():
+    topo = cluster(2, nic_latency=1e-5)
+    for model in MODELS:
+        t = run(MessageLog(2, 1, [Message(0, 0, 1, 0, "coo")]), topo, model)
+        assert t.makespan == pytest.approx(1e-5)

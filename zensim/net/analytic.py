@@ -1,0 +1,70 @@
+"""Closed-form communication times (no latency, COO = 2 x 4 bytes per non-zero), ZEN §2.3 / thesis §3.2.4.
+
+Symbols: n workers, M dense tensor bytes (numel x 4), b bandwidth (bytes/s), d mean density of one
+worker, d^k density of the union of k workers (densification γ^k = d^k / d), s skewness (max over
+workers and contiguous parts of n x part share). Each is exact only under its assumptions (uniform
+sizes, zero latency, non-blocking fabric, one GPU per machine); elsewhere it is the paper's estimate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SparsityStats:
+    """The measured inputs of the formulas: n, M (bytes), d, union densities d^k (k -> density), s."""
+
+    n: int
+    dense_bytes: float
+    d: float
+    union_density: dict[int, float] = field(default_factory=dict)
+    skew: float = 1.0
+
+    def gamma(self, k: int) -> float:
+        """Densification ratio γ^k = d^k / d (1 for k = 1 or an empty tensor)."""
+        return self.union_density[k] / self.d if k > 1 and self.d > 0 else 1.0
+
+
+def dense_ring(st: SparsityStats, b: float) -> float:
+    """Dense ring all-reduce: 2(n-1)/n · M / b."""
+    return 2 * (st.n - 1) / st.n * st.dense_bytes / b
+
+
+def agsparse(st: SparsityStats, b: float) -> float:
+    """AGsparse (all-gather of COO): 2(n-1) d M / b."""
+    return 2 * (st.n - 1) * st.d * st.dense_bytes / b
+
+
+def balanced_parallelism(st: SparsityStats, b: float) -> float:
+    """ZEN eq. (1): (n-1)/n · (γ^n + 1) · 2 M d / b."""
+    return (st.n - 1) / st.n * (st.gamma(st.n) + 1) * 2 * st.dense_bytes * st.d / b
+
+
+def hierarchical_centralization(st: SparsityStats, b: float) -> float:
+    """ZEN eq. (2): Σ_{i=1}^{log2 n} γ^{2^{i-1}} · 2 M d / b (n a power of two)."""
+    levels = int(math.log2(st.n)) if st.n > 1 else 0
+    return sum(st.gamma(1 << (i - 1)) for i in range(1, levels + 1)) * 2 * st.dense_bytes * st.d / b
+
+
+def sparse_ps(st: SparsityStats, b: float) -> float:
+    """Sparse PS, contiguous partitions: 2(n-1)(d + d^n) s M / n / b."""
+    dn = st.union_density.get(st.n, st.d)
+    return 2 * (st.n - 1) * (st.d + dn) * st.skew * st.dense_bytes / st.n / b
+
+
+def lower_bound(st: SparsityStats, b: float) -> float:
+    """Receive the other n-1 workers' aggregated non-zeros, values only: d^{n-1} M / b."""
+    return st.union_density.get(st.n - 1, st.d) * st.dense_bytes / b if st.n > 1 else 0.0
+
+
+FORMULAS: dict[str, Callable[[SparsityStats, float], float]] = {
+    "dense-ring": dense_ring,
+    "agsparse": agsparse,
+    "balanced-parallelism": balanced_parallelism,
+    "hierarchical-centralization": hierarchical_centralization,
+    "sparse-ps": sparse_ps,
+    "lower-bound": lower_bound,
+}
