@@ -181,3 +181,11 @@ def test_bad_partitioner_arguments() -> None:
     with pytest.raises(ConfigError, match="'zen'"):
         make_partitioner("zen", 10, 2, colour="red")
     assert set(PARTITIONERS) == {"contiguous", "thresholds", "single_hash", "zen"}
+
+
+def test_zen_without_memory_model_gives_the_same_parts() -> None:
+    chunk = _chunk(np.random.default_rng(6).choice(30_000, 2000, replace=False))
+    full, bare = HierarchicalHash(30_000, 5, seed=1), HierarchicalHash(30_000, 5, seed=1, model_memory=False)
+    assert all(np.array_equal(a.indices, b.indices) and np.array_equal(a.values, b.values)
+               for a, b in zip(full.split(chunk), bare.split(chunk)))
+    assert bare.stats.elements == chunk.nnz and bare.stats.collided == 0 < full.stats.collided

@@ -17,6 +17,7 @@ API (details and byte layouts in docs/sparse.md):
 bitmap is the bitmap over an `ExplicitDomain` 𝕀_i; get all n of them from the partitioner
 (`HierarchicalHash.domain(i)`, cached per numel). Index width on the wire: int32 when the
 domain's `bound` (hi, or the tensor numel for a hash partition) is < 2**31, else int64.
+
 Partitioners (same arguments and seed on every rank):
 
     p = make_partitioner("zen", numel, n, seed=0)      # contiguous | thresholds | single_hash | zen

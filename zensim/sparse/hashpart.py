@@ -119,12 +119,12 @@ class HierarchicalHash(Partitioner):
         """Group by h0, then run each partition's memory model (h1 = low half of the h0 hash)."""
         r1, r2 = self.memory(chunk.nnz)
         h = hash64(chunk.indices, self.keys[0])
-        first = low_to_range(h, r1)
-        parts = group_by_part(chunk, to_range(h, self.n, inplace=True), self.n, extra=first)
         table = HashTable()
         if not (self.model_memory or keep_table):
             table.stats.elements = chunk.nnz
-            return [p for p, _ in parts], table
+            return group_by_part(chunk, to_range(h, self.n, inplace=True), self.n), table
+        first = low_to_range(h, r1)
+        parts = group_by_part(chunk, to_range(h, self.n, inplace=True), self.n, extra=first)
         for part, first_slots in parts:
             stats, row, serial, spill = self._partition(part.indices, first_slots, r1, r2)
             table.stats.add(stats)
