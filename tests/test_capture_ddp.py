@@ -101,3 +101,47 @@ def test_natural_embedding_indices_are_the_rows_of_the_batch(ddp_run: str) -> No
             rows = np.unique(work.batch(WARMUP + it, w, WORLD)[0].numpy())
             expected = (rows[:, None] * embed + np.arange(embed)).ravel()
             np.testing.assert_array_equal(trace.indices(it, w, "embedding.weight"), expected)
+
+
+USER_SCRIPT = '''
+import sys
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+dist.init_process_group("gloo")
+try:
+    torch.manual_seed(0)
+    ddp = DistributedDataParallel(nn.Sequential(nn.Embedding(50, 3), nn.Linear(3, 2)))
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    for step in range(int(sys.argv[1])):
+        ids = torch.arange(step, step + 4)
+        opt.zero_grad()
+        ddp(ids).sum().backward()
+        opt.step()
+finally:
+    dist.destroy_process_group()
+'''
+
+
+def test_hook_mode_runs_an_unmodified_script(tmp_path, monkeypatch, capsys) -> None:
+    from zensim.cli import main
+
+    script = tmp_path / "train.py"
+    script.write_text(USER_SCRIPT)
+    for key, value in {"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}.items():
+        monkeypatch.setenv(key, value)
+    shard = tmp_path / "s-{rank}.zt"
+    base = ["capture", "--hook", str(script), "--iterations", "2", "--warmup", "1", "-o", str(shard), "--"]
+    assert main([*base, "3"]) == 0
+    trace = Trace.open(tmp_path / "s-0.zt")
+    assert trace.workers == 1 and trace.meta["provenance"]["shard"] == {"rank": 0, "world_size": 1}
+    for it in range(2):  # step 1 + it touches rows 1+it .. 4+it of the embedding
+        rows = np.arange(1 + it, 5 + it)
+        np.testing.assert_array_equal(trace.indices(it, 0, "0.weight"), (rows[:, None] * 3 + np.arange(3)).ravel())
+    (tmp_path / "s-0.zt").unlink()
+    monkeypatch.setenv("MASTER_PORT", str(free_port()))
+    assert main([*base, "2"]) == 2
+    assert "fewer than --warmup 1 + --iterations 2; no shard written" in capsys.readouterr().err
+    assert not (tmp_path / "s-0.zt").exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from zensim.errors import ConfigError
 from zensim.trace.capture.names import SPARSIFIERS, WORKLOADS
 
 
@@ -13,11 +14,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "capture",
         help="capture a trace from a built-in workload with virtual workers",
         description="Train a built-in workload with N virtual data-parallel workers (exactly synchronous "
-        "data parallelism in one process) and record every worker's gradient indices. For your own "
-        "training script use the DDP hook (docs/capture.md) and `zensim trace merge`.",
+        "data parallelism in one process) and record every worker's gradient indices; or (--hook) run "
+        "your own DDP training script, under torchrun, with the recording hook: each rank writes the "
+        "shard -o (containing {rank}); combine them with `zensim trace merge`. See docs/capture.md.",
     )
-    p.add_argument("--workload", required=True, choices=WORKLOADS)
-    p.add_argument("--workers", type=int, required=True, help="number of data-parallel workers")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--workload", choices=WORKLOADS, help="built-in workload (virtual workers)")
+    source.add_argument("--hook", metavar="SCRIPT", help="your DDP training script (arguments after --)")
+    p.add_argument("--workers", type=int, help="number of virtual workers (with --workload)")
     p.add_argument("--iterations", type=int, required=True, help="recorded iterations")
     p.add_argument("--warmup", type=int, default=0, help="training steps before the first recorded one")
     p.add_argument("--sparsifier", choices=SPARSIFIERS, help="default: natural (gpt-topk: topk)")
@@ -26,20 +30,42 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, help="per-worker micro-batch (sequences or samples)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--corpus", help="plain-text corpus for the language models (default: installed KJV)")
-    p.add_argument("-o", "--output", required=True, help="trace file to write")
+    p.add_argument("-o", "--output", required=True, help="trace file to write (--hook: shard path with {rank})")
+    p.add_argument("script_args", nargs=argparse.REMAINDER, help="with --hook: -- then the script's arguments")
     p.set_defaults(func=cmd_capture)
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
     """Run the capture; errors in arguments or a missing corpus are one line."""
-    from zensim.errors import ConfigError
     from zensim.trace.capture.run import capture
     from zensim.trace.capture.workloads import make_workload
 
+    script_args = args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args
+    if args.hook:
+        return capture_hooked(args, script_args)
+    if script_args:
+        raise ConfigError(f"{script_args[0]}: unexpected argument (script arguments go with --hook)")
+    if args.workers is None:
+        raise ConfigError("--workers: required with --workload")
     if args.batch_size is not None and args.batch_size < 1:
         raise ConfigError(f"--batch-size {args.batch_size}: must be at least 1")
     workload = make_workload(args.workload, args.batch_size, args.seed, args.corpus)
     capture(workload, args.output, args.workers, args.iterations, args.warmup, args.sparsifier, args.density,
             args.values)
     print(f"wrote {args.output}: {args.workload}, {args.workers} workers, {args.iterations} iterations")
+    return 0
+
+
+def capture_hooked(args: argparse.Namespace, script_args: list[str]) -> int:
+    """Run the user's script with the recording hook on its DDP model."""
+    from zensim.trace.capture.hookrun import run_hooked
+
+    for name in ("workers", "batch_size", "corpus"):
+        if getattr(args, name) is not None:
+            raise ConfigError(f"--{name.replace('_', '-')}: not used with --hook (the script decides)")
+    kind = args.sparsifier or "natural"
+    recorder = run_hooked(args.hook, script_args, args.output, args.iterations, warmup=args.warmup,
+                          sparsifier=kind, density=args.density, values=args.values, seed=args.seed,
+                          workload=args.hook)
+    print(f"rank {recorder.rank}: wrote {recorder.path}")
     return 0

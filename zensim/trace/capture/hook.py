@@ -54,6 +54,8 @@ class DDPRecorder:
         self.group = process_group
         self.rank = dist.get_rank(process_group)
         self.world = dist.get_world_size(process_group)
+        if self.world > 1 and "{rank}" not in path:
+            raise ConfigError(f"{path}: a shard path for {self.world} ranks must contain {{rank}}")
         self.path = path.format(rank=self.rank)
         module = model.module
         self.names = {id(p): name for name, p in module.named_parameters() if p.requires_grad}
