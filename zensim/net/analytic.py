@@ -8,9 +8,10 @@ sizes, zero latency, non-blocking fabric, one GPU per machine); elsewhere it is 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from zensim.schemes.choice import SparsityProfile, zen_costs
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,10 @@ class SparsityStats:
         """Densification ratio γ^k = d^k / d (1 for k = 1 or an empty tensor)."""
         return self.union_density[k] / self.d if k > 1 and self.d > 0 else 1.0
 
+    def profile(self) -> SparsityProfile:
+        """d and γ^k in the form ZEN's automatic choice takes."""
+        return SparsityProfile(self.d, {k: self.gamma(k) for k in self.union_density})
+
 
 def dense_ring(st: SparsityStats, b: float) -> float:
     """Dense ring all-reduce: 2(n-1)/n · M / b."""
@@ -38,15 +43,24 @@ def agsparse(st: SparsityStats, b: float) -> float:
     return 2 * (st.n - 1) * st.d * st.dense_bytes / b
 
 
+def _coo_unit(st: SparsityStats, b: float) -> float:
+    """2 M d / b: one worker's COO tensor over one link."""
+    return 2 * st.dense_bytes * st.d / b
+
+
 def balanced_parallelism(st: SparsityStats, b: float) -> float:
     """ZEN eq. (1): (n-1)/n · (γ^n + 1) · 2 M d / b."""
-    return (st.n - 1) / st.n * (st.gamma(st.n) + 1) * 2 * st.dense_bytes * st.d / b
+    return zen_costs(st.n, st.profile())[0] * _coo_unit(st, b)
 
 
 def hierarchical_centralization(st: SparsityStats, b: float) -> float:
-    """ZEN eq. (2): Σ_{i=1}^{log2 n} γ^{2^{i-1}} · 2 M d / b (n a power of two)."""
-    levels = int(math.log2(st.n)) if st.n > 1 else 0
-    return sum(st.gamma(1 << (i - 1)) for i in range(1, levels + 1)) * 2 * st.dense_bytes * st.d / b
+    """ZEN eq. (2): Σ_{i=1}^{log2 n} γ^{2^{i-1}} · 2 M d / b (with fold/unfold terms when n is not a power of two)."""
+    return zen_costs(st.n, st.profile())[1] * _coo_unit(st, b)
+
+
+def zen_auto(st: SparsityStats, b: float) -> float:
+    """ZEN's choice: the smaller of eq. (1) and eq. (2)."""
+    return min(zen_costs(st.n, st.profile())) * _coo_unit(st, b)
 
 
 def sparse_ps(st: SparsityStats, b: float) -> float:
@@ -65,6 +79,7 @@ FORMULAS: dict[str, Callable[[SparsityStats, float], float]] = {
     "agsparse": agsparse,
     "balanced-parallelism": balanced_parallelism,
     "hierarchical-centralization": hierarchical_centralization,
+    "zen-auto": zen_auto,
     "sparse-ps": sparse_ps,
     "lower-bound": lower_bound,
 }
