@@ -160,13 +160,19 @@ def assemble(pieces: Sequence[Piece]) -> SparseChunk:
     hit = _ASSEMBLED.get(key)
     if hit is not None:
         return hit
-    chunks = [p.to_chunk() for p in pieces]
-    ids = np.concatenate([c.indices for c in chunks])
-    order = np.argsort(ids, kind="stable")
-    values = None
-    if all(c.values is not None for c in chunks):
-        values = np.concatenate([c.values for c in chunks])[order]
-    out = SparseChunk(ids[order], values)
+    if all(isinstance(p, BitPiece) for p in pieces):
+        present = np.zeros(max(p.domain.bound for p in pieces), np.bool_)
+        for p in pieces:
+            present[p.domain.ids(p.positions())] = True
+        out = SparseChunk(np.flatnonzero(present), None)
+    else:
+        chunks = [p.to_chunk() for p in pieces]
+        ids = np.concatenate([c.indices for c in chunks])
+        order = np.argsort(ids, kind="stable")
+        values = None
+        if all(c.values is not None for c in chunks):
+            values = np.concatenate([c.values for c in chunks])[order]
+        out = SparseChunk(ids[order], values)
     _ASSEMBLED.clear()
     _ASSEMBLED[key] = out
     return out
