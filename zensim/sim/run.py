@@ -11,8 +11,9 @@ from tqdm import tqdm
 
 from zensim.errors import ConfigError
 from zensim.net.engine import MODELS, Timing, replay
-from zensim.net.profile import Profile, WorkCost, load_profile
+from zensim.net.profile import Profile, WorkCost
 from zensim.net.topology import ClusterSpec, Topology
+from zensim.schemes.log import MessageLog
 from zensim.schemes.presets import AUTO, PRESETS, build_scheme, scheme_names
 from zensim.schemes.space import DISTINCT
 from zensim.sim.closed import closed_form, measure
@@ -47,11 +48,12 @@ class SimRecord:
     events: int
     wall_s: float
     timing: Timing | None = field(default=None, repr=False)
+    log: MessageLog | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
-        """JSON-ready fields (the raw timing is left out)."""
-        out = asdict(replace(self, timing=None))
-        del out["timing"]
+        """JSON-ready fields (the raw timing and message log are left out)."""
+        out = asdict(replace(self, timing=None, log=None))
+        del out["timing"], out["log"]
         return out
 
 
@@ -86,18 +88,18 @@ def load_chunks(trace: Trace, iteration: int, gpus: int) -> list[SparseChunk]:
 
 
 def simulate(trace_path: str | Path, schemes: str | Sequence[str], cluster: ClusterSpec, model: str = "fifo", *,
-             iteration: int = 0, profile: str | Path | Profile | None = None, layout: str = "zen",
+             iteration: int = 0, work: WorkCost | None = None, layout: str = "zen",
              maxmin_batch: float = 1 / 64, progress: bool = False) -> list[SimRecord]:
-    """Simulate every scheme on one iteration of a trace; records in the order of `schemes`."""
+    """Simulate every scheme on one iteration of a trace; records in the order of `schemes`.
+
+    `work` is the local-work cost model (defaults when None). With a calibration profile:
+    `prof = load_profile(p); simulate(t, s, with_profile(cluster, prof), work=prof.work)`."""
     if model not in ALL_MODELS:
         raise ConfigError(f"--model: unknown model {model!r} (choose from {', '.join(ALL_MODELS)})")
     if layout not in LAYOUTS:
         raise ConfigError(f"--layout: unknown layout {layout!r} (choose from {', '.join(LAYOUTS)})")
     names = resolve_schemes(schemes)
-    work = WorkCost()
-    if profile is not None:
-        prof = profile if isinstance(profile, Profile) else load_profile(profile)
-        cluster, work = with_profile(cluster, prof), prof.work
+    work = work if work is not None else WorkCost()
     with Trace.open(trace_path) as trace:
         chunks = load_chunks(trace, iteration, cluster.gpus)
         numel = trace.numel
@@ -134,7 +136,7 @@ def _one(name: str, chunks: list[SparseChunk], numel: int, cluster: ClusterSpec,
         stages, events = stage_times(timing), timing.events
     return SimRecord(name, model, layout if gpus > 1 else "flat", cluster.describe(), cluster.gpus, seconds, None,
                      placed.log.bytes_sent().tolist(), placed.log.bytes_received().tolist(),
-                     _worst(pushes), _worst(pulls), link, util, stages, events, time.perf_counter() - start, timing)
+                     _worst(pushes), _worst(pulls), link, util, stages, events, time.perf_counter() - start, timing, placed.log)
 
 
 def _worst(values: Sequence[float | None]) -> float | None:

@@ -1,0 +1,53 @@
+"""Calibration profiles: parsed units, overrides, one-line errors naming the file."""
+
+import json
+
+import pytest
+
+from zensim.errors import ConfigError
+from zensim.net.engine import work_seconds
+from zensim.net.profile import DEFAULT_WORK_COST, SCHEMA, load_profile
+from zensim.net.topology import ClusterSpec
+from zensim.schemes.log import MessageLog, Work
+from zensim.sim.run import with_profile
+
+
+def write(tmp_path, obj):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(obj))
+    return path
+
+
+def test_profile_overrides(tmp_path):
+    prof = load_profile(write(tmp_path, {"schema": SCHEMA, "nic_bandwidth": "200Mbps", "nic_latency": "60us",
+                                         "work_seconds_per_element": {"merge": 1e-8}}))
+    assert prof.links == {"nic_bandwidth": 25e6, "nic_latency": pytest.approx(6e-5)}
+    assert prof.work.per_element["merge"] == 1e-8
+    assert prof.work.per_element["hash"] == DEFAULT_WORK_COST["hash"]
+    cluster = with_profile(ClusterSpec(2, 1, 1e9), prof)
+    assert cluster.nic_bandwidth == 25e6 and cluster.nic_latency == pytest.approx(6e-5)
+    log = MessageLog(2, 1, [], [Work(0, 1, "post", "merge", 100), Work(0, 1, "pre", "hash", 10)])
+    pre, post = work_seconds(log, prof.work)
+    assert post[1, 0] == pytest.approx(1e-6) and pre[1, 0] == pytest.approx(10 * DEFAULT_WORK_COST["hash"])
+
+
+@pytest.mark.parametrize("obj,message", [
+    ({"schema": "other"}, "not a profile"),
+    ({"schema": SCHEMA, "nic_bw": 1}, "unknown profile key"),
+    ({"schema": SCHEMA, "nic_bandwidth": "fast"}, "nic_bandwidth"),
+    ({"schema": SCHEMA, "work_seconds_per_element": {"sort": 1e-9}}, "unknown work kind"),
+    ({"schema": SCHEMA, "work_seconds_per_element": {"merge": -1}}, "non-negative"),
+])
+def test_bad_profiles(tmp_path, obj, message):
+    with pytest.raises(ConfigError, match=message) as err:
+        load_profile(write(tmp_path, obj))
+    assert "p.json" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_missing_and_garbled(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_profile(tmp_path / "none.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    with pytest.raises(ConfigError, match="JSON"):
+        load_profile(bad)

@@ -1,0 +1,144 @@
+"""simulate(): layouts, closed forms through the whole pipeline, records, outputs, CLI errors."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from zensim.cli import main
+from zensim.errors import ConfigError
+from zensim.net import analytic
+from zensim.net.profile import WorkCost
+from zensim.net.topology import ClusterSpec
+from zensim.sim import simulate
+from zensim.sim.closed import measure
+from zensim.sim.layout import machine_shards, place
+from zensim.schemes.presets import build_scheme
+from zensim.sparse.chunk import SparseChunk
+from zensim.trace import TensorSpec, TraceWriter
+
+NUMEL = 4096
+B = 25e9 / 8
+
+
+def write_trace(path, sets, iterations=1):
+    with TraceWriter(path, [TensorSpec("t", NUMEL)], workers=len(sets), iterations=iterations) as w:
+        for it in range(iterations):
+            for worker, idx in enumerate(sets):
+                w.write(it, worker, 0, np.asarray(idx, np.int64))
+    return str(path)
+
+
+@pytest.fixture
+def skewed(tmp_path):
+    rng = np.random.default_rng(3)
+    sets = []
+    for _ in range(8):  # half of each set in the first 1/8 of the tensor: Sparse PS skew
+        hot = rng.choice(NUMEL // 8, 40, replace=False)
+        cold = rng.choice(np.arange(NUMEL // 8, NUMEL), 40, replace=False)
+        sets.append(np.sort(np.concatenate([hot, cold])))
+    return write_trace(tmp_path / "skew.zt", sets)
+
+
+def test_dense_ring_through_pipeline_matches_closed_form(skewed):
+    cluster = ClusterSpec(8, 1, B)
+    for model in ("fifo", "maxmin"):
+        [rec] = simulate(skewed, "dense-allreduce", cluster, model, work=WorkCost.zero())
+        want = analytic.dense_ring(analytic.SparsityStats(8, 4 * NUMEL, 0.0), B)
+        assert rec.time_s == pytest.approx(want, rel=1e-9)
+        assert rec.vs_dense == 1.0
+
+
+def test_agsparse_equal_nnz_through_pipeline(tmp_path):
+    rng = np.random.default_rng(0)
+    sets = [np.sort(rng.choice(NUMEL, 64, replace=False)) for _ in range(6)]
+    path = write_trace(tmp_path / "eq.zt", sets)
+    chunks = [SparseChunk(np.asarray(s), None) for s in sets]
+    want = analytic.agsparse(measure(chunks, NUMEL), B)
+    for model in ("fifo", "maxmin"):
+        for scheme in ("agsparse-p2p", "agsparse-ring"):
+            [rec] = simulate(path, scheme, ClusterSpec(6, 1, B), model, work=WorkCost.zero())
+            assert rec.time_s == pytest.approx(want, rel=1e-9)
+        [rec] = simulate(path, "agsparse-p2p", ClusterSpec(6, 1, B), "analytic")
+        assert rec.time_s == pytest.approx(want, rel=1e-12)
+
+
+def test_records_bytes_and_imbalance(skewed):
+    recs = simulate(skewed, "sparse-ps,zen", ClusterSpec(8, 1, B), "fifo")
+    ps, zen = recs
+    assert ps.push_imbalance > 2 > zen.push_imbalance  # contiguous partitions feel the skew, hashing does not
+    for r in recs:
+        assert sum(r.bytes_sent) == sum(r.bytes_received) > 0
+        assert 0 < r.busiest_link_util <= 1 + 1e-9
+        assert len(r.stage_times_s) == r.log.num_stages
+        json.dumps(r.to_dict())
+
+
+def test_zen_layout_shards_are_machine_unions():
+    chunks = [SparseChunk(np.array(ix, np.int64), None) for ix in ([0, 5, 9], [5, 6], [1, 8], [2, 9])]
+    shards, bounds = machine_shards(chunks, 10, 2)  # 2 machines x 2 GPUs, shards [0,5) and [5,10)
+    assert bounds.tolist() == [0, 5, 10]
+    assert [c.indices.tolist() for c in shards[0]] == [[0], [1, 2]]
+    assert [c.indices.tolist() for c in shards[1]] == [[0, 1, 4], [3, 4]]
+
+
+def test_zen_layout_log(skewed):
+    def build(n, numel, part):
+        return build_scheme("agsparse-p2p", n, numel)
+    chunks = [SparseChunk(np.arange(w, NUMEL, 64, dtype=np.int64), None) for w in range(8)]
+    placed = place(chunks, NUMEL, 2, 4, "zen", build)
+    cols = placed.log.arrays()
+    intra = (cols["src"] // 4) == (cols["dst"] // 4)
+    # dense reduce-scatter + all-gather: each GPU sends 3 shards of NUMEL/4 fp32 each way
+    assert cols["nbytes"][intra].sum() == 8 * 2 * 3 * (NUMEL // 4) * 4
+    # across machines only GPUs of the same local rank talk
+    assert ((cols["src"] % 4) == (cols["dst"] % 4))[~intra].all()
+    assert placed.log.num_stages == 2 * 3 + placed.programs[0].num_stages
+
+
+def test_multi_gpu_runs_both_layouts(skewed):
+    for layout in ("zen", "flat"):
+        recs = simulate(skewed, "dense-allreduce,zen,hier-central", ClusterSpec(2, 4, B), "maxmin", layout=layout)
+        assert all(r.time_s > 0 and r.gpus == 8 for r in recs)
+
+
+def test_errors(skewed):
+    with pytest.raises(ConfigError, match="unknown scheme"):
+        simulate(skewed, "nope", ClusterSpec(8, 1, B))
+    with pytest.raises(ConfigError, match="8 workers"):
+        simulate(skewed, "zen", ClusterSpec(4, 4, B))
+    with pytest.raises(ConfigError, match="--iteration"):
+        simulate(skewed, "zen", ClusterSpec(8, 1, B), iteration=3)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--scheme", "bogus"], "unknown scheme"),
+    (["--machines", "4", "--gpus-per-machine", "4"], "8 workers"),
+    (["--nic", "25Gbs"], "--nic"),
+])
+def test_cli_errors(skewed, capsys, args, message):
+    assert main(["simulate", "--trace", skewed, *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("zensim: error:") and message in err and "\n" not in err
+
+
+def test_cli_outputs(skewed, tmp_path, capsys):
+    timeline, csv_path = tmp_path / "t.json", tmp_path / "r.csv"
+    assert main(["simulate", "--trace", skewed, "--machines", "4", "--gpus-per-machine", "2", "--scheme",
+                 "zen,sparse-ps", "--timeline", str(timeline), "--csv", str(csv_path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["scheme"] for r in rows] == ["zen", "sparse-ps"]
+    doc = json.loads(timeline.read_text())
+    spans = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert {(e["pid"], e["tid"]) for e in spans} == {(p, t) for p in range(2) for t in range(8)}
+    names = [e for e in doc["traceEvents"] if e["name"] == "thread_name"]
+    assert len(names) == 2 * 8 and all(e["dur"] >= 0 for e in spans)
+    assert csv_path.read_text().splitlines()[0].startswith("scheme,model")
+
+
+def test_cli_subprocess_exit_code(skewed):
+    out = subprocess.run([sys.executable, "-m", "zensim.cli", "simulate", "--trace", skewed, "--nic", "fast"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1

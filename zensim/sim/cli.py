@@ -1,0 +1,93 @@
+"""`zensim simulate`: time schemes on a trace x cluster; table, --json, --csv, --timeline, --plot."""
+
+from __future__ import annotations
+
+import argparse
+
+from zensim.errors import ConfigError
+from zensim.net.profile import load_profile
+from zensim.net.topology import FABRICS, ClusterSpec
+from zensim.report.table import format_table
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `simulate` command."""
+    from zensim.sim.layout import LAYOUTS
+    from zensim.sim.run import ALL_MODELS
+
+    p = subparsers.add_parser("simulate", help="time sparse synchronization schemes on a simulated cluster")
+    p.add_argument("--trace", required=True, help="trace file (.zt)")
+    p.add_argument("--scheme", default="all", help="all | presets | distinct | NAME[,NAME...] (default all)")
+    p.add_argument("--machines", type=int, default=16, help="machines (default 16)")
+    p.add_argument("--gpus-per-machine", type=int, default=1, help="GPUs per machine (default 1)")
+    p.add_argument("--nic", default=None, help="NIC bandwidth per machine, e.g. 25Gbps, 12.5GB/s (default: profile or 25Gbps)")
+    p.add_argument("--nic-latency", default=None, help="per-message latency across machines, e.g. 5us (default: profile or 0)")
+    p.add_argument("--nvlink", default=None, help="per-GPU intra-machine bandwidth (default: profile or 300GB/s)")
+    p.add_argument("--nvlink-latency", default=None, help="per-message latency inside a machine (default: profile or 0)")
+    p.add_argument("--fabric", choices=FABRICS, default="switch", help="non-blocking switch or two-level leaf-spine")
+    p.add_argument("--oversub", type=float, default=1.0, help="leaf-spine oversubscription ratio (default 1)")
+    p.add_argument("--machines-per-leaf", type=int, default=4, help="machines under one leaf (default 4)")
+    p.add_argument("--layout", choices=LAYOUTS, default="zen", help="multi-GPU layout (default zen)")
+    p.add_argument("--model", choices=ALL_MODELS, default="fifo", help="bandwidth sharing model (default fifo)")
+    p.add_argument("--maxmin-batch", type=float, default=1 / 64,
+                   help="maxmin: departures per re-solve as a fraction of active flows (0 = exact; default 1/64)")
+    p.add_argument("--iteration", type=int, default=0, help="trace iteration (default 0)")
+    p.add_argument("--profile", default=None, help="calibration profile JSON (links and per-element work costs)")
+    p.add_argument("--json", action="store_true", help="print the records as JSON")
+    p.add_argument("--csv", default=None, metavar="FILE", help="also write the records as CSV")
+    p.add_argument("--timeline", default=None, metavar="FILE", help="also write a Chrome trace (Perfetto) timeline")
+    p.add_argument("--plot", default=None, metavar="FILE", help="also write a PNG bar chart of time vs dense")
+    p.set_defaults(func=cmd_simulate)
+
+
+def cluster_from_args(args: argparse.Namespace) -> tuple[ClusterSpec, object]:
+    """ClusterSpec from the arguments: explicit options > profile > defaults; also the profile (or None)."""
+    profile = load_profile(args.profile) if args.profile else None
+    links = dict(profile.links) if profile else {}
+    explicit = {"nic_bandwidth": args.nic, "nic_latency": args.nic_latency,
+                "nvlink_bandwidth": args.nvlink, "nvlink_latency": args.nvlink_latency}
+    if args.maxmin_batch < 0 or args.maxmin_batch > 1:
+        raise ConfigError(f"--maxmin-batch {args.maxmin_batch}: must be in [0, 1]")
+    spec = ClusterSpec.parse(args.machines, args.gpus_per_machine,
+                             explicit["nic_bandwidth"] or links.get("nic_bandwidth", "25Gbps"),
+                             explicit["nic_latency"] or links.get("nic_latency", 0.0),
+                             explicit["nvlink_bandwidth"] or links.get("nvlink_bandwidth", "300GB/s"),
+                             explicit["nvlink_latency"] or links.get("nvlink_latency", 0.0),
+                             args.fabric, args.oversub, args.machines_per_leaf)
+    return spec, profile
+
+
+def render(records: list) -> str:
+    """The result table: times in ms, bytes in MB (max over ranks), balance and the busiest link."""
+    rows = [[r.scheme, None if r.time_s is None else r.time_s * 1e3, r.vs_dense, max(r.bytes_sent) / 1e6,
+             max(r.bytes_received) / 1e6, r.push_imbalance, r.pull_imbalance, r.busiest_link,
+             r.busiest_link_util] for r in records]
+    head = f"{records[0].cluster}, layout {records[0].layout}, model {records[0].model}" if records else ""
+    return head + "\n" + format_table(rows, ["scheme", "time ms", "vs dense", "max sent MB", "max recv MB",
+                                             "push imb", "pull imb", "busiest link", "util"])
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    """Run the simulation and print/write the results."""
+    import json
+
+    from zensim.report.chrome import chrome_trace
+    from zensim.report.export import to_csv, to_json, write_atomic
+    from zensim.sim.run import simulate
+
+    cluster, profile = cluster_from_args(args)
+    records = simulate(args.trace, args.scheme, cluster, args.model, iteration=args.iteration,
+                       work=profile.work if profile else None, layout=args.layout,
+                       maxmin_batch=args.maxmin_batch, progress=True)
+    rows = [r.to_dict() for r in records]
+    if args.csv:
+        write_atomic(args.csv, to_csv(rows))
+    if args.timeline:
+        if args.model == "analytic":
+            raise ConfigError("--timeline: the analytic model has no timeline (use fifo or maxmin)")
+        write_atomic(args.timeline, json.dumps(chrome_trace([(r.scheme, r.timing, r.log) for r in records])))
+    if args.plot:
+        from zensim.report.plots import plot_vs_dense
+        plot_vs_dense(rows, args.plot)
+    print(to_json(rows) if args.json else render(records))
+    return 0
