@@ -12,6 +12,7 @@ from zensim.errors import ZensimError
 # Each module has `register(subparsers)` adding its subcommands with `set_defaults(func=...)`.
 COMMAND_MODULES = [
     "zensim.trace.cli",
+    "zensim.sim.cli",
     "zensim.trace.capture.cli",
     "emulate.cli",
     "zensim.schemes.cli",
