@@ -44,8 +44,12 @@ def hash_key(seed: int, i: int) -> int:
 
 def hash64(ids: np.ndarray, key: int) -> np.ndarray:
     """fmix64(id XOR key) for non-negative int ids, as uint64 (a new array)."""
-    h = np.asarray(ids).astype(np.uint64)
-    h ^= np.uint64(key)
+    ids = np.asarray(ids)
+    if ids.dtype == np.int64:  # one pass: XOR into a new array, reinterpret as uint64
+        h = np.bitwise_xor(ids, np.int64(key - (1 << 64) if key >= 1 << 63 else key)).view(np.uint64)
+    else:
+        h = ids.astype(np.uint64)
+        h ^= np.uint64(key)
     return _fmix64_inplace(h)
 
 
