@@ -16,6 +16,7 @@ COMMAND_MODULES = [
     "zensim.trace.capture.cli",
     "emulate.cli",
     "zensim.schemes.cli",
+    "zensim.sparse.cli",
 ]
 
 
