@@ -98,3 +98,17 @@ def test_zen_hashing_on_shipped_traces_within_theorem2(path: Path) -> None:
     assert report.pull < 1.1  # push is not: ~8k ids per worker is too few for 1.1 (see docs/sparse.md)
     contiguous = imbalance_report(Contiguous(trace.numel, trace.workers), chunks)
     assert contiguous.push > report.push and contiguous.pull > report.pull
+
+
+def test_theorem2_bound_holds_and_is_not_vacuous_over_many_seeds() -> None:
+    """Over 40 shared seeds the bound may fail with probability <= 1/n each; it must also be
+    tight enough that the observed excess reaches a fair fraction of it."""
+    n, rng = 8, np.random.default_rng(1)
+    failures, fractions = 0, []
+    for seed in range(40):
+        chunks = [SparseChunk(np.sort(rng.choice(200_000, 2000, replace=False))) for _ in range(n)]
+        r = imbalance_report(HierarchicalHash(200_000, n, seed=seed, model_memory=False), chunks)
+        failures += r.push > r.push_bound or r.pull > r.pull_bound
+        fractions.append((r.push - 1) / (r.push_bound - 1))
+    assert failures <= 40 / n
+    assert np.mean(fractions) > 0.3
