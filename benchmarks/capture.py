@@ -1,8 +1,8 @@
 """Capture speed: iterations per second of each built-in workload at 16 and 128 virtual workers.
 
-Times `zensim.trace.capture.capture` (forward/backward of every worker, selection, the averaged
-step, trace writing) over a few iterations, after building the workload (model and data, not
-timed). Language models need the KJV corpus (apt-get install bible-kjv bible-kjv-text) or
+Times the virtual-worker steps (every worker's forward/backward and selection, then the averaged
+optimizer step) over a few iterations, after building the workload and one untimed step; trace
+writing is not included (small next to the steps). Language models need the KJV corpus (apt-get install bible-kjv bible-kjv-text) or
 --corpus FILE. Figures depend on the machine and its load: report them with both.
 
     .venv/bin/python benchmarks/capture.py [--workers 16 128] [--iterations 2] [--json]
@@ -14,29 +14,27 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 
 import torch
 
 from zensim.report.table import format_table
-from zensim.trace.capture import capture
+from zensim.trace.capture.run import step_batches, virtual_runner
 from zensim.trace.capture.names import WORKLOADS
 from zensim.trace.capture.workloads import make_workload
 
 
 def measure(name: str, workers: int, iterations: int, corpus: str | None) -> dict[str, object]:
-    """One timed capture of `iterations` recorded steps."""
+    """Seconds per synchronous step of `workers` virtual workers, after one untimed step."""
     workload = make_workload(name, None, 0, corpus)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "t.zt")
-        start = time.perf_counter()
-        capture(workload, path, workers, iterations, progress=False)
-        seconds = time.perf_counter() - start
-        size = os.path.getsize(path)
+    runner = virtual_runner(workload, workers, None, None)
+    runner.step(step_batches(workload, 0, workers))  # first-call costs (lazy imports, allocations)
+    start = time.perf_counter()
+    for step in range(1, iterations + 1):
+        runner.step(step_batches(workload, step, workers))
+    seconds = time.perf_counter() - start
     return {"workload": name, "workers": workers, "iterations": iterations, "seconds": seconds,
-            "it_per_s": iterations / seconds, "worker_steps_per_s": iterations * workers / seconds,
-            "trace_bytes_per_it": size / iterations}
+            "it_per_s": iterations / seconds, "worker_steps_per_s": iterations * workers / seconds}
 
 
 def main() -> int:
@@ -54,7 +52,7 @@ def main() -> int:
         print()
         return 0
     print(f"capture speed, torch threads {torch.get_num_threads()}, {os.cpu_count()} cpus")
-    keys = ["workload", "workers", "iterations", "seconds", "it_per_s", "worker_steps_per_s", "trace_bytes_per_it"]
+    keys = ["workload", "workers", "iterations", "seconds", "it_per_s", "worker_steps_per_s"]
     print(format_table([[r[k] for k in keys] for r in rows], keys))
     return 0
 

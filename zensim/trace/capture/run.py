@@ -17,6 +17,23 @@ from zensim.trace.capture.workloads import Workload
 from zensim.trace.format import TraceWriter
 
 
+def virtual_runner(workload: Workload, workers: int, sparsifier: str | None, density: float | None) -> VirtualWorkers:
+    """Virtual workers training `workload`, each with its own sparsifier (workload defaults if None)."""
+    if workers < 1:
+        raise ConfigError(f"--workers {workers}: must be at least 1")
+    kind = sparsifier or workload.sparsifier
+    if kind == "natural" and density is not None:
+        raise ConfigError(f"--density {density}: only for --sparsifier topk or dgc")
+    density = workload.density if density is None and kind != "natural" else density
+    sparsifiers = [make_sparsifier(kind, density, workload.seed + w) for w in range(workers)]
+    return VirtualWorkers(workload.model, workload.optimizer(), workload.loss, sparsifiers, workload.recorded())
+
+
+def step_batches(workload: Workload, step: int, workers: int) -> list[Any]:
+    """Every worker's micro-batch of one training step."""
+    return [workload.batch(step, w, workers) for w in range(workers)]
+
+
 def capture(
     workload: Workload,
     output: str,
@@ -29,19 +46,12 @@ def capture(
     progress: bool = True,
 ) -> None:
     """Train `workload` with `workers` virtual workers for warmup + iterations steps, recording the last ones."""
-    for name, value, low in (("--workers", workers, 1), ("--iterations", iterations, 1), ("--warmup", warmup, 0)):
+    for name, value, low in (("--iterations", iterations, 1), ("--warmup", warmup, 0)):
         if value < low:
             raise ConfigError(f"{name} {value}: must be at least {low}")
-    kind = sparsifier or workload.sparsifier
-    if kind == "natural" and density is not None:
-        raise ConfigError(f"--density {density}: only for --sparsifier topk or dgc")
-    density = workload.density if density is None and kind != "natural" else density
-    sparsifiers = [make_sparsifier(kind, density, workload.seed + w) for w in range(workers)]
-    recorded = workload.recorded()
-    specs = tensor_specs(workload.model, recorded, workload.layers())
-    optimizer = workload.optimizer()
-    runner = VirtualWorkers(workload.model, optimizer, workload.loss, sparsifiers, recorded)
-    provenance = provenance_of(workload, optimizer, kind, density, warmup, "virtual workers")
+    runner = virtual_runner(workload, workers, sparsifier, density)
+    specs = tensor_specs(workload.model, workload.recorded(), workload.layers())
+    provenance = provenance_of(workload, runner, warmup)
     with TraceWriter(output, specs, workers=workers, iterations=iterations,
                      value_dtype="float32" if values else None, batch_size=workload.batch_size,
                      workload=workload.name, provenance=provenance) as writer:
@@ -49,25 +59,24 @@ def capture(
                    disable=not progress, file=sys.stderr)
         for step in bar:
             bar.set_postfix_str("warm-up" if step < warmup else "recording")
-            chunks = runner.step([workload.batch(step, w, workers) for w in range(workers)])
+            chunks = runner.step(step_batches(workload, step, workers))
             if step >= warmup:
                 for w, mine in enumerate(chunks):
                     write_chunks(writer, step - warmup, w, mine, values)
 
 
-def provenance_of(
-    workload: Workload, optimizer: torch.optim.Optimizer, kind: str, density: float | None, warmup: int, path: str
-) -> dict[str, Any]:
+def provenance_of(workload: Workload, runner: VirtualWorkers, warmup: int) -> dict[str, Any]:
     """How a trace was made: workload, data, sparsity source, training before the first recorded step."""
+    first = runner.sparsifiers[0]
     return {
-        "capture": path,
+        "capture": "virtual workers",
         "model": workload.meta(),
-        "sparsifier": kind,
-        "density": density,
+        "sparsifier": first.name,
+        "density": first.density,
         "seed": workload.seed,
         "warmup_steps": warmup,
-        "optimizer": type(optimizer).__name__,
-        "lr": optimizer.param_groups[0]["lr"],
+        "optimizer": type(runner.optimizer).__name__,
+        "lr": runner.optimizer.param_groups[0]["lr"],
         "torch": torch.__version__,
         "python": platform.python_version(),
         "command": " ".join(sys.argv),
