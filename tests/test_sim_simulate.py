@@ -14,7 +14,7 @@ from zensim.net.profile import WorkCost
 from zensim.net.topology import ClusterSpec
 from zensim.sim import simulate
 from zensim.sim.closed import measure
-from zensim.sim.layout import machine_shards, place
+from zensim.sim.layout import machine_shards, place, prepare
 from zensim.schemes.presets import build_scheme
 from zensim.sparse.chunk import SparseChunk
 from zensim.trace import TensorSpec, TraceWriter
@@ -88,7 +88,7 @@ def test_zen_layout_log(skewed):
     def build(n, numel, part):
         return build_scheme("agsparse-p2p", n, numel)
     chunks = [SparseChunk(np.arange(w, NUMEL, 64, dtype=np.int64), None) for w in range(8)]
-    placed = place(chunks, NUMEL, 2, 4, "zen", build)
+    placed = place(prepare(chunks, NUMEL, 2, 4, "zen"), build)
     cols = placed.log.arrays()
     intra = (cols["src"] // 4) == (cols["dst"] // 4)
     # dense reduce-scatter + all-gather: each GPU sends 3 shards of NUMEL/4 fp32 each way

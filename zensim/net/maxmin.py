@@ -4,8 +4,10 @@ Rates are piecewise constant between events; each active flow keeps its bytes le
 last rate change and its projected finish time, so an event costs O(1) numpy calls, not a pass over
 every flow's bytes. At a flow arrival (all messages a rank sends at once form one batch) only the
 *affected component* is re-solved: the flows reachable from the changed links through shared links;
-other components keep their rates. A flow alone on all its links (rings, recursive doubling) takes a
-fast path with no solve at all. The solve is progressive filling (bottleneck algorithm): repeatedly
+other components keep their rates. A flow alone on all its links (rings, recursive doubling) is
+*isolated*: it runs at its route's bottleneck speed with its own finish event, in plain Python; when
+another flow arrives on one of its links it is promoted, with the bytes it has left, into the shared
+set. The solve is progressive filling (bottleneck algorithm): repeatedly
 the link with the least fair share `residual / unfrozen flows` fixes the rate of its flows.
 
 Departures are batched: after a re-solve, up to `batch x active flows` departures (at least 1) retire
@@ -60,7 +62,7 @@ def waterfill(routes: np.ndarray, capacity: np.ndarray) -> np.ndarray:
 
 
 class MaxMinNetwork:
-    """Flow-level max-min fair sharing, re-solved per affected component, departures batched."""
+    """Flow-level max-min fair sharing: isolated flows in plain Python, shared ones solved per component."""
 
     def __init__(self, env: simpy.Environment, capacity: np.ndarray, latency: np.ndarray,
                  routes: np.ndarray, nbytes: np.ndarray, deliver: Callable[[int], None], batch: float = 1 / 64) -> None:
@@ -68,17 +70,21 @@ class MaxMinNetwork:
         self.dummy = len(capacity)
         self.capacity = np.append(capacity, np.inf)
         self.routes = routes
-        self.route_latency = np.append(latency, 0.0)[routes].sum(axis=1)
-        self.hops = (routes != self.dummy).sum(axis=1)
+        self.route_tuples = [tuple(k for k in row if k != self.dummy) for row in routes.tolist()]
+        self.route_latency = np.append(latency, 0.0)[routes].sum(axis=1).tolist()
+        self.route_capacity = self.capacity[routes].min(axis=1).tolist()
         self.nbytes = nbytes.astype(np.float64)
         self.base_left = self.nbytes.copy()  # bytes left at base_time
         self.base_time = np.zeros(len(nbytes))
         self.rate = np.zeros(len(nbytes))
         self.deliver = deliver
         self.batch = batch
-        self.active = np.empty(0, dtype=np.int64)  # flow ids; retired ones wait here with finish = inf
+        self.active = np.empty(0, dtype=np.int64)  # shared flows; retired ones wait here with finish = inf
         self.finish = np.empty(0)  # projected finish time, aligned with `active`
-        self.nflows = np.zeros(self.dummy + 1, dtype=np.int64)
+        self.nflows = [0] * (self.dummy + 1)  # active flows per link, isolated or shared
+        self.isolated: dict[int, tuple[float, float, int]] = {}  # flow -> (start, rate, stamp)
+        self.isolated_on: dict[int, int] = {}  # link -> its isolated flow
+        self.stamp = 0
         self.dirty: set[int] = set()
         self.since_solve, self.allowance = 0, 1
         self.version = 0
@@ -86,28 +92,64 @@ class MaxMinNetwork:
 
     def inject(self, ids: Sequence[int]) -> None:
         """Start flows `ids` now (one batch: they join the network together)."""
-        ids = np.asarray(ids, dtype=np.int64)
         now = self.env.now
-        empty = (self.nbytes[ids] == 0) | (self.hops[ids] == 0)
-        for m in ids[empty].tolist():
-            self._deliver_after(self.route_latency[m], m)
-        flows = ids[~empty]
-        if flows.size:
-            links = self.routes[flows].ravel()
-            np.add.at(self.nflows, links, 1)
-            self.nflows[self.dummy] = 0
-            self.base_time[flows] = now
-            self.active = np.concatenate([self.active, flows])
-            if not self.dirty and (self.nflows[links[links != self.dummy]] == 1).all():
-                self.rate[flows] = self.capacity[self.routes[flows]].min(axis=1)
-                self.finish = np.concatenate([self.finish, now + self.base_left[flows] / self.rate[flows]])
+        shared: list[int] = []
+        seeds: set[int] = set()
+        for m in ids:
+            route = self.route_tuples[m]
+            if not route or self.nbytes[m] == 0:
+                self._deliver_after(self.route_latency[m], m)
+                continue
+            if all(self.nflows[k] == 0 for k in route):
+                self._isolate(m, now)
             else:
-                self.finish = np.concatenate([self.finish, np.full(flows.size, np.inf)])
-                self._solve(set(links.tolist()) | self.dirty)
-        self._schedule()
+                for k in route:
+                    if k in self.isolated_on:
+                        shared.append(self._promote(self.isolated_on[k], now))
+                shared.append(m)
+                self.base_time[m] = now
+                seeds.update(route)
+            for k in route:
+                self.nflows[k] += 1
+        if shared:
+            self.active = np.concatenate([self.active, shared])
+            self.finish = np.concatenate([self.finish, np.full(len(shared), np.inf)])
+            self._solve(seeds | self.dirty)
+            self._schedule()
+
+    def _isolate(self, m: int, now: float) -> None:
+        """Flow m is alone on its links: full rate, its own finish event, no solve."""
+        rate = self.route_capacity[m]
+        self.stamp += 1
+        self.isolated[m] = (now, rate, self.stamp)
+        for k in self.route_tuples[m]:
+            self.isolated_on[k] = m
+        self.events += 1
+        stamp = self.stamp
+        self.env.timeout(self.nbytes[m] / rate).callbacks.append(lambda _ev: self._isolated_done(m, stamp))
+
+    def _promote(self, m: int, now: float) -> int:
+        """An isolated flow gets company: move it, with the bytes it has left, into the shared set."""
+        start, rate, _ = self.isolated.pop(m)
+        for k in self.route_tuples[m]:
+            del self.isolated_on[k]
+        self.base_left[m] = max(self.nbytes[m] - rate * (now - start), 0.0)
+        self.base_time[m] = now
+        self.rate[m] = 0.0
+        return m
+
+    def _isolated_done(self, m: int, stamp: int) -> None:
+        """An isolated flow finished (unless it was promoted meanwhile)."""
+        if self.isolated.get(m, (0, 0, -1))[2] != stamp:
+            return
+        del self.isolated[m]
+        for k in self.route_tuples[m]:
+            del self.isolated_on[k]
+            self.nflows[k] -= 1
+        self._deliver_after(self.route_latency[m], m)
 
     def _solve(self, seeds: set[int]) -> None:
-        """Re-solve the component of links `seeds`, reset the departure batch."""
+        """Re-solve the shared component of links `seeds`, reset the departure batch."""
         live = np.isfinite(self.finish) | (self.rate[self.active] == 0)
         self.active, self.finish = self.active[live], self.finish[live]
         seeds.discard(self.dummy)
@@ -137,7 +179,7 @@ class MaxMinNetwork:
         self.allowance = max(1, int(self.batch * len(self.active)))
 
     def _schedule(self) -> None:
-        """Arm one event at the next departure; older armed events become stale."""
+        """Arm one event at the next shared departure; older armed events become stale."""
         self.version += 1
         if not self.finish.size:
             return
@@ -149,22 +191,25 @@ class MaxMinNetwork:
         self.env.timeout(max(due - self.env.now, 0.0)).callbacks.append(lambda _ev: self._depart(version))
 
     def _depart(self, version: int) -> None:
-        """Retire the flows that finish now; re-solve when the batch allowance is used up."""
+        """Retire the shared flows that finish now; re-solve when the batch allowance is used up."""
         if version != self.version:
             return
         now = self.env.now
         done = np.flatnonzero(self.finish <= now * (1 + _TIE))
-        finished = self.active[done]
+        finished = self.active[done].tolist()
         self.finish[done] = np.inf
         self.rate[finished] = -1.0  # marks retired until the next compaction
-        links = self.routes[finished].ravel()
-        np.subtract.at(self.nflows, links, 1)
-        self.nflows[self.dummy] = 0
-        self.dirty.update(k for k in set(links.tolist()) if self.nflows[k] > 0)
+        for m in finished:
+            for k in self.route_tuples[m]:
+                self.nflows[k] -= 1
+                if self.nflows[k] > 0:
+                    self.dirty.add(k)
+                else:
+                    self.dirty.discard(k)
         self.since_solve += len(finished)
         if self.dirty and self.since_solve >= self.allowance:
             self._solve(set(self.dirty))
-        for m in finished.tolist():
+        for m in finished:
             self._deliver_after(self.route_latency[m], m)
         self._schedule()
 

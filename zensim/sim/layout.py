@@ -33,8 +33,6 @@ class Placed:
     log: MessageLog
     groups: list[MessageLog]  # one scheme log per local rank (one in the flat layout)
     programs: list[StageProgram]
-    offset: int  # index of the first scheme stage in `log`
-    group_chunks: list[list[SparseChunk]]  # the chunks each scheme instance ran on
 
 
 def machine_shards(chunks: Sequence[SparseChunk], numel: int, gpus: int) -> tuple[list[list[SparseChunk]], np.ndarray]:
@@ -65,27 +63,43 @@ def intra_ring(machines: int, gpus: int, sizes: np.ndarray, first_stage: int, ga
     return MessageLog(machines * gpus, gpus - 1, msgs, work)
 
 
-def place(chunks: Sequence[SparseChunk], numel: int, machines: int, gpus: int, layout: str, build: Builder) -> Placed:
-    """Run the scheme (via `build`) on the GPUs' chunks and assemble the cluster-wide message log."""
+@dataclass
+class Prepared:
+    """The chunks each scheme instance runs on, computed once per trace x cluster x layout."""
+
+    machines: int
+    gpus: int
+    numel: int
+    groups: list[list[SparseChunk]]  # per local rank (one group in the flat layout)
+    sizes: np.ndarray  # elements of each group's tensor (its shard)
+
+
+def prepare(chunks: Sequence[SparseChunk], numel: int, machines: int, gpus: int, layout: str) -> Prepared:
+    """Flat: one group of all GPUs' chunks. ZEN: per local rank, the machines' unions on its shard."""
     if layout == "flat" or gpus == 1:
-        prog = build(len(chunks), numel, chunks)
-        log = run_scheme(prog, list(chunks), check=False).log
-        return Placed(log, [log], [prog], 0, [list(chunks)])
+        return Prepared(machines, gpus, numel, [list(chunks)], np.array([numel]))
     shards, bounds = machine_shards(chunks, numel, gpus)
-    sizes = np.diff(bounds)
-    programs = [build(machines, int(sizes[l]), shards[l]) for l in range(gpus)]
-    logs = [run_scheme(p, c, check=False).log for p, c in zip(programs, shards)]
+    return Prepared(machines, gpus, numel, shards, np.diff(bounds))
+
+
+def place(prep: Prepared, build: Builder) -> Placed:
+    """Run the scheme (via `build`) on every group and assemble the cluster-wide message log."""
+    programs = [build(len(group), int(size), group) for group, size in zip(prep.groups, prep.sizes)]
+    logs = [run_scheme(p, c, check=False).log for p, c in zip(programs, prep.groups)]
+    if len(logs) == 1:
+        return Placed(logs[0], logs, programs)
+    machines, gpus = prep.machines, prep.gpus
     offset = gpus - 1
     middle = max(lg.num_stages for lg in logs)
     total = MessageLog(machines * gpus, 2 * offset + middle)
-    scatter = intra_ring(machines, gpus, sizes, 0, gather=False)
+    scatter = intra_ring(machines, gpus, prep.sizes, 0, gather=False)
     total.messages += scatter.messages
     total.work += scatter.work
     for local, lg in enumerate(logs):
         total.messages += [Message(m.stage + offset, m.src * gpus + local, m.dst * gpus + local, m.nbytes, m.fmt)
                            for m in lg.messages]
         total.work += [Work(w.stage + offset, w.rank * gpus + local, w.phase, w.kind, w.elements) for w in lg.work]
-    gather = intra_ring(machines, gpus, sizes, offset + middle, gather=True)
+    gather = intra_ring(machines, gpus, prep.sizes, offset + middle, gather=True)
     total.messages += gather.messages
     total.work += gather.work
-    return Placed(total, logs, programs, offset, shards)
+    return Placed(total, logs, programs)

@@ -17,7 +17,7 @@ from zensim.schemes.log import MessageLog
 from zensim.schemes.presets import AUTO, PRESETS, build_scheme, scheme_names
 from zensim.schemes.space import DISTINCT
 from zensim.sim.closed import closed_form, measure
-from zensim.sim.layout import DENSE_BYTES, LAYOUTS, place
+from zensim.sim.layout import DENSE_BYTES, LAYOUTS, Prepared, place, prepare
 from zensim.sim.metrics import busiest_link, push_pull_imbalance, stage_times
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.trace.format import Trace
@@ -104,26 +104,28 @@ def simulate(trace_path: str | Path, schemes: str | Sequence[str], cluster: Clus
         chunks = load_chunks(trace, iteration, cluster.gpus)
         numel = trace.numel
     topology = Topology(cluster)
+    prep = prepare(chunks, numel, cluster.machines, cluster.gpus_per_machine, layout)
     runs = names if DENSE in names else [DENSE] + names
     records: dict[str, SimRecord] = {}
     for name in tqdm(runs, desc="simulate", unit="scheme", disable=None if progress else True, leave=False):
-        records[name] = _one(name, chunks, numel, cluster, topology, model, layout, work, maxmin_batch)
+        records[name] = _one(name, prep, chunks, cluster, topology, model, layout, work, maxmin_batch)
     dense = records[DENSE].time_s
     for rec in records.values():
         rec.vs_dense = rec.time_s / dense if rec.time_s is not None and dense else None
     return [records[name] for name in names]
 
 
-def _one(name: str, chunks: list[SparseChunk], numel: int, cluster: ClusterSpec, topology: Topology, model: str,
-         layout: str, work: WorkCost, maxmin_batch: float) -> SimRecord:
+def _one(name: str, prep: Prepared, chunks: list[SparseChunk], cluster: ClusterSpec, topology: Topology,
+         model: str, layout: str, work: WorkCost, maxmin_batch: float) -> SimRecord:
     """Run one scheme through the driver and the chosen model."""
     start = time.perf_counter()
+    numel = prep.numel
     gpus = cluster.gpus_per_machine
 
     def build(n: int, size: int, part: Sequence[SparseChunk]):
         return build_scheme(name, n, size, profile=part if name == AUTO else None)
 
-    placed = place(chunks, numel, cluster.machines, gpus, layout, build)
+    placed = place(prep, build)
     pushes, pulls = zip(*(push_pull_imbalance(lg, p.step2_start) for lg, p in zip(placed.groups, placed.programs)))
     timing = None
     if model == "analytic":
