@@ -8,6 +8,7 @@ with the dense sum: the same indices exactly, values within float tolerance.
 
 from __future__ import annotations
 
+import gc
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,18 +42,31 @@ class _Meter:
         self.at = (0, 0, "pre")
 
     def add(self, kind: str, elements: int) -> None:
-        """Count `elements` of work `kind` at the current (stage, rank, phase)."""
-        self.counts[(*self.at, kind)] += int(elements)
+        """Count `elements` (> 0) of work `kind` at the current (stage, rank, phase)."""
+        if elements:
+            self.counts[(*self.at, kind)] += int(elements)
 
     def records(self) -> list[Work]:
-        """The work log, ordered by stage, rank, phase (pre before post), kind."""
-        order = {"pre": 0, "post": 1}
-        keys = sorted(self.counts, key=lambda k: (k[0], k[1], order[k[2]], k[3]))
-        return [Work(s, r, ph, kind, self.counts[(s, r, ph, kind)]) for s, r, ph, kind in keys]
+        """The work log in the order it was done: by stage, `pre` of every rank, then `post`."""
+        return [Work(s, r, ph, kind, count) for (s, r, ph, kind), count in self.counts.items()]
 
 
 def run_scheme(prog: StageProgram, chunks: Sequence[SparseChunk], check: bool = True) -> RunResult:
-    """Run `prog` on one chunk per rank; check lossless results against the dense sum if `check`."""
+    """Run `prog` on one chunk per rank; check lossless results against the dense sum if `check`.
+
+    The cyclic garbage collector is paused meanwhile: a 128-rank run creates millions of small
+    acyclic objects (groups, payloads, log records) that would trigger full collections."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(prog, chunks, check)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _run(prog: StageProgram, chunks: Sequence[SparseChunk], check: bool) -> RunResult:
+    """run_scheme's body."""
     n = prog.n
     if len(chunks) != n:
         raise ConfigError(f"{prog.name}: {len(chunks)} chunks for {n} ranks")
@@ -69,10 +83,10 @@ def run_scheme(prog: StageProgram, chunks: Sequence[SparseChunk], check: bool = 
         for r in range(n):
             meter.at = (s, r, "pre")
             out = prog.sends(s, r, states[r], meter)
-            if sorted(out) != prog.destinations(s, r):
-                raise RuntimeError(f"{prog.name}: stage {s} rank {r} sent to {sorted(out)}, "
+            if list(out) != prog.destinations(s, r):
+                raise RuntimeError(f"{prog.name}: stage {s} rank {r} sent to {list(out)}, "
                                    f"plan says {prog.destinations(s, r)}")
-            log.messages.extend(Message(s, r, dst, int(m.nbytes), m.fmt.name) for dst, m in sorted(out.items()))
+            log.messages.extend(Message(s, r, dst, int(m.nbytes), m.fmt.name) for dst, m in out.items())
             outboxes.append(out)
         for r in range(n):
             meter.at = (s, r, "post")
@@ -89,14 +103,25 @@ def run_scheme(prog: StageProgram, chunks: Sequence[SparseChunk], check: bool = 
 EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
 
 
+_EXPECTED: list[tuple[tuple[SparseChunk, ...], int, SparseChunk]] = []
+
+
 def dense_sum(chunks: Sequence[SparseChunk], numel: int) -> SparseChunk:
-    """The aggregate every rank must end with (a bitset union when indices-only: fast at scale)."""
+    """The aggregate every rank must end with (a bitset union when indices-only: fast at scale).
+    The last one is kept: checking several schemes on the same chunk objects computes it once."""
+    key = tuple(chunks)
+    if _EXPECTED and _EXPECTED[0][1] == numel and len(_EXPECTED[0][0]) == len(key) \
+            and all(a is b for a, b in zip(_EXPECTED[0][0], key)):
+        return _EXPECTED[0][2]
     if chunks and all(c.values is None for c in chunks):
         words = np.zeros((numel + 63) // 64, np.uint64)
         for c in chunks:
             np.bitwise_or(words, pack_positions(c.indices, numel), out=words)
-        return SparseChunk(bit_positions(words), None)
-    return sum_chunks(list(chunks))
+        expected = SparseChunk(bit_positions(words), None)
+    else:
+        expected = sum_chunks(list(chunks))
+    _EXPECTED[:] = [(key, numel, expected)]
+    return expected
 
 
 def check_results(name: str, chunks: Sequence[SparseChunk], results: Sequence[SparseChunk], numel: int,

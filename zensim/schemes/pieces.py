@@ -116,13 +116,28 @@ def bit_positions(words: np.ndarray) -> np.ndarray:
     return nz[row] * 64 + col
 
 
-def make_piece(chunk: SparseChunk, domain: Domain, bits: bool, position_of: np.ndarray | None = None) -> Piece:
-    """A piece of `chunk` (all ids inside `domain`): a bitset when `bits`, else the chunk itself.
-    `position_of[id]`, if given, is each id's position in its domain (a lookup instead of a search)."""
+def make_piece(chunk: SparseChunk, domain: Domain, bits: bool) -> Piece:
+    """A piece of `chunk` (all ids inside `domain`): a bitset when `bits`, else the chunk itself."""
     if not bits:
         return ChunkPiece(domain, chunk)
-    pos = domain.positions(chunk.indices) if position_of is None else position_of[chunk.indices].astype(np.int64)
-    return BitPiece(domain, pack_positions(pos, domain.size), chunk.nnz)
+    return make_bit_pieces([chunk], [domain])[0]
+
+
+def make_bit_pieces(parts: Sequence[SparseChunk], domains: Sequence[Domain],
+                    position_of: np.ndarray | None = None) -> list[BitPiece]:
+    """Bitset pieces of `parts` (part j inside domain j), packed in one pass into one buffer.
+    `position_of[id]`, if given, is each id's position in its domain (a lookup, not a search)."""
+    sizes = np.array([(d.size + 63) // 64 for d in domains], np.int64)
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    if position_of is not None:
+        pos = [position_of[p.indices].astype(np.int64) for p in parts]
+    else:
+        pos = [d.positions(p.indices) for p, d in zip(parts, domains)]
+    counts = [len(x) for x in pos]
+    positions = np.concatenate(pos) if pos else np.empty(0, np.int64)
+    base = np.repeat(offsets[:-1] * 64, counts)
+    words = pack_positions(positions + base, int(offsets[-1]) * 64)
+    return [BitPiece(d, words[offsets[j]:offsets[j + 1]], counts[j]) for j, d in enumerate(domains)]
 
 
 _MEMO: OrderedDict[frozenset[int], Piece] = OrderedDict()

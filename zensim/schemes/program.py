@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zensim.schemes import wire
-from zensim.schemes.pieces import Piece, assemble, make_piece, union
+from zensim.schemes.pieces import ChunkPiece, Piece, assemble, make_bit_pieces, union
 from zensim.schemes.plans import Stage, Transfer, full
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.domain import Domain, ExplicitDomain, RangeDomain
@@ -124,13 +124,10 @@ class Parallelism:
         self._position_of: np.ndarray | None = None
 
     def position_of(self) -> np.ndarray | None:
-        """For explicit (hash) domains, every id's position in its domain (built once, int32 or
-        int64 per id), so that bitset pieces need a lookup, not a search; None for ranges."""
+        """For explicit (hash) domains, every id's position in its domain, so that bitset pieces
+        need a lookup, not a search; None for ranges."""
         if self._position_of is None and isinstance(self._domains[0], ExplicitDomain):
-            table = np.empty(self.partitioner.numel, np.int32 if self.partitioner.numel < 2**31 else np.int64)
-            for d in self._domains:
-                table[d.elements] = np.arange(d.size, dtype=table.dtype)
-            self._position_of = table
+            self._position_of = position_table(tuple(self._domains), self.partitioner.numel)
         return self._position_of
 
     def domains(self) -> list[Domain]:
@@ -146,6 +143,21 @@ class Parallelism:
     def result(self, pieces: Sequence[Piece]) -> SparseChunk:
         """All aggregated partitions as one chunk."""
         return assemble(pieces)
+
+
+_TABLE: list[tuple[tuple[Domain, ...], np.ndarray]] = []
+
+
+def position_table(domains: tuple[Domain, ...], numel: int) -> np.ndarray:
+    """id -> position in its domain for disjoint explicit domains covering [0, numel) (int32 below
+    2**31 ids); the last table is kept, for programs built on the same (cached) domains."""
+    if _TABLE and len(_TABLE[0][0]) == len(domains) and all(a is b for a, b in zip(_TABLE[0][0], domains)):
+        return _TABLE[0][1]
+    table = np.empty(numel, np.int32 if numel < 2**31 else np.int64)
+    for d in domains:
+        table[d.elements] = np.arange(d.size, dtype=table.dtype)
+    _TABLE[:] = [(domains, table)]
+    return table
 
 
 Aggregation = Incremental | OneShot
@@ -181,20 +193,23 @@ class StageProgram:
         """Split the rank's chunk into its own item pieces (bitsets in indices-only mode)."""
         self._bits = chunk.values is None
         state = RankState(rank)
-        lookup = self.partition.position_of() if self._bits else None
-        for part, domain in zip(self.partition.split(chunk, meter), self._domains):
-            state.items.append([Group(1 << rank, (make_piece(part, domain, self._bits, lookup),))])
+        parts = self.partition.split(chunk, meter)
+        if self._bits:
+            pieces = make_bit_pieces(parts, self._domains, self.partition.position_of())
+        else:
+            pieces = [ChunkPiece(domain, part) for part, domain in zip(parts, self._domains)]
+        state.items = [[Group(1 << rank, (piece,))] for piece in pieces]
         if self.n == 1:
             self._complete(state, range(len(state.items)), meter)
         return state
 
     def sources(self, stage: int, rank: int) -> list[int]:
         """Ranks that send to `rank` at `stage`, in ascending order."""
-        return sorted(self._in[stage].get(rank, {}))
+        return list(self._in[stage].get(rank, ()))
 
     def destinations(self, stage: int, rank: int) -> list[int]:
         """Ranks `rank` sends to at `stage`, in ascending order."""
-        return sorted(self._out[stage].get(rank, {}))
+        return list(self._out[stage].get(rank, ()))
 
     def sends(self, stage: int, rank: int, state: RankState, meter: Meter) -> dict[int, wire.Message]:
         """This rank's messages of `stage`: per destination, its transfers' pieces in plan order."""
@@ -214,7 +229,7 @@ class StageProgram:
                 meter: Meter) -> RankState:
         """Take every transfer's pieces as one group, then aggregate each item that became complete."""
         touched, decoded, bits, fmt = set(), 0, bool(self._bits), self.fmt(stage)
-        for src, transfers in sorted(self._in[stage].get(rank, {}).items()):
+        for src, transfers in self._in[stage].get(rank, {}).items():
             payloads, at = wire.unpack(inbox[src]), 0
             for t in transfers:
                 mine = payloads[at:at + self.aggregation.count(t, self.n)]
@@ -290,9 +305,10 @@ def _cover(groups: list[Group], target: int) -> list[Group] | None:
 
 
 def _by(stage: Stage, key: str) -> dict[int, dict[int, list[Transfer]]]:
-    """Transfers of a stage indexed [src][dst] (key 'src') or [dst][src] (key 'dst'), plan order."""
+    """Transfers of a stage indexed [src][dst] (key 'src') or [dst][src] (key 'dst'), both levels
+    in ascending rank order, transfers in plan order."""
     other = "dst" if key == "src" else "src"
     index: dict[int, dict[int, list[Transfer]]] = {}
     for t in stage:
         index.setdefault(getattr(t, key), {}).setdefault(getattr(t, other), []).append(t)
-    return index
+    return {k: dict(sorted(v.items())) for k, v in sorted(index.items())}
