@@ -1,0 +1,27 @@
+"""`zensim schemes`: the listing covers the design space exactly."""
+
+from __future__ import annotations
+
+import json
+
+from zensim.cli import main
+from zensim.schemes import RAW
+
+
+def test_schemes_json_lists_15_distinct_covering_the_24_raw(capsys):
+    assert main(["schemes", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    distinct = [r for r in rows if r["kind"] == "distinct"]
+    assert len(distinct) == 15
+    raw = [c for r in distinct for c in r["collapses"]]
+    assert sorted(raw) == sorted(p.raw_name for p in RAW)  # each raw combination exactly once
+    presets = {r["name"]: r for r in rows if r["kind"] == "preset"}
+    assert {"dense-allreduce", "agsparse-ring", "agsparse-hier", "agsparse-p2p", "sparcml", "sparse-ps",
+            "sparse-ps-bcast", "omnireduce", "zen-coo", "zen", "hier-central", "zen-auto"} == set(presets)
+    assert presets["zen"]["format"] == "coo/hash_bitmap" and presets["omnireduce"]["format"] == "blocks"
+
+
+def test_schemes_table_and_kind_filter(capsys):
+    assert main(["schemes", "--kind", "preset"]) == 0
+    out = capsys.readouterr().out
+    assert "omnireduce" in out and "ring-incr-central " not in out
