@@ -1,14 +1,15 @@
 """Stage programs: a plan (communication), an aggregation rule and a partition rule, run rank-locally.
 
 The protocol (docs/architecture.md) is `num_stages`, `start`, `sends`, `sources`, `receive`,
-`decode_message`, `result`. A rank holds, for every item, a list of *groups*: a piece and the
-mask of ranks whose contributions it carries. Its own contribution is a group that is never
+`decode_message`, `result`. A rank holds, for every item, a list of *groups*: pieces and the
+mask of ranks whose contributions they carry. Its own contribution is a group that is never
 dropped. To send `Transfer(item, origins)` it covers `origins` exactly with held groups (most
 recently acquired first); then
 
 - Incremental aggregation merges the cover into one piece, sends it, and keeps it as a group
   (dropping the groups it subsumes);
-- One-shot aggregation sends the cover's pieces side by side (a bundle, in origin order).
+- One-shot aggregation sends the cover's pieces side by side (a bundle); the receiver keeps
+  them as one group (it never needs to split it again).
 
 An item whose held groups cover every rank is aggregated at once (after the stage's receives):
 that is One-shot's single aggregation and Incremental's last merge. Centralization has one item,
@@ -36,7 +37,7 @@ class Meter:
     """Records local work `(kind, elements)`; the driver points it at (stage, rank, phase)."""
 
     def add(self, kind: str, elements: int) -> None:
-        """Count `elements` processed by `kind` (hash, merge, encode, decode, copy)."""
+        """Count `elements` processed by `kind` (hash, merge, encode, decode)."""
 
 
 class Group:
