@@ -105,3 +105,16 @@ def test_raw_and_distinct_names_build():
     """build_scheme accepts distinct names and 'a/b/c/d' raw names."""
     assert build_scheme("ring/one-shot/centralization/balanced", 3, 50).name == "ring/one-shot/centralization/balanced"
     assert build_scheme("hier-incr-parallel-balanced", 3, 50).num_stages == 1 + 1 + 1 + 1
+
+
+@pytest.mark.parametrize("block_size", [1, 100, 256])
+@pytest.mark.parametrize("value_dtype", ["float32", "bfloat16"])
+def test_block_sizes_and_value_dtypes_agree_across_modes(block_size, value_dtype):
+    """Bitset sizing of blocks (any block size) and value widths equals the formats' on chunks."""
+    n, numel = 5, 1000
+    chunks = make_chunks("ends", n, numel, 0.05, 11, values=True)
+    bare = [SparseChunk(c.indices) for c in chunks]
+    for name in ("omnireduce", "zen", "dense-allreduce"):
+        a = run_scheme(build_scheme(name, n, numel, block_size=block_size, value_dtype=value_dtype), chunks)
+        b = run_scheme(build_scheme(name, n, numel, block_size=block_size, value_dtype=value_dtype), bare)
+        assert _bytes(a.log) == _bytes(b.log)
