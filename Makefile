@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-DEMO_TRACE := traces/synthetic-16w.zt
+DEMO_TRACE := traces/lstm-lm-16w.zt
 
 .PHONY: demo test install clean
 
