@@ -11,7 +11,7 @@ from pathlib import Path
 from zensim.errors import ConfigError
 from zensim.net.units import parse_bandwidth
 
-ZEN = "p2p-parallel-balanced"
+ZEN = "zen"
 
 
 def _rate_bps(text: str) -> float:
@@ -21,10 +21,10 @@ def _rate_bps(text: str) -> float:
 
 def _schemes(text: str) -> list[str]:
     """--scheme(s): comma list or 'all', checked against the scheme layer's names."""
-    from emulate.schemes import scheme_names
+    from emulate.schemes import all_schemes, scheme_names
 
     known = scheme_names()
-    names = known if text == "all" else [s for s in text.split(",") if s]
+    names = all_schemes() if text == "all" else [s for s in text.split(",") if s]
     bad = [s for s in names if s not in known]
     if bad or not names:
         raise ConfigError(f"--scheme: unknown scheme(s) {', '.join(bad) or '(none)'} (known: all, {', '.join(known)})")

@@ -1,5 +1,7 @@
 """The emulation driver: one rank runs the stage programs for real and times them (task `run`).
 
+Every scheme and peer runs once untimed first (warm-up), then `--repeats` timed runs.
+
 For every stage s (docs/architecture.md): `pre` = `start` (stage 0) + `sends` + serialization,
 `comm` = the point-to-point exchange (emulate.exchange), `post` = decoding + `receive`. A run starts
 right after a barrier; its time is this rank's wall time to the end of its last stage. The peers
@@ -22,6 +24,7 @@ import torch.distributed as dist
 
 from emulate.exchange import StageBytes, exchange
 from emulate.schemes import build_program
+from zensim.schemes.presets import AUTO
 from zensim.errors import ConfigError
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.trace import Trace
@@ -144,11 +147,6 @@ def run_sparse_peer(chunk: SparseChunk, numel: int, device: torch.device) -> tup
     return {"payload_bytes": 12 * chunk.nnz}, SparseChunk(sp.indices()[0].numpy().astype(np.int64), sp.values().numpy())
 
 
-def _expected_sum(trace: Trace, iteration: int, world: int) -> SparseChunk:
-    """Dense sum of the `world` workers' chunks (the reference every run must reproduce)."""
-    return sum_chunks([rank_chunk(trace, iteration, w) for w in range(world)])
-
-
 def _dense_expected(expected: SparseChunk) -> SparseChunk:
     """The expected sum as a dense all_reduce returns it: exact zeros disappear from the support."""
     keep = expected.values != 0
@@ -163,24 +161,30 @@ def run_task(args: argparse.Namespace, rank: int, world: int, device: torch.devi
     if trace.workers < world:
         raise ConfigError(f"{args.trace}: trace has {trace.workers} workers, cannot emulate {world} ranks")
     chunk = rank_chunk(trace, args.iteration, rank)
-    expected = None if args.no_check else _expected_sum(trace, args.iteration, world)
-    options = json.loads(args.options)
     schemes = [s for s in args.schemes.split(",") if s]
+    everyone = [rank_chunk(trace, args.iteration, w) for w in range(world)] if not args.no_check or AUTO in schemes else None
+    expected = None if args.no_check else sum_chunks(everyone)
+    options = json.loads(args.options)
     peers = [p for p in (PEERS if args.peers == "both" else args.peers.split(",")) if p and p != "none"]
     if device.type == "cuda" and "sparse" in peers:
         peers.remove("sparse")  # NCCL has no sparse all_reduce
     progress = progress_cls(args.progress, rank, (len(schemes) + len(peers)) * args.repeats)
+    # one untimed run per job first (--warmup): one-time set-up such as a hash bitmap's domains
+    # (computed once per tensor size, as ZEN does) and first-use allocations stay out of the times
     runs = []
-    jobs = [("scheme", name, build_program(name, world, trace.numel, options)) for name in schemes]
+    jobs = [("scheme", name, build_program(name, world, trace.numel, options, everyone)) for name in schemes]
     jobs += [("peer", name, None) for name in peers]
     for kind, name, prog in jobs:
+        if kind == "scheme":
+            job = lambda: run_program(prog, rank, chunk, device)  # noqa: E731
+        elif name == "dense":
+            job = lambda: run_dense_peer(chunk, trace.numel, device)  # noqa: E731
+        else:
+            job = lambda: run_sparse_peer(chunk, trace.numel, device)  # noqa: E731
+        if args.warmup:
+            _timed(job)
         for rep in range(args.repeats):
-            if kind == "scheme":
-                record, result = _timed(lambda: run_program(prog, rank, chunk, device))
-            elif name == "dense":
-                record, result = _timed(lambda: run_dense_peer(chunk, trace.numel, device))
-            else:
-                record, result = _timed(lambda: run_sparse_peer(chunk, trace.numel, device))
+            record, result = _timed(job)
             record.update(kind=kind, name=name, repeat=rep)
             if expected is not None:
                 want = _dense_expected(expected) if name == "dense" and kind == "peer" else expected

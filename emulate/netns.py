@@ -32,6 +32,7 @@ BRIDGE_DEV = f"{PREFIX}-br0"
 SUBNET = ipaddress.ip_network("10.213.0.0/16")
 LOCK_PATH = os.path.join(tempfile.gettempdir(), f"{PREFIX}-emulate.lock")
 MAX_RANKS = SUBNET.num_addresses - 2
+DEFAULT_MTU = 65000
 
 
 class NamespaceError(ZensimError):
@@ -119,11 +120,12 @@ class Shaping:
     """tc tbf parameters for one direction of one rank's NIC."""
 
     rate_bps: int
+    mtu: int = 1500
 
     @property
     def burst_bytes(self) -> int:
-        """Bucket size: two timer ticks' worth at 1 kHz, at least a few full-size frames."""
-        return max(3 * 1514, self.rate_bps // 8 // 500)
+        """Bucket size: 2 ms at the rate, at least three full-size frames."""
+        return max(2 * (self.mtu + 14), self.rate_bps // 8 // 500)
 
     @property
     def limit_bytes(self) -> int:
@@ -145,11 +147,13 @@ class LocalCluster:
     `wait_lock` seconds to wait for another emulation to finish (0: fail at once).
     """
 
-    def __init__(self, n: int, rate_bps: int, wait_lock: float = 0.0) -> None:
+    def __init__(self, n: int, rate_bps: int, wait_lock: float = 0.0, mtu: int = DEFAULT_MTU) -> None:
         if not 2 <= n <= MAX_RANKS:
             raise ConfigError(f"--ranks: {n} is out of range (2..{MAX_RANKS})")
+        if not 1280 <= mtu <= 65521:
+            raise ConfigError(f"--mtu: {mtu} is out of range (1280..65521)")
         self.n = n
-        self.shaping = Shaping(rate_bps)
+        self.shaping = Shaping(rate_bps, mtu)
         self.wait_lock = wait_lock
         self.leftovers: list[str] = []
         self._lock_fd: int | None = None
@@ -228,9 +232,9 @@ class LocalCluster:
             ns, dev, port = rank_ns(r), rank_dev(r), port_dev(r)
             self._make_ns(ns)
             _run(["ip", "-n", BRIDGE_NS, "link", "add", port, "type", "veth", "peer", "name", dev, "netns", ns])
-            _run(["ip", "-n", BRIDGE_NS, "link", "set", port, "master", BRIDGE_DEV, "up"])
+            _run(["ip", "-n", BRIDGE_NS, "link", "set", port, "mtu", str(self.shaping.mtu), "master", BRIDGE_DEV, "up"])
             _run(["ip", "-n", ns, "addr", "add", f"{rank_addr(r)}/{prefix_len}", "dev", dev])
-            _run(["ip", "-n", ns, "link", "set", dev, "up"])
+            _run(["ip", "-n", ns, "link", "set", dev, "mtu", str(self.shaping.mtu), "up"])
             _run(["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", *self.shaping.tbf_args()])
             _run(["tc", "-n", BRIDGE_NS, "qdisc", "replace", "dev", port, "root", *self.shaping.tbf_args()])
 
@@ -255,4 +259,4 @@ class LocalCluster:
         """The cluster as a JSON-ready dict (for results and docs)."""
         s = self.shaping
         return {"ranks": self.n, "rate_bps": s.rate_bps, "tbf_burst_bytes": s.burst_bytes,
-                "tbf_limit_bytes": s.limit_bytes, "subnet": str(SUBNET), "bridge_ns": BRIDGE_NS}
+                "tbf_limit_bytes": s.limit_bytes, "mtu": s.mtu, "subnet": str(SUBNET), "bridge_ns": BRIDGE_NS}

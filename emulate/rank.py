@@ -40,6 +40,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--options", default="{}", help="scheme options as JSON")
     p.add_argument("--peers", default="dense,sparse", help="torch peers: dense, sparse, both or none")
     p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--warmup", type=int, choices=(0, 1), default=1, help="one untimed run per scheme/peer first")
     p.add_argument("--no-check", action="store_true", help="skip the check against the dense sum")
     p.add_argument("--out", default="emulate-rank{rank}.json", help="output JSON ({rank} is replaced)")
     p.add_argument("--progress", default=None, help="file where rank 0 writes 'done total'")

@@ -1,45 +1,43 @@
 """The emulator's view of the scheme layer: build a program by name, list the names, log a run.
 
-Names are those of zensim.schemes: the distinct design points (`p2p-parallel-balanced`, ...) and,
-when the scheme layer provides them, the named presets. Options are passed through as keyword
-arguments (push/pull format, value dtype, seed, ...).
+Names are those of zensim.schemes.presets (presets, distinct design points, raw combinations).
+`all` means every scheme that runs a different program: the presets (the first of presets that
+run the same program), then the distinct design points no option-free preset already runs. `zen-auto` is left out of `all`: it runs `zen` or
+`hier-central`, which are in it, and needs every rank's data to choose.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from zensim.errors import ConfigError
 from zensim.schemes.driver import run_scheme
 from zensim.schemes.log import MessageLog
-from zensim.schemes.space import BY_NAME, build_point
+from zensim.schemes.presets import AUTO, PRESETS, build_scheme, scheme_names
+from zensim.schemes.space import DISTINCT
 from zensim.sparse.chunk import SparseChunk
 
-
-def _presets():
-    """The scheme layer's preset registry, if it has one (module zensim.schemes.presets)."""
-    try:
-        from zensim.schemes import presets
-    except ImportError:
-        return None
-    return presets
+__all__ = ["all_schemes", "build_program", "scheme_names", "simulate_log"]
 
 
-def scheme_names() -> list[str]:
-    """Every name `build_program` accepts: presets first, then the distinct design points."""
-    presets = _presets()
-    names = list(presets.names()) if presets is not None else []
-    return names + [n for n in BY_NAME if n not in names]
+def all_schemes() -> list[str]:
+    """Every distinct program once: presets first, then design points not run by an option-free preset."""
+    seen, names = set(), []
+    for name, preset in PRESETS.items():
+        key = (preset.point.canonical(), tuple(sorted(preset.options.items())))
+        if key not in seen:
+            seen.add(key)
+            names.append(name)
+    return names + [p.name for p in DISTINCT if (p, ()) not in seen]
 
 
-def build_program(name: str, n: int, numel: int, options: dict | None = None):
-    """The stage program `name` for n ranks and `numel` elements (ConfigError naming the choices)."""
-    presets = _presets()
-    if presets is not None and name in presets.names():
-        return presets.build(name, n, numel, **(options or {}))
-    if name in BY_NAME:
-        return build_point(BY_NAME[name], n, numel, **(options or {}))
-    raise ConfigError(f"--scheme: unknown scheme {name!r} (known: {', '.join(scheme_names())})")
+def build_program(name: str, n: int, numel: int, options: dict | None = None, profile: Sequence[SparseChunk] | None = None):
+    """The stage program `name` for n ranks and `numel` elements (ConfigError naming the choices).
+
+    `profile`: every rank's chunks, needed only by zen-auto to make its choice.
+    """
+    if name == AUTO:
+        return build_scheme(name, n, numel, profile=profile, **(options or {}))
+    return build_scheme(name, n, numel, **(options or {}))
 
 
 def simulate_log(prog, chunks: Sequence[SparseChunk]) -> MessageLog:

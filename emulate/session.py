@@ -13,6 +13,8 @@ from emulate import calibrate
 from emulate.launch import launch_local
 from emulate.netns import LocalCluster
 from emulate.schemes import build_program
+from emulate.simulate import scheme_logs
+from zensim.schemes.presets import AUTO
 from emulate.summary import summarize
 from zensim.errors import ConfigError
 from zensim.trace import Trace
@@ -34,7 +36,8 @@ def preflight(trace: str, ranks: int, schemes: list[str], iteration: int, option
         if not 0 <= iteration < t.iterations:
             raise ConfigError(f"--iteration: {iteration} out of range for {trace} ({t.iterations} iterations)")
         for name in schemes:
-            build_program(name, ranks, t.numel, options)
+            if name != AUTO:  # zen-auto needs every rank's data to build; its name is known
+                build_program(name, ranks, t.numel, options)
 
 
 def emulate_trace(trace: str, ranks: int, rate_bps: float, schemes: list[str], repeats: int = 1,
@@ -53,7 +56,7 @@ def emulate_trace(trace: str, ranks: int, rate_bps: float, schemes: list[str], r
 
 def calibrate_cluster(ranks: int, rate_bps: float, out: Path, trace: str | None = None, schemes: list[str] = (),
                       iteration: int = 0, options: dict | None = None, pattern: str = "alltoall",
-                      timeout: float = 900.0, wait_lock: float = 0.0) -> dict:
+                      timeout: float = 900.0, wait_lock: float = 0.0, repeats: int = 2) -> dict:
     """Measure links (and, given a trace and schemes, local work) on an emulated cluster; write the profile.
 
     Returns the profile dict (also written to `out`, details beside it).
@@ -65,14 +68,21 @@ def calibrate_cluster(ranks: int, rate_bps: float, out: Path, trace: str | None 
                                 desc=f"calibrate links n={ranks}")
         work_outs = []
         if trace and schemes:
-            work_outs = launch_local(cluster, run_args(trace, list(schemes), 1, "none", iteration, options or {}, timeout),
+            work_outs = launch_local(cluster, run_args(trace, list(schemes), repeats, "none", iteration, options or {}, timeout),
                                      timeout=timeout, desc=f"calibrate work n={ranks}")
         describe = cluster.describe()
     network = calibrate.fit_network(net_outs)
     work = calibrate.fit_work(work_outs)
-    profile = calibrate.make_profile(network, work, pattern, describe)
-    details = {"cluster": describe, "network": network, "work_seconds_per_element": work, "pattern": pattern,
-               "work_runs": [{"scheme": r["name"], "trace": trace, "iteration": iteration}
-                             for r in (work_outs[0]["runs"] if work_outs else [])]}
+    details = {"cluster": describe, "network": network, "work_seconds_per_element": work}
+    if work_outs:
+        with Trace.open(trace) as t:
+            logs = scheme_logs(t, iteration, ranks, list(schemes), options or {})
+        emulated = {r["name"]: r["time_s"] for r in summarize(work_outs)}
+        fit = calibrate.fit_end_to_end(logs, emulated, work, network, rate_bps / 8)
+        details.update(end_to_end=fit, calibration_runs={"trace": trace, "iteration": iteration, "emulated_s": emulated})
+        bandwidth, latency, how = fit["bandwidth_Bps"], fit["latency_s"], f"fitted end to end on {len(emulated)} scheme runs"
+    else:
+        bandwidth, latency, how = network[pattern]["bandwidth_Bps"], network[pattern]["latency_s"], f"from the {pattern} pattern"
+    profile = calibrate.make_profile(bandwidth, latency, work, how, describe)
     calibrate.write_profile(Path(out), profile, details)
     return profile

@@ -16,12 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from emulate.driver import rank_chunk
-from emulate.schemes import build_program, simulate_log
 from emulate.session import calibrate_cluster, emulate_trace
-from zensim.net.engine import MODELS, replay
+from emulate.simulate import scheme_logs, sim_times
+from zensim.net.engine import MODELS
 from zensim.net.profile import load_profile
-from zensim.net.topology import ClusterSpec, Topology
 from zensim.report.table import format_table
 from zensim.sparse.hashpart import h0_parts
 from zensim.trace import Trace
@@ -31,16 +29,10 @@ def simulate_schemes(trace: Trace, iteration: int, n: int, schemes: list[str], p
                      options: dict) -> dict[str, dict]:
     """Per scheme: the simulated time under each sharing model and the bytes per rank of its message log."""
     profile = load_profile(profile_path)
-    spec = ClusterSpec(machines=n, gpus_per_machine=1, nic_bandwidth=profile.links["nic_bandwidth"],
-                       nic_latency=profile.links["nic_latency"])
-    topo = Topology(spec)
-    chunks = [rank_chunk(trace, iteration, w) for w in range(n)]
-    out = {}
-    for name in schemes:
-        log = simulate_log(build_program(name, n, trace.numel, options), chunks)
-        out[name] = {"sent": log.bytes_sent().tolist(), "received": log.bytes_received().tolist(),
-                     **{m: replay(log, topo, model=m, work=profile.work).makespan for m in MODELS}}
-    return out
+    logs = scheme_logs(trace, iteration, n, schemes, options)
+    times = sim_times(logs, profile.links["nic_bandwidth"], profile.links["nic_latency"], profile.work)
+    return {name: {"sent": log.bytes_sent().tolist(), "received": log.bytes_received().tolist(), **times[name]}
+            for name, log in logs.items()}
 
 
 def hash_imbalance(trace: Trace, iteration: int, n: int, seed: int = 0) -> dict:

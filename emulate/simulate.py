@@ -1,0 +1,30 @@
+"""The simulator side of a comparison: message logs of the schemes on a trace, timed under link figures.
+
+The same stage programs and the same per-rank data as the emulation (emulate.driver.rank_chunk),
+run by the in-memory driver; the logs are timed by zensim.net on n machines of one GPU each behind
+one switch, every NIC at the profile's bandwidth and latency, local work at its costs.
+"""
+
+from __future__ import annotations
+
+from emulate.driver import rank_chunk
+from emulate.schemes import build_program, simulate_log
+from zensim.net.engine import MODELS, replay
+from zensim.net.profile import WorkCost
+from zensim.net.topology import ClusterSpec, Topology
+from zensim.schemes.log import MessageLog
+from zensim.trace import Trace
+
+
+def scheme_logs(trace: Trace, iteration: int, n: int, schemes: list[str], options: dict) -> dict[str, MessageLog]:
+    """The in-memory driver's message log of every scheme on ranks 0..n-1 of `iteration`."""
+    chunks = [rank_chunk(trace, iteration, w) for w in range(n)]
+    return {name: simulate_log(build_program(name, n, trace.numel, options, chunks), chunks) for name in schemes}
+
+
+def sim_times(logs: dict[str, MessageLog], bandwidth: float, latency: float, work: WorkCost,
+              models: tuple[str, ...] = MODELS) -> dict[str, dict[str, float]]:
+    """Simulated makespan per scheme and sharing model, NICs at `bandwidth` bytes/s and `latency` s."""
+    n = next(iter(logs.values())).n if logs else 1
+    topo = Topology(ClusterSpec(machines=n, gpus_per_machine=1, nic_bandwidth=bandwidth, nic_latency=latency))
+    return {name: {m: replay(log, topo, model=m, work=work).makespan for m in models} for name, log in logs.items()}
