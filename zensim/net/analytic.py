@@ -1,8 +1,8 @@
 """Closed-form communication times (no latency, COO = 2 x 4 bytes per non-zero), ZEN §2.3 / thesis §3.2.4.
 
 Symbols: n workers, M dense tensor bytes (numel x 4), b bandwidth (bytes/s), d mean density of one
-worker, d^k density of the union of k workers (densification γ^k = d^k / d), s skewness (max over
-workers and contiguous parts of n x part share). Each is exact only under its assumptions (uniform
+worker, d^k density of the union of k workers (densification γ^k = d^k / d), s skewness (largest
+density of n contiguous parts / density, per worker, averaged over workers). Each is exact only under its assumptions (uniform
 sizes, zero latency, non-blocking fabric, one GPU per machine); elsewhere it is the paper's estimate.
 """
 

@@ -26,19 +26,17 @@ FORMULA_OF = {
 
 
 def measure(chunks: Sequence[SparseChunk], numel: int, value_bytes: int = 4) -> SparsityStats:
-    """d, d^k (the k of eq. (1)/(2), aligned groups; n-1 as a prefix union) and skewness s on n parts."""
+    """d, d^k (the k of eq. (1)/(2), aligned groups; n-1 as a prefix union) and skewness s on n parts
+    (ZEN's per-tensor s_G^n, averaged over the ranks that hold non-zeros, as the trace statistics do)."""
     n = len(chunks)
     prof = profile_chunks(chunks, numel)
     union = {k: g * prof.density for k, g in prof.gamma.items()}
     if n > 1:
         union[n - 1] = len(np.unique(np.concatenate([c.indices for c in chunks[: n - 1]]))) / numel
     bounds = part_bounds(numel, n)
-    skew = 1.0
-    for c in chunks:
-        if c.nnz:
-            per_part = np.diff(np.searchsorted(c.indices, bounds)) / np.diff(bounds).clip(min=1)
-            skew = max(skew, float(per_part.max()) / (c.nnz / numel))
-    return SparsityStats(n, float(value_bytes * numel), prof.density, union, skew)
+    skews = [float((np.diff(np.searchsorted(c.indices, bounds)) / np.diff(bounds).clip(min=1)).max()) / (c.nnz / numel)
+             for c in chunks if c.nnz]
+    return SparsityStats(n, float(value_bytes * numel), prof.density, union, float(np.mean(skews)) if skews else 1.0)
 
 
 def closed_form(scheme: str, stats: SparsityStats, bandwidth: float) -> float | None:
