@@ -97,6 +97,8 @@ def test_bad_inputs_raise_config_errors():
     prog = build_scheme("sparcml", 2, 100)
     with pytest.raises(ConfigError, match="1 chunks for 2 ranks"):
         run_scheme(prog, [SparseChunk(np.array([1]))])
+    with pytest.raises(ConfigError, match="outside"):
+        run_scheme(prog, [SparseChunk(np.array([1])), SparseChunk(np.array([100]))])
     with pytest.raises(ConfigError, match="mix"):
         run_scheme(prog, [SparseChunk(np.array([1])), SparseChunk(np.array([1]), np.ones(1, np.float32))])
 

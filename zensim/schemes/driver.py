@@ -72,6 +72,9 @@ def _run(prog: StageProgram, chunks: Sequence[SparseChunk], check: bool) -> RunR
         raise ConfigError(f"{prog.name}: {len(chunks)} chunks for {n} ranks")
     if len({c.values is None for c in chunks}) > 1:
         raise ConfigError(f"{prog.name}: chunks mix values and indices-only")
+    for r, c in enumerate(chunks):
+        if c.nnz and (c.indices[0] < 0 or c.indices[-1] >= prog.numel):
+            raise ConfigError(f"{prog.name}: rank {r}'s chunk has ids outside [0, {prog.numel})")
     meter = _Meter()
     log = MessageLog(n, prog.num_stages)
     states = []
