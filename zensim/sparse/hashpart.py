@@ -3,7 +3,7 @@
 Hierarchical hashing, as modelled here (ZEN §3.2, SEEDS.md §2):
 
 - h0 (high half of fmix64(id ^ key0)) maps an id to its partition p; h1 is the low half of that
-  same hash, h2..hk use keys 1..k-1 (`hashing.hash_key`). The same seed on every rank, so the
+  same hash (recomputed per partition after grouping, which is cheaper than carrying it), h2..hk use keys 1..k-1 (`hashing.hash_key`). The same seed on every rank, so the
   same id goes to the same server everywhere. The hash bitmap's domains 𝕀_i come from this same
   h0 (`hash_domains`), never from another modulus.
 - memory: per partition r1 parallel slots and r2 serial slots (`scope="total"` divides the r1, r2
@@ -36,7 +36,7 @@ import numpy as np
 from zensim.errors import ConfigError
 from zensim.sparse.chunk import SparseChunk, run_starts
 from zensim.sparse.domain import ExplicitDomain
-from zensim.sparse.hashing import hash64, hash_key, hash_to_range, low_to_range, to_range
+from zensim.sparse.hashing import hash64, hash_key, hash_to_range, low_to_range
 from zensim.sparse.partition import PartitionStats, Partitioner, domains_from_owner, group_by_part
 
 EMPTY = -1
@@ -116,27 +116,28 @@ class HierarchicalHash(Partitioner):
         return self._hash(SparseChunk(indices), keep_table=True)[1]
 
     def _hash(self, chunk: SparseChunk, keep_table: bool) -> tuple[list[SparseChunk], HashTable]:
-        """Group by h0, then run each partition's memory model (h1 = low half of the h0 hash)."""
+        """Group by h0, then run each partition's memory model."""
         r1, r2 = self.memory(chunk.nnz)
-        h = hash64(chunk.indices, self.keys[0])
+        parts = group_by_part(chunk, self.owner(chunk.indices), self.n)
         table = HashTable()
         if not (self.model_memory or keep_table):
             table.stats.elements = chunk.nnz
-            return group_by_part(chunk, to_range(h, self.n, inplace=True), self.n), table
-        first = low_to_range(h, r1)
-        parts = group_by_part(chunk, to_range(h, self.n, inplace=True), self.n, extra=first)
-        for part, first_slots in parts:
-            stats, row, serial, spill = self._partition(part.indices, first_slots, r1, r2)
+            return parts, table
+        for part in parts:
+            stats, row, serial, spill = self._partition(part.indices, r1, r2)
             table.stats.add(stats)
             if keep_table:
                 table.slots.append(row)
                 table.serial.append(serial)
                 table.spill.append(spill)
-        return [p for p, _ in parts], table
+        return parts, table
 
-    def _partition(self, indices: np.ndarray, first: np.ndarray, r1: int,
+    def _partition(self, indices: np.ndarray, r1: int,
                    r2: int) -> tuple[PartitionStats, np.ndarray, np.ndarray, np.ndarray]:
-        """One partition's memory: k rounds of parallel writes with read-back, then serial slots."""
+        """One partition's memory: k rounds of parallel writes with read-back, then serial slots.
+
+        h1 is the low half of the h0 hash, recomputed here on the partition's (contiguous) ids:
+        cheaper than carrying it through the grouping's random gather."""
         dtype = np.int32 if self.numel < 2**31 else np.int64
         ids = indices.astype(dtype)
         row = np.full(r1, EMPTY, dtype)
@@ -144,7 +145,8 @@ class HierarchicalHash(Partitioner):
         collided = len(ids)
         for i in range(self.k):
             if i == 0:
-                writers, target, taken, wids = pending, first, pending[:0], ids
+                target = low_to_range(hash64(indices, self.keys[0]), r1)
+                writers, taken, wids = pending, pending[:0], ids
             else:
                 target = hash_to_range(ids[pending], self.keys[i], r1)
                 free = row[target] == EMPTY

@@ -65,19 +65,14 @@ def check_partitions(numel: int, n: int) -> None:
         raise ConfigError(f"numel = {numel}: must be >= 0")
 
 
-def group_by_part(chunk: SparseChunk, parts: np.ndarray, n: int, extra: np.ndarray | None = None):
-    """Split `chunk` by part id (stable, so each part stays sorted; radix sort on ids < 2**16).
-
-    Returns n SparseChunks, or with `extra` (an array aligned with the chunk) n pairs
-    (SparseChunk, extra's elements of that part).
-    """
+def group_by_part(chunk: SparseChunk, parts: np.ndarray, n: int) -> list[SparseChunk]:
+    """Split `chunk` by part id (stable, so each part stays sorted; radix sort on ids < 2**16)."""
     key = parts.astype(np.uint16) if n <= 65536 else parts
     order = np.argsort(key, kind="stable")
     cuts = np.cumsum(np.bincount(parts, minlength=n))[:-1]
     ids = np.split(chunk.indices[order], cuts)
     vals = np.split(chunk.values[order], cuts) if chunk.values is not None else [None] * n
-    out = [SparseChunk(i, v) for i, v in zip(ids, vals)]
-    return out if extra is None else list(zip(out, np.split(extra[order], cuts)))
+    return [SparseChunk(i, v) for i, v in zip(ids, vals)]
 
 
 def domains_from_owner(numel: int, n: int, owner, block: int = 1 << 22) -> list[ExplicitDomain]:
