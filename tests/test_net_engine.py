@@ -64,7 +64,7 @@ def test_balanced_parallelism_eq1_exact(model):
     n, numel, nnz = 4, 40_000, 400
     part = 8 * nnz // n
     msgs = [Message(s, r, d, part, "coo") for s in range(2) for r in range(n) for d in range(n) if d != r]
-    st = stats(n, numel, {1: nnz, n: nnz})
+    st = stats(n, numel, {1: nnz, 2: nnz, n: nnz})
     want = analytic.balanced_parallelism(st, B)
     assert run(MessageLog(n, 2, msgs), cluster(n), model).makespan == pytest.approx(want, rel=1e-9)
 
@@ -89,6 +89,22 @@ def test_waterfill_bottlenecks():
     cap = np.array([1.0, 2.0, np.inf])
     rates = waterfill(np.array([[0, 2], [0, 1], [1, 2]]), cap)
     assert rates == pytest.approx([0.5, 0.5, 1.5])
+
+
+@pytest.mark.parametrize("batch", [0, 1 / 8])
+def test_python_and_numpy_solvers_agree(monkeypatch, batch):
+    """Small components are solved in plain Python, large ones with numpy: same rates, same times."""
+    import zensim.net.maxmin as mm
+    rng = np.random.default_rng(7)
+    n = 6
+    msgs = [Message(s, r, d, int(rng.integers(1, 10**5)), "coo")
+            for s in range(2) for r in range(n) for d in rng.choice(n, 3, replace=False) if d != r]
+    log = MessageLog(n, 2, msgs)
+    topo = cluster(3, gpus=2, fabric="leafspine", oversub=2.0, machines_per_leaf=2)
+    python = run(log, topo, "maxmin", maxmin_batch=batch)
+    monkeypatch.setattr(mm, "_SMALL", 0)
+    numpy = run(log, topo, "maxmin", maxmin_batch=batch)
+    assert python.msg_end == pytest.approx(numpy.msg_end, rel=1e-12)
 
 
 def test_maxmin_batching_close_to_exact():

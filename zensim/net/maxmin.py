@@ -24,6 +24,7 @@ import numpy as np
 import simpy
 
 _TIE = 1e-12  # relative tolerance: links whose shares tie, flows finishing "now"
+_SMALL = 48  # components up to this many flows are found and solved in plain Python
 
 
 def waterfill(routes: np.ndarray, capacity: np.ndarray) -> np.ndarray:
@@ -79,9 +80,11 @@ class MaxMinNetwork:
         self.rate = np.zeros(len(nbytes))
         self.deliver = deliver
         self.batch = batch
-        self.active = np.empty(0, dtype=np.int64)  # shared flows; retired ones wait here with finish = inf
-        self.finish = np.empty(0)  # projected finish time, aligned with `active`
+        self.capacity_list = self.capacity.tolist()
+        self.active = np.empty(0, dtype=np.int64)  # shared flows
+        self.finish = np.full(len(nbytes), np.inf)  # projected finish time of each shared flow
         self.nflows = [0] * (self.dummy + 1)  # active flows per link, isolated or shared
+        self.shared_on: dict[int, set[int]] = {}  # link -> shared flows crossing it
         self.isolated: dict[int, tuple[float, float, int]] = {}  # flow -> (start, rate, stamp)
         self.isolated_on: dict[int, int] = {}  # link -> its isolated flow
         self.stamp = 0
@@ -112,8 +115,10 @@ class MaxMinNetwork:
             for k in route:
                 self.nflows[k] += 1
         if shared:
+            for m in shared:
+                for k in self.route_tuples[m]:
+                    self.shared_on.setdefault(k, set()).add(m)
             self.active = np.concatenate([self.active, shared])
-            self.finish = np.concatenate([self.finish, np.full(len(shared), np.inf)])
             self._solve(seeds | self.dirty)
             self._schedule()
 
@@ -150,40 +155,80 @@ class MaxMinNetwork:
 
     def _solve(self, seeds: set[int]) -> None:
         """Re-solve the shared component of links `seeds`, reset the departure batch."""
-        live = np.isfinite(self.finish) | (self.rate[self.active] == 0)
-        self.active, self.finish = self.active[live], self.finish[live]
         seeds.discard(self.dummy)
-        routes = self.routes[self.active]
-        marked = np.zeros(self.dummy + 1, dtype=bool)
-        marked[list(seeds)] = True
-        marked[self.dummy] = False
-        inside = np.zeros(len(self.active), dtype=bool)
-        while True:
-            new = marked[routes].any(axis=1) & ~inside
-            if not new.any():
-                break
-            inside |= new
-            marked[routes[new].ravel()] = True
+        small = self._small_component(seeds)
+        if small is not None:
+            flows = np.array(sorted(small), dtype=np.int64)
+            rates = None
+        else:
+            routes = self.routes[self.active]
+            marked = np.zeros(self.dummy + 1, dtype=bool)
+            marked[list(seeds)] = True
             marked[self.dummy] = False
-        flows = self.active[inside]
+            inside = np.zeros(len(self.active), dtype=bool)
+            while True:
+                new = marked[routes].any(axis=1) & ~inside
+                if not new.any():
+                    break
+                inside |= new
+                marked[routes[new].ravel()] = True
+                marked[self.dummy] = False
+            flows = self.active[inside]
+            rates = waterfill(routes[inside], self.capacity)
         if flows.size:
             now = self.env.now
             left = self.base_left[flows] - self.rate[flows] * (now - self.base_time[flows])
             self.base_left[flows] = np.maximum(left, 0.0)
             self.base_time[flows] = now
-            self.rate[flows] = waterfill(routes[inside], self.capacity)
-            self.finish[inside] = now + self.base_left[flows] / self.rate[flows]
+            self.rate[flows] = self._waterfill_small(small) if rates is None else rates
+            self.finish[flows] = now + self.base_left[flows] / self.rate[flows]
             self.solves += 1
         self.dirty.clear()
         self.since_solve = 0
         self.allowance = max(1, int(self.batch * len(self.active)))
 
+    def _small_component(self, seeds: set[int]) -> set[int] | None:
+        """Shared flows connected to `seeds`, by a Python search; None once it exceeds _SMALL flows."""
+        flows: set[int] = set()
+        links, frontier = set(seeds), list(seeds)
+        while frontier:
+            for m in self.shared_on.get(frontier.pop(), ()):
+                if m not in flows:
+                    flows.add(m)
+                    if len(flows) > _SMALL:
+                        return None
+                    for k in self.route_tuples[m]:
+                        if k not in links:
+                            links.add(k)
+                            frontier.append(k)
+        return flows
+
+    def _waterfill_small(self, flows: set[int]) -> list[float]:
+        """Progressive filling in plain Python for a small component; rates in sorted flow order."""
+        count: dict[int, int] = {}
+        for m in flows:
+            for k in self.route_tuples[m]:
+                count[k] = count.get(k, 0) + 1
+        residual = {k: self.capacity_list[k] for k in count}
+        rate: dict[int, float] = {}
+        while count:
+            level = min(residual[k] / c for k, c in count.items())
+            for k in [k for k, c in count.items() if residual[k] / c <= level * (1 + _TIE)]:
+                for m in self.shared_on[k]:
+                    if m not in rate:
+                        rate[m] = level
+                        for j in self.route_tuples[m]:
+                            count[j] -= 1
+                            residual[j] = max(residual[j] - level, 0.0)
+            count = {k: c for k, c in count.items() if c > 0}
+        return [rate[m] for m in sorted(flows)]
+
     def _schedule(self) -> None:
         """Arm one event at the next shared departure; older armed events become stale."""
         self.version += 1
-        if not self.finish.size:
+        if not self.active.size:
             return
-        due = float(self.finish.min())
+        due = float(self.finish[self.active].min())
         if due == np.inf:
             return
         version = self.version
@@ -195,12 +240,12 @@ class MaxMinNetwork:
         if version != self.version:
             return
         now = self.env.now
-        done = np.flatnonzero(self.finish <= now * (1 + _TIE))
+        done = self.finish[self.active] <= now * (1 + _TIE)
         finished = self.active[done].tolist()
-        self.finish[done] = np.inf
-        self.rate[finished] = -1.0  # marks retired until the next compaction
+        self.active = self.active[~done]
         for m in finished:
             for k in self.route_tuples[m]:
+                self.shared_on[k].discard(m)
                 self.nflows[k] -= 1
                 if self.nflows[k] > 0:
                     self.dirty.add(k)
