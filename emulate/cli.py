@@ -98,7 +98,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     write_json(workdir / "validation.json", result)
     if args.docs:
         command = "zensim validate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-        write_docs(result, Path(args.docs), command, ZEN)
+        write_docs(result, Path(args.docs), command, ZEN, args.name)
     print(json.dumps(result, indent=2) if args.json else tables(result))
     return 0
 
@@ -143,5 +143,6 @@ def register(sub) -> None:
                    help="trace iteration for the local-work calibration (default 1 if present, else 0)")
     p.add_argument("--workdir", default="validation-out", help="profiles and validation.json go here")
     p.add_argument("--docs", default="docs", help="where validation.md and validation.png go ('' for none)")
+    p.add_argument("--name", default="validation", help="base name of the markdown and PNG (default %(default)s)")
     _common(p)
     p.set_defaults(func=cmd_validate)

@@ -99,12 +99,12 @@ size header of each message is control traffic, reported apart in the JSON).
 """
 
 
-def write_docs(result: dict, docs: Path, command: str, zen: str, notes: str = "") -> Path:
-    """Write validation.md and validation.png into `docs`; returns the markdown path."""
+def write_docs(result: dict, docs: Path, command: str, zen: str, name: str = "validation", notes: str = "") -> Path:
+    """Write <name>.md and <name>.png into `docs`; returns the markdown path."""
     docs.mkdir(parents=True, exist_ok=True)
-    png = docs / "validation.png"
+    png = docs / f"{name}.png"
     plot(result, png)
-    md = docs / "validation.md"
+    md = docs / f"{name}.md"
     tmp = md.with_name(md.name + ".tmp")
     tmp.write_text(markdown(result, command, png.name, zen, notes))
     tmp.replace(md)
