@@ -22,6 +22,9 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot write ({exc.strerror})") from None
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; outputs get the usual permissions
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
         os.replace(tmp, path)
