@@ -75,6 +75,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from zensim.report.export import to_csv, to_json, write_atomic
     from zensim.sim.run import simulate
 
+    if args.timeline and args.model == "analytic":
+        raise ConfigError("--timeline: the analytic model has no timeline (use fifo or maxmin)")
     cluster, profile = cluster_from_args(args)
     records = simulate(args.trace, args.scheme, cluster, args.model, iteration=args.iteration,
                        work=profile.work if profile else None, layout=args.layout,
@@ -83,8 +85,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.csv:
         write_atomic(args.csv, to_csv(rows))
     if args.timeline:
-        if args.model == "analytic":
-            raise ConfigError("--timeline: the analytic model has no timeline (use fifo or maxmin)")
         write_atomic(args.timeline, json.dumps(chrome_trace([(r.scheme, r.timing, r.log) for r in records])))
     if args.plot:
         from zensim.report.plots import plot_vs_dense
