@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-DEMO_TRACE := traces/lstm-lm-16w.zt
+DEMO_TRACE := traces/lstm-lm-128w.zt
 
 .PHONY: demo test install clean
 
@@ -16,8 +16,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# A real trace (LSTM LM on the KJV, 128 workers): its statistics, then the whole design space
+# timed on 16 machines x 8 GPUs with 25 Gbps NICs.
 demo: $(STAMP)
 	$(VENV)/bin/zensim trace stats $(DEMO_TRACE)
+	$(VENV)/bin/zensim simulate --trace $(DEMO_TRACE) --scheme all --machines 16 --gpus-per-machine 8 --nic 25Gbps
 
 test: $(STAMP)
 	$(PY) -m pytest -q
