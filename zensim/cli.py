@@ -13,6 +13,7 @@ from zensim.errors import ZensimError
 COMMAND_MODULES = [
     "zensim.trace.cli",
     "zensim.sim.cli",
+    "zensim.sim.sweep",
     "zensim.trace.capture.cli",
     "emulate.cli",
     "zensim.schemes.cli",

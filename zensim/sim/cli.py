@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from zensim.errors import ConfigError
-from zensim.net.profile import load_profile
+from zensim.net.profile import Profile, load_profile
 from zensim.net.topology import FABRICS, ClusterSpec
 from zensim.report.table import format_table
 
@@ -40,21 +41,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_simulate)
 
 
-def cluster_from_args(args: argparse.Namespace) -> tuple[ClusterSpec, object]:
+def cluster_from_args(args: argparse.Namespace) -> tuple[ClusterSpec, Profile | None]:
     """ClusterSpec from the arguments: explicit options > profile > defaults; also the profile (or None)."""
-    profile = load_profile(args.profile) if args.profile else None
-    links = dict(profile.links) if profile else {}
-    explicit = {"nic_bandwidth": args.nic, "nic_latency": args.nic_latency,
-                "nvlink_bandwidth": args.nvlink, "nvlink_latency": args.nvlink_latency}
     if args.maxmin_batch < 0 or args.maxmin_batch > 1:
         raise ConfigError(f"--maxmin-batch {args.maxmin_batch}: must be in [0, 1]")
-    spec = ClusterSpec.parse(args.machines, args.gpus_per_machine,
-                             explicit["nic_bandwidth"] or links.get("nic_bandwidth", "25Gbps"),
-                             explicit["nic_latency"] or links.get("nic_latency", 0.0),
-                             explicit["nvlink_bandwidth"] or links.get("nvlink_bandwidth", "300GB/s"),
-                             explicit["nvlink_latency"] or links.get("nvlink_latency", 0.0),
-                             args.fabric, args.oversub, args.machines_per_leaf)
-    return spec, profile
+    return build_cluster(args.machines, args.gpus_per_machine, nic=args.nic, nic_latency=args.nic_latency,
+                         nvlink=args.nvlink, nvlink_latency=args.nvlink_latency, fabric=args.fabric,
+                         oversub=args.oversub, machines_per_leaf=args.machines_per_leaf, profile=args.profile)
+
+
+def build_cluster(machines: int, gpus_per_machine: int, *, nic: str | float | None = None,
+                  nic_latency: str | float | None = None, nvlink: str | float | None = None,
+                  nvlink_latency: str | float | None = None, fabric: str = "switch", oversub: float = 1.0,
+                  machines_per_leaf: int = 4, profile: str | Path | None = None) -> tuple[ClusterSpec, Profile | None]:
+    """ClusterSpec from link figures given explicitly (None = not given) > the profile's > the defaults."""
+    prof = load_profile(profile) if profile else None
+    links = dict(prof.links) if prof else {}
+
+    def pick(key: str, given: str | float | None, default: str | float) -> str | float:
+        return given if given is not None else links.get(key, default)
+
+    spec = ClusterSpec.parse(machines, gpus_per_machine, pick("nic_bandwidth", nic, "25Gbps"),
+                             pick("nic_latency", nic_latency, 0.0), pick("nvlink_bandwidth", nvlink, "300GB/s"),
+                             pick("nvlink_latency", nvlink_latency, 0.0), fabric, oversub, machines_per_leaf)
+    return spec, prof
 
 
 def render(records: list) -> str:

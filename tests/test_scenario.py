@@ -1,0 +1,190 @@
+"""YAML scenarios and sweeps: schema errors name the file and key, a sweep is the cartesian product of
+points and each row is what simulate() gives for that point, outputs are written whole or not at all."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from zensim.cli import main
+from zensim.errors import ConfigError
+from zensim.sim import sweep as sweep_mod
+from zensim.sim.cli import build_cluster
+from zensim.sim.run import simulate
+from zensim.sim.scenario import load_scenario
+from zensim.sim.sweep import rows, run_scenario, write_outputs
+from zensim.trace import TensorSpec, TraceWriter
+
+NUMEL = 3000
+SCHEMES = ["dense-allreduce", "zen", "agsparse-ring"]
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny synthetic trace: 8 workers, 2 iterations, ~5% density with a hot range (skew)."""
+    path = tmp_path_factory.mktemp("trace") / "tiny.zt"
+    rng = np.random.default_rng(7)
+    with TraceWriter(path, [TensorSpec("w", NUMEL)], workers=8, iterations=2) as w:
+        for it, worker in itertools.product(range(2), range(8)):
+            idx = np.concatenate([rng.choice(NUMEL, 80, replace=False), rng.choice(200, 60, replace=False)])
+            w.write(it, worker, 0, np.unique(idx))
+    return path
+
+
+def write_scenario(folder: Path, text: str, name: str = "scn.yaml") -> Path:
+    """Write a scenario file into `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+GOOD = """
+trace: {{path: {trace}, iteration: 1}}
+cluster: {{gpus_per_machine: 1, nic: 10Gbps, nic_latency: 2us}}
+schemes: [dense-allreduce, zen, agsparse-ring]
+sweep:
+  machines: [2, 4, 8]
+  nic: [10Gbps, 40Gbps]
+model: [fifo, maxmin]
+"""
+
+
+@pytest.mark.parametrize("body, key", [
+    ("trace: {path: T}\nclustr: {machines: 2}\n", "clustr"),
+    ("trace: {path: T}\ncluster: {machines: 2, nics: 1Gbps}\n", "cluster.nics"),
+    ("trace: {path: T}\nsweep: {trace: [a, b]}\n", "sweep.trace"),
+    ("trace: {path: T}\noutputs: {pdf: x.pdf}\n", "outputs.pdf"),
+    ("trace: {path: T, iter: 1}\n", "trace.iter"),
+    ("trace: {path: T}\ncluster: {machines: 2, nic: 25Gbs}\n", "cluster.nic"),
+    ("trace: {path: T}\ncluster: {machines: 2, nic: 25}\n", "cluster.nic"),
+    ("trace: {path: T}\ncluster: {machines: 2, nic_latency: 5 parsecs}\n", "cluster.nic_latency"),
+    ("trace: {path: T}\nsweep: {machines: [2, 4], nic: [1Gbps, fast]}\n", "sweep.nic"),
+    ("cluster: {machines: 2}\n", "trace"),
+    ("trace: {path: missing.zt}\n", "trace.path"),
+    ("trace: {path: T}\ncluster: {machines: eight}\n", "cluster.machines"),
+    ("trace: {path: T}\ncluster: {machines: 2.5}\n", "cluster.machines"),
+    ("trace: {path: T}\ncluster: [2, 1]\n", "cluster"),
+    ("trace: {path: T, iteration: -1}\n", "trace.iteration"),
+    ("trace: {path: T}\nschemes: 3\n", "schemes"),
+    ("trace: {path: T}\nschemes: [zen, nope]\n", "schemes"),
+    ("trace: {path: T}\nmodel: tcp\n", "model"),
+    ("trace: {path: T}\nmodel: [fifo, tcp]\n", "model"),
+    ("trace: {path: T}\nsweep: {machines: 4}\n", "sweep.machines"),
+    ("trace: {path: T}\nsweep: {machines: []}\n", "sweep.machines"),
+    ("trace: {path: T}\nmodel: [fifo]\nsweep: {model: [maxmin]}\n", "model"),
+    ("trace: {path: T}\ncluster: {fabric: torus}\n", "cluster.fabric"),
+    ("trace: {path: T}\ncluster: {oversubscription: 0.5}\n", "cluster.oversubscription"),
+    ("trace: {path: T}\ncluster: {machines: 16}\n", "cluster"),
+    ("trace: {path: T, iteration: 2}\ncluster: {machines: 2}\n", "trace.iteration"),
+    ("trace: {path: T}\ncluster: {machines: 2}\nmodel: analytic\noutputs: {timeline: t.json}\n", "outputs.timeline"),
+    ("trace: {path: T}\nsweep: {nic: [1Gbps, 2Gbps]}\ncluster: {machines: 2}\noutputs: {plot: p.png}\n", "outputs.plot"),
+    ("trace: {path: T}\ncluster: {machines: 2, profile: nothere.json}\n", "cluster.profile"),
+])
+def test_schema_errors_name_file_and_key(tmp_path: Path, trace: Path, body: str, key: str,
+                                         capsys: pytest.CaptureFixture) -> None:
+    path = write_scenario(tmp_path, body.replace("{path: T", f"{{path: {trace}"))
+    with pytest.raises(ConfigError) as err:
+        load_scenario(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: {key}") and "\n" not in message
+    assert main(["run", str(path)]) == 2
+    assert capsys.readouterr().err.startswith(f"zensim: error: {path}: ")
+
+
+def test_unreadable_files_are_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"scenario not found"):
+        load_scenario(tmp_path / "nothing.yaml")
+    bad = write_scenario(tmp_path, "trace: [unclosed\n")
+    with pytest.raises(ConfigError, match=rf"^{bad}: not valid YAML"):
+        load_scenario(bad)
+    with pytest.raises(ConfigError, match=rf"^{bad}: a scenario is a YAML mapping"):
+        load_scenario(write_scenario(tmp_path, "- just\n- a list\n"))
+
+
+def _comparable(row: dict) -> dict:
+    """A record's fields without the wall-clock time it took."""
+    return {k: v for k, v in row.items() if k != "wall_s"}
+
+
+def test_sweep_is_the_cartesian_product_and_each_row_equals_simulate(tmp_path: Path, trace: Path) -> None:
+    scn = load_scenario(write_scenario(tmp_path, GOOD.format(trace=trace)))
+    table = rows(run_scenario(scn))
+    combos = list(itertools.product([2, 4, 8], ["10Gbps", "40Gbps"], ["fifo", "maxmin"]))
+    assert len(table) == len(combos) * len(SCHEMES)
+    for i, (machines, nic, model) in enumerate(combos):
+        got = table[i * len(SCHEMES):(i + 1) * len(SCHEMES)]
+        assert [r["point"] for r in got] == [i] * len(SCHEMES)
+        assert all((r["sweep.machines"], r["sweep.nic"], r["sweep.model"]) == (machines, nic, model) for r in got)
+        cluster, _ = build_cluster(machines, 1, nic=nic, nic_latency="2us")
+        direct = simulate(trace, SCHEMES, cluster, model, iteration=1)
+        assert [_comparable({k: v for k, v in r.items() if k != "point" and not k.startswith("sweep.")})
+                for r in got] == [_comparable(rec.to_dict()) for rec in direct]
+
+
+def test_cli_writes_outputs_relative_to_out_and_reads_trace_relative_to_scenario(
+        tmp_path: Path, trace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    exp = tmp_path / "exp"
+    (exp / "data").mkdir(parents=True)
+    (exp / "data" / "t.zt").write_bytes(trace.read_bytes())
+    path = write_scenario(exp, """
+trace: data/t.zt
+cluster: {gpus_per_machine: 2}
+schemes: [dense-allreduce, zen]
+sweep: {machines: [2, 4]}
+outputs: {json: res/r.json, csv: res/r.csv, plot: res/r.png, timeline: res/t.json}
+""")
+    monkeypatch.chdir(tmp_path)  # neither the scenario's folder nor the output folder
+    assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    res = tmp_path / "o" / "res"
+    assert sorted(p.name for p in res.iterdir()) == ["r.csv", "r.json", "r.png", "t.json"]  # no temp files left
+    assert json.loads((res / "r.json").read_text()) == printed
+    assert [r["gpus"] for r in printed] == [4, 4, 8, 8] and [r["sweep.machines"] for r in printed] == [2, 2, 4, 4]
+    with open(res / "r.csv") as f:
+        assert [row["scheme"] for row in csv.DictReader(f)] == ["dense-allreduce", "zen"] * 2
+    assert (res / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len({e["pid"] for e in json.loads((res / "t.json").read_text())["traceEvents"]}) == 4
+
+
+def test_failed_run_leaves_earlier_outputs_untouched(tmp_path: Path, trace: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write_scenario(tmp_path, GOOD.format(trace=trace) + "outputs: {csv: r.csv}\n")
+    (tmp_path / "r.csv").write_text("earlier results\n")
+    calls = []
+
+    def failing(*args: object, **kwargs: object) -> list:
+        calls.append(args)
+        if len(calls) == 3:
+            raise ConfigError("simulated failure at the third point")
+        return simulate(*args, **kwargs)
+
+    monkeypatch.setattr(sweep_mod, "simulate", failing)
+    assert main(["run", str(path), "--out", str(tmp_path)]) == 2
+    assert (tmp_path / "r.csv").read_text() == "earlier results\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv", "scn.yaml"]
+
+
+def test_single_point_scenario_prints_the_simulate_table(tmp_path: Path, trace: Path,
+                                                         capsys: pytest.CaptureFixture) -> None:
+    path = write_scenario(tmp_path, f"trace: {trace}\ncluster: {{machines: 4}}\nschemes: [zen]\nmodel: analytic\n")
+    scn = load_scenario(path)
+    assert not scn.is_sweep and len(scn.points) == 1
+    assert main(["run", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("4x1 GPUs") and "model analytic" in out and "\nzen " in out
+    assert main(["sweep", str(path)]) == 2
+    assert "no sweep" in capsys.readouterr().err
+
+
+def test_write_outputs_creates_folders(tmp_path: Path, trace: Path) -> None:
+    path = write_scenario(tmp_path, f"trace: {trace}\ncluster: {{machines: 2}}\nschemes: [zen]\n"
+                                    "outputs: {json: a/b/c.json}\n")
+    scn = load_scenario(path, tmp_path / "deep")
+    write_outputs(scn, run_scenario(scn))
+    assert [r["scheme"] for r in json.loads((tmp_path / "deep" / "a" / "b" / "c.json").read_text())] == ["zen"]

@@ -1,0 +1,236 @@
+"""YAML scenarios: one experiment (trace x cluster x schemes x models, optional sweep) written down once.
+
+A scenario expands into *points*: the cartesian product of its `sweep:` lists (in the order written)
+and, last, its `model:` list. Each point is one `simulate()` call. Every key and every value of every
+point is validated when the file is loaded, before anything runs; a problem is a one-line ConfigError
+naming the file and the key. Schema and path rules: docs/scenarios.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from zensim.errors import ConfigError
+from zensim.net.profile import Profile
+from zensim.net.topology import FABRICS, ClusterSpec
+from zensim.net.units import parse_bandwidth, parse_latency
+from zensim.sim.cli import build_cluster
+from zensim.sim.layout import LAYOUTS
+from zensim.sim.run import ALL_MODELS, resolve_schemes
+from zensim.trace.format import Trace
+
+TOP_KEYS = ("trace", "cluster", "schemes", "model", "maxmin_batch", "outputs", "sweep")
+TRACE_KEYS = ("path", "iteration")
+CLUSTER_DEFAULTS: dict[str, Any] = {
+    "machines": 16, "gpus_per_machine": 1, "nic": None, "nic_latency": None, "nvlink": None,
+    "nvlink_latency": None, "fabric": "switch", "oversubscription": 1.0, "machines_per_leaf": 4,
+    "layout": "zen", "profile": None}
+OUTPUT_KEYS = ("json", "csv", "timeline", "plot")
+# keys a sweep may vary: every cluster key but the profile, plus these
+SWEPT_OTHER = ("model", "iteration", "maxmin_batch")
+SWEEPABLE = tuple(k for k in CLUSTER_DEFAULTS if k != "profile") + SWEPT_OTHER
+SIZE_KEYS = ("machines", "gpus_per_machine")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One simulate() call: the swept values that define it and everything it needs to run."""
+
+    values: dict[str, Any]
+    cluster: ClusterSpec
+    profile: Profile | None
+    layout: str
+    model: str
+    iteration: int
+    maxmin_batch: float
+
+    def label(self) -> str:
+        """'machines=8, model=fifo' (empty for a scenario without a sweep)."""
+        return ", ".join(f"{k}={v}" for k, v in self.values.items())
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A loaded, validated scenario: its points, schemes, trace and absolute output paths."""
+
+    path: Path
+    trace: Path
+    schemes: list[str]
+    swept: list[str]
+    points: list[Point]
+    outputs: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def is_sweep(self) -> bool:
+        """True when the scenario has more than one point."""
+        return len(self.points) > 1
+
+
+def load_scenario(path: str | Path, out_dir: str | Path | None = None) -> Scenario:
+    """Read and validate a scenario file; relative inputs are under the file's folder, relative outputs
+    under `out_dir` (default: the current directory, as for `zensim simulate --csv`)."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: scenario not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read scenario ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}: not valid YAML{where} ({getattr(exc, 'problem', None) or exc})") from None
+    return _Loader(path, Path(out_dir) if out_dir is not None else Path()).scenario(raw)
+
+
+class _Loader:
+    """Validation of one file's raw YAML; every error message starts with the file name."""
+
+    def __init__(self, path: Path, out_dir: Path) -> None:
+        self.path, self.base, self.out_dir = path, path.parent, out_dir
+        self.sweep_keys: set[str] = set()
+
+    def fail(self, key: str, problem: str) -> ConfigError:
+        """The one-line error for `key`."""
+        return ConfigError(f"{self.path}: {key}: {problem}")
+
+    def mapping(self, raw: Any, key: str, known: tuple[str, ...]) -> dict[str, Any]:
+        """`raw` as a mapping whose keys are all in `known`."""
+        if raw is None:
+            return {}
+        if not isinstance(raw, Mapping):
+            raise self.fail(key, f"expected a mapping, got {type(raw).__name__}")
+        for k in raw:
+            if k not in known:
+                raise self.fail(f"{key}.{k}" if key else str(k), f"unknown key (known: {', '.join(known)})")
+        return dict(raw)
+
+    def scenario(self, raw: Any) -> Scenario:
+        """The whole file -> Scenario."""
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"{self.path}: a scenario is a YAML mapping (trace:, cluster:, schemes:, ...)")
+        top = self.mapping(raw, "", TOP_KEYS)
+        trace_raw = top.get("trace")
+        if trace_raw is None:
+            raise self.fail("trace", "missing (the trace file to replay)")
+        trace = self.mapping({"path": trace_raw} if isinstance(trace_raw, str) else trace_raw, "trace", TRACE_KEYS)
+        if "path" not in trace:
+            raise self.fail("trace.path", "missing")
+        trace_path = self.input_path("trace.path", trace["path"])
+        base = dict(CLUSTER_DEFAULTS)
+        base.update(self.mapping(top.get("cluster"), "cluster", tuple(CLUSTER_DEFAULTS)))
+        base["iteration"] = trace.get("iteration", 0)
+        base["maxmin_batch"] = top.get("maxmin_batch", 1 / 64)
+        if base["profile"] is not None:
+            base["profile"] = self.input_path("cluster.profile", base["profile"])
+        sweep = self.mapping(top.get("sweep"), "sweep", SWEEPABLE)
+        outputs = self.mapping(top.get("outputs"), "outputs", OUTPUT_KEYS)
+        names = self.schemes(top.get("schemes", "all"))
+        axes = {k: self.values(f"sweep.{k}", v) for k, v in sweep.items()}
+        self.sweep_keys = set(axes)
+        model = top.get("model", "fifo")
+        if isinstance(model, list):
+            if "model" in axes:
+                raise self.fail("model", "a list here and a sweep over model too: give the models in one place")
+            axes["model"] = self.values("model", model)
+        else:
+            base["model"] = model
+        points = [self.point(base, dict(zip(axes, combo))) for combo in itertools.product(*axes.values())]
+        self.check_trace(trace_path, points)
+        return Scenario(self.path, trace_path, names, list(axes), points, self.outputs(outputs, list(axes), points))
+
+    def schemes(self, raw: Any) -> list[str]:
+        """all | presets | distinct | a list of names -> scheme names."""
+        if not isinstance(raw, (str, list)) or not all(isinstance(s, str) for s in (raw if isinstance(raw, list) else [raw])):
+            raise self.fail("schemes", f"expected all | presets | distinct | a list of names, got {raw!r}")
+        try:
+            return resolve_schemes(raw)
+        except ConfigError as exc:
+            raise self.fail("schemes", str(exc).removeprefix("--scheme: ")) from None
+
+    def values(self, key: str, raw: Any) -> list[Any]:
+        """A sweep axis: a non-empty list of scalars."""
+        if not isinstance(raw, list) or not raw:
+            raise self.fail(key, f"expected a non-empty list of values, got {raw!r}")
+        if any(isinstance(v, (list, dict)) for v in raw):
+            raise self.fail(key, "sweep values must be single values, not lists or mappings")
+        return raw
+
+    def input_path(self, key: str, raw: Any) -> Path:
+        """An input file, relative to the scenario's folder; it must exist."""
+        if not isinstance(raw, str) or not raw:
+            raise self.fail(key, f"expected a file path, got {raw!r}")
+        path = Path(raw) if Path(raw).is_absolute() else self.base / raw
+        if not path.is_file():
+            raise self.fail(key, f"{path} not found")
+        return path
+
+    def point(self, base: dict[str, Any], values: dict[str, Any]) -> Point:
+        """Validate and build one point from the base settings overridden by the swept values."""
+        s = {**base, **values}
+
+        def where(key: str) -> str:
+            if key in values:
+                return "model" if key == "model" and "model" not in self.sweep_keys else f"sweep.{key}"
+            return f"cluster.{key}" if key in CLUSTER_DEFAULTS else "trace.iteration" if key == "iteration" else key
+
+        for key in ("machines", "gpus_per_machine", "machines_per_leaf"):
+            if not _is_int(s[key]) or s[key] < 1:
+                raise self.fail(where(key), f"expected a positive integer, got {s[key]!r}")
+        if not _is_int(s["iteration"]) or s["iteration"] < 0:
+            raise self.fail(where("iteration"), f"expected a non-negative integer, got {s['iteration']!r}")
+        for key in ("oversubscription", "maxmin_batch"):
+            if not isinstance(s[key], (int, float)) or isinstance(s[key], bool):
+                raise self.fail(where(key), f"expected a number, got {s[key]!r}")
+        if not 1 <= s["oversubscription"] < float("inf"):
+            raise self.fail(where("oversubscription"), f"must be a finite number >= 1, got {s['oversubscription']!r}")
+        if not 0 <= s["maxmin_batch"] <= 1:
+            raise self.fail(where("maxmin_batch"), f"must be in [0, 1], got {s['maxmin_batch']!r}")
+        for key, choices in (("fabric", FABRICS), ("layout", LAYOUTS), ("model", ALL_MODELS)):
+            if s[key] not in choices:
+                raise self.fail(where(key), f"unknown {key} {s[key]!r} (choose from {', '.join(choices)})")
+        links = {}
+        for key, parse in (("nic", parse_bandwidth), ("nic_latency", parse_latency),
+                           ("nvlink", parse_bandwidth), ("nvlink_latency", parse_latency)):
+            if s[key] is not None:
+                if isinstance(s[key], (int, float)):  # a bare YAML number has no unit: reject, as the CLI does
+                    raise self.fail(where(key), f"{s[key]!r} has no unit (e.g. 25Gbps, 5us)")
+                links[key] = parse(s[key], f"{self.path}: {where(key)}")
+        cluster, profile = build_cluster(s["machines"], s["gpus_per_machine"], **links, fabric=s["fabric"],
+                                         oversub=float(s["oversubscription"]),
+                                         machines_per_leaf=s["machines_per_leaf"], profile=s["profile"])
+        return Point(values, cluster, profile, s["layout"], s["model"], s["iteration"], float(s["maxmin_batch"]))
+
+    def check_trace(self, trace: Path, points: list[Point]) -> None:
+        """Every point fits the trace: enough workers for its GPUs, an iteration the trace has."""
+        with Trace.open(trace) as t:
+            workers, iterations = t.workers, t.iterations
+        for p in points:
+            if p.cluster.gpus > workers:
+                raise self.fail(p.label() or "cluster", f"{p.cluster.gpus} GPUs but trace {trace} has {workers} workers")
+            if p.iteration >= iterations:
+                raise self.fail(p.label() or "trace.iteration",
+                                f"iteration {p.iteration} but trace {trace} has iterations 0..{iterations - 1}")
+
+    def outputs(self, out: dict[str, Any], swept: list[str], points: list[Point]) -> dict[str, Path]:
+        """Output paths, relative ones under the output folder; checks the outputs fit the points."""
+        for key, value in out.items():
+            if not isinstance(value, str) or not value:
+                raise self.fail(f"outputs.{key}", f"expected a file path, got {value!r}")
+        if "timeline" in out and any(p.model == "analytic" for p in points):
+            raise self.fail("outputs.timeline", "the analytic model has no timeline (use fifo or maxmin)")
+        if "plot" in out and len(points) > 1 and (not swept or swept[0] not in SIZE_KEYS):
+            raise self.fail("outputs.plot", "a sweep's plot is time / dense against the GPU count: "
+                            "make machines or gpus_per_machine the first sweep key")
+        return {k: Path(v) if Path(v).is_absolute() else self.out_dir / v for k, v in out.items()}
+
+
+def _is_int(value: Any) -> bool:
+    """An integer that is not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)

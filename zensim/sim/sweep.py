@@ -1,0 +1,136 @@
+"""`zensim run` / `zensim sweep`: run a scenario point by point, tabulate, write its outputs atomically."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from tqdm import tqdm
+
+from zensim.errors import ConfigError
+from zensim.report.export import to_csv, to_json, write_atomic
+from zensim.report.table import format_table
+from zensim.sim.cli import render
+from zensim.sim.run import DENSE, SimRecord, simulate
+from zensim.sim.scenario import Point, Scenario, load_scenario
+
+Results = list[tuple[Point, list[SimRecord]]]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `run SCENARIO` (any scenario) and `sweep SCENARIO` (the same, requiring a sweep)."""
+    for name, helptext in (("run", "run a YAML scenario (a single point or a sweep)"),
+                           ("sweep", "run a YAML scenario that has a sweep: section (error if it has none)")):
+        p = subparsers.add_parser(name, help=helptext)
+        p.add_argument("scenario", help="scenario file (.yaml), see docs/scenarios.md")
+        p.add_argument("--out", default=None, metavar="DIR",
+                       help="folder for the scenario's relative output paths (default: the current directory)")
+        p.add_argument("--json", action="store_true", help="print one JSON row per (point, scheme)")
+        p.set_defaults(func=cmd_run, require_sweep=name == "sweep")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Load, validate, run, write the outputs, print the table (or --json)."""
+    scn = load_scenario(args.scenario, args.out)
+    if args.require_sweep and not scn.is_sweep:
+        raise ConfigError(f"{scn.path}: no sweep: section with more than one point (use `zensim run`)")
+    results = run_scenario(scn, progress=True)
+    write_outputs(scn, results)
+    print(to_json(rows(results)) if args.json else render_results(scn, results))
+    return 0
+
+
+def run_scenario(scn: Scenario, progress: bool = False) -> Results:
+    """Simulate every point of the scenario in order; timings and logs are kept only if a timeline is asked for."""
+    keep = "timeline" in scn.outputs
+    results: Results = []
+    bar = tqdm(scn.points, desc="sweep", unit="point", disable=None if progress and scn.is_sweep else True)
+    for point in bar:
+        bar.set_postfix_str(point.label(), refresh=False)
+        records = simulate(scn.trace, scn.schemes, point.cluster, point.model, iteration=point.iteration,
+                           work=point.profile.work if point.profile else None, layout=point.layout,
+                           maxmin_batch=point.maxmin_batch, progress=progress)
+        if not keep:
+            for rec in records:
+                rec.timing = rec.log = None
+        results.append((point, records))
+    return results
+
+
+def rows(results: Results) -> list[dict]:
+    """One row per (point, scheme): the point's index and swept values ('sweep.KEY'), then the record."""
+    return [{"point": i, **{f"sweep.{k}": v for k, v in point.values.items()}, **rec.to_dict()}
+            for i, (point, records) in enumerate(results) for rec in records]
+
+
+def render_results(scn: Scenario, results: Results) -> str:
+    """The simulate table for one point; for a sweep, time / dense per scheme against the first swept key,
+    one table per combination of the other swept keys."""
+    if not scn.is_sweep:
+        return render(results[0][1])
+    x_key = scn.swept[0]
+    blocks = []
+    for group, members in _groups(scn, results).items():
+        heads = [f"{x_key}={p.values[x_key]}" for p, _ in members]
+        table = [["dense ms", *(_dense_ms(recs) for _, recs in members)]]
+        table += [[name, *(recs[j].vs_dense for _, recs in members)] for j, name in enumerate(scn.schemes)]
+        title = f"time / dense ring all-reduce{', ' + group if group else ''}"
+        blocks.append(title + "\n" + format_table(table, ["scheme", *heads]))
+    return "\n\n".join(blocks)
+
+
+def write_outputs(scn: Scenario, results: Results) -> None:
+    """Write the scenario's outputs, each atomically (temporary file then rename), creating folders."""
+    for path in scn.outputs.values():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot create its folder ({exc.strerror})") from None
+    table = rows(results)
+    if "json" in scn.outputs:
+        write_atomic(scn.outputs["json"], to_json(table))
+    if "csv" in scn.outputs:
+        write_atomic(scn.outputs["csv"], to_csv(table))
+    if "timeline" in scn.outputs:
+        from zensim.report.chrome import chrome_trace
+        tracks = [(f"{r.scheme} @ {p.label()}" if p.values else r.scheme, r.timing, r.log)
+                  for p, recs in results for r in recs]
+        write_atomic(scn.outputs["timeline"], json.dumps(chrome_trace(tracks)))
+    if "plot" in scn.outputs:
+        _plot(scn, results, scn.outputs["plot"])
+
+
+def _plot(scn: Scenario, results: Results, path: Path) -> None:
+    """One point: bars of time / dense; a sweep: lines of time / dense against the GPU count."""
+    from zensim.report.plots import plot_scaling, plot_vs_dense
+
+    if not scn.is_sweep:
+        plot_vs_dense([r.to_dict() for r in results[0][1]], path)
+        return
+    lines: dict[str, dict[int, float | None]] = {}
+    for group, members in _groups(scn, results).items():
+        for j, name in enumerate(scn.schemes):
+            label = f"{name} [{group}]" if group else name
+            lines[label] = {p.cluster.gpus: recs[j].vs_dense for p, recs in members}
+    plot_scaling(lines, path, title=f"{scn.path.name}: time / dense vs GPUs ({', '.join(scn.swept)} swept)")
+
+
+def _groups(scn: Scenario, results: Results) -> dict[str, list[tuple[Point, list[SimRecord]]]]:
+    """Points grouped by their values of every swept key but the first ('model=fifo'), in sweep order."""
+    out: dict[str, list[tuple[Point, list[SimRecord]]]] = {}
+    for point, records in results:
+        key = ", ".join(f"{k}={point.values[k]}" for k in scn.swept[1:])
+        out.setdefault(key, []).append((point, records))
+    return out
+
+
+def _dense_ms(records: Sequence[SimRecord]) -> float | None:
+    """Dense ring all-reduce time in ms at this point (simulate always runs it as the reference)."""
+    dense = next((r for r in records if r.scheme == DENSE), None)
+    if dense is not None and dense.time_s is not None:
+        return dense.time_s * 1e3
+    vs = next((r.vs_dense for r in records if r.vs_dense), None)
+    t = next((r.time_s for r in records if r.vs_dense), None)
+    return t / vs * 1e3 if vs and t is not None else None
