@@ -52,3 +52,10 @@ def test_plots_are_png(tmp_path):
     plot_scaling({"a": {8: 0.5, 16: 0.7}, "b": {8: None, 16: 1.2}}, tmp_path / "b.png")
     for name in ("a.png", "b.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_write_atomic_to_a_directory_is_one_line_and_leaves_nothing(tmp_path):
+    (tmp_path / "out").mkdir()
+    with pytest.raises(ConfigError, match="out: is a directory"):
+        write_atomic(tmp_path / "out", "x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]

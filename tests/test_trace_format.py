@@ -292,3 +292,10 @@ def test_writer_rejects_bad_metadata(tmp_path: Path, kwargs: dict, pattern: str)
 def test_open_missing_file(tmp_path: Path) -> None:
     with pytest.raises(TraceError, match=r"nope.zt: cannot open"):
         Trace.open(tmp_path / "nope.zt")
+
+
+def test_writer_to_a_directory_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    (tmp_path / "out.zt").mkdir()
+    with pytest.raises(TraceError, match=r"out.zt: is a directory"):
+        TraceWriter(tmp_path / "out.zt", [TensorSpec("g", 10)], 1, 1)
+    assert leftovers(tmp_path) == ["out.zt"]

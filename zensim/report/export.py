@@ -5,32 +5,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from zensim.errors import ConfigError
-
-
-def write_atomic(path: str | Path, data: str | bytes) -> None:
-    """Write `data` to `path` through a temporary file in the same directory and a rename."""
-    path = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot write ({exc.strerror})") from None
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; outputs get the usual permissions
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+from zensim.atomic import write_atomic  # noqa: F401  (re-exported: outputs import it from here)
 
 
 def to_json(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -16,15 +16,15 @@ from __future__ import annotations
 import json
 import os
 import struct
-import tempfile
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
+from zensim.atomic import AtomicFile
 from zensim.errors import TraceError
 from zensim.sparse.chunk import SparseChunk
 from zensim.trace import codec
@@ -146,15 +146,8 @@ class TraceWriter:
         self._names = {t.name: i for i, t in enumerate(self.tensors)}
         self._written = np.zeros((iterations, workers, len(self.tensors)), np.bool_)
         self._entries: list[tuple[int, ...]] = []
-        directory = os.path.dirname(os.path.abspath(self.path))
-        try:
-            fd, self._tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(self.path)}.", suffix=".tmp")
-        except OSError as exc:
-            raise TraceError(f"{self.path}: cannot create the trace ({exc.strerror})") from None
-        umask = os.umask(0o022)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; a trace gets the usual permissions
-        self._file = os.fdopen(fd, "wb")
+        self._out = AtomicFile(self.path, TraceError)
+        self._file: BinaryIO | None = self._out.file
         self._file.write(PREFIX.pack(MAGIC, SCHEMA_VERSION, len(header), zlib.crc32(header), 0))
         self._file.write(header)
         self._offset = PREFIX.size + len(header)
@@ -264,21 +257,14 @@ class TraceWriter:
         table = np.array(self._entries, ENTRY_DTYPE).tobytes()
         self._file.write(table)
         self._file.write(FOOTER.pack(self._offset, len(self._entries), zlib.crc32(table), 0, END_MAGIC))
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
         self._file = None
-        os.replace(self._tmp, self.path)
+        self._out.commit()
 
     def abort(self) -> None:
         """Discard everything written so far; no trace file is created."""
         if self._file is not None:
-            self._file.close()
             self._file = None
-            try:
-                os.unlink(self._tmp)
-            except FileNotFoundError:
-                pass
+            self._out.discard()
 
     def __del__(self) -> None:
         if getattr(self, "_file", None) is not None:

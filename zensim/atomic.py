@@ -1,0 +1,69 @@
+"""Output files written under a temporary name in the target directory, renamed into place when complete."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import BinaryIO
+
+from zensim.errors import ConfigError, ZensimError
+
+
+class AtomicFile:
+    """A binary output file that appears at `path` only on `commit()`; `discard()` leaves nothing behind.
+
+    Problems with the path (a directory, a missing or unwritable directory) are `error` (a ZensimError
+    subclass) naming the path. The file gets the usual permissions (mkstemp makes 0600).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], error: type[ZensimError] = ConfigError) -> None:
+        self.path = os.fspath(path)
+        self.error = error
+        if os.path.isdir(self.path):
+            raise error(f"{path}: is a directory, expected a file name")
+        directory, name = os.path.split(os.path.abspath(self.path))
+        try:
+            fd, self.tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
+        except OSError as exc:
+            raise error(f"{path}: cannot write ({exc.strerror})") from None
+        umask = os.umask(0o022)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        self.file: BinaryIO | None = os.fdopen(fd, "wb")
+
+    def commit(self) -> None:
+        """Flush to disk and rename the temporary file to `path`."""
+        assert self.file is not None, "commit after commit or discard"
+        try:
+            self.file.flush()
+            os.fsync(self.file.fileno())
+            self.file.close()
+            self.file = None
+            os.replace(self.tmp, self.path)
+        except OSError as exc:
+            self.discard()
+            raise self.error(f"{self.path}: cannot write ({exc.strerror})") from None
+
+    def discard(self) -> None:
+        """Close and delete the temporary file; `path` is left as it was."""
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+        Path(self.tmp).unlink(missing_ok=True)
+
+    def __enter__(self) -> BinaryIO:
+        assert self.file is not None
+        return self.file
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.discard()
+
+
+def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
+    """Write `data` to `path` through a temporary file in the same directory and a rename."""
+    with AtomicFile(path) as f:
+        f.write(data.encode() if isinstance(data, str) else data)
