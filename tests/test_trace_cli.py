@@ -80,3 +80,11 @@ def test_bad_synth_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert not (tmp_path / "x.zt").exists()
     assert main(["trace", "synth", "--workers", "2", "--tensors", "a=1,b", "--density", "0.5",
                  "-o", str(tmp_path / "x.zt")]) == 2
+
+
+def test_negative_synth_seed_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["trace", "synth", "--workers", "2", "--numel", "100", "--density", "0.5", "--seed", "-1",
+                 "-o", str(tmp_path / "x.zt")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("zensim: error: --seed -1") and err.count("\n") == 1
+    assert not (tmp_path / "x.zt").exists()

@@ -158,6 +158,8 @@ def synthesize(
     """Write a synthetic trace: `tensors` are (name, numel) pairs, each generated with `params`."""
     if workers < 1 or iterations < 1:
         raise ConfigError(f"--workers {workers} / --iterations {iterations}: must be positive")
+    if seed < 0:
+        raise ConfigError(f"--seed {seed}: must be non-negative")
     layouts = [layout(numel, params) for _, numel in tensors]
     provenance = {"kind": "synthetic", "generator": GENERATOR, "params": asdict(params), "seed": seed}
     workload = (
