@@ -85,6 +85,8 @@ model: [fifo, maxmin]
     ("trace: {path: T}\ncluster: {machines: 2}\nmodel: analytic\noutputs: {timeline: t.json}\n", "outputs.timeline"),
     ("trace: {path: T}\nsweep: {nic: [1Gbps, 2Gbps]}\ncluster: {machines: 2}\noutputs: {plot: p.png}\n", "outputs.plot"),
     ("trace: {path: T}\ncluster: {machines: 2, profile: nothere.json}\n", "cluster.profile"),
+    ("trace: {path: T}\nsweep: {machines: [2, 4]}\nmodel: [fifo, maxmin]\noutputs: {plot: p.png}\n", "outputs.plot"),
+    ("trace: {path: T}\nsweep: {machines: [2, 4]}\noutputs: {plot: 'p-{nic}.png'}\n", "outputs.plot"),
 ])
 def test_schema_errors_name_file_and_key(tmp_path: Path, trace: Path, body: str, key: str,
                                          capsys: pytest.CaptureFixture) -> None:
@@ -180,6 +182,16 @@ def test_single_point_scenario_prints_the_simulate_table(tmp_path: Path, trace: 
     assert out.startswith("4x1 GPUs") and "model analytic" in out and "\nzen " in out
     assert main(["sweep", str(path)]) == 2
     assert "no sweep" in capsys.readouterr().err
+
+
+def test_sweep_plot_per_value_of_the_other_keys(tmp_path: Path, trace: Path) -> None:
+    path = write_scenario(tmp_path, f"trace: {trace}\nsweep: {{machines: [2, 4]}}\nschemes: [zen-coo]\n"
+                                    "model: [fifo, analytic]\noutputs: {plot: 'plots/{model}/s.png'}\n")
+    scn = load_scenario(path, tmp_path)
+    write_outputs(scn, run_scenario(scn))
+    for model in ("fifo", "analytic"):
+        assert (tmp_path / "plots" / model / "s.png").read_bytes()[:4] == b"\x89PNG"
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == ["analytic", "fifo"]
 
 
 def test_write_outputs_creates_folders(tmp_path: Path, trace: Path) -> None:

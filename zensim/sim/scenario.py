@@ -9,6 +9,7 @@ naming the file and the key. Schema and path rules: docs/scenarios.md.
 from __future__ import annotations
 
 import itertools
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -225,9 +226,18 @@ class _Loader:
                 raise self.fail(f"outputs.{key}", f"expected a file path, got {value!r}")
         if "timeline" in out and any(p.model == "analytic" for p in points):
             raise self.fail("outputs.timeline", "the analytic model has no timeline (use fifo or maxmin)")
-        if "plot" in out and len(points) > 1 and (not swept or swept[0] not in SIZE_KEYS):
-            raise self.fail("outputs.plot", "a sweep's plot is time / dense against the GPU count: "
-                            "make machines or gpus_per_machine the first sweep key")
+        if "plot" in out and len(points) > 1:
+            if not swept or swept[0] not in SIZE_KEYS:
+                raise self.fail("outputs.plot", "a sweep's plot is time / dense against the GPU count: "
+                                "make machines or gpus_per_machine the first sweep key")
+            try:
+                fields = {f for _, f, _, _ in string.Formatter().parse(out["plot"]) if f is not None}
+            except ValueError as exc:
+                raise self.fail("outputs.plot", f"bad {{placeholder}} in {out['plot']!r} ({exc})") from None
+            if fields != set(swept[1:]):
+                want = " ".join(f"{{{k}}}" for k in swept[1:]) or "no placeholder"
+                raise self.fail("outputs.plot", f"{out['plot']!r}: one plot per value of the other swept keys: "
+                                f"the name needs {want}")
         return {k: Path(v) if Path(v).is_absolute() else self.out_dir / v for k, v in out.items()}
 
 

@@ -83,38 +83,46 @@ def render_results(scn: Scenario, results: Results) -> str:
 
 def write_outputs(scn: Scenario, results: Results) -> None:
     """Write the scenario's outputs, each atomically (temporary file then rename), creating folders."""
-    for path in scn.outputs.values():
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot create its folder ({exc.strerror})") from None
     table = rows(results)
     if "json" in scn.outputs:
-        write_atomic(scn.outputs["json"], to_json(table))
+        write_atomic(_folder(scn.outputs["json"]), to_json(table))
     if "csv" in scn.outputs:
-        write_atomic(scn.outputs["csv"], to_csv(table))
+        write_atomic(_folder(scn.outputs["csv"]), to_csv(table))
     if "timeline" in scn.outputs:
         from zensim.report.chrome import chrome_trace
         tracks = [(f"{r.scheme} @ {p.label()}" if p.values else r.scheme, r.timing, r.log)
                   for p, recs in results for r in recs]
-        write_atomic(scn.outputs["timeline"], json.dumps(chrome_trace(tracks)))
+        write_atomic(_folder(scn.outputs["timeline"]), json.dumps(chrome_trace(tracks)))
     if "plot" in scn.outputs:
         _plot(scn, results, scn.outputs["plot"])
 
 
+def _folder(path: Path) -> Path:
+    """`path`, after creating its folder if missing."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot create its folder ({exc.strerror})") from None
+    return path
+
+
 def _plot(scn: Scenario, results: Results, path: Path) -> None:
-    """One point: bars of time / dense; a sweep: lines of time / dense against the GPU count."""
+    """One point: bars of time / dense. A sweep: lines of time / dense against the GPU count, one PNG per
+    combination of the other swept keys (named by the {KEY} placeholders of the path)."""
     from zensim.report.plots import plot_scaling, plot_vs_dense
 
     if not scn.is_sweep:
-        plot_vs_dense([r.to_dict() for r in results[0][1]], path)
+        plot_vs_dense([r.to_dict() for r in results[0][1]], _folder(path))
         return
-    lines: dict[str, dict[int, float | None]] = {}
     for group, members in _groups(scn, results).items():
-        for j, name in enumerate(scn.schemes):
-            label = f"{name} [{group}]" if group else name
-            lines[label] = {p.cluster.gpus: recs[j].vs_dense for p, recs in members}
-    plot_scaling(lines, path, title=f"{scn.path.name}: time / dense vs GPUs ({', '.join(scn.swept)} swept)")
+        lines = {name: {p.cluster.gpus: recs[j].vs_dense for p, recs in members if recs[j].vs_dense is not None}
+                 for j, name in enumerate(scn.schemes)}
+        lines = {name: line for name, line in lines.items() if line}
+        if not lines:
+            raise ConfigError(f"{path}: nothing to plot{', ' + group if group else ''} (no scheme has a time here)")
+        values = {k: v for k, v in members[0][0].values.items() if k != scn.swept[0]}
+        title = f"{scn.path.name}: {members[0][0].model}" if "model" not in scn.swept[1:] else scn.path.name
+        plot_scaling(lines, _folder(Path(str(path).format_map(values))), title=f"{title}, {group}" if group else title)
 
 
 def _groups(scn: Scenario, results: Results) -> dict[str, list[tuple[Point, list[SimRecord]]]]:
