@@ -71,7 +71,9 @@ def brute(sets: list[set[int]], numel: int, pairs, ks, skew_k) -> tuple:
     d = np.mean([len(s) for s in sets]) / numel
     overlap = [len(sets[a] & sets[b]) / min(len(sets[a]), len(sets[b])) for a, b in pairs]
     gamma = {k: [len(set().union(*sets[g * k : (g + 1) * k])) / numel / d for g in range(len(sets) // k)] for k in ks}
-    part = np.arange(numel) * skew_k // numel  # element i lies in part floor(i k / numel)
+    q, r = divmod(numel, skew_k)  # the first r parts have q + 1 elements, the others q
+    i = np.arange(numel)
+    part = np.where(i < r * (q + 1), i // (q + 1), r + (i - r * (q + 1)) // max(q, 1))
     sizes = np.bincount(part, minlength=skew_k)
     skew = [max(np.bincount(part[sorted(s)], minlength=skew_k) / sizes) / (len(s) / numel) for s in sets]
     return overlap, gamma, skew

@@ -19,7 +19,7 @@ from zensim.schemes.driver import run_scheme
 from zensim.schemes.log import Message, MessageLog, Work
 from zensim.schemes.program import StageProgram
 from zensim.sparse.chunk import SparseChunk
-from zensim.trace.stats import part_bounds
+from zensim.sparse.partition import even_boundaries
 
 DENSE_BYTES = 4
 LAYOUTS = ("zen", "flat")
@@ -37,7 +37,7 @@ class Placed:
 
 def machine_shards(chunks: Sequence[SparseChunk], numel: int, gpus: int) -> tuple[list[list[SparseChunk]], np.ndarray]:
     """Per local rank l, per machine m: the union of m's GPUs' indices inside shard l, shard-local ids."""
-    bounds = part_bounds(numel, gpus)
+    bounds = even_boundaries(numel, gpus)
     machines = len(chunks) // gpus
     shards: list[list[SparseChunk]] = [[] for _ in range(gpus)]
     for m in range(machines):

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from zensim.sparse.partition import even_boundaries
 from zensim.trace.format import Trace
 
 DEFAULT_PAIRS = 256
@@ -82,11 +83,6 @@ def set_counts(
     return inter, unions
 
 
-def part_bounds(numel: int, k: int) -> np.ndarray:
-    """Start of each of k contiguous parts of [0, numel) (part i = [ceil(i numel / k), ceil((i+1) numel / k)))."""
-    return -((-np.arange(k + 1, dtype=np.int64) * numel) // k)
-
-
 @dataclass
 class _Scope:
     """Raw per-iteration counts of one tensor, or of the whole trace (counts add up over tensors)."""
@@ -120,7 +116,7 @@ class _Scope:
         for k, u in unions.items():
             self.unions[k][it] += u
         for k, counts in self.parts.items():
-            bounds = part_bounds(self.numel, k) - offset
+            bounds = even_boundaries(self.numel, k) - offset
             for w, idx in enumerate(indices):
                 counts[it, w] += np.diff(np.searchsorted(idx, bounds))
 
@@ -140,7 +136,7 @@ class _Scope:
             "skewness": [],
         }
         for k, counts in self.parts.items():
-            peak = (counts / np.diff(part_bounds(self.numel, k))).max(axis=2)
+            peak = (counts / np.diff(even_boundaries(self.numel, k))).max(axis=2)
             out["skewness"].append({"k": k, **_spread(_ratios(peak, density))})
         return out
 

@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from zensim.errors import ConfigError
 from zensim.trace.format import TensorSpec, TraceWriter
-from zensim.trace.stats import part_bounds
+from zensim.sparse.partition import even_boundaries
 
 GENERATOR = "zensim.trace.synth/1"
 
@@ -80,7 +80,7 @@ def layout(numel: int, params: SynthParams) -> Layout:
     d, o, s = params.density, params.overlap, params.skew
     if not 0 < d <= 1:
         raise ConfigError(f"--density {d}: must be in (0, 1]")
-    bounds = part_bounds(numel, 8)
+    bounds = even_boundaries(numel, 8)
     sizes = np.diff(bounds)
     nnz = round(d * numel)
     if nnz == 0:
