@@ -200,3 +200,17 @@ def test_write_outputs_creates_folders(tmp_path: Path, trace: Path) -> None:
     scn = load_scenario(path, tmp_path / "deep")
     write_outputs(scn, run_scenario(scn))
     assert [r["scheme"] for r in json.loads((tmp_path / "deep" / "a" / "b" / "c.json").read_text())] == ["zen"]
+
+
+def test_profile_relative_to_scenario_and_explicit_links_win(tmp_path: Path, trace: Path) -> None:
+    (tmp_path / "calib.json").write_text('{"schema": "zensim-profile/1", "nic_bandwidth": "1Gbps", '
+                                         '"work_seconds_per_element": {"hash": 1e-9}}')
+    path = write_scenario(tmp_path, f"trace: {trace}\ncluster: {{machines: 2, profile: calib.json}}\n"
+                                    "sweep: {nic_latency: [1us, 3us], nic: [10Gbps]}\n")
+    first, second = load_scenario(path).points
+    assert first.profile is not None and first.profile.work.per_element["hash"] == 1e-9
+    assert first.cluster.nic_bandwidth == 10e9 / 8 and first.cluster.nic_latency == pytest.approx(1e-6)
+    assert second.cluster.nic_latency == pytest.approx(3e-6)
+    plain = load_scenario(write_scenario(tmp_path, f"trace: {trace}\ncluster: {{machines: 2, profile: calib.json}}\n",
+                                         "plain.yaml"))
+    assert plain.points[0].cluster.nic_bandwidth == 1e9 / 8
