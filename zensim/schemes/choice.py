@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from zensim.errors import ConfigError
-from zensim.schemes.pieces import pack_positions, popcount
+from zensim.schemes.pieces import popcount
+from zensim.sparse.bits import pack_positions
 from zensim.sparse.chunk import SparseChunk
 
 

@@ -17,8 +17,8 @@ import numpy as np
 
 from zensim.errors import ConfigError
 from zensim.schemes.log import Message, MessageLog, Work
-from zensim.schemes.pieces import bit_positions, pack_positions
 from zensim.schemes.program import StageProgram
+from zensim.sparse.bits import bit_positions, pack_positions
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 
 

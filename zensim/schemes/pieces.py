@@ -21,11 +21,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from zensim.sparse.bits import bit_positions, pack_positions
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.sparse.domain import Domain, RangeDomain
 
 _serials = itertools.count()
-_ONE = np.uint64(1)
 
 
 class ChunkPiece:
@@ -93,27 +93,6 @@ def popcount(words: np.ndarray) -> int:
         _SCRATCH = np.empty(len(words), np.uint8)
     counts = np.bitwise_count(words, out=_SCRATCH[: len(words)])
     return int(counts.sum(dtype=np.uint64))
-
-
-def pack_positions(positions: np.ndarray, size: int) -> np.ndarray:
-    """A bitset of `size` bits with the sorted unique `positions` set (one OR-reduce per word)."""
-    words = np.zeros((size + 63) // 64, np.uint64)
-    if len(positions):
-        w = positions >> 6
-        bits = np.left_shift(_ONE, (positions & 63).astype(np.uint64))
-        starts = np.flatnonzero(np.concatenate(([True], w[1:] != w[:-1])))
-        words[w[starts]] = np.bitwise_or.reduceat(bits, starts)
-    return words
-
-
-def bit_positions(words: np.ndarray) -> np.ndarray:
-    """Sorted positions (int64) of the set bits of a little-endian uint64 bitset."""
-    nz = np.flatnonzero(words)
-    if len(nz) == 0:
-        return np.empty(0, np.int64)
-    bits = np.unpackbits(words[nz].view(np.uint8), bitorder="little").reshape(len(nz), 64)
-    row, col = np.nonzero(bits)
-    return nz[row] * 64 + col
 
 
 def make_piece(chunk: SparseChunk, domain: Domain, bits: bool) -> Piece:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zensim.errors import ConfigError
+from zensim.sparse.bits import bitmap_bytes
 from zensim.sparse.chunk import SparseChunk, run_starts
 from zensim.sparse.domain import Domain, ExplicitDomain, RangeDomain, index_dtype
 from zensim.sparse.values import ValueCodec, value_codec
@@ -153,9 +154,7 @@ class Bitmap(Format):
         return -(-domain.size // 8) + chunk.nnz * self.value.itemsize
 
     def serialize(self, chunk: SparseChunk, domain: Domain) -> bytes:
-        bits = np.zeros(domain.size, np.bool_)
-        bits[domain.positions(chunk.indices)] = True
-        return np.packbits(bits, bitorder="little").tobytes() + self.value.pack(self._wire_values(chunk))
+        return bitmap_bytes(domain.positions(chunk.indices), domain.size) + self.value.pack(self._wire_values(chunk))
 
     def _decode(self, buf: memoryview, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
         nmap = -(-domain.size // 8)

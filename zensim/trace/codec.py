@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from zensim.sparse.bits import bitmap_bytes
+
 VARINT = 0  # first index, then successive differences, each LEB128 (7 bits a byte, low first)
 BITMAP = 1  # one bit per element of the tensor, LSB first within a byte (np.packbits 'little')
 ENCODINGS = (VARINT, BITMAP)
@@ -90,9 +92,7 @@ def bitmap_nbytes(numel: int) -> int:
 
 def encode_bitmap_indices(indices: np.ndarray, numel: int) -> bytes:
     """One bit per element of [0, numel), padding bits zero."""
-    bits = np.zeros(numel, np.bool_)
-    bits[indices] = True
-    return np.packbits(bits, bitorder="little").tobytes()
+    return bitmap_bytes(indices, numel)
 
 
 def decode_bitmap_indices(buf: bytes, numel: int) -> np.ndarray:

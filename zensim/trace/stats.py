@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from zensim.sparse.bits import pack_positions
 from zensim.sparse.partition import even_boundaries
 from zensim.trace.format import Trace
 
@@ -48,13 +49,7 @@ def _bitsets(indices: Sequence[np.ndarray], lo: int, words: int) -> np.ndarray:
     """uint64 bitsets (one row per worker) of the indices in [lo, lo + 64 * words), built in O(nnz)."""
     bits = np.zeros((len(indices), words), np.uint64)
     for row, idx in zip(bits, indices):
-        local = idx[np.searchsorted(idx, lo) : np.searchsorted(idx, lo + 64 * words)] - lo
-        if len(local) == 0:
-            continue
-        word = local >> 6
-        starts = np.flatnonzero(np.concatenate([[True], word[1:] != word[:-1]]))
-        # distinct powers of two within a word: their sum is their OR
-        row[word[starts]] = np.add.reduceat(np.left_shift(np.uint64(1), (local & 63).astype(np.uint64)), starts)
+        row[:] = pack_positions(idx[np.searchsorted(idx, lo) : np.searchsorted(idx, lo + 64 * words)] - lo, 64 * words)
     return bits
 
 

@@ -1,0 +1,38 @@
+"""Bitsets of positions: uint64 words for set algebra, and the LSB-first byte bitmap of the wire and trace formats.
+
+Bit p is bit p % 64 of word p // 64; stored little-endian, the words are the byte bitmap with bit p
+at bit p % 8 of byte p // 8 (numpy's `packbits(..., bitorder="little")`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_ONE = np.uint64(1)
+
+
+def pack_positions(positions: np.ndarray, size: int) -> np.ndarray:
+    """A bitset of `size` bits with the sorted unique `positions` set (one OR-reduce per word)."""
+    words = np.zeros((size + 63) // 64, np.uint64)
+    if len(positions):
+        w = positions >> 6
+        bits = np.left_shift(_ONE, (positions & 63).astype(np.uint64))
+        starts = np.flatnonzero(np.concatenate(([True], w[1:] != w[:-1])))
+        words[w[starts]] = np.bitwise_or.reduceat(bits, starts)
+    return words
+
+
+def bit_positions(words: np.ndarray) -> np.ndarray:
+    """Sorted positions (int64) of the set bits of a little-endian uint64 bitset."""
+    nz = np.flatnonzero(words)
+    if len(nz) == 0:
+        return np.empty(0, np.int64)
+    bits = np.unpackbits(words[nz].view(np.uint8), bitorder="little").reshape(len(nz), 64)
+    row, col = np.nonzero(bits)
+    return nz[row] * 64 + col
+
+
+def bitmap_bytes(positions: np.ndarray, size: int) -> bytes:
+    """The ceil(size / 8)-byte LSB-first bitmap of the sorted unique `positions` in [0, size)."""
+    words = pack_positions(np.asarray(positions, np.int64), size).astype("<u8", copy=False)
+    return words.view(np.uint8)[: (size + 7) // 8].tobytes()
