@@ -9,7 +9,7 @@ import numpy as np
 from zensim.net import analytic
 from zensim.net.analytic import SparsityStats
 from zensim.schemes.choice import profile_chunks
-from zensim.sparse.chunk import SparseChunk
+from zensim.sparse.chunk import SparseChunk, union_indices
 from zensim.sparse.partition import even_boundaries
 
 # Which closed form describes which scheme (COO schemes only; others have none).
@@ -32,7 +32,7 @@ def measure(chunks: Sequence[SparseChunk], numel: int, value_bytes: int = 4) -> 
     prof = profile_chunks(chunks, numel)
     union = {k: g * prof.density for k, g in prof.gamma.items()}
     if n > 1:
-        union[n - 1] = len(np.unique(np.concatenate([c.indices for c in chunks[: n - 1]]))) / numel
+        union[n - 1] = len(union_indices(list(chunks[: n - 1]))) / numel
     bounds = even_boundaries(numel, n)
     skews = [float((np.diff(np.searchsorted(c.indices, bounds)) / np.diff(bounds).clip(min=1)).max()) / (c.nnz / numel)
              for c in chunks if c.nnz]

@@ -18,7 +18,7 @@ import numpy as np
 from zensim.schemes.driver import run_scheme
 from zensim.schemes.log import Message, MessageLog, Work
 from zensim.schemes.program import StageProgram
-from zensim.sparse.chunk import SparseChunk
+from zensim.sparse.chunk import SparseChunk, unique_sorted
 from zensim.sparse.partition import even_boundaries
 
 DENSE_BYTES = 4
@@ -45,7 +45,7 @@ def machine_shards(chunks: Sequence[SparseChunk], numel: int, gpus: int) -> tupl
         cuts = [np.searchsorted(idx, bounds) for idx in mine]
         for local in range(gpus):
             parts = [idx[c[local]: c[local + 1]] for idx, c in zip(mine, cuts)]
-            union = np.unique(np.concatenate(parts)) - bounds[local]
+            union = unique_sorted(np.concatenate(parts)) - bounds[local]
             shards[local].append(SparseChunk(union.astype(np.int64), None))
     return shards, bounds
 
