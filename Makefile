@@ -17,10 +17,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # A real trace (LSTM LM on the KJV, 128 workers): its statistics, then the whole design space
-# timed on 16 machines x 8 GPUs with 25 Gbps NICs.
+# timed on 16 machines x 8 GPUs with 25 Gbps NICs (the scenario file says exactly what; its CSV
+# and plot land in out/).
 demo: $(STAMP)
 	$(VENV)/bin/zensim trace stats $(DEMO_TRACE)
-	$(VENV)/bin/zensim simulate --trace $(DEMO_TRACE) --scheme all --machines 16 --gpus-per-machine 8 --nic 25Gbps
+	$(VENV)/bin/zensim run scenarios/lstm-16x8.yaml
 
 test: $(STAMP)
 	$(PY) -m pytest -q
