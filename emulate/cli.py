@@ -41,6 +41,13 @@ def _ranks(text: str) -> list[int]:
     return ranks
 
 
+def _read(path: str, what: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(f"{what}: cannot read {path} ({exc.strerror})") from None
+
+
 def _options(text: str) -> dict:
     try:
         opts = json.loads(text)
@@ -88,17 +95,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from emulate.valreport import write_docs
     from zensim.trace import Trace
 
-    trace = Trace.open(args.trace)
-    calib = args.calibration_iteration
-    if calib is None:
-        calib = 1 if trace.iterations > 1 else 0
-    workdir = Path(args.workdir)
-    result = validate(args.trace, _ranks(args.ranks), _rate_bps(args.bandwidth), _schemes(args.schemes),
-                      args.repeats, args.iteration, calib, _options(args.options), workdir, args.wait)
-    write_json(workdir / "validation.json", result)
+    if not args.trace and not args.from_json:
+        raise ConfigError("--trace: required (or --from-json to re-render an earlier validation)")
+    notes = _read(args.notes, "--notes") if args.notes else ""
+    if args.from_json:
+        result = json.loads(_read(args.from_json, "--from-json"))
+        command = result.get("command", "zensim validate")
+    else:
+        trace = Trace.open(args.trace)
+        calib = args.calibration_iteration
+        if calib is None:
+            calib = 1 if trace.iterations > 1 else 0
+        workdir = Path(args.workdir)
+        result = validate(args.trace, _ranks(args.ranks), _rate_bps(args.bandwidth), _schemes(args.schemes),
+                          args.repeats, args.iteration, calib, _options(args.options), workdir, args.wait)
+        command = result["command"] = "zensim validate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+        write_json(workdir / "validation.json", result)
     if args.docs:
-        command = "zensim validate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-        write_docs(result, Path(args.docs), command, ZEN, args.name)
+        write_docs(result, Path(args.docs), command, ZEN, args.name, notes)
     print(json.dumps(result, indent=2) if args.json else tables(result))
     return 0
 
@@ -135,8 +149,10 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("validate", help="emulate and simulate every scheme, compare, write docs/validation.md")
-    p.add_argument("--trace", required=True)
+    p.add_argument("--trace", default=None, help="trace to validate on (required unless --from-json)")
     p.add_argument("--ranks", default="4,8,16", help="cluster sizes (default %(default)s)")
+    p.add_argument("--from-json", default=None, help="re-render the docs from an earlier validation.json, no runs")
+    p.add_argument("--notes", default=None, help="markdown file appended to the generated page (analysis)")
     p.add_argument("--schemes", default="all")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--calibration-iteration", type=int, default=None,
