@@ -41,6 +41,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
     from zensim.trace.capture.workloads import make_workload
 
     script_args = args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args
+    if args.seed < 0:
+        raise ConfigError(f"--seed {args.seed}: must be non-negative")
     if args.hook:
         return capture_hooked(args, script_args)
     if script_args:
