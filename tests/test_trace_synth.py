@@ -70,6 +70,8 @@ def test_same_seed_same_bytes(tmp_path: Path) -> None:
         (SynthParams(0.5, None, 3.0), r"--skew 3.0: must be in \[1, 2\]"),
         (SynthParams(0.01, None, 9.0), r"--skew 9.0"),
         (SynthParams(0.01, None, 0.5), r"--skew 0.5"),
+        (SynthParams(0.01, None, float("nan")), r"--skew nan"),
+        (SynthParams(0.01, None, float("inf")), r"--skew inf"),
         (SynthParams(0.2, 0.1, 1.0), r"--overlap 0.1: must be in \[0.2"),
     ],
 )

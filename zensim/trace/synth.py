@@ -85,9 +85,8 @@ def layout(numel: int, params: SynthParams) -> Layout:
     nnz = round(d * numel)
     if nnz == 0:
         raise ConfigError(f"--density {d}: no index at all in a tensor of {numel} elements")
-    n_a = round(s * nnz * sizes[0] / numel)
     top = min(numel / sizes[0], numel / nnz)  # part 0 can neither take more than nnz nor overflow
-    if not 1 <= s or n_a > min(nnz, sizes[0]):
+    if not 1 <= s < float("inf") or (n_a := round(s * nnz * sizes[0] / numel)) > min(nnz, sizes[0]):
         raise ConfigError(f"--skew {s}: must be in [1, {top:.4g}] at density {d} ({numel} elements)")
     counts = np.concatenate([[n_a], _apportion(nnz - n_a, sizes[1:].astype(np.float64))])
 
