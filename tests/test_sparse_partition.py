@@ -178,6 +178,9 @@ def test_bad_partitioner_arguments() -> None:
         make_partitioner("zen", 10, 2, scope="global")
     with pytest.raises(ConfigError, match="period"):
         make_partitioner("thresholds", 10, 2, period=0)
+    for load in (0.0, float("nan"), float("inf")):
+        with pytest.raises(ConfigError, match="finite load > 0"):
+            make_partitioner("zen", 10, 2, load=load)
     with pytest.raises(ConfigError, match="'zen'"):
         make_partitioner("zen", 10, 2, colour="red")
     assert set(PARTITIONERS) == {"contiguous", "thresholds", "single_hash", "zen"}

@@ -81,8 +81,8 @@ class HierarchicalHash(Partitioner):
                  r2: int | None = None, load: float = 2.0, r2_ratio: float = 0.1,
                  scope: str = "total", model_memory: bool = True) -> None:
         super().__init__(numel, n)
-        if k < 0 or load <= 0 or r2_ratio < 0 or scope not in SCOPES:
-            raise ConfigError(f"hierarchical hash: need k >= 0, load > 0, r2_ratio >= 0, scope in {SCOPES}")
+        if k < 0 or not 0 < load < np.inf or not 0 <= r2_ratio < np.inf or scope not in SCOPES:
+            raise ConfigError(f"hierarchical hash: need k >= 0, finite load > 0, finite r2_ratio >= 0, scope in {SCOPES}")
         if (r1 is not None and r1 < 1) or (r2 is not None and r2 < 0):
             raise ConfigError(f"hierarchical hash: r1 = {r1} must be >= 1, r2 = {r2} >= 0")
         self.seed, self.k, self.r1, self.r2 = int(seed), int(k), r1, r2
