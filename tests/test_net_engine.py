@@ -151,3 +151,12 @@ def test_zero_byte_message_costs_latency():
     for model in MODELS:
         t = run(MessageLog(2, 1, [Message(0, 0, 1, 0, "coo")]), topo, model)
         assert t.makespan == pytest.approx(1e-5)
+
+
+@pytest.mark.parametrize("batch", [-0.1, 1.5, float("nan")])
+def test_bad_maxmin_batch_is_a_config_error(batch):
+    from zensim.errors import ConfigError
+
+    log = MessageLog(2, 1, [Message(0, 0, 1, 100, "coo")])
+    with pytest.raises(ConfigError, match="--maxmin-batch"):
+        run(log, cluster(2), "maxmin", maxmin_batch=batch)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
+from zensim.errors import ConfigError
 from zensim.net.fifo import FifoNetwork
 from zensim.net.maxmin import MaxMinNetwork
 from zensim.net.profile import WORK_KINDS, WorkCost
@@ -62,6 +63,8 @@ def replay(log: MessageLog, topology: Topology, gpu_of_rank: np.ndarray | None =
     """Time `log` on `topology` with rank r placed on GPU `gpu_of_rank[r]` (identity by default)."""
     if model not in MODELS:
         raise ValueError(f"unknown sharing model {model!r}")
+    if not 0 <= maxmin_batch <= 1:
+        raise ConfigError(f"--maxmin-batch {maxmin_batch}: must be in [0, 1]")
     n, stages = log.n, log.num_stages
     gpu = np.arange(n) if gpu_of_rank is None else np.asarray(gpu_of_rank, dtype=np.int64)
     cols = log.arrays()
