@@ -104,6 +104,10 @@ def test_capture_command_on_a_tiny_corpus(tmp_path: Path, capsys: pytest.Capture
                  "-o", str(tmp_path / "x.zt")]) == 2
     assert capsys.readouterr().err == "zensim: error: --seed -1: must be non-negative\n"
     assert not (tmp_path / "x.zt").exists()
+    assert main(["capture", "--workload", "deepfm", "--workers", "2", "--iterations", "1", "--corpus", "c.txt",
+                 "-o", str(tmp_path / "x.zt")]) == 2
+    assert "--corpus c.txt: not used by deepfm" in capsys.readouterr().err
+    assert not (tmp_path / "x.zt").exists()
 
 
 def test_capture_with_topk_records_exactly_k_per_tensor(tmp_path: Path) -> None:

@@ -17,6 +17,8 @@ def make_workload(name: str, batch_size: int | None, seed: int, corpus: str | No
         raise ConfigError(f"--workload {name}: unknown (choose from {', '.join(WORKLOADS)})")
     sizes = {} if batch_size is None else {"batch_size": batch_size}
     if name == "deepfm":
+        if corpus is not None:
+            raise ConfigError(f"--corpus {corpus}: not used by deepfm (it trains on synthetic click data)")
         return DeepFM(seed=seed, **sizes)
     text = load_corpus(corpus)
     cls = LSTMLM if name == "lstm-lm" else GPTTopK
