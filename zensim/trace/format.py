@@ -392,8 +392,3 @@ class Trace:
         if self.value_dtype is None:
             return SparseChunk(indices, None)
         return SparseChunk(indices, np.concatenate([c.values for c in chunks]))
-
-    @property
-    def file_nbytes(self) -> int:
-        """Size of the trace file in bytes."""
-        return Path(self.path).stat().st_size
