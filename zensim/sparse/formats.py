@@ -29,7 +29,7 @@ import numpy as np
 from zensim.errors import ConfigError
 from zensim.sparse.bits import bitmap_bytes
 from zensim.sparse.chunk import SparseChunk, run_starts
-from zensim.sparse.domain import Domain, ExplicitDomain, RangeDomain, index_dtype
+from zensim.sparse.domain import Domain, ExplicitDomain, index_dtype
 from zensim.sparse.values import ValueCodec, value_codec
 
 
