@@ -10,7 +10,7 @@ from zensim.net import analytic
 from zensim.net.analytic import SparsityStats
 from zensim.schemes.choice import profile_chunks
 from zensim.sparse.chunk import SparseChunk, union_indices
-from zensim.sparse.partition import even_boundaries
+from zensim.trace.stats import part_counts, peak_part_density
 
 # Which closed form describes which scheme (COO schemes only; others have none).
 FORMULA_OF = {
@@ -33,8 +33,7 @@ def measure(chunks: Sequence[SparseChunk], numel: int, value_bytes: int = 4) -> 
     union = {k: g * prof.density for k, g in prof.gamma.items()}
     if n > 1:
         union[n - 1] = len(union_indices(list(chunks[: n - 1]))) / numel
-    bounds = even_boundaries(numel, n)
-    skews = [float((np.diff(np.searchsorted(c.indices, bounds)) / np.diff(bounds).clip(min=1)).max()) / (c.nnz / numel)
+    skews = [float(peak_part_density(part_counts(c.indices, numel, n), numel, n)) / (c.nnz / numel)
              for c in chunks if c.nnz]
     return SparsityStats(n, float(value_bytes * numel), prof.density, union, float(np.mean(skews)) if skews else 1.0)
 

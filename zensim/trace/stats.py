@@ -78,6 +78,17 @@ def set_counts(
     return inter, unions
 
 
+def part_counts(indices: np.ndarray, numel: int, k: int) -> np.ndarray:
+    """How many of the sorted `indices` fall in each of the k even contiguous parts of [0, numel)."""
+    return np.diff(np.searchsorted(indices, even_boundaries(numel, k)))
+
+
+def peak_part_density(counts: np.ndarray, numel: int, k: int) -> np.ndarray:
+    """The largest density among the k even contiguous parts, from per-part counts on the last axis
+    (skewness s^k is this over the worker's density)."""
+    return (counts / np.maximum(np.diff(even_boundaries(numel, k)), 1)).max(axis=-1)
+
+
 @dataclass
 class _Scope:
     """Raw per-iteration counts of one tensor, or of the whole trace (counts add up over tensors)."""
@@ -131,7 +142,7 @@ class _Scope:
             "skewness": [],
         }
         for k, counts in self.parts.items():
-            peak = (counts / np.diff(even_boundaries(self.numel, k))).max(axis=2)
+            peak = peak_part_density(counts, self.numel, k)
             out["skewness"].append({"k": k, **_spread(_ratios(peak, density))})
         return out
 
