@@ -98,6 +98,21 @@ def test_zen_layout_log(skewed):
     assert placed.log.num_stages == 2 * 3 + placed.programs[0].num_stages
 
 
+@pytest.mark.parametrize("numel,gpus", [(11, 3), (4099, 4), (7, 2)])
+def test_zen_layout_dense_bytes_for_uneven_shards(numel, gpus):
+    """Shards of unequal size (numel not divisible by g): each machine's reduce-scatter and
+    all-gather still move (g-1) x numel fp32 each, and GPU l's shard has numel // g or one more."""
+    machines = 2
+    def build(n, size, part):
+        return build_scheme("agsparse-p2p", n, size)
+    chunks = [SparseChunk(np.arange(w % numel, numel, 3, dtype=np.int64), None) for w in range(machines * gpus)]
+    prep = prepare(chunks, numel, machines, gpus, "zen")
+    assert prep.sizes.sum() == numel and set(prep.sizes.tolist()) <= {numel // gpus, numel // gpus + 1}
+    cols = place(prep, build).log.arrays()
+    intra = (cols["src"] // gpus) == (cols["dst"] // gpus)
+    assert cols["nbytes"][intra].sum() == machines * 2 * (gpus - 1) * numel * 4
+
+
 def test_multi_gpu_runs_both_layouts(skewed):
     for layout in ("zen", "flat"):
         recs = simulate(skewed, "dense-allreduce,zen,hier-central", ClusterSpec(2, 4, B), "maxmin", layout=layout)
