@@ -88,3 +88,10 @@ def test_negative_synth_seed_is_one_line(tmp_path: Path, capsys: pytest.CaptureF
     err = capsys.readouterr().err
     assert err.startswith("zensim: error: --seed -1") and err.count("\n") == 1
     assert not (tmp_path / "x.zt").exists()
+
+
+def test_negative_stats_seed_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert synth(tmp_path / "s.zt") == 0
+    capsys.readouterr()
+    assert main(["trace", "stats", str(tmp_path / "s.zt"), "--pairs", "1", "--seed", "-1"]) == 2
+    assert capsys.readouterr().err == "zensim: error: --seed -1: must be non-negative\n"

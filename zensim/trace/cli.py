@@ -52,6 +52,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
     if args.pairs < 1:
         raise ConfigError(f"--pairs {args.pairs}: must be positive")
+    if args.seed < 0:
+        raise ConfigError(f"--seed {args.seed}: must be non-negative")
     with Trace.open(args.path) as trace:
         stats = trace_stats(trace, pairs=args.pairs, seed=args.seed, progress=True)
     print(json.dumps(stats, indent=2) if args.json else render_stats(stats))
