@@ -58,8 +58,10 @@ def merge_shards(shard_paths: list[str], output: str) -> None:
     """Combine the shards of ranks 0..n-1 into one n-worker trace at `output` (written atomically)."""
     if not shard_paths:
         raise TraceError(f"{output}: no shards to merge")
-    shards = [Trace.open(p) for p in shard_paths]
+    shards: list[Trace] = []
     try:
+        for path in shard_paths:  # opened one by one so that a bad shard still closes the ones before it
+            shards.append(Trace.open(path))
         ordered = _check(shards)
         head = ordered[0]
         provenance = {k: v for k, v in head.meta.get("provenance", {}).items() if k != "shard"}
