@@ -160,3 +160,79 @@ def test_bad_maxmin_batch_is_a_config_error(batch):
     log = MessageLog(2, 1, [Message(0, 0, 1, 100, "coo")])
     with pytest.raises(ConfigError, match="--maxmin-batch"):
         run(log, cluster(2), "maxmin", maxmin_batch=batch)
+
+
+def _eff(k, e1=0.9, k2=4, e2=0.6):
+    """Independent form of the two-point efficiency curve: time per byte linear in k between the points."""
+    k = min(max(k, 1), k2)
+    return 1 / (1 / e1 + (k - 1) * (1 / e2 - 1 / e1) / (k2 - 1))
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_k_flows_on_a_nic_run_at_eff_k(model, k):
+    """One rank sends k equal messages at once: its uplink carries k flows at bandwidth x eff(k)."""
+    from zensim.net.profile import NicEfficiency
+
+    size = 10**6
+    log = MessageLog(k + 1, 1, [Message(0, 0, d, size, "coo") for d in range(1, k + 1)])
+    t = run(log, cluster(k + 1), model, nic_efficiency=NicEfficiency(((1, 0.9), (4, 0.6))))
+    assert t.makespan == pytest.approx(k * size / (B * _eff(k)), rel=1e-9)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_alltoall_with_nic_efficiency(model):
+    """An all-to-all of n ranks: n-1 flows on every NIC link, (n-1) size / (b eff(n-1)); one point = constant."""
+    from zensim.net.profile import NicEfficiency
+
+    n, size = 5, 10**5
+    log = MessageLog(n, 1, [Message(0, r, d, size, "coo") for r in range(n) for d in range(n) if d != r])
+    t = run(log, cluster(n), model, nic_efficiency=NicEfficiency(((1, 0.9), (4, 0.6))))
+    assert t.makespan == pytest.approx((n - 1) * size / (B * _eff(n - 1)), rel=1e-9)
+    flat = run(log, cluster(n), model, nic_efficiency=NicEfficiency(((3, 0.5),)))
+    assert flat.makespan == pytest.approx((n - 1) * size / (B * 0.5), rel=1e-9)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_full_efficiency_and_many_cores_change_nothing(model):
+    """eff = 1 for every k and a pool with a core per rank give the default model's times exactly."""
+    from zensim.net.profile import NicEfficiency
+
+    rng = np.random.default_rng(3)
+    n = 6
+    msgs = [Message(s, r, int(d), int(rng.integers(1, 10**5)), "coo")
+            for s in range(2) for r in range(n) for d in rng.choice(n, 3, replace=False) if d != r]
+    work = [Work(s, r, p, "merge", int(rng.integers(1, 10**4))) for s in range(2) for r in range(n) for p in ("pre", "post")]
+    log = MessageLog(n, 2, msgs, work)
+    topo = cluster(3, gpus=2)
+    cost = WorkCost({"hash": 0.0, "merge": 1e-6, "encode": 0.0, "decode": 0.0, "copy": 0.0})
+    base = replay(log, topo, model=model, work=cost)
+    same = replay(log, topo, model=model, work=cost, nic_efficiency=NicEfficiency(((1, 1.0),)), host_cores=2)
+    assert same.stage_end == pytest.approx(base.stage_end, rel=1e-12)
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("cores,want", [(1, 4.0), (2, 2.0), (4, 1.0), (None, 1.0)])
+def test_ranks_share_host_cores(model, cores, want):
+    """4 ranks with 1 s of local work each on one host: c cores take max(1, 4 / c) s."""
+    log = MessageLog(4, 1, [], [Work(0, r, "pre", "merge", 10**6) for r in range(4)])
+    cost = WorkCost({"hash": 0.0, "merge": 1e-6, "encode": 0.0, "decode": 0.0, "copy": 0.0})
+    t = replay(log, cluster(4), model=model, work=cost, host_cores=cores, host_of_rank=np.zeros(4, dtype=int))
+    assert t.makespan == pytest.approx(want, rel=1e-12)
+    # default hosts are machines: one rank per machine here, so every rank has its own core
+    assert replay(log, cluster(4), model=model, work=cost, host_cores=1).makespan == pytest.approx(1.0, rel=1e-12)
+
+
+def test_processor_sharing_of_unequal_jobs():
+    """Jobs of 1, 1, 1 and 3 s on 2 cores: all at 1/2 speed until t = 2, then the long one alone: ends at 4."""
+    work = [Work(0, r, "pre", "merge", e) for r, e in enumerate((10**6, 10**6, 10**6, 3 * 10**6))]
+    cost = WorkCost({"hash": 0.0, "merge": 1e-6, "encode": 0.0, "decode": 0.0, "copy": 0.0})
+    t = replay(MessageLog(4, 1, [], work), cluster(1, gpus=4), work=cost, host_cores=2)  # one machine = one host
+    assert t.stage_end[:, 0] == pytest.approx([2.0, 2.0, 2.0, 4.0], rel=1e-12)
+
+
+def test_bad_host_cores_is_a_config_error():
+    from zensim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="host_cores"):
+        run(MessageLog(2, 1, [Message(0, 0, 1, 100, "coo")]), cluster(2), "fifo", host_cores=0)

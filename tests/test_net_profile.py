@@ -51,3 +51,28 @@ def test_missing_and_garbled(tmp_path):
     bad.write_text("{")
     with pytest.raises(ConfigError, match="JSON"):
         load_profile(bad)
+
+
+def test_efficiency_and_cores(tmp_path):
+    prof = load_profile(write(tmp_path, {"schema": SCHEMA, "nic_efficiency": {"1": 0.9, "4": 0.6}, "host_cores": 2}))
+    assert prof.host_cores == 2
+    eff = prof.nic_efficiency
+    assert eff(1) == eff(0) == 0.9 and eff(4) == eff(9) == 0.6
+    assert 1 / eff(2) == pytest.approx(1 / 0.9 + (1 / 0.6 - 1 / 0.9) / 3)  # time per byte linear in k
+    assert eff.to_json() == {"1": 0.9, "4": 0.6}
+    plain = load_profile(write(tmp_path, {"schema": SCHEMA}))
+    assert plain.nic_efficiency is None and plain.host_cores is None
+
+
+@pytest.mark.parametrize("obj,message", [
+    ({"nic_efficiency": {"0": 0.5}}, "k >= 1"),
+    ({"nic_efficiency": {"2": 1.5}}, "in \\(0, 1\\]"),
+    ({"nic_efficiency": {"x": 0.5}}, "bad entry"),
+    ({"nic_efficiency": [0.5]}, "non-empty object"),
+    ({"host_cores": 0}, "host_cores"),
+    ({"host_cores": 1.5}, "host_cores"),
+])
+def test_bad_efficiency_and_cores(tmp_path, obj, message):
+    with pytest.raises(ConfigError, match=message) as err:
+        load_profile(write(tmp_path, {"schema": SCHEMA, **obj}))
+    assert "p.json" in str(err.value) and "\n" not in str(err.value)

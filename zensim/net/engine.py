@@ -4,6 +4,11 @@ Rank r's stage s starts when its stage s-1 ended; it does its `pre` work, inject
 (in rotated order dst = src+1, src+2, ... so that an all-to-all has no hot spot in `fifo`), waits for
 all its stage-s messages to arrive and its own stage-s sends to be delivered, then does its `post`
 work; that ends stage s. No global barrier. Zero-byte messages cost their route's latency.
+
+Two optional properties of a testbed (calibration profile): `nic_efficiency` scales a NIC link's
+bandwidth by eff(k) of the k flows it carries (zensim.net.profile.NicEfficiency; each model counts k
+its own way), and `host_cores` makes the local work of all ranks of one host share that many
+processors (zensim.net.cores.SharedCores) instead of one processor per rank.
 """
 
 from __future__ import annotations
@@ -14,9 +19,10 @@ import numpy as np
 import simpy
 
 from zensim.errors import ConfigError
+from zensim.net.cores import SharedCores
 from zensim.net.fifo import FifoNetwork
 from zensim.net.maxmin import MaxMinNetwork
-from zensim.net.profile import WORK_KINDS, WorkCost
+from zensim.net.profile import WORK_KINDS, NicEfficiency, WorkCost
 from zensim.net.topology import Topology
 from zensim.schemes.log import PHASES, MessageLog
 
@@ -58,13 +64,28 @@ def work_seconds(log: MessageLog, cost: WorkCost) -> tuple[np.ndarray, np.ndarra
     return pre, post
 
 
+def link_efficiency(topology: Topology, eff: NicEfficiency | None, kmax: int) -> list[list[float] | None]:
+    """Per link: eff(0..kmax) for NIC links when `eff` is given, None where the bandwidth is fixed."""
+    if eff is None:
+        return [None] * topology.num_links
+    table = eff.table(kmax)
+    return [table if name.startswith("nic-") else None for name in topology.names]
+
+
 def replay(log: MessageLog, topology: Topology, gpu_of_rank: np.ndarray | None = None, model: str = "fifo",
-           work: WorkCost | None = None, maxmin_batch: float = 1 / 64) -> Timing:
-    """Time `log` on `topology` with rank r placed on GPU `gpu_of_rank[r]` (identity by default)."""
+           work: WorkCost | None = None, maxmin_batch: float = 1 / 64, nic_efficiency: NicEfficiency | None = None,
+           host_cores: int | None = None, host_of_rank: np.ndarray | None = None) -> Timing:
+    """Time `log` on `topology` with rank r placed on GPU `gpu_of_rank[r]` (identity by default).
+
+    `host_cores`: the local work of the ranks of one host shares that many processors; hosts are
+    `host_of_rank` (default: the machine of the rank's GPU). `nic_efficiency`: NIC bandwidth by flows.
+    """
     if model not in MODELS:
         raise ValueError(f"unknown sharing model {model!r}")
     if not 0 <= maxmin_batch <= 1:
         raise ConfigError(f"--maxmin-batch {maxmin_batch}: must be in [0, 1]")
+    if host_cores is not None and (isinstance(host_cores, bool) or not isinstance(host_cores, int) or host_cores < 1):
+        raise ConfigError(f"host_cores: must be a positive integer, got {host_cores!r}")
     n, stages = log.n, log.num_stages
     gpu = np.arange(n) if gpu_of_rank is None else np.asarray(gpu_of_rank, dtype=np.int64)
     cols = log.arrays()
@@ -89,16 +110,30 @@ def replay(log: MessageLog, topology: Topology, gpu_of_rank: np.ndarray | None =
     msg_end = np.zeros(len(nbytes))
     sent = [False] * (n * stages)
     counter = [0]
+    if host_cores is None:
+        pools = []
+    else:
+        host = gpu // topology.spec.gpus_per_machine if host_of_rank is None else np.asarray(host_of_rank)
+        hosts, host_index = np.unique(host, return_inverse=True)
+        pools = [SharedCores(env, host_cores) for _ in hosts]
+        pool_of_rank = [pools[h] for h in host_index.tolist()]
 
     def later(delay: float, fn, *args) -> None:
         counter[0] += 1
         env.timeout(delay).callbacks.append(lambda _ev: fn(*args))
 
+    def compute(r: int, delay: float, fn, *args) -> None:
+        """Local work of rank r for `delay` seconds of one processor, then fn(*args)."""
+        if pools:
+            pool_of_rank[r].run(delay, fn, *args)
+        else:
+            later(delay, fn, *args)
+
     def begin(r: int, s: int) -> None:
         stage_start[r, s] = env.now
         delay = pre_list[r * stages + s]
         if delay > 0:
-            later(delay, send, r, s)
+            compute(r, delay, send, r, s)
         else:
             send(r, s)
 
@@ -122,7 +157,7 @@ def replay(log: MessageLog, topology: Topology, gpu_of_rank: np.ndarray | None =
     def finish(r: int, s: int) -> None:
         delay = post_list[r * stages + s]
         if delay > 0:
-            later(delay, end, r, s)
+            compute(r, delay, end, r, s)
         else:
             end(r, s)
 
@@ -131,15 +166,18 @@ def replay(log: MessageLog, topology: Topology, gpu_of_rank: np.ndarray | None =
         if s + 1 < stages:
             begin(r, s + 1)
 
+    efficiency = link_efficiency(topology, nic_efficiency, len(nbytes))
     if model == "fifo":
         route_tuples = [tuple(int(k) for k in row if k != topology.num_links) for row in routes]
-        network = FifoNetwork(env, topology.capacity, topology.latency, route_tuples, nbytes, delivered)
+        network = FifoNetwork(env, topology.capacity, topology.latency, route_tuples, nbytes, delivered, efficiency)
     else:
-        network = MaxMinNetwork(env, topology.capacity, topology.latency, routes, nbytes, delivered, maxmin_batch)
+        network = MaxMinNetwork(env, topology.capacity, topology.latency, routes, nbytes, delivered, maxmin_batch,
+                                efficiency)
     if stages:
         for r in range(n):
             begin(r, 0)
     env.run()
     link_bytes = np.bincount(routes.ravel(), weights=np.repeat(nbytes, routes.shape[1]).astype(np.float64),
                              minlength=topology.num_links + 1)[: topology.num_links]
-    return Timing(stage_start, stage_end, msg_start, msg_end, link_bytes, counter[0] + network.events)
+    events = counter[0] + network.events + sum(pool.events for pool in pools)
+    return Timing(stage_start, stage_end, msg_start, msg_end, link_bytes, events)

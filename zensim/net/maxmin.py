@@ -14,6 +14,10 @@ Departures are batched: after a re-solve, up to `batch x active flows` departure
 at their exact times under the current rates before the component of the freed links is re-solved;
 meanwhile the freed capacity stays idle until that re-solve.
 `batch=0` re-solves at every departure (exact max-min); every arrival re-solves too.
+
+With a NIC efficiency eff(k), a NIC link carrying k active flows (isolated or shared) has capacity
+bandwidth x eff(k) in the solve; an isolated flow runs at eff(1). The count is the one of the last
+solve of the link's component (departures batched as above).
 """
 
 from __future__ import annotations
@@ -66,14 +70,18 @@ class MaxMinNetwork:
     """Flow-level max-min fair sharing: isolated flows in plain Python, shared ones solved per component."""
 
     def __init__(self, env: simpy.Environment, capacity: np.ndarray, latency: np.ndarray,
-                 routes: np.ndarray, nbytes: np.ndarray, deliver: Callable[[int], None], batch: float = 1 / 64) -> None:
+                 routes: np.ndarray, nbytes: np.ndarray, deliver: Callable[[int], None], batch: float = 1 / 64,
+                 efficiency: Sequence[Sequence[float] | None] | None = None) -> None:
         self.env = env
         self.dummy = len(capacity)
         self.capacity = np.append(capacity, np.inf)
+        self.efficiency = list(efficiency) + [None] if efficiency is not None and any(
+            e is not None for e in efficiency) else None
         self.routes = routes
         self.route_tuples = [tuple(k for k in row if k != self.dummy) for row in routes.tolist()]
         self.route_latency = np.append(latency, 0.0)[routes].sum(axis=1).tolist()
-        self.route_capacity = self.capacity[routes].min(axis=1).tolist()
+        alone = self.capacity * [1.0 if e is None else e[1] for e in self.efficiency] if self.efficiency else self.capacity
+        self.route_capacity = alone[routes].min(axis=1).tolist()
         self.nbytes = nbytes.astype(np.float64)
         self.base_left = self.nbytes.copy()  # bytes left at base_time
         self.base_time = np.zeros(len(nbytes))
@@ -174,7 +182,7 @@ class MaxMinNetwork:
                 marked[routes[new].ravel()] = True
                 marked[self.dummy] = False
             flows = self.active[inside]
-            rates = waterfill(routes[inside], self.capacity)
+            rates = waterfill(routes[inside], self._capacities())
         if flows.size:
             now = self.env.now
             left = self.base_left[flows] - self.rate[flows] * (now - self.base_time[flows])
@@ -209,7 +217,7 @@ class MaxMinNetwork:
         for m in flows:
             for k in self.route_tuples[m]:
                 count[k] = count.get(k, 0) + 1
-        residual = {k: self.capacity_list[k] for k in count}
+        residual = {k: self._capacity(k) for k in count}
         rate: dict[int, float] = {}
         while count:
             level = min(residual[k] / c for k, c in count.items())
@@ -222,6 +230,17 @@ class MaxMinNetwork:
                             residual[j] = max(residual[j] - level, 0.0)
             count = {k: c for k, c in count.items() if c > 0}
         return [rate[m] for m in sorted(flows)]
+
+    def _capacity(self, k: int) -> float:
+        """Capacity of link k now: bandwidth x eff(active flows) on an efficiency-scaled link."""
+        eff = self.efficiency[k] if self.efficiency else None
+        return self.capacity_list[k] if eff is None else self.capacity_list[k] * eff[min(self.nflows[k], len(eff) - 1)]
+
+    def _capacities(self) -> np.ndarray:
+        """Capacities of all links now (see _capacity)."""
+        if not self.efficiency:
+            return self.capacity
+        return np.array([self._capacity(k) for k in range(self.dummy + 1)])
 
     def _schedule(self) -> None:
         """Arm one event at the next shared departure; older armed events become stale."""

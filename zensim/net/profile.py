@@ -9,8 +9,13 @@ Profile schema (`zensim-profile/1`), every key but `schema` optional:
       "nvlink_bandwidth": "300GB/s",       # intra-machine link
       "nvlink_latency": "2us",
       "work_seconds_per_element": {"hash": 3e-9, "merge": 8e-9, "encode": 2e-9, "decode": 2e-9, "copy": 1e-9},
+      "nic_efficiency": {"1": 0.9, "15": 0.6}, # NIC rate factor by concurrent flows k (see NicEfficiency)
+      "host_cores": 2,                     # local work of a host's ranks shares this many processors
       "source": "free text: how it was measured"
     }
+
+Without `nic_efficiency` a NIC carries its full bandwidth whatever the number of flows; without
+`host_cores` (or null) every rank has a processor of its own. Both defaults are the closed-form model.
 
 A profile is a measurement, so its values win over the defaults; explicit command-line link options
 win over the profile.
@@ -19,6 +24,7 @@ win over the profile.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,12 +59,53 @@ class WorkCost:
 
 
 @dataclass(frozen=True)
+class NicEfficiency:
+    """Fraction of a NIC's bandwidth it delivers while carrying k concurrent flows, from measured points.
+
+    `points` are (k, eff) with distinct k >= 1 and 0 < eff <= 1. Between two points the time per byte,
+    1 / eff, is linear in k, i.e. eff(k) = 1 / (a + b k): a fixed per-flow overhead per byte, the curve
+    two measured points (one flow, n-1 flows) determine exactly. Below the first and beyond the last
+    point eff is held constant (no extrapolation). k = 0 (an idle link) counts as k = 1.
+    """
+
+    points: tuple[tuple[int, float], ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "points", tuple(sorted((int(k), float(e)) for k, e in self.points)))
+        ks = [k for k, _ in self.points]
+        if not ks or ks[0] < 1 or len(set(ks)) != len(ks):
+            raise ValueError("nic_efficiency needs distinct flow counts k >= 1")
+        if not all(0 < e <= 1 for _, e in self.points):
+            raise ValueError("nic_efficiency values must be in (0, 1]")
+
+    def __call__(self, k: int) -> float:
+        """eff(k) for k concurrent flows."""
+        pts = self.points
+        if k <= pts[0][0]:
+            return pts[0][1]
+        for (k0, e0), (k1, e1) in zip(pts, pts[1:]):
+            if k <= k1:
+                return 1.0 / (1.0 / e0 + (k - k0) * (1.0 / e1 - 1.0 / e0) / (k1 - k0))
+        return pts[-1][1]
+
+    def table(self, kmax: int) -> list[float]:
+        """[eff(0), eff(1), ..., eff(kmax)] for lookups in the network models."""
+        return [self(max(k, 1)) for k in range(kmax + 1)]
+
+    def to_json(self) -> dict[str, float]:
+        """The profile form: {"k": eff}."""
+        return {str(k): e for k, e in self.points}
+
+
+@dataclass(frozen=True)
 class Profile:
-    """A parsed calibration profile: link overrides (bytes/s, seconds) and the work cost model."""
+    """A parsed calibration profile: link overrides (bytes/s, seconds), work costs, NIC and CPU sharing."""
 
     links: dict[str, float]
     work: WorkCost
     source: str = ""
+    nic_efficiency: NicEfficiency | None = None
+    host_cores: int | None = None
 
 
 def load_profile(path: str | Path) -> Profile:
@@ -71,7 +118,8 @@ def load_profile(path: str | Path) -> Profile:
         raise ConfigError(f"{path}: not a readable JSON profile ({str(exc).splitlines()[0]})") from None
     if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
         raise ConfigError(f"{path}: not a profile (expected \"schema\": \"{SCHEMA}\")")
-    unknown = set(raw) - set(_LINK_KEYS) - {"schema", "work_seconds_per_element", "source"}
+    unknown = set(raw) - set(_LINK_KEYS) - {"schema", "work_seconds_per_element", "source", "nic_efficiency",
+                                            "host_cores"}
     if unknown:
         raise ConfigError(f"{path}: unknown profile key(s) {', '.join(sorted(unknown))}")
     links = {key: parse(raw[key], f"{path}: {key}") for key, parse in _LINK_KEYS.items() if key in raw}
@@ -85,4 +133,31 @@ def load_profile(path: str | Path) -> Profile:
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < float("inf"):
             raise ConfigError(f"{path}: work cost of {kind!r} must be a non-negative number of seconds, got {value!r}")
         costs[kind] = float(value)
-    return Profile(links, WorkCost(costs), str(raw.get("source", "")))
+    return Profile(links, WorkCost(costs), str(raw.get("source", "")), _efficiency(raw.get("nic_efficiency"), path),
+                   _cores(raw.get("host_cores"), path))
+
+
+def _efficiency(value, path) -> NicEfficiency | None:
+    """The profile's nic_efficiency object {"k": eff} (or null) as a NicEfficiency."""
+    if value is None:
+        return None
+    try:
+        if not isinstance(value, dict) or not value:
+            raise ValueError("must be a non-empty object {\"k\": efficiency}")
+        points = []
+        for k, e in value.items():
+            if not str(k).isdigit() or isinstance(e, bool) or not isinstance(e, (int, float)) or math.isnan(e):
+                raise ValueError(f"bad entry {k!r}: {e!r}")
+            points.append((int(k), float(e)))
+        return NicEfficiency(tuple(points))
+    except ValueError as exc:
+        raise ConfigError(f"{path}: nic_efficiency: {exc}") from None
+
+
+def _cores(value, path) -> int | None:
+    """The profile's host_cores (a positive integer or null)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{path}: host_cores must be a positive integer or null, got {value!r}")
+    return value

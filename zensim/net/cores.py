@@ -1,0 +1,72 @@
+"""Local work on a host with fewer processors than ranks: an egalitarian processor-sharing pool.
+
+Every job (a rank's `pre` or `post` work of a stage, in seconds of one processor) runs at speed
+min(1, cores / active jobs), the fluid view of an OS time-slicing runnable processes over `cores`
+CPUs. With at most `cores` jobs at a time each runs at full speed, so the pool changes nothing;
+4 equal jobs on 2 cores all end after twice their length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import simpy
+
+_DONE = 1e-12  # seconds of work within which jobs finish together (float residue of the advances)
+
+
+class SharedCores:
+    """Processor sharing of `cores` processors among the jobs submitted to it."""
+
+    def __init__(self, env: simpy.Environment, cores: int) -> None:
+        self.env = env
+        self.cores = cores
+        self.left: dict[int, float] = {}  # job -> seconds of one-processor work left at self.time
+        self.then: dict[int, tuple[Callable, tuple]] = {}
+        self.time = 0.0
+        self.version = 0
+        self.next_job = 0
+        self.events = 0
+
+    def run(self, seconds: float, fn: Callable, *args) -> None:
+        """Do `seconds` of work, then call fn(*args)."""
+        self._advance()
+        self.left[self.next_job] = seconds
+        self.then[self.next_job] = (fn, args)
+        self.next_job += 1
+        self._arm()
+
+    def _speed(self) -> float:
+        return min(1.0, self.cores / len(self.left)) if self.left else 0.0
+
+    def _advance(self) -> None:
+        """Charge the work done since the last change to every running job."""
+        done = (self.env.now - self.time) * self._speed()
+        if done > 0:
+            for job in self.left:
+                self.left[job] -= done
+        self.time = self.env.now
+
+    def _arm(self) -> None:
+        """One event at the next completion under the current speed; older events become stale."""
+        self.version += 1
+        if not self.left:
+            return
+        version = self.version
+        self.events += 1
+        delay = max(min(self.left.values()), 0.0) / self._speed()
+        self.env.timeout(delay).callbacks.append(lambda _ev: self._due(version))
+
+    def _due(self, version: int) -> None:
+        """Retire the jobs finished now, re-arm, then run their continuations."""
+        if version != self.version:
+            return
+        self._advance()
+        first = max(min(self.left.values()), 0.0)  # the job this event was armed for, whatever the residue
+        finished = [job for job, left in self.left.items() if left <= first + _DONE]
+        for job in finished:
+            del self.left[job]
+        self._arm()
+        for job in finished:
+            fn, args = self.then.pop(job)
+            fn(*args)
