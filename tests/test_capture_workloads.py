@@ -117,3 +117,20 @@ def test_capture_with_topk_records_exactly_k_per_tensor(tmp_path: Path) -> None:
     for t, spec in enumerate(trace.tensors):
         k = max(1, int(np.ceil(0.05 * spec.numel)))
         assert all(trace.nnz(i, w, t) == k for i in range(2) for w in range(2))
+
+
+@pytest.mark.parametrize("bad,message", [
+    (["--iterations", "0"], "--iterations 0: must be at least 1"),
+    (["--warmup", "-1"], "--warmup -1: must be at least 0"),
+    (["--sparsifier", "topk", "--density", "2"], "--density 2.0: must be in (0, 1]"),
+    (["--sparsifier", "dgc"], "--sparsifier dgc: needs --density"),
+    (["--density", "0.1"], "--density 0.1: only for --sparsifier topk or dgc"),
+])
+def test_hook_options_checked_before_the_script_runs(tmp_path: Path, capsys, bad: list[str], message: str) -> None:
+    marker = tmp_path / "ran"
+    script = tmp_path / "train.py"
+    script.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    args = ["capture", "--hook", str(script), "--iterations", "1", *bad, "-o", str(tmp_path / "s{rank}.zt")]
+    assert main(args) == 2
+    assert capsys.readouterr().err == f"zensim: error: {message}\n"
+    assert not marker.exists()

@@ -61,11 +61,15 @@ def cmd_capture(args: argparse.Namespace) -> int:
 def capture_hooked(args: argparse.Namespace, script_args: list[str]) -> int:
     """Run the user's script with the recording hook on its DDP model."""
     from zensim.trace.capture.hookrun import run_hooked
+    from zensim.trace.capture.run import check_steps
+    from zensim.trace.capture.sparsify import make_sparsifier
 
     for name in ("workers", "batch_size", "corpus"):
         if getattr(args, name) is not None:
             raise ConfigError(f"--{name.replace('_', '-')}: not used with --hook (the script decides)")
     kind = args.sparsifier or "natural"
+    check_steps(args.iterations, args.warmup)  # before the script runs: it may take long to reach its DDP model
+    make_sparsifier(kind, args.density, args.seed)
     recorder = run_hooked(args.hook, script_args, args.output, args.iterations, warmup=args.warmup,
                           sparsifier=kind, density=args.density, values=args.values, seed=args.seed,
                           workload=args.hook)

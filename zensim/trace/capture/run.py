@@ -22,11 +22,16 @@ def virtual_runner(workload: Workload, workers: int, sparsifier: str | None, den
     if workers < 1:
         raise ConfigError(f"--workers {workers}: must be at least 1")
     kind = sparsifier or workload.sparsifier
-    if kind == "natural" and density is not None:
-        raise ConfigError(f"--density {density}: only for --sparsifier topk or dgc")
     density = workload.density if density is None and kind != "natural" else density
     sparsifiers = [make_sparsifier(kind, density, workload.seed + w) for w in range(workers)]
     return VirtualWorkers(workload.model, workload.optimizer(), workload.loss, sparsifiers, workload.recorded())
+
+
+def check_steps(iterations: int, warmup: int) -> None:
+    """ConfigError unless at least one iteration is recorded after a non-negative warm-up."""
+    for name, value, low in (("--iterations", iterations, 1), ("--warmup", warmup, 0)):
+        if value < low:
+            raise ConfigError(f"{name} {value}: must be at least {low}")
 
 
 def step_batches(workload: Workload, step: int, workers: int) -> list[Any]:
@@ -46,9 +51,7 @@ def capture(
     progress: bool = True,
 ) -> None:
     """Train `workload` with `workers` virtual workers for warmup + iterations steps, recording the last ones."""
-    for name, value, low in (("--iterations", iterations, 1), ("--warmup", warmup, 0)):
-        if value < low:
-            raise ConfigError(f"{name} {value}: must be at least {low}")
+    check_steps(iterations, warmup)
     runner = virtual_runner(workload, workers, sparsifier, density)
     specs = tensor_specs(workload.model, workload.recorded(), workload.layers())
     provenance = provenance_of(workload, runner, warmup)

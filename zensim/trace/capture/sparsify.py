@@ -121,6 +121,8 @@ class DGC(ErrorFeedback):
 def make_sparsifier(kind: str, density: float | None, seed: int) -> Sparsifier:
     """A fresh sparsifier of `kind` for one worker; `seed` drives DGC's sampling."""
     if kind == "natural":
+        if density is not None:
+            raise ConfigError(f"--density {density}: only for --sparsifier topk or dgc")
         return Sparsifier()
     if kind not in SPARSIFIERS:
         raise ConfigError(f"--sparsifier {kind}: unknown (choose from {', '.join(SPARSIFIERS)})")
