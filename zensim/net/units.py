@@ -9,6 +9,7 @@ lower-case `m` before `bit` means mega: nobody ships millibit links).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from zensim.errors import ConfigError
 
@@ -21,17 +22,21 @@ _LATENCY = re.compile(r"^\s*(?P<num>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*
 _PER_SECOND = {"ns": 1e9, "us": 1e6, "µs": 1e6, "ms": 1e3, "s": 1.0}
 
 
+def _number(text: str | float | int, what: str, kind: str, pattern: re.Pattern[str], examples: str,
+            convert: Callable[[re.Match[str]], float]) -> float:
+    """A bare number as is; else `text` matched by `pattern` and converted, or a ConfigError naming `what`."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text)
+    match = pattern.match(str(text))
+    if not match:
+        raise ConfigError(f"{what}: cannot parse {text!r} as a {kind} (examples: {examples})")
+    return convert(match)
+
+
 def parse_bandwidth(text: str | float | int, what: str = "bandwidth") -> float:
     """Parse `25Gbps`, `300GB/s`, `200mbit`, `1.5Gbit/s`, `10MB/s` (or a bare number of bytes/s) to bytes/s."""
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        value = float(text)
-    else:
-        match = _BANDWIDTH.match(str(text))
-        if not match:
-            raise ConfigError(f"{what}: cannot parse {text!r} as a bandwidth (examples: 25Gbps, 300GB/s, 200mbit, 10MB/s)")
-        scale = _PREFIX[match.group("prefix").lower()]
-        is_bytes = match.group("unit")[0] == "B"
-        value = float(match.group("num")) * scale / (1.0 if is_bytes else 8.0)
+    value = _number(text, what, "bandwidth", _BANDWIDTH, "25Gbps, 300GB/s, 200mbit, 10MB/s",
+                    lambda m: float(m["num"]) * _PREFIX[m["prefix"].lower()] / (1.0 if m["unit"][0] == "B" else 8.0))
     if not value > 0 or value == float("inf"):
         raise ConfigError(f"{what}: bandwidth must be positive and finite, got {text!r}")
     return value
@@ -39,13 +44,8 @@ def parse_bandwidth(text: str | float | int, what: str = "bandwidth") -> float:
 
 def parse_latency(text: str | float | int, what: str = "latency") -> float:
     """Parse `5us`, `1ms`, `200ns`, `0s` (or a bare number of seconds) to seconds."""
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        value = float(text)
-    else:
-        match = _LATENCY.match(str(text))
-        if not match:
-            raise ConfigError(f"{what}: cannot parse {text!r} as a latency (examples: 5us, 1ms, 0s)")
-        value = float(match.group("num")) / _PER_SECOND[match.group("unit")]
+    value = _number(text, what, "latency", _LATENCY, "5us, 1ms, 0s",
+                    lambda m: float(m["num"]) / _PER_SECOND[m["unit"]])
     if not value >= 0 or value == float("inf"):
         raise ConfigError(f"{what}: latency must be non-negative and finite, got {text!r}")
     return value
