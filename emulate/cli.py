@@ -83,8 +83,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(profile, indent=2))
     else:
-        print(f"wrote {args.out}: {profile['nic_bandwidth'] * 8 / 1e6:.1f} Mbit/s effective, "
-              f"{profile['nic_latency'] * 1e6:.0f} us per message ({args.pattern}); details in "
+        print(f"wrote {args.out}: {profile['nic_bandwidth'] * 8 / 1e6:.1f} Mbit/s x efficiency by flows "
+              f"{profile['nic_efficiency']}, {profile['nic_latency'] * 1e6:.0f} us per message ({args.pattern}); details in "
               f"{Path(args.out).with_name(Path(args.out).stem + '.details.json')}")
     return 0
 
@@ -143,8 +143,8 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="profile JSON to write (zensim-profile/1)")
     p.add_argument("--trace", default=None, help="trace whose scheme runs calibrate local work (else links only)")
     p.add_argument("--schemes", default="all")
-    p.add_argument("--pattern", choices=("pingpong", "shift", "alltoall"), default="alltoall",
-                   help="traffic pattern whose fit gives the profile's link figures")
+    p.add_argument("--pattern", choices=("pingpong", "shift"), default="pingpong",
+                   help="one-flow pattern that gives the NIC efficiency of one flow and the latency")
     _common(p)
     p.set_defaults(func=cmd_calibrate)
 

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from emulate import calibrate
@@ -55,7 +56,7 @@ def emulate_trace(trace: str, ranks: int, rate_bps: float, schemes: list[str], r
 
 
 def calibrate_cluster(ranks: int, rate_bps: float, out: Path, trace: str | None = None, schemes: list[str] = (),
-                      iteration: int = 0, options: dict | None = None, pattern: str = "alltoall",
+                      iteration: int = 0, options: dict | None = None, pattern: str = "pingpong",
                       timeout: float = 900.0, wait_lock: float = 0.0, repeats: int = 2) -> dict:
     """Measure links (and, given a trace and schemes, local work) on an emulated cluster; write the profile.
 
@@ -72,17 +73,16 @@ def calibrate_cluster(ranks: int, rate_bps: float, out: Path, trace: str | None 
                                      timeout=timeout, desc=f"calibrate work n={ranks}")
         describe = cluster.describe()
     network = calibrate.fit_network(net_outs)
-    work = calibrate.fit_work(work_outs)
+    cores = os.cpu_count()
+    work = calibrate.fit_work(work_outs, cores)
+    links = calibrate.fit_links(network, rate_bps / 8, ranks, pattern)
+    profile = calibrate.make_profile(links, work, cores, f"from the {pattern} and alltoall patterns", describe)
     details = {"cluster": describe, "network": network, "work_seconds_per_element": work}
     if work_outs:
         with Trace.open(trace) as t:
             logs = scheme_logs(t, iteration, ranks, list(schemes), options or {})
         emulated = {r["name"]: r["time_s"] for r in summarize(work_outs)}
-        fit = calibrate.fit_end_to_end(logs, emulated, work, network, rate_bps / 8)
-        details.update(end_to_end=fit, calibration_runs={"trace": trace, "iteration": iteration, "emulated_s": emulated})
-        bandwidth, latency, how = fit["bandwidth_Bps"], fit["latency_s"], f"fitted end to end on {len(emulated)} scheme runs"
-    else:
-        bandwidth, latency, how = network[pattern]["bandwidth_Bps"], network[pattern]["latency_s"], f"from the {pattern} pattern"
-    profile = calibrate.make_profile(bandwidth, latency, work, how, describe)
+        details.update(calibration_check=calibrate.check_profile(logs, emulated, profile),
+                       calibration_runs={"trace": trace, "iteration": iteration, "emulated_s": emulated})
     calibrate.write_profile(Path(out), profile, details)
     return profile

@@ -2,15 +2,19 @@
 
 The same stage programs and the same per-rank data as the emulation (emulate.driver.rank_chunk),
 run by the in-memory driver; the logs are timed by zensim.net on n machines of one GPU each behind
-one switch, every NIC at the profile's bandwidth and latency, local work at its costs.
+one switch, every NIC at the profile's bandwidth and latency (and efficiency by concurrent flows),
+local work at its costs; with the profile's `host_cores`, the local work of all ranks shares that many
+processors, as all emulated ranks run on this one host.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from emulate.driver import rank_chunk
 from emulate.schemes import build_program, simulate_log
 from zensim.net.engine import MODELS, replay
-from zensim.net.profile import WorkCost
+from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.topology import ClusterSpec, Topology
 from zensim.schemes.log import MessageLog
 from zensim.trace import Trace
@@ -23,8 +27,12 @@ def scheme_logs(trace: Trace, iteration: int, n: int, schemes: list[str], option
 
 
 def sim_times(logs: dict[str, MessageLog], bandwidth: float, latency: float, work: WorkCost,
-              models: tuple[str, ...] = MODELS) -> dict[str, dict[str, float]]:
+              models: tuple[str, ...] = MODELS, nic_efficiency: NicEfficiency | None = None,
+              host_cores: int | None = None) -> dict[str, dict[str, float]]:
     """Simulated makespan per scheme and sharing model, NICs at `bandwidth` bytes/s and `latency` s."""
     n = next(iter(logs.values())).n if logs else 1
     topo = Topology(ClusterSpec(machines=n, gpus_per_machine=1, nic_bandwidth=bandwidth, nic_latency=latency))
-    return {name: {m: replay(log, topo, model=m, work=work).makespan for m in models} for name, log in logs.items()}
+    one_host = np.zeros(n, dtype=np.int64)
+    return {name: {m: replay(log, topo, model=m, work=work, nic_efficiency=nic_efficiency, host_cores=host_cores,
+                             host_of_rank=one_host).makespan for m in models}
+            for name, log in logs.items()}

@@ -30,7 +30,8 @@ def simulate_schemes(trace: Trace, iteration: int, n: int, schemes: list[str], p
     """Per scheme: the simulated time under each sharing model and the bytes per rank of its message log."""
     profile = load_profile(profile_path)
     logs = scheme_logs(trace, iteration, n, schemes, options)
-    times = sim_times(logs, profile.links["nic_bandwidth"], profile.links["nic_latency"], profile.work)
+    times = sim_times(logs, profile.links["nic_bandwidth"], profile.links["nic_latency"], profile.work,
+                      nic_efficiency=profile.nic_efficiency, host_cores=profile.host_cores)
     return {name: {"sent": log.bytes_sent().tolist(), "received": log.bytes_received().tolist(), **times[name]}
             for name, log in logs.items()}
 

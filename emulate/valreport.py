@@ -58,7 +58,9 @@ def markdown(result: dict, command: str, plot_name: str, zen: str, notes: str = 
     """The whole docs/validation.md text."""
     rate = result["rate_bps"] / 1e6
     profiles = "\n".join(
-        f"- n = {n}: bandwidth {p['nic_bandwidth'] * 8 / 1e6:.1f} Mbit/s effective, latency {p['nic_latency'] * 1e6:.0f} us, "
+        f"- n = {n}: bandwidth {p['nic_bandwidth'] * 8 / 1e6:.1f} Mbit/s, NIC efficiency by flows "
+        + (", ".join(f"eff({k}) {e:.2f}" for k, e in p["nic_efficiency"].items()) if p.get("nic_efficiency") else "none")
+        + f", latency {p['nic_latency'] * 1e6:.0f} us, host cores {p.get('host_cores') or 'one per rank'}, "
         "work s/element " + ", ".join(f"{k} {v:.2g}" for k, v in p["work_seconds_per_element"].items())
         for n, p in sorted(result["profiles"].items(), key=lambda kv: int(kv[0])))
     body = tables(result)
