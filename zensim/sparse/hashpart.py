@@ -144,6 +144,8 @@ class HierarchicalHash(Partitioner):
         pending = np.arange(len(ids))
         collided = len(ids)
         for i in range(self.k):
+            if i and not len(pending):
+                break  # every id placed: the remaining rounds would write nothing
             if i == 0:
                 target = low_to_range(hash64(indices, self.keys[0]), r1)
                 writers, taken, wids = pending, pending[:0], ids
