@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from zensim.sparse.chunk import run_starts
+
 _ONE = np.uint64(1)
 
 
@@ -17,7 +19,7 @@ def pack_positions(positions: np.ndarray, size: int) -> np.ndarray:
     if len(positions):
         w = positions >> 6
         bits = np.left_shift(_ONE, (positions & 63).astype(np.uint64))
-        starts = np.flatnonzero(np.concatenate(([True], w[1:] != w[:-1])))
+        starts = np.flatnonzero(run_starts(w))
         words[w[starts]] = np.bitwise_or.reduceat(bits, starts)
     return words
 

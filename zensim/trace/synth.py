@@ -20,6 +20,7 @@ from tqdm import tqdm
 
 from zensim.errors import ConfigError
 from zensim.trace.format import TensorSpec, TraceWriter
+from zensim.sparse.chunk import unique_sorted
 from zensim.sparse.partition import even_boundaries
 
 GENERATOR = "zensim.trace.synth/1"
@@ -117,8 +118,7 @@ def sample_unique(rng: np.random.Generator, size: int, count: int) -> np.ndarray
         return np.flatnonzero(keep)
     got = np.empty(0, np.int64)
     while len(got) < count:
-        got = np.sort(np.concatenate([got, rng.integers(0, size, count - len(got) + count // 16 + 16)]), kind="stable")
-        got = got[np.concatenate([[True], got[1:] != got[:-1]])]
+        got = unique_sorted(np.concatenate([got, rng.integers(0, size, count - len(got) + count // 16 + 16)]))
     # the distinct values of i.i.d. draws are a uniform subset given their number; so is a uniform subset of them
     return got[np.sort(rng.choice(len(got), count, replace=False))] if len(got) > count else got
 
