@@ -48,7 +48,8 @@ def _options(name: str, args: argparse.Namespace) -> dict:
 def partition_rows(trace, partitioners: dict[str, Partitioner], iterations: int) -> list[dict]:
     """One row per (partitioner, iteration): imbalance, bounds and the split statistics."""
     rows = []
-    for it in tqdm(range(iterations), desc="partition", unit="it", file=sys.stderr, leave=False):
+    # disable=None shows the bar only when stderr is a terminal (as trace stats, synth and simulate do)
+    for it in tqdm(range(iterations), desc="partition", unit="it", file=sys.stderr, leave=False, disable=None):
         chunks = [SparseChunk(trace.flat_indices(it, w)) for w in range(trace.workers)]
         for name, part in partitioners.items():
             part.prepare(it, chunks)
