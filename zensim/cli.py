@@ -39,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     except ZensimError as exc:
         print(f"zensim: error: {exc}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print(f"zensim: error: {args.command}: out of memory (the requested sizes do not fit this machine)", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("zensim: interrupted", file=sys.stderr)
         return 130
