@@ -14,14 +14,15 @@ import math
 import statistics
 from pathlib import Path
 
-import numpy as np
 
 from emulate.session import calibrate_cluster, emulate_trace
 from emulate.simulate import scheme_logs, sim_times
 from zensim.net.engine import MODELS
 from zensim.net.profile import load_profile
 from zensim.report.table import format_table
-from zensim.sparse.hashpart import h0_parts
+from zensim.sparse.chunk import SparseChunk
+from zensim.sparse.imbalance import imbalance_report
+from zensim.sparse.registry import make_partitioner
 from zensim.trace import Trace
 
 
@@ -37,14 +38,10 @@ def simulate_schemes(trace: Trace, iteration: int, n: int, schemes: list[str], p
 
 
 def hash_imbalance(trace: Trace, iteration: int, n: int, seed: int = 0) -> dict:
-    """Measured push and pull imbalance of ZEN's h0 on the trace, and Theorem 2's bounds (constant 1)."""
-    idx = [trace.flat_indices(iteration, w) for w in range(n)]
-    push = max(n * np.bincount(h0_parts(i, n, seed), minlength=n).max() / max(len(i), 1) for i in idx)
-    union = np.unique(np.concatenate(idx))
-    pull = n * np.bincount(h0_parts(union, n, seed), minlength=n).max() / max(len(union), 1)
-    nnz = statistics.mean(len(i) for i in idx)
-    bound = lambda m: 1 + math.sqrt(n * math.log(n) / max(m, 1))  # noqa: E731
-    return {"push": float(push), "push_bound": bound(nnz), "pull": float(pull), "pull_bound": bound(len(union))}
+    """Measured push and pull imbalance of ZEN's h0 on the trace, with Theorem 2's bounds as
+    zensim.sparse.imbalance states them (explicit Chernoff constants)."""
+    chunks = [SparseChunk(trace.flat_indices(iteration, w), None) for w in range(n)]
+    return imbalance_report(make_partitioner("zen", trace.numel, n, seed=seed), chunks).as_dict()
 
 
 def compare(n: int, emulated: list[dict], simulated: dict[str, dict]) -> list[dict]:
