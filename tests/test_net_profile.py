@@ -76,3 +76,25 @@ def test_bad_efficiency_and_cores(tmp_path, obj, message):
     with pytest.raises(ConfigError, match=message) as err:
         load_profile(write(tmp_path, {"schema": SCHEMA, **obj}))
     assert "p.json" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_simulate_applies_profile_nic_efficiency(tmp_path):
+    """A profile's NIC efficiency reaches the simulation: at eff = 0.5 for any flow count, with no
+    latency and no local work, every message takes exactly twice as long."""
+    from zensim.sim.run import profile_costs, simulate
+    from zensim.trace import TensorSpec, TraceWriter
+
+    trace = tmp_path / "t.zt"
+    with TraceWriter(trace, [TensorSpec("g", 10_000)], workers=3, iterations=1) as w:
+        for r in range(3):
+            w.write(0, r, 0, list(range(r * 100, r * 100 + 500)))
+    zero = {k: 0.0 for k in DEFAULT_WORK_COST}
+    plain = load_profile(write(tmp_path, {"schema": SCHEMA, "work_seconds_per_element": zero}))
+    slow = load_profile(write(tmp_path, {"schema": SCHEMA, "work_seconds_per_element": zero,
+                                         "nic_efficiency": {"1": 0.5}}))
+    cluster = ClusterSpec(3, 1, 1e8)
+    for model in ("fifo", "maxmin"):
+        base = simulate(trace, ["agsparse-p2p", "zen"], cluster, model, **profile_costs(plain))
+        half = simulate(trace, ["agsparse-p2p", "zen"], cluster, model, **profile_costs(slow))
+        for a, b in zip(base, half):
+            assert b.time_s == pytest.approx(2 * a.time_s, rel=1e-9)

@@ -83,13 +83,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     from zensim.report.chrome import chrome_trace
     from zensim.report.export import to_csv, to_json, write_atomic
-    from zensim.sim.run import simulate
+    from zensim.sim.run import profile_costs, simulate
 
     if args.timeline and args.model == "analytic":
         raise ConfigError("--timeline: the analytic model has no timeline (use fifo or maxmin)")
     cluster, profile = cluster_from_args(args)
     records = simulate(args.trace, args.scheme, cluster, args.model, iteration=args.iteration,
-                       work=profile.work if profile else None, layout=args.layout,
+                       **profile_costs(profile), layout=args.layout,
                        maxmin_batch=args.maxmin_batch, progress=True)
     rows = [r.to_dict() for r in records]
     if args.csv:

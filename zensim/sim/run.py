@@ -11,7 +11,7 @@ from tqdm import tqdm
 
 from zensim.errors import ConfigError
 from zensim.net.engine import MODELS, Timing, replay
-from zensim.net.profile import Profile, WorkCost
+from zensim.net.profile import NicEfficiency, Profile, WorkCost
 from zensim.net.topology import ClusterSpec, Topology
 from zensim.schemes.log import MessageLog
 from zensim.schemes.presets import AUTO, PRESETS, build_scheme, scheme_names
@@ -87,13 +87,22 @@ def load_chunks(trace: Trace, iteration: int, gpus: int) -> list[SparseChunk]:
     return [SparseChunk(trace.flat_indices(iteration, w), None) for w in range(gpus)]
 
 
+def profile_costs(profile: Profile | None) -> dict:
+    """The keyword arguments of `simulate` a calibration profile sets (none when it is None)."""
+    if profile is None:
+        return {}
+    return {"work": profile.work, "nic_efficiency": profile.nic_efficiency, "host_cores": profile.host_cores}
+
+
 def simulate(trace_path: str | Path, schemes: str | Sequence[str], cluster: ClusterSpec, model: str = "fifo", *,
-             iteration: int = 0, work: WorkCost | None = None, layout: str = "zen",
+             iteration: int = 0, work: WorkCost | None = None, nic_efficiency: NicEfficiency | None = None,
+             host_cores: int | None = None, layout: str = "zen",
              maxmin_batch: float = 1 / 64, progress: bool = False) -> list[SimRecord]:
     """Simulate every scheme on one iteration of a trace; records in the order of `schemes`.
 
-    `work` is the local-work cost model (defaults when None). With a calibration profile:
-    `prof = load_profile(p); simulate(t, s, with_profile(cluster, prof), work=prof.work)`."""
+    `work` is the local-work cost model (defaults when None); `nic_efficiency` and `host_cores`
+    as in `zensim.net.engine.replay` (a host is a machine). With a calibration profile:
+    `prof = load_profile(p); simulate(t, s, with_profile(cluster, prof), **profile_costs(prof))`."""
     if model not in ALL_MODELS:
         raise ConfigError(f"--model: unknown model {model!r} (choose from {', '.join(ALL_MODELS)})")
     if layout not in LAYOUTS:
@@ -108,7 +117,8 @@ def simulate(trace_path: str | Path, schemes: str | Sequence[str], cluster: Clus
     runs = names if DENSE in names else [DENSE] + names
     records: dict[str, SimRecord] = {}
     for name in tqdm(runs, desc="simulate", unit="scheme", disable=None if progress else True, leave=False):
-        records[name] = _one(name, prep, chunks, cluster, topology, model, layout, work, maxmin_batch)
+        records[name] = _one(name, prep, chunks, cluster, topology, model, layout, work, maxmin_batch,
+                             nic_efficiency, host_cores)
     dense = records[DENSE].time_s
     for rec in records.values():
         rec.vs_dense = rec.time_s / dense if rec.time_s is not None and dense else None
@@ -116,7 +126,8 @@ def simulate(trace_path: str | Path, schemes: str | Sequence[str], cluster: Clus
 
 
 def _one(name: str, prep: Prepared, chunks: list[SparseChunk], cluster: ClusterSpec, topology: Topology,
-         model: str, layout: str, work: WorkCost, maxmin_batch: float) -> SimRecord:
+         model: str, layout: str, work: WorkCost, maxmin_batch: float,
+         nic_efficiency: NicEfficiency | None, host_cores: int | None) -> SimRecord:
     """Run one scheme through the driver and the chosen model."""
     start = time.perf_counter()
     numel = prep.numel
@@ -132,7 +143,8 @@ def _one(name: str, prep: Prepared, chunks: list[SparseChunk], cluster: ClusterS
         seconds = _analytic(name, chunks, numel, cluster, layout)
         link, util, stages, events = None, None, [], 0
     else:
-        timing = replay(placed.log, topology, model=model, work=work, maxmin_batch=maxmin_batch)
+        timing = replay(placed.log, topology, model=model, work=work, maxmin_batch=maxmin_batch,
+                        nic_efficiency=nic_efficiency, host_cores=host_cores)
         seconds = timing.makespan
         link, util = busiest_link(timing, topology)
         stages, events = stage_times(timing), timing.events

@@ -13,7 +13,7 @@ from zensim.errors import ConfigError
 from zensim.report.export import to_csv, to_json, write_atomic
 from zensim.report.table import format_table
 from zensim.sim.cli import render
-from zensim.sim.run import DENSE, SimRecord, simulate
+from zensim.sim.run import DENSE, SimRecord, profile_costs, simulate
 from zensim.sim.scenario import Point, Scenario, load_scenario
 
 Results = list[tuple[Point, list[SimRecord]]]
@@ -50,7 +50,7 @@ def run_scenario(scn: Scenario, progress: bool = False) -> Results:
     for point in bar:
         bar.set_postfix_str(point.label(), refresh=False)
         records = simulate(scn.trace, scn.schemes, point.cluster, point.model, iteration=point.iteration,
-                           work=point.profile.work if point.profile else None, layout=point.layout,
+                           **profile_costs(point.profile), layout=point.layout,
                            maxmin_batch=point.maxmin_batch, progress=progress)
         if not keep:
             for rec in records:
