@@ -8,6 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from zensim.atomic import write_atomic
 from zensim.errors import ConfigError
 from zensim.net.units import parse_bandwidth
 
@@ -32,6 +33,7 @@ def _schemes(text: str) -> list[str]:
 
 
 def _ranks(text: str) -> list[int]:
+    """--ranks of validate: a comma list of cluster sizes, each at least 2."""
     try:
         ranks = [int(x) for x in text.split(",") if x]
     except ValueError:
@@ -42,13 +44,54 @@ def _ranks(text: str) -> list[int]:
 
 
 def _read(path: str, what: str) -> str:
+    """The text of an input file, or a ConfigError naming the argument and the file."""
     try:
         return Path(path).read_text()
     except OSError as exc:
         raise ConfigError(f"{what}: cannot read {path} ({exc.strerror})") from None
 
 
+def _at_least(value: float, low: float, what: str, strict: bool = False) -> None:
+    """ConfigError naming `what` unless value >= low (> low with `strict`)."""
+    if value < low or (strict and value == low):
+        raise ConfigError(f"{what}: must be {'>' if strict else '>='} {low:g}, got {value:g}")
+
+
+def _peers(text: str) -> str:
+    """--peers: a comma list of dense and sparse, or both, or none (the rank program's spellings)."""
+    names = [p for p in text.split(",") if p]
+    if text not in ("both", "none") and (not names or any(p not in ("dense", "sparse") for p in names)):
+        raise ConfigError(f"--peers: expected dense, sparse, both or none (comma list), got {text!r}")
+    return text
+
+
+def _output_file(path: str, what: str) -> Path:
+    """An output file name checked before any long run: not a directory, its directory exists."""
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(f"{what}: {path} is a directory, expected a file name")
+    if not target.absolute().parent.is_dir():
+        raise ConfigError(f"{what}: directory of {path} does not exist")
+    return target
+
+
+def _output_dir(path: str, what: str) -> Path:
+    """An output directory checked before any long run: absent (it is created) or a directory."""
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise ConfigError(f"{what}: {path} exists and is not a directory")
+    return target
+
+
+def _common_checks(args: argparse.Namespace) -> None:
+    """Numbers every command takes: --timeout > 0, --wait >= 0, --iteration >= 0."""
+    _at_least(args.timeout, 0, "--timeout", strict=True)
+    _at_least(args.wait, 0, "--wait")
+    _at_least(args.iteration, 0, "--iteration")
+
+
 def _options(text: str) -> dict:
+    """--options: a JSON object of scheme options."""
     try:
         opts = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -63,12 +106,15 @@ def cmd_emulate(args: argparse.Namespace) -> int:
     from emulate.session import emulate_trace
     from emulate.summary import emulate_table
 
+    _common_checks(args)
+    _at_least(args.repeats, 1, "--repeats")
+    raw = _output_file(args.raw, "--raw") if args.raw else None
     records, outs, cluster = emulate_trace(args.trace, args.ranks, _rate_bps(args.bandwidth), _schemes(args.scheme),
-                                           args.repeats, args.peers, args.iteration, _options(args.options),
+                                           args.repeats, _peers(args.peers), args.iteration, _options(args.options),
                                            args.timeout, args.wait)
     result = {"trace": args.trace, "iteration": args.iteration, "cluster": cluster, "records": records}
-    if args.raw:
-        Path(args.raw).write_text(json.dumps(outs))
+    if raw is not None:
+        write_atomic(raw, json.dumps(outs))
     print(json.dumps(result, indent=2) if args.json else emulate_table(records))
     return 0 if all(r["correct"] for r in records) else 1
 
@@ -77,8 +123,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     """Measure an emulated cluster and write a zensim-profile/1 JSON."""
     from emulate.session import calibrate_cluster
 
+    _common_checks(args)
+    out = _output_file(args.out, "--out")
     schemes = _schemes(args.schemes) if args.trace else []
-    profile = calibrate_cluster(args.ranks, _rate_bps(args.bandwidth), Path(args.out), args.trace, schemes,
+    profile = calibrate_cluster(args.ranks, _rate_bps(args.bandwidth), out, args.trace, schemes,
                                 args.iteration, _options(args.options), args.pattern, args.timeout, args.wait)
     if args.json:
         print(json.dumps(profile, indent=2))
@@ -97,24 +145,39 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     if not args.trace and not args.from_json:
         raise ConfigError("--trace: required (or --from-json to re-render an earlier validation)")
+    _common_checks(args)
+    _at_least(args.repeats, 1, "--repeats")
     notes = _read(args.notes, "--notes") if args.notes else ""
+    docs = _output_dir(args.docs, "--docs") if args.docs else None
     if args.from_json:
-        result = json.loads(_read(args.from_json, "--from-json"))
+        result = _validation_json(args.from_json)
         command = result.get("command", "zensim validate")
     else:
         trace = Trace.open(args.trace)
         calib = args.calibration_iteration
         if calib is None:
             calib = 1 if trace.iterations > 1 else 0
-        workdir = Path(args.workdir)
+        workdir = _output_dir(args.workdir, "--workdir")
         result = validate(args.trace, _ranks(args.ranks), _rate_bps(args.bandwidth), _schemes(args.schemes),
                           args.repeats, args.iteration, calib, _options(args.options), workdir, args.wait)
         command = result["command"] = "zensim validate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
         write_json(workdir / "validation.json", result)
-    if args.docs:
-        write_docs(result, Path(args.docs), command, ZEN, args.name, notes)
+    if docs is not None:
+        write_docs(result, docs, command, ZEN, args.name, notes)
     print(json.dumps(result, indent=2) if args.json else tables(result))
     return 0
+
+
+def _validation_json(path: str) -> dict:
+    """An earlier validation.json (--from-json), or a ConfigError naming the file."""
+    try:
+        result = json.loads(_read(path, "--from-json"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--from-json: {path} is not JSON ({exc.msg})") from None
+    missing = [k for k in ("rows", "summary", "imbalance", "profiles", "rate_bps") if not isinstance(result, dict) or k not in result]
+    if missing:
+        raise ConfigError(f"--from-json: {path} is not a validation result (no {', '.join(missing)})")
+    return result
 
 
 def _common(p: argparse.ArgumentParser) -> None:

@@ -31,6 +31,8 @@ def run_args(trace: str, schemes: list[str], repeats: int, peers: str, iteration
 
 def preflight(trace: str, ranks: int, schemes: list[str], iteration: int, options: dict | None) -> None:
     """Catch user errors here, in one line, before any namespace or rank process exists."""
+    if ranks < 2:
+        raise ConfigError(f"--ranks: an emulated cluster needs at least 2 ranks, got {ranks}")
     with Trace.open(trace) as t:
         if t.workers < ranks:
             raise ConfigError(f"{trace}: trace has {t.workers} workers, cannot emulate {ranks} ranks")

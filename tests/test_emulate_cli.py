@@ -1,0 +1,55 @@
+"""Bad arguments of emulate / calibrate / validate are one line naming the argument, exit 2, before any run."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from emulate import netns
+from zensim.cli import main
+from zensim.trace import TensorSpec, TraceWriter
+
+
+@pytest.fixture
+def trace(tmp_path):
+    path = tmp_path / "t.zt"
+    with TraceWriter(path, [TensorSpec("g", 1000)], workers=2, iterations=1) as w:
+        for r in range(2):
+            w.write(0, r, 0, [r, 10 + r])
+    return str(path)
+
+
+CASES = [
+    (["emulate", "--ranks", "0"], "--ranks"),
+    (["emulate", "--ranks", "3"], "2 workers, cannot emulate 3"),
+    (["emulate", "--ranks", "2", "--repeats", "0"], "--repeats"),
+    (["emulate", "--ranks", "2", "--peers", "foo"], "--peers"),
+    (["emulate", "--ranks", "2", "--timeout", "0"], "--timeout"),
+    (["emulate", "--ranks", "2", "--bandwidth", "fast"], "--bandwidth"),
+    (["emulate", "--ranks", "2", "--options", "[1]"], "--options"),
+    (["emulate", "--ranks", "2", "--raw", "{tmp}"], "--raw: .* is a directory"),
+    (["calibrate", "--ranks", "2", "--out", "{tmp}"], "--out: .* is a directory"),
+    (["validate", "--ranks", "2", "--repeats", "0"], "--repeats"),
+    (["validate", "--ranks", "2", "--workdir", "{trace}"], "--workdir: .* not a directory"),
+]
+
+
+@pytest.mark.parametrize("argv,message", CASES)
+def test_bad_argument_is_one_line_and_exit_2(argv, message, trace, tmp_path, capsys):
+    argv = [a.format(tmp=tmp_path, trace=trace) for a in argv]
+    if argv[0] != "calibrate":
+        argv += ["--trace", trace]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("zensim: error:")
+    assert re.search(message, err), err
+    assert netns.project_namespaces() == []
+
+
+def test_from_json_that_is_not_a_validation(tmp_path, capsys):
+    bad = tmp_path / "v.json"
+    for text, message in (("not json", "is not JSON"), ('{"rows": []}', "is not a validation result")):
+        bad.write_text(text)
+        assert main(["validate", "--from-json", str(bad), "--docs", ""]) == 2
+        assert message in capsys.readouterr().err
