@@ -29,6 +29,7 @@ import numpy as np
 from scipy.optimize import nnls
 
 from emulate.netcal import fit_alpha_beta
+from zensim.atomic import write_atomic
 from zensim.net.profile import SCHEMA, WORK_KINDS, NicEfficiency, WorkCost
 
 PATTERNS = ("pingpong", "shift", "alltoall")
@@ -143,6 +144,4 @@ def make_profile(links: dict, work: dict[str, float], host_cores: int | None, ho
 def write_profile(path: Path, profile: dict, details: dict) -> None:
     """Write the profile and its details file atomically (temporary file, then rename)."""
     for target, data in ((path, profile), (path.with_name(path.stem + ".details.json"), details)):
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2) + "\n")
-        tmp.replace(target)
+        write_atomic(target, json.dumps(data, indent=2) + "\n")

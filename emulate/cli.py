@@ -139,7 +139,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Emulate and simulate every scheme, compare, write docs/validation.md and its plot."""
-    from emulate.validate import tables, validate, write_json
+    from emulate.validate import tables, validate
     from emulate.valreport import write_docs
     from zensim.trace import Trace
 
@@ -161,7 +161,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         result = validate(args.trace, _ranks(args.ranks), _rate_bps(args.bandwidth), _schemes(args.schemes),
                           args.repeats, args.iteration, calib, _options(args.options), workdir, args.wait)
         command = result["command"] = "zensim validate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-        write_json(workdir / "validation.json", result)
+        write_atomic(workdir / "validation.json", json.dumps(result, indent=2) + "\n")
     if docs is not None:
         write_docs(result, docs, command, ZEN, args.name, notes)
     print(json.dumps(result, indent=2) if args.json else tables(result))

@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from zensim.atomic import write_atomic
 from zensim.errors import ZensimError
 
 
@@ -86,13 +87,6 @@ class Progress:
             tmp.replace(self.path)
 
 
-def write_json(path: Path, data: dict) -> None:
-    """Write `data` to `path` through a temporary file and a rename."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data))
-    tmp.replace(path)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of one rank: a user error is one line on stderr and exit status 2."""
     args = parse_args(argv)
@@ -118,7 +112,7 @@ def _run(args: argparse.Namespace) -> int:
 
             out = driver.run_task(args, rank, world, device, Progress)
         out.update(rank=rank, world=world, backend=args.backend, device=str(device), task=args.task)
-        write_json(Path(args.out.format(rank=rank)), out)
+        write_atomic(args.out.format(rank=rank), json.dumps(out))
         dist.barrier()
     finally:
         dist.destroy_process_group()

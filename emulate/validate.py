@@ -9,7 +9,6 @@ identical (same code, same data); times are a model, and the error says how good
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from pathlib import Path
@@ -114,10 +113,3 @@ def tables(result: dict) -> str:
 
 def _pct(x: float | None) -> str | None:
     return None if x is None else f"{100 * x:+.1f}%"
-
-
-def write_json(path: Path, data: dict) -> None:
-    """Atomic JSON write."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    tmp.replace(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from emulate.validate import tables
+from zensim.atomic import AtomicFile, write_atomic
 
 
 def plot(result: dict, path: Path) -> None:
@@ -34,10 +35,11 @@ def plot(result: dict, path: Path) -> None:
         ax.set_title(f"{n} ranks, {result['rate_bps'] / 1e6:g} Mbit/s per NIC")
         ax.legend(fontsize=8)
     fig.tight_layout()
-    tmp = path.with_name(path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)
+    try:
+        with AtomicFile(path) as f:
+            fig.savefig(f, format="png", dpi=110)
+    finally:
+        plt.close(fig)
 
 
 def speedups(result: dict, scheme: str) -> list[str]:
@@ -107,8 +109,6 @@ def write_docs(result: dict, docs: Path, command: str, zen: str, name: str = "va
     png = docs / f"{name}.png"
     plot(result, png)
     md = docs / f"{name}.md"
-    tmp = md.with_name(md.name + ".tmp")
-    tmp.write_text(markdown(result, command, png.name, zen, notes))
-    tmp.replace(md)
+    write_atomic(md, markdown(result, command, png.name, zen, notes))
     return md
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -53,3 +55,13 @@ def test_from_json_that_is_not_a_validation(tmp_path, capsys):
         bad.write_text(text)
         assert main(["validate", "--from-json", str(bad), "--docs", ""]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_from_json_renders_the_docs_without_leftovers(tmp_path, capsys):
+    src = Path(__file__).resolve().parents[1] / "docs" / "validation-data" / "validation.json"
+    if not src.exists():
+        pytest.skip("no earlier validation.json in docs/validation-data")
+    assert main(["validate", "--from-json", str(src), "--docs", str(tmp_path), "--name", "v"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["v.md", "v.png"]
+    assert (tmp_path / "v.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads(src.read_text())["trace"] in (tmp_path / "v.md").read_text()
