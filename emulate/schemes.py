@@ -1,4 +1,4 @@
-"""The emulator's view of the scheme layer: build a program by name, list the names, log a run.
+"""The emulator's view of the scheme layer: build a program by name, list the names, `all`.
 
 Names are those of zensim.schemes.presets (presets, distinct design points, raw combinations).
 `all` means every scheme that runs a different program: the presets (the first of presets that
@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from zensim.schemes.driver import run_scheme
-from zensim.schemes.log import MessageLog
-from zensim.schemes.presets import AUTO, PRESETS, build_scheme, scheme_names
+from zensim.schemes.presets import PRESETS, build_scheme, scheme_names
 from zensim.schemes.space import DISTINCT
 from zensim.sparse.chunk import SparseChunk
 
-__all__ = ["all_schemes", "build_program", "scheme_names", "simulate_log"]
+__all__ = ["all_schemes", "build_program", "scheme_names"]
 
 
 def all_schemes() -> list[str]:
@@ -33,13 +31,6 @@ def all_schemes() -> list[str]:
 def build_program(name: str, n: int, numel: int, options: dict | None = None, profile: Sequence[SparseChunk] | None = None):
     """The stage program `name` for n ranks and `numel` elements (ConfigError naming the choices).
 
-    `profile`: every rank's chunks, needed only by zen-auto to make its choice.
+    `profile`: every rank's chunks, needed only by zen-auto to make its choice (other names ignore it).
     """
-    if name == AUTO:
-        return build_scheme(name, n, numel, profile=profile, **(options or {}))
-    return build_scheme(name, n, numel, **(options or {}))
-
-
-def simulate_log(prog, chunks: Sequence[SparseChunk]) -> MessageLog:
-    """The message log of the in-memory driver on `chunks` (results checked against the dense sum)."""
-    return run_scheme(prog, chunks, check=True).log
+    return build_scheme(name, n, numel, profile=profile, **(options or {}))

@@ -12,18 +12,21 @@ from __future__ import annotations
 import numpy as np
 
 from emulate.driver import rank_chunk
-from emulate.schemes import build_program, simulate_log
+from emulate.schemes import build_program
 from zensim.net.engine import MODELS, replay
 from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.topology import ClusterSpec, Topology
+from zensim.schemes.driver import run_scheme
 from zensim.schemes.log import MessageLog
 from zensim.trace import Trace
 
 
 def scheme_logs(trace: Trace, iteration: int, n: int, schemes: list[str], options: dict) -> dict[str, MessageLog]:
-    """The in-memory driver's message log of every scheme on ranks 0..n-1 of `iteration`."""
+    """The in-memory driver's message log of every scheme on ranks 0..n-1 of `iteration` (results checked
+    against the dense sum)."""
     chunks = [rank_chunk(trace, iteration, w) for w in range(n)]
-    return {name: simulate_log(build_program(name, n, trace.numel, options, chunks), chunks) for name in schemes}
+    return {name: run_scheme(build_program(name, n, trace.numel, options, chunks), chunks, check=True).log
+            for name in schemes}
 
 
 def sim_times(logs: dict[str, MessageLog], bandwidth: float, latency: float, work: WorkCost,
