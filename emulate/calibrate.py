@@ -30,7 +30,7 @@ from scipy.optimize import nnls
 
 from emulate.netcal import fit_alpha_beta
 from zensim.atomic import write_atomic
-from zensim.net.profile import SCHEMA, WORK_KINDS, NicEfficiency, WorkCost
+from zensim.net.profile import SCHEMA, WORK_KINDS, NicEfficiency, Profile, WorkCost
 
 PATTERNS = ("pingpong", "shift", "alltoall")
 
@@ -122,8 +122,9 @@ def check_profile(logs: dict, emulated: dict[str, float], profile: dict) -> dict
     from emulate.simulate import sim_times
 
     eff = NicEfficiency(tuple((int(k), e) for k, e in profile["nic_efficiency"].items()))
-    sims = sim_times(logs, profile["nic_bandwidth"], profile["nic_latency"], WorkCost(dict(profile["work_seconds_per_element"])),
-                     nic_efficiency=eff, host_cores=profile["host_cores"])
+    links = {k: profile[k] for k in ("nic_bandwidth", "nic_latency")}
+    sims = sim_times(logs, Profile(links, WorkCost(dict(profile["work_seconds_per_element"])), nic_efficiency=eff,
+                                   host_cores=profile["host_cores"]))
     models = next(iter(sims.values())).keys() if sims else ()
     return {m: float(np.median([abs(sims[k][m] - t) / t for k, t in emulated.items()])) for m in models}
 

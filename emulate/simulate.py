@@ -14,7 +14,7 @@ import numpy as np
 from emulate.driver import rank_chunk
 from emulate.schemes import build_program
 from zensim.net.engine import MODELS, replay
-from zensim.net.profile import NicEfficiency, WorkCost
+from zensim.net.profile import Profile
 from zensim.net.topology import ClusterSpec, Topology
 from zensim.schemes.driver import run_scheme
 from zensim.schemes.log import MessageLog
@@ -29,13 +29,13 @@ def scheme_logs(trace: Trace, iteration: int, n: int, schemes: list[str], option
             for name in schemes}
 
 
-def sim_times(logs: dict[str, MessageLog], bandwidth: float, latency: float, work: WorkCost,
-              models: tuple[str, ...] = MODELS, nic_efficiency: NicEfficiency | None = None,
-              host_cores: int | None = None) -> dict[str, dict[str, float]]:
-    """Simulated makespan per scheme and sharing model, NICs at `bandwidth` bytes/s and `latency` s."""
+def sim_times(logs: dict[str, MessageLog], profile: Profile, models: tuple[str, ...] = MODELS) -> dict[str, dict[str, float]]:
+    """Simulated makespan per scheme and sharing model under `profile` (its nic_bandwidth and nic_latency,
+    work costs, NIC efficiency and host cores; all ranks on one host)."""
     n = next(iter(logs.values())).n if logs else 1
-    topo = Topology(ClusterSpec(machines=n, gpus_per_machine=1, nic_bandwidth=bandwidth, nic_latency=latency))
+    topo = Topology(ClusterSpec(machines=n, gpus_per_machine=1, nic_bandwidth=profile.links["nic_bandwidth"],
+                                nic_latency=profile.links["nic_latency"]))
     one_host = np.zeros(n, dtype=np.int64)
-    return {name: {m: replay(log, topo, model=m, work=work, nic_efficiency=nic_efficiency, host_cores=host_cores,
-                             host_of_rank=one_host).makespan for m in models}
+    return {name: {m: replay(log, topo, model=m, work=profile.work, nic_efficiency=profile.nic_efficiency,
+                             host_cores=profile.host_cores, host_of_rank=one_host).makespan for m in models}
             for name, log in logs.items()}

@@ -28,10 +28,8 @@ from zensim.trace import Trace
 def simulate_schemes(trace: Trace, iteration: int, n: int, schemes: list[str], profile_path: Path,
                      options: dict) -> dict[str, dict]:
     """Per scheme: the simulated time under each sharing model and the bytes per rank of its message log."""
-    profile = load_profile(profile_path)
     logs = scheme_logs(trace, iteration, n, schemes, options)
-    times = sim_times(logs, profile.links["nic_bandwidth"], profile.links["nic_latency"], profile.work,
-                      nic_efficiency=profile.nic_efficiency, host_cores=profile.host_cores)
+    times = sim_times(logs, load_profile(profile_path))
     return {name: {"sent": log.bytes_sent().tolist(), "received": log.bytes_received().tolist(), **times[name]}
             for name, log in logs.items()}
 
