@@ -57,12 +57,14 @@ def _at_least(value: float, low: float, what: str, strict: bool = False) -> None
         raise ConfigError(f"{what}: must be {'>' if strict else '>='} {low:g}, got {value:g}")
 
 
-def _peers(text: str) -> str:
-    """--peers: a comma list of dense and sparse, or both, or none (the rank program's spellings)."""
+def parse_peers(text: str) -> list[str]:
+    """--peers (here and in the rank program): a comma list of dense and sparse, or both, or none."""
+    if text in ("both", "none"):
+        return ["dense", "sparse"] if text == "both" else []
     names = [p for p in text.split(",") if p]
-    if text not in ("both", "none") and (not names or any(p not in ("dense", "sparse") for p in names)):
+    if not names or any(p not in ("dense", "sparse") for p in names):
         raise ConfigError(f"--peers: expected dense, sparse, both or none (comma list), got {text!r}")
-    return text
+    return list(dict.fromkeys(names))
 
 
 def _output_file(path: str, what: str) -> Path:
@@ -90,8 +92,8 @@ def _common_checks(args: argparse.Namespace) -> None:
     _at_least(args.iteration, 0, "--iteration")
 
 
-def _options(text: str) -> dict:
-    """--options: a JSON object of scheme options."""
+def parse_options(text: str) -> dict:
+    """--options (here and in the rank program): a JSON object of scheme options."""
     try:
         opts = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -109,8 +111,9 @@ def cmd_emulate(args: argparse.Namespace) -> int:
     _common_checks(args)
     _at_least(args.repeats, 1, "--repeats")
     raw = _output_file(args.raw, "--raw") if args.raw else None
+    peers = ",".join(parse_peers(args.peers)) or "none"
     records, outs, cluster = emulate_trace(args.trace, args.ranks, _rate_bps(args.bandwidth), _schemes(args.scheme),
-                                           args.repeats, _peers(args.peers), args.iteration, _options(args.options),
+                                           args.repeats, peers, args.iteration, parse_options(args.options),
                                            args.timeout, args.wait)
     result = {"trace": args.trace, "iteration": args.iteration, "cluster": cluster, "records": records}
     if raw is not None:
@@ -127,7 +130,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     out = _output_file(args.out, "--out")
     schemes = _schemes(args.schemes) if args.trace else []
     profile = calibrate_cluster(args.ranks, _rate_bps(args.bandwidth), out, args.trace, schemes,
-                                args.iteration, _options(args.options), args.pattern, args.timeout, args.wait)
+                                args.iteration, parse_options(args.options), args.pattern, args.timeout, args.wait)
     if args.json:
         print(json.dumps(profile, indent=2))
     else:
@@ -159,7 +162,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             calib = 1 if trace.iterations > 1 else 0
         workdir = _output_dir(args.workdir, "--workdir")
         result = validate(args.trace, _ranks(args.ranks), _rate_bps(args.bandwidth), _schemes(args.schemes),
-                          args.repeats, args.iteration, calib, _options(args.options), workdir, args.wait)
+                          args.repeats, args.iteration, calib, parse_options(args.options), workdir, args.wait)
         command = result["command"] = "zensim validate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
         write_atomic(workdir / "validation.json", json.dumps(result, indent=2) + "\n")
     if docs is not None:

@@ -13,7 +13,6 @@ chunks, which each rank reads from the trace itself.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from collections import defaultdict
@@ -22,15 +21,13 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from emulate.cli import parse_options, parse_peers
 from emulate.exchange import StageBytes, exchange
 from emulate.schemes import build_program
 from zensim.schemes.presets import AUTO
 from zensim.errors import ConfigError
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.trace import Trace
-
-PEERS = ("dense", "sparse")
-
 
 class StageMeter:
     """The `meter` handed to stage programs: counts elements per (stage, phase, kind)."""
@@ -164,8 +161,8 @@ def run_task(args: argparse.Namespace, rank: int, world: int, device: torch.devi
     schemes = [s for s in args.schemes.split(",") if s]
     everyone = [rank_chunk(trace, args.iteration, w) for w in range(world)] if not args.no_check or AUTO in schemes else None
     expected = None if args.no_check else sum_chunks(everyone)
-    options = json.loads(args.options)
-    peers = [p for p in (PEERS if args.peers == "both" else args.peers.split(",")) if p and p != "none"]
+    options = parse_options(args.options)
+    peers = parse_peers(args.peers)
     if device.type == "cuda" and "sparse" in peers:
         peers.remove("sparse")  # NCCL has no sparse all_reduce
     progress = progress_cls(args.progress, rank, (len(schemes) + len(peers)) * args.repeats)

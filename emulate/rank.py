@@ -82,9 +82,7 @@ class Progress:
 
     def _write(self) -> None:
         if self.path is not None:
-            tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(f"{self.done} {self.total}\n")
-            tmp.replace(self.path)
+            write_atomic(self.path, f"{self.done} {self.total}\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,6 +10,7 @@ import pytest
 
 from emulate import netns
 from zensim.cli import main
+from zensim.errors import ConfigError
 from zensim.trace import TensorSpec, TraceWriter
 
 
@@ -65,3 +66,13 @@ def test_from_json_renders_the_docs_without_leftovers(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["v.md", "v.png"]
     assert (tmp_path / "v.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert json.loads(src.read_text())["trace"] in (tmp_path / "v.md").read_text()
+
+
+def test_peers_spellings_of_cli_and_rank_program():
+    from emulate.cli import parse_peers
+
+    assert parse_peers("both") == ["dense", "sparse"] and parse_peers("none") == []
+    assert parse_peers("sparse,dense,sparse") == ["sparse", "dense"]
+    for bad in ("", "both,dense", "foo", "dense,none"):
+        with pytest.raises(ConfigError, match="--peers"):
+            parse_peers(bad)
