@@ -14,8 +14,9 @@ import statistics
 from pathlib import Path
 
 
-from emulate.session import calibrate_cluster, emulate_trace
+from emulate.session import calibrate_cluster, emulate_trace, preflight
 from emulate.simulate import scheme_logs, sim_times
+from zensim.errors import ConfigError
 from zensim.net.engine import MODELS
 from zensim.net.profile import load_profile
 from zensim.report.table import format_table
@@ -63,6 +64,11 @@ def validate(trace_path: str, ranks: list[int], rate_bps: float, schemes: list[s
              wait_lock: float = 0.0) -> dict:
     """Run the whole validation; returns {'rows', 'imbalance', 'profiles', ...} (JSON-ready)."""
     trace = Trace.open(trace_path)
+    if not 0 <= calibration_iteration < trace.iterations:
+        raise ConfigError(f"--calibration-iteration: {calibration_iteration} out of range for {trace_path} "
+                          f"({trace.iterations} iterations)")
+    for n in ranks:  # every user error before the first (minutes-long) run, not after it
+        preflight(trace_path, n, schemes, iteration, options)
     workdir.mkdir(parents=True, exist_ok=True)
     rows, imbalance, profiles = [], [], {}
     for n in ranks:

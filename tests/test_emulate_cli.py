@@ -76,3 +76,13 @@ def test_peers_spellings_of_cli_and_rank_program():
     for bad in ("", "both,dense", "foo", "dense,none"):
         with pytest.raises(ConfigError, match="--peers"):
             parse_peers(bad)
+
+
+def test_validate_checks_every_size_and_iteration_before_running(trace, tmp_path, capsys):
+    base = ["validate", "--trace", trace, "--workdir", str(tmp_path / "w"), "--docs", ""]
+    for extra, message in ((["--ranks", "2,3"], "2 workers, cannot emulate 3"),
+                           (["--ranks", "2", "--iteration", "1"], "--iteration: 1 out of range"),
+                           (["--ranks", "2", "--calibration-iteration", "4"], "--calibration-iteration: 4 out of range")):
+        assert main(base + extra) == 2
+        assert message in capsys.readouterr().err
+        assert not (tmp_path / "w").exists() and netns.project_namespaces() == []

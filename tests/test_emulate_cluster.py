@@ -12,6 +12,7 @@ import pytest
 
 from emulate import netns
 from emulate.netns import LocalCluster, NamespaceError, project_host_links, project_namespaces, rank_addr
+from zensim.errors import ConfigError
 
 try:
     netns.check_privileges()
@@ -105,7 +106,7 @@ def test_lock_refuses_a_second_cluster():
 
 
 def test_bad_arguments_are_one_line_errors():
-    with pytest.raises(Exception, match="--ranks"):
+    with pytest.raises(ConfigError, match="--ranks"):
         LocalCluster(1, 1_000_000)
 
 
