@@ -90,7 +90,7 @@ def project_host_links() -> list[str]:
     """Project-named links in the host namespace (never created by us; a leftover if present)."""
     out = _run(["ip", "-o", "link", "show"], check=False).stdout
     names = [line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line]
-    return [n for n in names if n.startswith(PREFIX)]
+    return [n for n in names if n.startswith(f"{PREFIX}-")]  # as project_namespaces: not e.g. 'zsimfoo'
 
 
 def _kill_namespace_processes(ns: str) -> None:

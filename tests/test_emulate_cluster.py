@@ -114,3 +114,13 @@ def test_without_root_a_clear_error(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(NamespaceError, match="needs root"):
         netns.check_privileges()
+
+
+def test_only_dash_prefixed_names_count_as_project_objects(monkeypatch):
+    links = ("1: lo: <LOOPBACK,UP> mtu 65536\n2: zsimfoo: <BROADCAST> mtu 1500\n"
+             "3: zsim-p0@if4: <BROADCAST> mtu 65000\n4: eth0@if9: <BROADCAST> mtu 1500\n")
+    spaces = "zsim-r0 (id: 1)\nzsimother\nblue (id: 2)\nzsim-br\n"
+    monkeypatch.setattr(netns, "_run", lambda cmd, check=True: subprocess.CompletedProcess(
+        cmd, 0, links if "link" in cmd else spaces, ""))
+    assert project_host_links() == ["zsim-p0"]
+    assert project_namespaces() == ["zsim-br", "zsim-r0"]
