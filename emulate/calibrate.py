@@ -28,11 +28,9 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import nnls
 
-from emulate.netcal import fit_alpha_beta
+from emulate.netcal import PATTERNS, fit_alpha_beta
 from zensim.atomic import write_atomic
 from zensim.net.profile import SCHEMA, WORK_KINDS, NicEfficiency, Profile, WorkCost
-
-PATTERNS = ("pingpong", "shift", "alltoall")
 
 
 def fit_network(rank_outputs: list[dict]) -> dict[str, dict]:

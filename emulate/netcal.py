@@ -17,6 +17,7 @@ import torch.distributed as dist
 from emulate.exchange import exchange, payload_of
 
 DEFAULT_SIZES = (0, 4096, 65536, 524288, 2097152)
+PATTERNS = ("pingpong", "shift", "alltoall")
 
 
 def _pingpong(rank: int, size: int, stage: int, device: torch.device) -> float | None:
@@ -50,7 +51,7 @@ def measure(rank: int, n: int, device: torch.device, sizes=DEFAULT_SIZES, repeat
     """All ranks call this together; returns this rank's samples [{pattern, bytes, seconds}]."""
     samples = []
     stage = 0
-    for pattern in ("pingpong", "shift", "alltoall"):
+    for pattern in PATTERNS:
         for size in sizes:
             for _ in range(repeats):
                 dist.barrier()

@@ -9,7 +9,6 @@ identical (same code, same data); times are a model, and the error says how good
 
 from __future__ import annotations
 
-import math
 import statistics
 from pathlib import Path
 
@@ -101,8 +100,8 @@ def error_summary(rows: list[dict]) -> list[dict]:
 def tables(result: dict) -> str:
     """The validation as text tables: per scheme and n, the error summary, the hashing imbalance."""
     main = [[r["name"] + (" (torch)" if r["kind"] == "peer" else ""), r["ranks"], r["emulated_s"] * 1e3,
-             f"{r['min_s'] * 1e3:.4g}-{r['max_s'] * 1e3:.4g}", r.get("fifo", math.nan) * 1e3 if "fifo" in r else None,
-             r.get("maxmin", math.nan) * 1e3 if "maxmin" in r else None,
+             f"{r['min_s'] * 1e3:.4g}-{r['max_s'] * 1e3:.4g}", r["fifo"] * 1e3 if "fifo" in r else None,
+             r["maxmin"] * 1e3 if "maxmin" in r else None,
              _pct(r.get("err_fifo")), _pct(r.get("err_maxmin")), r.get("max_sent"),
              {True: "equal", False: "DIFFER", None: "-"}[r.get("bytes_equal")], "yes" if r["correct"] else "NO"]
             for r in result["rows"]]

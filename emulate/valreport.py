@@ -20,8 +20,8 @@ def plot(result: dict, path: Path) -> None:
     for ax, n in zip(axes[0], sizes):
         rows = [r for r in result["rows"] if r["ranks"] == n and "fifo" in r]
         emu = [r["emulated_s"] * 1e3 for r in rows]
-        lo = min(emu + [r[m] * 1e3 for r in rows for m in ("fifo", "maxmin")])
-        hi = max(emu + [r[m] * 1e3 for r in rows for m in ("fifo", "maxmin")])
+        every = emu + [r[m] * 1e3 for r in rows for m in ("fifo", "maxmin")]
+        lo, hi = min(every), max(every)
         for model, marker in (("fifo", "o"), ("maxmin", "s")):
             ax.scatter(emu, [r[model] * 1e3 for r in rows], marker=marker, label=model, alpha=0.75)
         xerr = [[r["emulated_s"] * 1e3 - r["min_s"] * 1e3 for r in rows], [r["max_s"] * 1e3 - r["emulated_s"] * 1e3 for r in rows]]
