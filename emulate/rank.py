@@ -20,7 +20,7 @@ import torch
 import torch.distributed as dist
 
 from zensim.atomic import write_atomic
-from zensim.errors import ZensimError
+from zensim.errors import ConfigError, ZensimError
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -49,10 +49,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def _env_int(name: str, flag: str) -> int:
+    """An integer from torchrun's environment, or a ConfigError naming the flag that replaces it."""
+    try:
+        return int(os.environ[name])
+    except (KeyError, ValueError):
+        raise ConfigError(f"{flag}: not given and ${name} is not an integer (run under torchrun or pass {flag})") from None
+
+
 def init_group(args: argparse.Namespace) -> tuple[int, int, torch.device]:
     """Join the process group; returns (rank, world size, device)."""
-    rank = args.rank if args.rank is not None else int(os.environ["RANK"])
-    world = args.world if args.world is not None else int(os.environ["WORLD_SIZE"])
+    rank = args.rank if args.rank is not None else _env_int("RANK", "--rank")
+    world = args.world if args.world is not None else _env_int("WORLD_SIZE", "--world")
+    if not 0 <= rank < world:
+        raise ConfigError(f"--rank: {rank} out of range for a world of {world}")
     if args.master_addr:
         os.environ["MASTER_ADDR"] = args.master_addr
     if args.master_port:

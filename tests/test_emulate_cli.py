@@ -86,3 +86,13 @@ def test_validate_checks_every_size_and_iteration_before_running(trace, tmp_path
         assert main(base + extra) == 2
         assert message in capsys.readouterr().err
         assert not (tmp_path / "w").exists() and netns.project_namespaces() == []
+
+
+def test_rank_program_without_rank_or_with_one_out_of_range(monkeypatch, capsys):
+    from emulate import rank
+
+    monkeypatch.delenv("RANK", raising=False)
+    assert rank.main(["--task", "netcal", "--world", "2"]) == 2
+    assert "--rank: not given" in capsys.readouterr().err
+    assert rank.main(["--task", "netcal", "--rank", "2", "--world", "2"]) == 2
+    assert "--rank: 2 out of range" in capsys.readouterr().err
