@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import gc
+import os
 import socket
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -31,15 +35,19 @@ def tiny_workload(seed: int = 3) -> LSTMLM:
 
 
 def free_port() -> int:
+    """A port free right now on 127.0.0.1 (for the one-process hook-mode store)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def rank_main(rank: int, port: int, tmp: str) -> None:
+def rank_main(rank: int, tmp: str) -> None:
     """One DDP rank: train a fresh tiny model per sparsifier with the hook, save final parameters."""
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD)
+    # rendezvous through a file, not a TCP port picked in advance (another process may take it first);
+    # gloo's own connections go over loopback on ports the OS assigns
+    os.environ["GLOO_SOCKET_IFNAME"] = "lo"
+    dist.init_process_group("gloo", init_method=f"file://{tmp}/rendezvous", rank=rank, world_size=WORLD)
     try:
         for kind, density in SPARSIFIERS:
             work = tiny_workload()
@@ -55,13 +63,14 @@ def rank_main(rank: int, port: int, tmp: str) -> None:
             if rank == 0:
                 torch.save(work.model.state_dict(), f"{tmp}/{kind}-final.pt")
     finally:
+        gc.collect()  # free DDP's gloo work objects while the interpreter is alive (see hookrun.run_hooked)
         dist.destroy_process_group()
 
 
 @pytest.fixture(scope="module")
 def ddp_run(tmp_path_factory: pytest.TempPathFactory) -> str:
     tmp = str(tmp_path_factory.mktemp("ddp"))
-    mp.spawn(rank_main, args=(free_port(), tmp), nprocs=WORLD, join=True)
+    mp.spawn(rank_main, args=(tmp,), nprocs=WORLD, join=True)
     for kind, _ in SPARSIFIERS:
         merge_shards([f"{tmp}/{kind}-{r}.zt" for r in range(WORLD)], f"{tmp}/{kind}.zt")
     return tmp
@@ -125,23 +134,31 @@ finally:
 '''
 
 
-def test_hook_mode_runs_an_unmodified_script(tmp_path, monkeypatch, capsys) -> None:
-    from zensim.cli import main
+def run_capture_hook(args: list[str]) -> subprocess.CompletedProcess:
+    """`zensim capture --hook ...` as a one-rank job in a fresh process, as torchrun would start it.
 
+    A fresh process per run: re-initialising a gloo process group inside one long-lived process
+    (pytest's) was seen to hang now and then; the timeout turns any hang into a failure."""
+    env = {**os.environ, "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0",
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "GLOO_SOCKET_IFNAME": "lo"}
+    return subprocess.run([sys.executable, "-m", "zensim.cli", *args], env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_hook_mode_runs_an_unmodified_script(tmp_path) -> None:
     script = tmp_path / "train.py"
     script.write_text(USER_SCRIPT)
-    for key, value in {"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}.items():
-        monkeypatch.setenv(key, value)
     shard = tmp_path / "s-{rank}.zt"
     base = ["capture", "--hook", str(script), "--iterations", "2", "--warmup", "1", "-o", str(shard), "--"]
-    assert main([*base, "3"]) == 0
+    done = run_capture_hook([*base, "3"])
+    assert done.returncode == 0, done.stderr
     trace = Trace.open(tmp_path / "s-0.zt")
     assert trace.workers == 1 and trace.meta["provenance"]["shard"] == {"rank": 0, "world_size": 1}
     for it in range(2):  # step 1 + it touches rows 1+it .. 4+it of the embedding
         rows = np.arange(1 + it, 5 + it)
         np.testing.assert_array_equal(trace.indices(it, 0, "0.weight"), (rows[:, None] * 3 + np.arange(3)).ravel())
     (tmp_path / "s-0.zt").unlink()
-    monkeypatch.setenv("MASTER_PORT", str(free_port()))
-    assert main([*base, "2"]) == 2
-    assert "fewer than --warmup 1 + --iterations 2; no shard written" in capsys.readouterr().err
+    short = run_capture_hook([*base, "2"])
+    assert short.returncode == 2
+    assert "fewer than --warmup 1 + --iterations 2; no shard written" in short.stderr
     assert not (tmp_path / "s-0.zt").exists()
