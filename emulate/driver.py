@@ -4,10 +4,13 @@ Every scheme and peer runs once untimed first (warm-up), then `--repeats` timed 
 
 For every stage s (docs/architecture.md): `pre` = `start` (stage 0) + `sends` + serialization,
 `comm` = the point-to-point exchange (emulate.exchange), `post` = decoding + `receive`. A run starts
-right after a barrier; its time is this rank's wall time to the end of its last stage. The peers
-(torch's dense all_reduce of the dense tensor, torch's sparse COO all_reduce, gloo only) are timed
-the same way on the same data. Every run's result is checked against the dense sum of all ranks'
-chunks, which each rank reads from the trace itself.
+right after a barrier; its time is this rank's wall time to the end of its last stage: the rank then
+holds the aggregate in the scheme's own form (e.g. ZEN's hash partitions), and turning that into
+one sorted chunk for the correctness check is not timed. The peers (torch's dense all_reduce of the
+dense tensor, torch's sparse COO all_reduce, gloo only) are timed the same way on the same data, from
+building their input tensor to the end of the all_reduce. Every run's result is checked against the
+dense sum of all ranks' chunks, which each rank reads from the trace itself. Each step also records
+the CPU time of the rank's main thread (`pre_cpu_s`, `comm_cpu_s`, `post_cpu_s`).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import argparse
 import os
 import time
 from collections import defaultdict
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -83,65 +87,74 @@ def wire_counters() -> tuple[int, int] | None:
         return None
 
 
-def _timed(fn) -> tuple[dict, object]:
-    """Barrier, then run `fn()` -> (record, result) with start/end stamps and wire byte deltas added."""
+def _timed(fn) -> tuple[dict, SparseChunk]:
+    """Barrier, then run `fn()` -> (record, finish) with start/end stamps and wire byte deltas added;
+    `finish()`, called after the clock stops, gives the result chunk for the check."""
     dist.barrier()
     w0 = wire_counters()
     t0 = time.monotonic()
-    record, result = fn()
+    record, finish = fn()
     t1 = time.monotonic()
     w1 = wire_counters()
     record.update(t_start=t0, t_end=t1, seconds=t1 - t0)
     if w0 and w1:
         record.update(wire_tx=w1[0] - w0[0], wire_rx=w1[1] - w0[1])
-    return record, result
+    return record, finish()
 
 
-def run_program(prog, rank: int, chunk: SparseChunk, device: torch.device) -> tuple[dict, SparseChunk]:
-    """Run every stage of `prog` on this rank; returns (record, result chunk)."""
+def run_program(prog, rank: int, chunk: SparseChunk, device: torch.device) -> tuple[dict, Callable[[], SparseChunk]]:
+    """Run every stage of `prog` on this rank; returns (record, a function giving the result chunk)."""
     meter = StageMeter()
     stages, total = [], StageBytes()
     state = None
     for s in range(prog.num_stages):
-        t0 = time.monotonic()
+        t0, c0 = time.monotonic(), time.thread_time()
         meter.at(s, "pre")
         if s == 0:
             state = prog.start(rank, chunk, meter)
         outbox = {dst: enc.to_bytes() for dst, enc in prog.sends(s, rank, state, meter).items()}
-        t1 = time.monotonic()
+        t1, c1 = time.monotonic(), time.thread_time()
         raw, nbytes = exchange(s, outbox, list(prog.sources(s, rank)), device)
-        t2 = time.monotonic()
+        t2, c2 = time.monotonic(), time.thread_time()
         meter.at(s, "post")
         inbox = {src: prog.decode_message(s, rank, src, buf) for src, buf in raw.items()}
         state = prog.receive(s, rank, state, inbox, meter)
-        t3 = time.monotonic()
+        t3, c3 = time.monotonic(), time.thread_time()
         total.add(nbytes)
-        stages.append({"pre_s": t1 - t0, "comm_s": t2 - t1, "post_s": t3 - t2, "sent": nbytes.sent,
+        stages.append({"pre_s": t1 - t0, "comm_s": t2 - t1, "post_s": t3 - t2,
+                       "pre_cpu_s": c1 - c0, "comm_cpu_s": c2 - c1, "post_cpu_s": c3 - c2, "sent": nbytes.sent,
                        "received": nbytes.received, "sent_to": {str(d): b for d, b in nbytes.sent_to.items()}})
-    result = prog.result(rank, state)
     record = {"stages": stages, "sent": total.sent, "received": total.received,
               "control_sent": total.control_sent, "control_received": total.control_received,
               "work": meter.rows()}
-    return record, result
+    return record, lambda: prog.result(rank, state)
 
 
-def run_dense_peer(chunk: SparseChunk, numel: int, device: torch.device) -> tuple[dict, SparseChunk]:
-    """torch.distributed.all_reduce of the dense float32 tensor."""
+def run_dense_peer(chunk: SparseChunk, numel: int, device: torch.device) -> tuple[dict, Callable[[], SparseChunk]]:
+    """torch.distributed.all_reduce of the dense float32 tensor (timed: building it and the all_reduce)."""
     dense = torch.zeros(numel, dtype=torch.float32, device=device)
     dense[torch.from_numpy(chunk.indices).to(device)] = torch.from_numpy(chunk.values).to(device)
     dist.all_reduce(dense)
-    out = dense.cpu().numpy()
-    idx = np.flatnonzero(out)
-    return {"payload_bytes": 4 * numel}, SparseChunk(idx.astype(np.int64), out[idx])
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+    def finish() -> SparseChunk:
+        out = dense.cpu().numpy()
+        idx = np.flatnonzero(out)
+        return SparseChunk(idx.astype(np.int64), out[idx])
+    return {"payload_bytes": 4 * numel}, finish
 
 
-def run_sparse_peer(chunk: SparseChunk, numel: int, device: torch.device) -> tuple[dict, SparseChunk]:
+def run_sparse_peer(chunk: SparseChunk, numel: int, device: torch.device) -> tuple[dict, Callable[[], SparseChunk]]:
     """torch.distributed.all_reduce of a sparse COO tensor (gloo: all-gather of indices and values, local sum)."""
     idx = torch.from_numpy(chunk.indices).reshape(1, -1)
     sp = torch.sparse_coo_tensor(idx, torch.from_numpy(chunk.values), (numel,)).coalesce()
     dist.all_reduce(sp)
-    sp = sp.coalesce()
-    return {"payload_bytes": 12 * chunk.nnz}, SparseChunk(sp.indices()[0].numpy().astype(np.int64), sp.values().numpy())
+
+    def finish() -> SparseChunk:
+        out = sp.coalesce()
+        return SparseChunk(out.indices()[0].numpy().astype(np.int64), out.values().numpy())
+    return {"payload_bytes": 12 * chunk.nnz}, finish
 
 
 def _dense_expected(expected: SparseChunk) -> SparseChunk:
