@@ -115,12 +115,27 @@ def remove_project_objects() -> list[str]:
     return removed
 
 
+TCP_WMEM = "/proc/sys/net/ipv4/tcp_wmem"
+MAX_TBF_LIMIT = 2**31 - 1  # tc's limit is a 32-bit byte count
+
+
+def tcp_send_buffer_max() -> int:
+    """The largest TCP send buffer a socket may grow to (tcp_wmem's third field; 4 MiB if unknown)."""
+    try:
+        with open(TCP_WMEM) as f:
+            return int(f.read().split()[2])
+    except (OSError, ValueError, IndexError):
+        return 4 * 1024 * 1024
+
+
 @dataclass(frozen=True)
 class Shaping:
-    """tc tbf parameters for one direction of one rank's NIC."""
+    """tc tbf parameters for one direction of one rank's NIC; `senders` = how many peers may send to it
+    at once (n - 1), which sizes the queue."""
 
     rate_bps: int
     mtu: int = 1500
+    senders: int = 1
 
     @property
     def burst_bytes(self) -> int:
@@ -129,8 +144,11 @@ class Shaping:
 
     @property
     def limit_bytes(self) -> int:
-        """Queue length: 200 ms at the rate (at least 256 KiB), so incast queues rarely drop."""
-        return max(256 * 1024, self.rate_bps // 8 // 5)
+        """Queue length: deep enough to hold a full send buffer of every peer at once (and at least 200 ms
+        at the rate), so an incast queues instead of dropping: the lossless fabric the simulator
+        assumes (as RoCE with PFC). A shallow queue drops, and TCP's 200 ms retransmission timeouts
+        then make stragglers no flow-level model has."""
+        return min(MAX_TBF_LIMIT, max(256 * 1024, self.rate_bps // 8 // 5, self.senders * tcp_send_buffer_max()))
 
     def tbf_args(self) -> list[str]:
         """Arguments after `tc qdisc replace dev DEV root`."""
@@ -153,7 +171,7 @@ class LocalCluster:
         if not 1280 <= mtu <= 65521:
             raise ConfigError(f"--mtu: {mtu} is out of range (1280..65521)")
         self.n = n
-        self.shaping = Shaping(rate_bps, mtu)
+        self.shaping = Shaping(rate_bps, mtu, senders=n - 1)
         self.wait_lock = wait_lock
         self.leftovers: list[str] = []
         self._lock_fd: int | None = None
@@ -240,10 +258,14 @@ class LocalCluster:
 
     @staticmethod
     def _make_ns(ns: str) -> None:
-        """A fresh namespace with loopback up and IPv6 off (gloo must pick the IPv4 address)."""
+        """A fresh namespace with loopback up, IPv6 off (gloo must pick the IPv4 address), no TCP slow
+        start after idle."""
         _run(["ip", "netns", "add", ns])
         _run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w",
               "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
+        # a connection idle for a stage must not restart from a small window: the fluid model has
+        # no slow start (nor has an RDMA fabric)
+        _run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.tcp_slow_start_after_idle=0"])
         _run(["ip", "-n", ns, "link", "set", "lo", "up"])
 
     def teardown(self) -> None:
