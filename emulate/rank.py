@@ -20,6 +20,7 @@ import torch
 import torch.distributed as dist
 
 from zensim.atomic import write_atomic
+from emulate import exchange
 from zensim.errors import ConfigError, ZensimError
 
 
@@ -109,6 +110,7 @@ def _run(args: argparse.Namespace) -> int:
     """Join the group, run the task, write this rank's JSON."""
     rank, world, device = init_group(args)
     try:
+        exchange.open_channels()
         if args.task == "netcal":
             from emulate import netcal
 
