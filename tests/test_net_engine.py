@@ -236,3 +236,40 @@ def test_bad_host_cores_is_a_config_error():
 
     with pytest.raises(ConfigError, match="host_cores"):
         run(MessageLog(2, 1, [Message(0, 0, 1, 100, "coo")]), cluster(2), "fifo", host_cores=0)
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_host_efficiency_by_active_flows(model, k):
+    """k disjoint pairs 2i -> 2i+1 at once: k flows in the network, every one at bandwidth x h(k)."""
+    from zensim.net.profile import NicEfficiency
+
+    size, host = 10**6, NicEfficiency(((1, 1.0), (4, 0.5)))
+    log = MessageLog(2 * k, 1, [Message(0, 2 * i, 2 * i + 1, size, "coo") for i in range(k)])
+    t = run(log, cluster(2 * k), model, host_efficiency=host)
+    assert t.makespan == pytest.approx(size / (B * host(k)), rel=1e-9)
+
+
+def test_host_efficiency_follows_the_active_flows_over_time():
+    """maxmin: a short and a long flow on disjoint NICs run at h(2) together; once the short one ends,
+    the long one runs alone at h(1) = 1 for its remaining bytes."""
+    from zensim.net.profile import NicEfficiency
+
+    host = NicEfficiency(((1, 1.0), (2, 0.5)))
+    log = MessageLog(4, 1, [Message(0, 0, 1, 10**6, "coo"), Message(0, 2, 3, 3 * 10**6, "coo")])
+    t = run(log, cluster(4), "maxmin", host_efficiency=host)
+    short = 10**6 / (B * 0.5)  # both at half rate until the short one is done
+    assert t.msg_end == pytest.approx([short, short + (3 * 10**6 - 10**6) / B], rel=1e-9)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_measured_work_replaces_the_element_costs(model):
+    """With measured_work = f the pre/post steps take the log's measured seconds x f, whatever the costs."""
+    log = MessageLog(2, 1, [Message(0, 0, 1, 10**6, "coo")], [Work(0, 0, "pre", "merge", 10**9)])
+    log.measured = np.zeros((2, 1, 2))
+    log.measured[0, 0, 0], log.measured[1, 0, 1] = 0.5, 0.25
+    cost = WorkCost({"hash": 0.0, "merge": 1.0, "encode": 0.0, "decode": 0.0, "copy": 0.0})
+    t = replay(log, cluster(2), model=model, work=cost, measured_work=2.0)
+    assert t.makespan == pytest.approx(2 * 0.5 + 10**6 / B + 2 * 0.25, rel=1e-12)
+    with pytest.raises(ValueError, match="no measured local work"):
+        replay(MessageLog(2, 1, [Message(0, 0, 1, 10, "coo")]), cluster(2), model=model, measured_work=1.0)

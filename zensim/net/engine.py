@@ -5,10 +5,11 @@ Rank r's stage s starts when its stage s-1 ended; it does its `pre` work, inject
 all its stage-s messages to arrive and its own stage-s sends to be delivered, then does its `post`
 work; that ends stage s. No global barrier. Zero-byte messages cost their route's latency.
 
-Two optional properties of a testbed (calibration profile): `nic_efficiency` scales a NIC link's
+Optional properties of a testbed (calibration profile): `nic_efficiency` scales a NIC link's
 bandwidth by eff(k) of the k flows it carries (zensim.net.profile.NicEfficiency; each model counts k
-its own way), and `host_cores` makes the local work of all ranks of one host share that many
-processors (zensim.net.cores.SharedCores) instead of one processor per rank.
+its own way); `host_efficiency` scales every NIC by h(f) of the f flows active in the whole network
+(an emulator runs all NICs on one host); `host_cores` makes the local work of all ranks of one host
+share that many processors (zensim.net.cores.SharedCores) instead of one processor per rank.
 """
 
 from __future__ import annotations
@@ -46,8 +47,13 @@ class Timing:
         return float(self.stage_end[:, -1].max()) if self.stage_end.size else 0.0
 
 
-def work_seconds(log: MessageLog, cost: WorkCost) -> tuple[np.ndarray, np.ndarray]:
-    """Pre and post local-work seconds per (rank, stage) under `cost`."""
+def work_seconds(log: MessageLog, cost: WorkCost | None) -> tuple[np.ndarray, np.ndarray]:
+    """Pre and post local-work seconds per (rank, stage) under `cost`; `cost` None = the seconds the
+    log measured (ValueError if it has none)."""
+    if cost is None:
+        if log.measured is None:
+            raise ValueError("this message log has no measured local work (make it with emulate.stepcost)")
+        return log.measured[:, :, 0], log.measured[:, :, 1]
     pre, post = (np.zeros((log.n, log.num_stages)) for _ in PHASES)
     if not log.work:
         return pre, post
@@ -74,8 +80,13 @@ def link_efficiency(topology: Topology, eff: NicEfficiency | None, kmax: int) ->
 
 def replay(log: MessageLog, topology: Topology, gpu_of_rank: np.ndarray | None = None, model: str = "fifo",
            work: WorkCost | None = None, maxmin_batch: float = 1 / 64, nic_efficiency: NicEfficiency | None = None,
-           host_cores: int | None = None, host_of_rank: np.ndarray | None = None) -> Timing:
+           host_cores: int | None = None, host_of_rank: np.ndarray | None = None,
+           measured_work: float | None = None, host_efficiency: NicEfficiency | None = None) -> Timing:
     """Time `log` on `topology` with rank r placed on GPU `gpu_of_rank[r]` (identity by default).
+
+    Local work: `work` costs per element (default WorkCost()), or with `measured_work` = f the seconds
+    the log measured per step (MessageLog.measured) times f. `host_efficiency`: NIC bandwidth by the
+    number of flows active at once in the whole network (all NICs emulated on one host).
 
     `host_cores`: the local work of the ranks of one host shares that many processors; hosts are
     `host_of_rank` (default: the machine of the rank's GPU). `nic_efficiency`: NIC bandwidth by flows.
@@ -91,7 +102,10 @@ def replay(log: MessageLog, topology: Topology, gpu_of_rank: np.ndarray | None =
     cols = log.arrays()
     stage, src, dst, nbytes = cols["stage"], cols["src"], cols["dst"], cols["nbytes"]
     routes = topology.route_matrix(gpu[src], gpu[dst])
-    pre, post = work_seconds(log, work if work is not None else WorkCost())
+    if measured_work is None:
+        pre, post = work_seconds(log, work if work is not None else WorkCost())
+    else:
+        pre, post = (measured_work * x for x in work_seconds(log, None))
 
     # sends of (rank, stage) as slices of one ordering; pending = messages a (rank, stage) waits for
     order = np.lexsort(((dst - src) % max(n, 1), stage, src))
@@ -167,12 +181,15 @@ def replay(log: MessageLog, topology: Topology, gpu_of_rank: np.ndarray | None =
             begin(r, s + 1)
 
     efficiency = link_efficiency(topology, nic_efficiency, len(nbytes))
+    nics = [k for k, name in enumerate(topology.names) if name.startswith("nic-")]
+    host = host_efficiency.table(min(len(nbytes), host_efficiency.points[-1][0])) if host_efficiency is not None else None
     if model == "fifo":
         route_tuples = [tuple(int(k) for k in row if k != topology.num_links) for row in routes]
-        network = FifoNetwork(env, topology.capacity, topology.latency, route_tuples, nbytes, delivered, efficiency)
+        network = FifoNetwork(env, topology.capacity, topology.latency, route_tuples, nbytes, delivered, efficiency,
+                              host, nics)
     else:
         network = MaxMinNetwork(env, topology.capacity, topology.latency, routes, nbytes, delivered, maxmin_batch,
-                                efficiency)
+                                efficiency, host, nics)
     if stages:
         for r in range(n):
             begin(r, 0)

@@ -10,10 +10,14 @@ the order their heads reach it (one event per hop), so an all-to-all in rotated 
 With a NIC efficiency eff(k), a message is served on a NIC link at bandwidth x eff(k), k = the
 messages on that link when its head reaches it (queued or in service, itself included, and the other
 messages a rank injects onto it at the same instant): the n-1 sends of an all-to-all all go at eff(n-1).
+With a host efficiency h(f) (all NICs on one host, an emulator), a message on a link of
+`scaled_links` (the NICs) is further served at h(f), f = the messages in flight when its head reaches
+the link (injected and not yet through their first link), its own included.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 
@@ -26,7 +30,8 @@ class FifoNetwork:
 
     def __init__(self, env: simpy.Environment, capacity: np.ndarray, latency: np.ndarray,
                  routes: Sequence[tuple[int, ...]], nbytes: np.ndarray, deliver: Callable[[int], None],
-                 efficiency: Sequence[Sequence[float] | None] | None = None) -> None:
+                 efficiency: Sequence[Sequence[float] | None] | None = None,
+                 host_efficiency: Sequence[float] | None = None, scaled_links: Sequence[int] = ()) -> None:
         self.env = env
         self.capacity = capacity.tolist()
         self.latency = latency.tolist()
@@ -37,6 +42,9 @@ class FifoNetwork:
         self.efficiency = efficiency if efficiency is not None and any(e is not None for e in efficiency) else None
         self.taken: list[deque[float]] = [deque() for _ in self.capacity]  # end times of messages on each link
         self.events = 0
+        self.host_efficiency = list(host_efficiency) if host_efficiency is not None else None
+        self.scaled_links = frozenset(scaled_links)
+        self.inflight: list[float] = []  # heap: first-link end times of the messages in flight
 
     def inject(self, ids: Sequence[int]) -> None:
         """Send messages `ids` now, in this order."""
@@ -51,12 +59,18 @@ class FifoNetwork:
     def _rate(self, k: int, now: float, joining: int) -> float:
         """Bandwidth of link k for a message whose head reaches it now, `joining` more arriving with it."""
         eff = self.efficiency[k] if self.efficiency else None
-        if eff is None:
-            return self.capacity[k]
-        taken = self.taken[k]
-        while taken and taken[0] <= now:
-            taken.popleft()
-        return self.capacity[k] * eff[min(len(taken) + 1 + joining, len(eff) - 1)]
+        rate = self.capacity[k]
+        if eff is not None:
+            taken = self.taken[k]
+            while taken and taken[0] <= now:
+                taken.popleft()
+            rate *= eff[min(len(taken) + 1 + joining, len(eff) - 1)]
+        if self.host_efficiency is not None and k in self.scaled_links:
+            while self.inflight and self.inflight[0] <= now:
+                heapq.heappop(self.inflight)
+            flows = len(self.inflight) + 1 + joining
+            rate *= self.host_efficiency[min(flows, len(self.host_efficiency) - 1)]
+        return rate
 
     def _hop(self, m: int, i: int, prev_end: float, joining: int = 0) -> None:
         """The head of message m reaches link i of its route now: queue behind what the link already took."""
@@ -67,6 +81,8 @@ class FifoNetwork:
         self.free[k] = end
         if self.efficiency:
             self.taken[k].append(end)
+        if self.host_efficiency is not None and i == 0:
+            heapq.heappush(self.inflight, end)
         head, end = start + self.latency[k], end + self.latency[k]
         if i + 1 == len(self.routes[m]):
             self._later(end - now, self.deliver, m)

@@ -18,6 +18,11 @@ meanwhile the freed capacity stays idle until that re-solve.
 With a NIC efficiency eff(k), a NIC link carrying k active flows (isolated or shared) has capacity
 bandwidth x eff(k) in the solve; an isolated flow runs at eff(1). The count is the one of the last
 solve of the link's component (departures batched as above).
+
+With a host efficiency h(f) (an emulator's property: all NICs run on one host), the capacity of
+every link in `scaled_links` (the NICs) is further scaled by h(f), f = the flows active anywhere in
+the network. Any change of f changes every such capacity, so the model then keeps no flow isolated
+and every solve covers all active flows (fine at emulator sizes).
 """
 
 from __future__ import annotations
@@ -71,7 +76,8 @@ class MaxMinNetwork:
 
     def __init__(self, env: simpy.Environment, capacity: np.ndarray, latency: np.ndarray,
                  routes: np.ndarray, nbytes: np.ndarray, deliver: Callable[[int], None], batch: float = 1 / 64,
-                 efficiency: Sequence[Sequence[float] | None] | None = None) -> None:
+                 efficiency: Sequence[Sequence[float] | None] | None = None,
+                 host_efficiency: Sequence[float] | None = None, scaled_links: Sequence[int] = ()) -> None:
         self.env = env
         self.dummy = len(capacity)
         self.capacity = np.append(capacity, np.inf)
@@ -100,6 +106,9 @@ class MaxMinNetwork:
         self.since_solve, self.allowance = 0, 1
         self.version = 0
         self.events = self.solves = 0
+        self.host_efficiency = list(host_efficiency) if host_efficiency is not None else None
+        self.scaled_links = frozenset(scaled_links)
+        self.host_factor = 1.0
 
     def inject(self, ids: Sequence[int]) -> None:
         """Start flows `ids` now (one batch: they join the network together)."""
@@ -111,7 +120,7 @@ class MaxMinNetwork:
             if not route or self.nbytes[m] == 0:
                 self._deliver_after(self.route_latency[m], m)
                 continue
-            if all(self.nflows[k] == 0 for k in route):
+            if self.host_efficiency is None and all(self.nflows[k] == 0 for k in route):
                 self._isolate(m, now)
             else:
                 for k in route:
@@ -163,6 +172,9 @@ class MaxMinNetwork:
 
     def _solve(self, seeds: set[int]) -> None:
         """Re-solve the shared component of links `seeds`, reset the departure batch."""
+        if self.host_efficiency is not None:
+            self.host_factor = self.host_efficiency[min(len(self.active), len(self.host_efficiency) - 1)]
+            seeds = {k for k in range(self.dummy) if self.nflows[k] > 0}
         seeds.discard(self.dummy)
         small = self._small_component(seeds)
         if small is not None:
@@ -232,13 +244,15 @@ class MaxMinNetwork:
         return [rate[m] for m in sorted(flows)]
 
     def _capacity(self, k: int) -> float:
-        """Capacity of link k now: bandwidth x eff(active flows) on an efficiency-scaled link."""
+        """Capacity of link k now: bandwidth x eff(its flows) on an efficiency-scaled link, x h(active
+        flows) on a scaled link under a host efficiency."""
         eff = self.efficiency[k] if self.efficiency else None
-        return self.capacity_list[k] if eff is None else self.capacity_list[k] * eff[min(self.nflows[k], len(eff) - 1)]
+        cap = self.capacity_list[k] if eff is None else self.capacity_list[k] * eff[min(self.nflows[k], len(eff) - 1)]
+        return cap * self.host_factor if self.host_efficiency is not None and k in self.scaled_links else cap
 
     def _capacities(self) -> np.ndarray:
         """Capacities of all links now (see _capacity)."""
-        if not self.efficiency:
+        if not self.efficiency and self.host_efficiency is None:
             return self.capacity
         return np.array([self._capacity(k) for k in range(self.dummy + 1)])
 
@@ -271,7 +285,10 @@ class MaxMinNetwork:
                 else:
                     self.dirty.discard(k)
         self.since_solve += len(finished)
-        if self.dirty and self.since_solve >= self.allowance:
+        if self.host_efficiency is not None:
+            if finished and self.active.size:  # fewer flows: every scaled capacity changed
+                self._solve(set())
+        elif self.dirty and self.since_solve >= self.allowance:
             self._solve(set(self.dirty))
         for m in finished:
             self._deliver_after(self.route_latency[m], m)

@@ -10,12 +10,17 @@ Profile schema (`zensim-profile/1`), every key but `schema` optional:
       "nvlink_latency": "2us",
       "work_seconds_per_element": {"hash": 3e-9, "merge": 8e-9, "encode": 2e-9, "decode": 2e-9, "copy": 1e-9},
       "nic_efficiency": {"1": 0.9, "15": 0.6}, # NIC rate factor by concurrent flows k (see NicEfficiency)
+      "host_efficiency": {"1": 1.0, "240": 0.6}, # NIC rate factor by flows active at once network-wide
       "host_cores": 2,                     # local work of a host's ranks shares this many processors
+      "cpu_slowdown": 1.4,                 # measured local work (one rank alone) runs this much slower
+                                           # when all ranks share the host (replays of measured work)
       "source": "free text: how it was measured"
     }
 
 Without `nic_efficiency` a NIC carries its full bandwidth whatever the number of flows; without
-`host_cores` (or null) every rank has a processor of its own. Both defaults are the closed-form model.
+`host_efficiency` it does whatever the other NICs do (on a real cluster NICs are independent; an
+emulator that runs every NIC on one host is not); without `host_cores` (or null) every rank has a
+processor of its own. These defaults are the closed-form model.
 
 A profile is a measurement, so its values win over the defaults; explicit command-line link options
 win over the profile.
@@ -106,6 +111,8 @@ class Profile:
     source: str = ""
     nic_efficiency: NicEfficiency | None = None
     host_cores: int | None = None
+    host_efficiency: NicEfficiency | None = None
+    cpu_slowdown: float = 1.0
 
 
 def load_profile(path: str | Path) -> Profile:
@@ -116,10 +123,15 @@ def load_profile(path: str | Path) -> Profile:
         raise ConfigError(f"{path}: profile not found") from None
     except (OSError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path}: not a readable JSON profile ({str(exc).splitlines()[0]})") from None
+    return parse_profile(raw, path)
+
+
+def parse_profile(raw: object, path: str | Path) -> Profile:
+    """Validate a profile already read as JSON; errors name `path` (a file, or where the dict came from)."""
     if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
         raise ConfigError(f"{path}: not a profile (expected \"schema\": \"{SCHEMA}\")")
     unknown = set(raw) - set(_LINK_KEYS) - {"schema", "work_seconds_per_element", "source", "nic_efficiency",
-                                            "host_cores"}
+                                            "host_cores", "host_efficiency", "cpu_slowdown"}
     if unknown:
         raise ConfigError(f"{path}: unknown profile key(s) {', '.join(sorted(unknown))}")
     links = {key: parse(raw[key], f"{path}: {key}") for key, parse in _LINK_KEYS.items() if key in raw}
@@ -133,12 +145,20 @@ def load_profile(path: str | Path) -> Profile:
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < float("inf"):
             raise ConfigError(f"{path}: work cost of {kind!r} must be a non-negative number of seconds, got {value!r}")
         costs[kind] = float(value)
-    return Profile(links, WorkCost(costs), str(raw.get("source", "")), _efficiency(raw.get("nic_efficiency"), path),
-                   _cores(raw.get("host_cores"), path))
+    return Profile(links, WorkCost(costs), str(raw.get("source", "")),
+                   _efficiency(raw.get("nic_efficiency"), path, "nic_efficiency"), _cores(raw.get("host_cores"), path),
+                   _efficiency(raw.get("host_efficiency"), path, "host_efficiency"), _slowdown(raw.get("cpu_slowdown", 1.0), path))
 
 
-def _efficiency(value, path) -> NicEfficiency | None:
-    """The profile's nic_efficiency object {"k": eff} (or null) as a NicEfficiency."""
+def _slowdown(value, path) -> float:
+    """The profile's cpu_slowdown (a finite number >= 1 is expected; any positive one is accepted)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise ConfigError(f"{path}: cpu_slowdown must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _efficiency(value, path, key: str) -> NicEfficiency | None:
+    """The profile's efficiency object `key` {"k": eff} (or null) as a NicEfficiency."""
     if value is None:
         return None
     try:
@@ -151,7 +171,7 @@ def _efficiency(value, path) -> NicEfficiency | None:
             points.append((int(k), float(e)))
         return NicEfficiency(tuple(points))
     except ValueError as exc:
-        raise ConfigError(f"{path}: nic_efficiency: {exc}") from None
+        raise ConfigError(f"{path}: {key}: {exc}") from None
 
 
 def _cores(value, path) -> int | None:

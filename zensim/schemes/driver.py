@@ -34,7 +34,7 @@ class AggregationMismatch(AssertionError):
     """A lossless scheme ended with a result different from the dense sum (a bug, not user error)."""
 
 
-class _Meter:
+class WorkMeter:
     """Accumulates work per (stage, rank, phase, kind) for the current position of the driver."""
 
     def __init__(self) -> None:
@@ -75,7 +75,7 @@ def _run(prog: StageProgram, chunks: Sequence[SparseChunk], check: bool) -> RunR
     for r, c in enumerate(chunks):
         if c.nnz and (c.indices[0] < 0 or c.indices[-1] >= prog.numel):
             raise ConfigError(f"{prog.name}: rank {r}'s chunk has ids outside [0, {prog.numel})")
-    meter = _Meter()
+    meter = WorkMeter()
     log = MessageLog(n, prog.num_stages)
     states = []
     for r in range(n):

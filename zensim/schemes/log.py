@@ -39,6 +39,9 @@ class MessageLog:
     num_stages: int
     messages: list[Message] = field(default_factory=list)
     work: list[Work] = field(default_factory=list)
+    # seconds of local work per (rank, stage, phase) as timed when the log was made (emulate.stepcost),
+    # None when only the element counts of `work` are known
+    measured: np.ndarray | None = None
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Messages as numpy columns: stage, src, dst, nbytes (int64)."""

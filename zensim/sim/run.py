@@ -91,17 +91,18 @@ def profile_costs(profile: Profile | None) -> dict:
     """The keyword arguments of `simulate` a calibration profile sets (none when it is None)."""
     if profile is None:
         return {}
-    return {"work": profile.work, "nic_efficiency": profile.nic_efficiency, "host_cores": profile.host_cores}
+    return {"work": profile.work, "nic_efficiency": profile.nic_efficiency, "host_cores": profile.host_cores,
+            "host_efficiency": profile.host_efficiency}
 
 
 def simulate(trace_path: str | Path, schemes: str | Sequence[str], cluster: ClusterSpec, model: str = "fifo", *,
              iteration: int = 0, work: WorkCost | None = None, nic_efficiency: NicEfficiency | None = None,
-             host_cores: int | None = None, layout: str = "zen",
+             host_cores: int | None = None, host_efficiency: NicEfficiency | None = None, layout: str = "zen",
              maxmin_batch: float = 1 / 64, progress: bool = False) -> list[SimRecord]:
     """Simulate every scheme on one iteration of a trace; records in the order of `schemes`.
 
-    `work` is the local-work cost model (defaults when None); `nic_efficiency` and `host_cores`
-    as in `zensim.net.engine.replay` (a host is a machine). With a calibration profile:
+    `work` is the local-work cost model (defaults when None); `nic_efficiency`, `host_cores` and
+    `host_efficiency` as in `zensim.net.engine.replay` (a host is a machine). With a calibration profile:
     `prof = load_profile(p); simulate(t, s, with_profile(cluster, prof), **profile_costs(prof))`."""
     if model not in ALL_MODELS:
         raise ConfigError(f"--model: unknown model {model!r} (choose from {', '.join(ALL_MODELS)})")
@@ -118,7 +119,7 @@ def simulate(trace_path: str | Path, schemes: str | Sequence[str], cluster: Clus
     records: dict[str, SimRecord] = {}
     for name in tqdm(runs, desc="simulate", unit="scheme", disable=None if progress else True, leave=False):
         records[name] = _one(name, prep, chunks, cluster, topology, model, layout, work, maxmin_batch,
-                             nic_efficiency, host_cores)
+                             nic_efficiency, host_cores, host_efficiency)
     dense = records[DENSE].time_s
     for rec in records.values():
         rec.vs_dense = rec.time_s / dense if rec.time_s is not None and dense else None
@@ -127,7 +128,8 @@ def simulate(trace_path: str | Path, schemes: str | Sequence[str], cluster: Clus
 
 def _one(name: str, prep: Prepared, chunks: list[SparseChunk], cluster: ClusterSpec, topology: Topology,
          model: str, layout: str, work: WorkCost, maxmin_batch: float,
-         nic_efficiency: NicEfficiency | None, host_cores: int | None) -> SimRecord:
+         nic_efficiency: NicEfficiency | None, host_cores: int | None,
+         host_efficiency: NicEfficiency | None) -> SimRecord:
     """Run one scheme through the driver and the chosen model."""
     start = time.perf_counter()
     numel = prep.numel
@@ -144,7 +146,7 @@ def _one(name: str, prep: Prepared, chunks: list[SparseChunk], cluster: ClusterS
         link, util, stages, events = None, None, [], 0
     else:
         timing = replay(placed.log, topology, model=model, work=work, maxmin_batch=maxmin_batch,
-                        nic_efficiency=nic_efficiency, host_cores=host_cores)
+                        nic_efficiency=nic_efficiency, host_cores=host_cores, host_efficiency=host_efficiency)
         seconds = timing.makespan
         link, util = busiest_link(timing, topology)
         stages, events = stage_times(timing), timing.events
