@@ -122,6 +122,11 @@ def cmd_emulate(args: argparse.Namespace) -> int:
     return 0 if all(r["correct"] for r in records) else 1
 
 
+def _rounded(points: dict[str, float]) -> str:
+    """An efficiency table {k: eff} as 'k: eff, ...' with two decimals."""
+    return "{" + ", ".join(f"{k}: {e:.2f}" for k, e in points.items()) + "}"
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Measure an emulated cluster and write a zensim-profile/1 JSON."""
     from emulate.session import calibrate_cluster
@@ -130,12 +135,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     out = _output_file(args.out, "--out")
     schemes = _schemes(args.schemes) if args.trace else []
     profile = calibrate_cluster(args.ranks, _rate_bps(args.bandwidth), out, args.trace, schemes,
-                                args.iteration, parse_options(args.options), args.pattern, args.timeout, args.wait)
+                                args.iteration, parse_options(args.options), args.timeout, args.wait)
     if args.json:
         print(json.dumps(profile, indent=2))
     else:
-        print(f"wrote {args.out}: {profile['nic_bandwidth'] * 8 / 1e6:.1f} Mbit/s x efficiency by flows "
-              f"{profile['nic_efficiency']}, {profile['nic_latency'] * 1e6:.0f} us per message ({args.pattern}); details in "
+        print(f"wrote {args.out}: {profile['nic_bandwidth'] * 8 / 1e6:.1f} Mbit/s x efficiency by busy NIC links "
+              f"{_rounded(profile['host_efficiency'])} x by flows per NIC {_rounded(profile['nic_efficiency'])}, "
+              f"{profile['nic_latency'] * 1e6:.0f} us per message; details in "
               f"{Path(args.out).with_name(Path(args.out).stem + '.details.json')}")
     return 0
 
@@ -209,8 +215,6 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="profile JSON to write (zensim-profile/1)")
     p.add_argument("--trace", default=None, help="trace whose scheme runs calibrate local work (else links only)")
     p.add_argument("--schemes", default="all")
-    p.add_argument("--pattern", choices=("pingpong", "shift"), default="pingpong",
-                   help="one-flow pattern that gives the NIC efficiency of one flow and the latency")
     _common(p)
     p.set_defaults(func=cmd_calibrate)
 

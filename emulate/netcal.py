@@ -1,9 +1,10 @@
 """Rank-side network calibration: time the stage exchange at several sizes and fit alpha + bytes/beta.
 
-Three patterns, all through `emulate.exchange.exchange` (the very code the schemes use):
+Patterns, all through `emulate.exchange.exchange` (the very code the schemes use):
 - `pingpong`: ranks 0 and 1 bounce one message; one-way time = round trip / 2 (idle link);
-- `shift`: every rank sends to rank+1 at once (every NIC busy in both directions);
-- `alltoall`: every rank sends size/(n-1) to every other rank at once (incast on every NIC).
+- `shift-k`: ranks 0..k-1 each send to the next of them at once (k flows, k NICs busy in both
+  directions, one flow per NIC direction), for a few k up to n (`patterns`);
+- `alltoall`: every rank sends size/(n-1) to every other rank at once (n-1 flows on every NIC).
 """
 
 from __future__ import annotations
@@ -17,7 +18,16 @@ import torch.distributed as dist
 from emulate.exchange import exchange, payload_of
 
 DEFAULT_SIZES = (0, 4096, 65536, 524288, 2097152)
-PATTERNS = ("pingpong", "shift", "alltoall")
+
+
+def shift_sizes(n: int) -> list[int]:
+    """The k of the shift-k patterns at n ranks: n/4, n/2 and n (at least 2, distinct)."""
+    return sorted({max(2, n // 4), max(2, n // 2), n})
+
+
+def patterns(n: int) -> list[str]:
+    """Every pattern measured at n ranks, in order."""
+    return ["pingpong", *(f"shift-{k}" for k in shift_sizes(n)), "alltoall"]
 
 
 def _pingpong(rank: int, size: int, stage: int, device: torch.device) -> float | None:
@@ -33,11 +43,15 @@ def _pingpong(rank: int, size: int, stage: int, device: torch.device) -> float |
     return None
 
 
-def _collective(rank: int, n: int, size: int, stage: int, pattern: str, device: torch.device) -> tuple[float, int]:
-    """One stage of the shift or all-to-all pattern; returns this rank's stage time and bytes sent."""
-    if pattern == "shift":
-        outbox = {(rank + 1) % n: payload_of(size, stage)}
-        sources = [(rank - 1) % n]
+def _collective(rank: int, n: int, size: int, stage: int, pattern: str, device: torch.device) -> tuple[float, int] | None:
+    """One stage of a shift-k or the all-to-all pattern; this rank's stage time and bytes sent (None
+    for a rank outside a shift-k)."""
+    if pattern.startswith("shift-"):
+        k = int(pattern.split("-")[1])
+        if rank >= k:
+            return None
+        outbox = {(rank + 1) % k: payload_of(size, stage)}
+        sources = [(rank - 1) % k]
     else:
         part = size // (n - 1)
         outbox = {d: payload_of(part, stage + d) for d in range(n) if d != rank}
@@ -48,20 +62,21 @@ def _collective(rank: int, n: int, size: int, stage: int, pattern: str, device: 
 
 
 def measure(rank: int, n: int, device: torch.device, sizes=DEFAULT_SIZES, repeats: int = 5) -> list[dict]:
-    """All ranks call this together; returns this rank's samples [{pattern, bytes, seconds}]."""
+    """All ranks call this together; returns this rank's samples [{pattern, bytes, seconds, round}] (`round`
+    tells which samples of different ranks were taken together)."""
     samples = []
     stage = 0
-    for pattern in PATTERNS:
+    for pattern in patterns(n):
         for size in sizes:
             for _ in range(repeats):
                 dist.barrier()
                 if pattern == "pingpong":
                     t, sent = _pingpong(rank, size, stage, device), size
                 else:
-                    t, sent = _collective(rank, n, size, stage, pattern, device)
+                    t, sent = _collective(rank, n, size, stage, pattern, device) or (None, 0)
                 stage += 2
                 if t is not None:
-                    samples.append({"pattern": pattern, "bytes": sent, "seconds": t})
+                    samples.append({"pattern": pattern, "bytes": sent, "seconds": t, "round": stage})
     return samples
 
 

@@ -6,18 +6,23 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import statistics
 from pathlib import Path
 
 from emulate import calibrate
 from emulate.launch import launch_local
 from emulate.netns import LocalCluster
 from emulate.schemes import build_program
-from emulate.simulate import scheme_logs
+from emulate.simulate import scheme_logs, sim_times
 from zensim.schemes.presets import AUTO
 from emulate.summary import summarize
+from zensim.atomic import write_atomic
 from zensim.errors import ConfigError
+from zensim.net.engine import MODELS
+from zensim.net.profile import Profile, parse_profile
 from zensim.trace import Trace
 
 
@@ -58,11 +63,12 @@ def emulate_trace(trace: str, ranks: int, rate_bps: float, schemes: list[str], r
 
 
 def calibrate_cluster(ranks: int, rate_bps: float, out: Path, trace: str | None = None, schemes: list[str] = (),
-                      iteration: int = 0, options: dict | None = None, pattern: str = "pingpong",
-                      timeout: float = 900.0, wait_lock: float = 0.0, repeats: int = 2) -> dict:
+                      iteration: int = 0, options: dict | None = None, timeout: float = 900.0,
+                      wait_lock: float = 0.0, repeats: int = 2) -> dict:
     """Measure links (and, given a trace and schemes, local work) on an emulated cluster; write the profile.
 
-    Returns the profile dict (also written to `out`, details beside it).
+    Returns the profile dict (also written to `out`; the fits and samples beside it in
+    `<out stem>.details.json`, the calibration runs' raw records in `<out stem>.runs.json.gz`).
     """
     if trace and schemes:
         preflight(trace, ranks, list(schemes), iteration, options)
@@ -75,16 +81,30 @@ def calibrate_cluster(ranks: int, rate_bps: float, out: Path, trace: str | None 
                                      timeout=timeout, desc=f"calibrate work n={ranks}")
         describe = cluster.describe()
     network = calibrate.fit_network(net_outs)
-    cores = os.cpu_count()
-    work = calibrate.fit_work(work_outs, cores)
-    links = calibrate.fit_links(network, rate_bps / 8, ranks, pattern)
-    profile = calibrate.make_profile(links, work, cores, f"from the {pattern} and alltoall patterns", describe)
-    details = {"cluster": describe, "network": network, "work_seconds_per_element": work}
+    logs = {}
     if work_outs:
         with Trace.open(trace) as t:
             logs = scheme_logs(t, iteration, ranks, list(schemes), options or {})
+    links = calibrate.fit_links(network, rate_bps / 8, ranks)
+    profile = calibrate.make_profile(links, calibrate.fit_work(work_outs), os.cpu_count(),
+                                     calibrate.cpu_slowdown(work_outs, logs), describe)
+    details = {"cluster": describe, "network": network,
+               "samples": [dict(s, rank=out["rank"]) for out in net_outs for s in out["samples"]]}
+    if work_outs:
+        write_atomic(Path(out).with_name(Path(out).stem + ".runs.json.gz"), gzip.compress(json.dumps(work_outs).encode()))
         emulated = {r["name"]: r["time_s"] for r in summarize(work_outs)}
-        details.update(calibration_check=calibrate.check_profile(logs, emulated, profile),
+        details.update(calibration_check=_check(logs, emulated, parse_profile(profile, out)),
                        calibration_runs={"trace": trace, "iteration": iteration, "emulated_s": emulated})
     calibrate.write_profile(Path(out), profile, details)
     return profile
+
+
+def _check(logs: dict, emulated: dict[str, float], profile: Profile) -> dict[str, float]:
+    """Median |simulated - emulated| / emulated on the calibration runs themselves, per sharing model,
+    local work measured (`<model>`) or at the fitted costs per element (`<model>/elements`)."""
+    out = {}
+    for measured, suffix in ((True, ""), (False, "/elements")):
+        sims = sim_times(logs, profile, measured_work=measured)
+        for m in MODELS:
+            out[m + suffix] = statistics.median(abs(sims[k][m] - t) / t for k, t in emulated.items())
+    return out

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from emulate.calibrate import cpu_seconds, fit_links, fit_network, fit_work, make_profile, write_profile
+from emulate.calibrate import cpu_slowdown, fit_links, fit_network, fit_work, make_profile, write_profile
 from emulate.netcal import fit_alpha_beta
 from emulate.summary import summarize
 from zensim.net.profile import WORK_KINDS, load_profile
@@ -16,25 +16,26 @@ from zensim.net.profile import WORK_KINDS, load_profile
 def test_alpha_beta_recovers_latency_and_bandwidth():
     rng = np.random.default_rng(0)
     alpha, bw = 3e-4, 2.3e7
-    samples = [{"pattern": "shift", "bytes": b, "seconds": alpha + b / bw + rng.normal(0, 1e-6)}
-               for b in (0, 4096, 65536, 524288, 2097152) for _ in range(5)]
+    samples = [{"pattern": "shift-4", "bytes": b, "seconds": alpha + b / bw + rng.normal(0, 1e-6), "round": i}
+               for i, b in enumerate(b for b in (0, 4096, 65536, 524288, 2097152) for _ in range(5))]
     fit = fit_alpha_beta(samples)
     assert fit["latency_s"] == pytest.approx(alpha, rel=0.05)
     assert fit["bandwidth_Bps"] == pytest.approx(bw, rel=0.01)
     net = fit_network([{"samples": samples + [dict(s, pattern=p) for s in samples for p in ("pingpong", "alltoall")]}])
-    assert set(net) == {"pingpong", "shift", "alltoall"}
+    assert list(net) == ["shift-4", "pingpong", "alltoall"]
 
 
 def _run(name: str, stage_work: list[dict], cost: dict[str, float], seconds: float = 1.0) -> dict:
-    """A scheme run record whose pre/post times are exactly the metered work at `cost`."""
+    """A scheme run record whose pre/post CPU times are exactly the metered work at `cost` (wall twice that)."""
     stages, work = [], []
     for s, phases in enumerate(stage_work):
         times = {}
         for phase in ("pre", "post"):
             counts = phases.get(phase, {})
             work += [[s, phase, k, e] for k, e in counts.items()]
-            times[f"{phase}_s"] = sum(cost[k] * e for k, e in counts.items())
-        stages.append({**times, "comm_s": 0.01, "sent": 10, "received": 10, "sent_to": {}})
+            times[f"{phase}_cpu_s"] = sum(cost[k] * e for k, e in counts.items())
+            times[f"{phase}_s"] = 2 * times[f"{phase}_cpu_s"]
+        stages.append({**times, "comm_s": 0.01, "comm_cpu_s": 0.0, "sent": 10, "received": 10, "sent_to": {}})
     return {"kind": "scheme", "name": name, "repeat": 0, "stages": stages, "work": work, "seconds": seconds,
             "sent": 10, "received": 10, "control_sent": 8, "error": None}
 
@@ -59,49 +60,60 @@ def _pattern(bandwidth: float, latency: float) -> dict:
                                                                          {"bytes": 10**6, "median_s": latency + 1e6 / bandwidth}]}
 
 
-def test_links_keep_the_rate_and_measure_efficiency_by_flows():
-    network = {"pingpong": _pattern(2.4e7, 1e-3), "shift": _pattern(2.1e7, 3e-3), "alltoall": _pattern(1.5e7, 9e-3)}
+def test_links_keep_the_rate_and_measure_host_efficiency_by_flows():
+    network = {"pingpong": _pattern(2.4e7, 1e-3), "shift-2": _pattern(2.2e7, 2e-3), "shift-4": _pattern(2.1e7, 2e-3),
+               "shift-8": _pattern(2.0e7, 3e-3), "alltoall": _pattern(1.5e7, 9e-3)}
     links = fit_links(network, 2.5e7, 8)
     assert links["nic_bandwidth"] == 2.5e7 and links["nic_latency"] == 2e-3  # the empty ping-pong
-    assert links["nic_efficiency"] == {"1": pytest.approx(0.96), "7": pytest.approx(0.6)}
-    assert fit_links(network, 2.5e7, 8, "shift")["nic_efficiency"]["1"] == pytest.approx(0.84)
-    assert fit_links(network, 2.0e7, 2)["nic_efficiency"] == {"1": 1.0}  # clipped; n = 2 has one flow per NIC
+    assert links["host_efficiency"] == {"1": pytest.approx(0.96), "2": pytest.approx(0.88), "4": pytest.approx(0.84),
+                                        "8": pytest.approx(0.8), "56": pytest.approx(0.6)}
+    assert "nic_efficiency" not in links
+    # 2 ranks: the all-to-all is the shift-2 again (2 flows); the shift's figure is kept; clipped to 1
+    two = fit_links({"pingpong": _pattern(3e7, 1e-3), "shift-2": _pattern(2e7, 1e-3), "alltoall": _pattern(1e7, 1e-3)},
+                    2.0e7, 2)
+    assert two["host_efficiency"] == {"1": 1.0, "2": 1.0}
 
 
-def test_cpu_seconds_share_the_cores():
-    # four ranks busy over [0, 2] on 2 cores get 1 s each; a fifth alone over [3, 4] gets its 1 s
-    starts, ends = np.array([0.0, 0.0, 0.0, 0.0, 3.0]), np.array([2.0, 2.0, 2.0, 2.0, 4.0])
-    assert cpu_seconds(starts, ends, 2) == pytest.approx([1, 1, 1, 1, 1])
-    assert cpu_seconds(starts, ends, None) == pytest.approx([2, 2, 2, 2, 1])
-    # [0, 3] overlaps [1, 2] only: 1 + 1/2 + 1 on one core
-    assert cpu_seconds(np.array([0.0, 1.0]), np.array([3.0, 2.0]), 1) == pytest.approx([2.5, 0.5])
-
-
-def test_work_fit_removes_the_contention_of_shared_cores():
-    """4 ranks step in lockstep on 2 cores: every wall time is twice the work; the fit gives the work."""
+def test_work_fit_uses_the_cpu_time_of_each_step():
+    """Wall times are twice the CPU times (ranks sharing cores); the fit gives the CPU cost per element."""
     cost = {"hash": 2e-8, "merge": 5e-8, "encode": 0.0, "decode": 0.0, "copy": 0.0}
     rng = np.random.default_rng(2)
     outs = [{"rank": r, "runs": []} for r in range(4)]
     for i in range(6):
         stages = [{"pre": {"hash": int(rng.integers(1e4, 1e5))}, "post": {"merge": int(rng.integers(1e4, 1e5))}}
                   for _ in range(2)]
-        base = _run(f"s{i}", stages, {k: 2 * c for k, c in cost.items()})  # wall = 2 x work: 4 ranks on 2 cores
         for out in outs:
-            out["runs"].append(dict(base, t_start=10.0 * i))
-    fitted = fit_work(outs, cores=2)
+            out["runs"].append(_run(f"s{i}", stages, cost))
+    fitted = fit_work(outs)
     assert fitted["hash"] == pytest.approx(cost["hash"], rel=1e-6) and fitted["merge"] == pytest.approx(cost["merge"], rel=1e-6)
-    assert fit_work(outs)["hash"] == pytest.approx(2 * cost["hash"], rel=1e-6)
+
+
+def test_cpu_slowdown_is_the_median_over_schemes_of_emulated_over_alone():
+    from zensim.schemes.log import MessageLog
+
+    stages = [{"pre": {"hash": 1000}, "post": {"merge": 1000}}]
+    cost = {"hash": 3e-6, "merge": 1e-6, "encode": 0.0, "decode": 0.0, "copy": 0.0}  # 4 ms per rank emulated
+    names = ("a", "b", "c", "other")
+    outs = [{"rank": r, "runs": [_run(name, stages, cost) for name in names]} for r in range(2)]
+    logs = {}
+    for name, alone in (("a", 1e-3), ("b", 2e-3), ("c", 4e-3)):  # ratios 2, 1 and 0.5 per step pair
+        logs[name] = MessageLog(2, 1)
+        logs[name].measured = np.full((2, 1, 2), alone)
+    assert cpu_slowdown(outs, logs) == pytest.approx(1.0)  # median of 2, 1, 0.5; "other" has no log
+    assert cpu_slowdown(outs, {}) == 1.0
 
 
 def test_profile_is_read_back_by_the_simulator(tmp_path):
     describe = {"ranks": 4, "rate_bps": 200e6, "mtu": 65000}
     work = {k: 1e-8 for k in WORK_KINDS}
     path = tmp_path / "p.json"
-    links = {"nic_bandwidth": 2.5e7, "nic_latency": 5e-4, "nic_efficiency": {"1": 0.95, "3": 0.6}}
-    write_profile(path, make_profile(links, work, 2, "from the pingpong and alltoall patterns", describe), {"x": 1})
+    links = {"nic_bandwidth": 2.5e7, "nic_latency": 5e-4, "nic_efficiency": {"1": 0.95, "3": 0.6},
+             "host_efficiency": {"1": 1.0, "8": 0.7}}
+    write_profile(path, make_profile(links, work, 2, 1.4, describe), {"x": 1})
     prof = load_profile(path)
     assert prof.links["nic_bandwidth"] == 2.5e7 and prof.links["nic_latency"] == 5e-4
     assert prof.nic_efficiency(1) == 0.95 and prof.nic_efficiency(3) == 0.6 and prof.host_cores == 2
+    assert prof.host_efficiency(1) == 1.0 and prof.host_efficiency(8) == 0.7 and prof.cpu_slowdown == 1.4
     assert prof.work.per_element == work
     assert json.loads((tmp_path / "p.details.json").read_text()) == {"x": 1}
 
@@ -119,11 +131,26 @@ def test_summary_takes_the_slowest_rank_and_the_median_of_repeats():
     assert not rec["correct"] and rec["errors"] == ["rank 2: values differ"]
 
 
-def test_check_profile_times_the_calibration_runs_under_the_profile():
-    from emulate.calibrate import check_profile
-    from zensim.schemes.log import Message, MessageLog
+def test_calibration_check_times_the_calibration_runs_under_the_profile():
+    from emulate.session import _check
+    from zensim.net.profile import parse_profile
+    from zensim.schemes.log import Message, MessageLog, Work
 
-    profile = {"nic_bandwidth": 1e6, "nic_latency": 0.0, "nic_efficiency": {"1": 0.5},
-               "work_seconds_per_element": {k: 0.0 for k in WORK_KINDS}, "host_cores": 2}
-    logs = {"one": MessageLog(2, 1, [Message(0, 0, 1, 10**6, "coo")])}  # 1 MB at 0.5 MB/s = 2 s
-    assert check_profile(logs, {"one": 2.5}, profile) == {"fifo": pytest.approx(0.2), "maxmin": pytest.approx(0.2)}
+    profile = parse_profile({"schema": "zensim-profile/1", "nic_bandwidth": 1e6, "nic_latency": 0.0,
+                             "nic_efficiency": {"1": 0.5}, "work_seconds_per_element": {"hash": 1e-6},
+                             "host_cores": 2, "cpu_slowdown": 2.0}, "test")
+    log = MessageLog(2, 1, [Message(0, 0, 1, 10**6, "coo")], [Work(0, 0, "pre", "hash", 10**5)])  # 0.1 s at the cost
+    log.measured = np.zeros((2, 1, 2))
+    log.measured[0, 0, 0] = 0.25  # 0.5 s with the slowdown
+    # 1 MB at 0.5 MB/s = 2 s after the pre step: 2.5 s measured, 2.1 s at the per-element cost
+    check = _check({"one": log}, {"one": 2.5}, profile)
+    assert check == {"fifo": pytest.approx(0.0), "maxmin": pytest.approx(0.0),
+                     "fifo/elements": pytest.approx(0.16), "maxmin/elements": pytest.approx(0.16)}
+
+
+def test_patterns_measure_a_few_shift_sizes_up_to_n():
+    from emulate.netcal import patterns
+
+    assert patterns(16) == ["pingpong", "shift-4", "shift-8", "shift-16", "alltoall"]
+    assert patterns(5) == ["pingpong", "shift-2", "shift-5", "alltoall"]
+    assert patterns(2) == ["pingpong", "shift-2", "alltoall"]

@@ -62,6 +62,13 @@ def test_efficiency_and_cores(tmp_path):
     assert eff.to_json() == {"1": 0.9, "4": 0.6}
     plain = load_profile(write(tmp_path, {"schema": SCHEMA}))
     assert plain.nic_efficiency is None and plain.host_cores is None
+    assert plain.host_efficiency is None and plain.cpu_slowdown == 1.0
+
+
+def test_host_efficiency_and_cpu_slowdown(tmp_path):
+    prof = load_profile(write(tmp_path, {"schema": SCHEMA, "host_efficiency": {"1": 0.97, "240": 0.56},
+                                         "cpu_slowdown": 1.3}))
+    assert prof.host_efficiency(1) == 0.97 and prof.host_efficiency(500) == 0.56 and prof.cpu_slowdown == 1.3
 
 
 @pytest.mark.parametrize("obj,message", [
@@ -71,6 +78,10 @@ def test_efficiency_and_cores(tmp_path):
     ({"nic_efficiency": [0.5]}, "non-empty object"),
     ({"host_cores": 0}, "host_cores"),
     ({"host_cores": 1.5}, "host_cores"),
+    ({"host_efficiency": {"1": 0.0}}, "host_efficiency: efficiency values must be in \\(0, 1\\]"),
+    ({"host_efficiency": "fast"}, "host_efficiency"),
+    ({"cpu_slowdown": 0}, "cpu_slowdown"),
+    ({"cpu_slowdown": "x"}, "cpu_slowdown"),
 ])
 def test_bad_efficiency_and_cores(tmp_path, obj, message):
     with pytest.raises(ConfigError, match=message) as err:

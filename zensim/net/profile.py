@@ -79,9 +79,9 @@ class NicEfficiency:
         object.__setattr__(self, "points", tuple(sorted((int(k), float(e)) for k, e in self.points)))
         ks = [k for k, _ in self.points]
         if not ks or ks[0] < 1 or len(set(ks)) != len(ks):
-            raise ValueError("nic_efficiency needs distinct flow counts k >= 1")
+            raise ValueError("needs distinct flow counts k >= 1")
         if not all(0 < e <= 1 for _, e in self.points):
-            raise ValueError("nic_efficiency values must be in (0, 1]")
+            raise ValueError("efficiency values must be in (0, 1]")
 
     def __call__(self, k: int) -> float:
         """eff(k) for k concurrent flows."""
