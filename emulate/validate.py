@@ -9,12 +9,15 @@ identical (same code, same data); times are a model, and the error says how good
 
 from __future__ import annotations
 
+import gzip
+import json
 import statistics
 from pathlib import Path
 
 
 from emulate.session import calibrate_cluster, emulate_trace, preflight
 from emulate.simulate import scheme_logs, sim_times
+from zensim.atomic import write_atomic
 from zensim.errors import ConfigError
 from zensim.net.engine import MODELS
 from zensim.net.profile import load_profile
@@ -25,12 +28,19 @@ from zensim.sparse.registry import make_partitioner
 from zensim.trace import Trace
 
 
+# simulated variants: sharing model, with the local work as measured (x cpu_slowdown) or at the
+# profile's fitted costs per element ("/elements")
+VARIANTS = (*MODELS, *(f"{m}/elements" for m in MODELS))
+
+
 def simulate_schemes(trace: Trace, iteration: int, n: int, schemes: list[str], profile_path: Path,
                      options: dict) -> dict[str, dict]:
-    """Per scheme: the simulated time under each sharing model and the bytes per rank of its message log."""
+    """Per scheme: the simulated time of every variant and the bytes per rank of its message log."""
     logs = scheme_logs(trace, iteration, n, schemes, options)
-    times = sim_times(logs, load_profile(profile_path))
-    return {name: {"sent": log.bytes_sent().tolist(), "received": log.bytes_received().tolist(), **times[name]}
+    profile = load_profile(profile_path)
+    measured, elements = sim_times(logs, profile, measured_work=True), sim_times(logs, profile)
+    return {name: {"sent": log.bytes_sent().tolist(), "received": log.bytes_received().tolist(), **measured[name],
+                   **{f"{m}/elements": t for m, t in elements[name].items()}}
             for name, log in logs.items()}
 
 
@@ -49,7 +59,7 @@ def compare(n: int, emulated: list[dict], simulated: dict[str, dict]) -> list[di
                "min_s": rec["min_s"], "max_s": rec["max_s"], "correct": rec["correct"]}
         sim = simulated.get(rec["name"]) if rec["kind"] == "scheme" else None
         if sim is not None:
-            for m in MODELS:
+            for m in VARIANTS:
                 row[m] = sim[m]
                 row[f"err_{m}"] = (sim[m] - rec["time_s"]) / rec["time_s"]
             row["bytes_equal"] = sim["sent"] == rec["sent"] and sim["received"] == rec["received"]
@@ -74,8 +84,10 @@ def validate(trace_path: str, ranks: list[int], rate_bps: float, schemes: list[s
         profile_path = workdir / f"profile-n{n}.json"
         profiles[n] = calibrate_cluster(n, rate_bps, profile_path, trace_path, schemes, calibration_iteration,
                                         options, wait_lock=wait_lock)
-        records, _, _ = emulate_trace(trace_path, n, rate_bps, schemes, repeats, "dense,sparse", iteration,
-                                      options, wait_lock=wait_lock)
+        records, outs, _ = emulate_trace(trace_path, n, rate_bps, schemes, repeats, "dense,sparse", iteration,
+                                         options, wait_lock=wait_lock)
+        # every rank's raw records, for re-analysis without re-running
+        write_atomic(workdir / f"emulated-n{n}.json.gz", gzip.compress(json.dumps(outs).encode()))
         rows += compare(n, records, simulate_schemes(trace, iteration, n, schemes, profile_path, options))
         imbalance.append({"ranks": n, **hash_imbalance(trace, iteration, n)})
     return {"trace": trace_path, "iteration": iteration, "calibration_iteration": calibration_iteration,
@@ -84,11 +96,11 @@ def validate(trace_path: str, ranks: list[int], rate_bps: float, schemes: list[s
 
 
 def error_summary(rows: list[dict]) -> list[dict]:
-    """Per n and model: median and max absolute relative error over schemes, and the worst scheme."""
+    """Per n and simulated variant: median and max absolute relative error over schemes, the worst scheme."""
     out = []
     for n in sorted({r["ranks"] for r in rows}):
         sel = [r for r in rows if r["ranks"] == n and "fifo" in r]
-        for m in MODELS:
+        for m in VARIANTS:
             errs = [abs(r[f"err_{m}"]) for r in sel]
             if errs:
                 worst = max(sel, key=lambda r: abs(r[f"err_{m}"]))
@@ -99,16 +111,17 @@ def error_summary(rows: list[dict]) -> list[dict]:
 
 def tables(result: dict) -> str:
     """The validation as text tables: per scheme and n, the error summary, the hashing imbalance."""
+    shown = ("fifo", "maxmin", "maxmin/elements")
     main = [[r["name"] + (" (torch)" if r["kind"] == "peer" else ""), r["ranks"], r["emulated_s"] * 1e3,
-             f"{r['min_s'] * 1e3:.4g}-{r['max_s'] * 1e3:.4g}", r["fifo"] * 1e3 if "fifo" in r else None,
-             r["maxmin"] * 1e3 if "maxmin" in r else None,
-             _pct(r.get("err_fifo")), _pct(r.get("err_maxmin")), r.get("max_sent"),
-             {True: "equal", False: "DIFFER", None: "-"}[r.get("bytes_equal")], "yes" if r["correct"] else "NO"]
+             f"{r['min_s'] * 1e3:.4g}-{r['max_s'] * 1e3:.4g}",
+             *(r[m] * 1e3 if m in r else None for m in shown), *(_pct(r.get(f"err_{m}")) for m in shown),
+             r.get("max_sent"), {True: "equal", False: "DIFFER", None: "-"}[r.get("bytes_equal")],
+             "yes" if r["correct"] else "NO"]
             for r in result["rows"]]
-    t1 = format_table(main, ["scheme", "n", "emulated ms", "spread ms", "fifo ms", "maxmin ms", "err fifo",
-                             "err maxmin", "max sent B/rank", "bytes emu/sim", "correct"])
+    t1 = format_table(main, ["scheme", "n", "emulated ms", "spread ms", "fifo ms", "maxmin ms", "max/el ms",
+                             "err fifo", "err maxmin", "err max/el", "max sent B/rank", "bytes emu/sim", "correct"])
     t2 = format_table([[s["ranks"], s["model"], _pct(s["median_abs_err"]), _pct(s["max_abs_err"]), s["worst"]]
-                       for s in result["summary"]], ["n", "model", "median |err|", "max |err|", "worst scheme"])
+                       for s in result["summary"]], ["n", "simulated", "median |err|", "max |err|", "worst scheme"])
     t3 = format_table([[i["ranks"], i["push"], i["push_bound"], i["pull"], i["pull_bound"]] for i in result["imbalance"]],
                       ["n", "push imbalance", "Thm 2 push bound", "pull imbalance", "Thm 2 pull bound"])
     return "\n\n".join([t1, t2, t3])

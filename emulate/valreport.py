@@ -9,7 +9,8 @@ from zensim.atomic import AtomicFile, write_atomic
 
 
 def plot(result: dict, path: Path) -> None:
-    """Simulated (fifo, maxmin) vs emulated time per scheme, one panel per cluster size (PNG, Agg)."""
+    """Simulated (fifo, maxmin; maxmin with per-element work) vs emulated time per scheme, one panel per
+    cluster size (PNG, Agg)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -20,10 +21,12 @@ def plot(result: dict, path: Path) -> None:
     for ax, n in zip(axes[0], sizes):
         rows = [r for r in result["rows"] if r["ranks"] == n and "fifo" in r]
         emu = [r["emulated_s"] * 1e3 for r in rows]
-        every = emu + [r[m] * 1e3 for r in rows for m in ("fifo", "maxmin")]
+        shown = [m for m in ("fifo", "maxmin", "maxmin/elements") if all(m in r for r in rows)]
+        every = emu + [r[m] * 1e3 for r in rows for m in shown]
         lo, hi = min(every), max(every)
-        for model, marker in (("fifo", "o"), ("maxmin", "s")):
-            ax.scatter(emu, [r[model] * 1e3 for r in rows], marker=marker, label=model, alpha=0.75)
+        for model, marker in zip(shown, ("o", "s", "x")):
+            label = "maxmin, work per element" if model == "maxmin/elements" else f"{model}, measured work"
+            ax.scatter(emu, [r[model] * 1e3 for r in rows], marker=marker, label=label, alpha=0.75)
         xerr = [[r["emulated_s"] * 1e3 - r["min_s"] * 1e3 for r in rows], [r["max_s"] * 1e3 - r["emulated_s"] * 1e3 for r in rows]]
         ax.errorbar(emu, [r["maxmin"] * 1e3 for r in rows], xerr=xerr, fmt="none", ecolor="grey", alpha=0.5)
         ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="simulated = emulated")
@@ -60,10 +63,11 @@ def markdown(result: dict, command: str, plot_name: str, zen: str, notes: str = 
     """The whole docs/validation.md text."""
     rate = result["rate_bps"] / 1e6
     profiles = "\n".join(
-        f"- n = {n}: bandwidth {p['nic_bandwidth'] * 8 / 1e6:.1f} Mbit/s, NIC efficiency by flows "
-        + (", ".join(f"eff({k}) {e:.2f}" for k, e in p["nic_efficiency"].items()) if p.get("nic_efficiency") else "none")
+        f"- n = {n}: bandwidth {p['nic_bandwidth'] * 8 / 1e6:.1f} Mbit/s, host efficiency by active flows "
+        + (", ".join(f"h({k}) {e:.2f}" for k, e in p["host_efficiency"].items()) if p.get("host_efficiency") else "none")
         + f", latency {p['nic_latency'] * 1e6:.0f} us, host cores {p.get('host_cores') or 'one per rank'}, "
-        "work s/element " + ", ".join(f"{k} {v:.2g}" for k, v in p["work_seconds_per_element"].items())
+        f"CPU slowdown {p.get('cpu_slowdown', 1.0):.2f}, work s/element "
+        + ", ".join(f"{k} {v:.2g}" for k, v in p["work_seconds_per_element"].items())
         for n, p in sorted(result["profiles"].items(), key=lambda kv: int(kv[0])))
     body = tables(result)
     bytes_ok = all(r.get("bytes_equal", True) for r in result["rows"])
@@ -82,8 +86,11 @@ Every emulated result equal to the dense sum: **{'yes' if correct else 'NO'}**.
 ## Per scheme
 
 err = (simulated - emulated) / emulated, emulated = median over repeats of the slowest rank's time
-from the common barrier to its last stage. Bytes = payload bytes of the stage programs (the 8-byte
-size header of each message is control traffic, reported apart in the JSON).
+from the common barrier to its last stage. Simulated: `fifo` and `maxmin` replay every step's local
+work as measured (the same steps run for every rank in one process, CPU time x the profile's
+`cpu_slowdown`); `max/el` is maxmin with the local work at the profile's fitted costs per element
+instead. Bytes = payload bytes of the stage programs (the 8-byte size header of each message is
+control traffic, reported apart in the JSON).
 
 ```
 {body}
