@@ -1,6 +1,7 @@
 """The validation's hashing report uses the same imbalance metrics and Theorem 2 bounds as zensim.sparse."""
 
 import numpy as np
+import pytest
 
 from emulate.validate import hash_imbalance
 from zensim.sparse.hashpart import h0_parts
@@ -24,3 +25,24 @@ def test_hash_imbalance_matches_definitions_and_bounds(tmp_path):
     push_bound, pull_bound = theorem2_bounds(n, min(len(s) for s in sets), len(union))
     assert got == {"push": push, "pull": pull, "push_bound": push_bound, "pull_bound": pull_bound}
     assert got["push"] <= got["push_bound"] and got["pull"] <= got["pull_bound"]
+
+
+def test_compare_and_summary_cover_every_simulated_variant():
+    from emulate.validate import VARIANTS, compare, error_summary, tables
+
+    emulated = [{"name": name, "kind": "scheme", "time_s": 1.0, "min_s": 0.9, "max_s": 1.2, "correct": True,
+                 "sent": [10, 20], "received": [20, 10]} for name in ("a", "b", "c")]
+    emulated.append({"name": "dense", "kind": "peer", "time_s": 2.0, "min_s": 2.0, "max_s": 2.0, "correct": True})
+    errs = {"a": 0.1, "b": -0.3, "c": 0.05}
+    simulated = {name: {"sent": [10, 20], "received": [20, 10] if name != "c" else [10, 20],
+                        **{v: 1.0 + e * (1 + i) for i, v in enumerate(VARIANTS)}} for name, e in errs.items()}
+    rows = compare(4, emulated, simulated)
+    assert [r["bytes_equal"] for r in rows[:3]] == [True, True, False] and "fifo" not in rows[3]
+    for i, v in enumerate(VARIANTS):
+        assert [r[f"err_{v}"] for r in rows[:3]] == pytest.approx([e * (1 + i) for e in errs.values()])
+    summary = error_summary(rows)
+    assert [s["model"] for s in summary] == list(VARIANTS)
+    assert summary[0] == {"ranks": 4, "model": "fifo", "median_abs_err": pytest.approx(0.1),
+                          "max_abs_err": pytest.approx(0.3), "worst": "b"}
+    text = tables({"rows": rows, "summary": summary, "imbalance": []})
+    assert "maxmin/elements" in text and "DIFFER" in text
