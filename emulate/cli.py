@@ -122,9 +122,12 @@ def cmd_emulate(args: argparse.Namespace) -> int:
     return 0 if all(r["correct"] for r in records) else 1
 
 
-def _rounded(points: dict[str, float]) -> str:
-    """An efficiency table {k: eff} as 'k: eff, ...' with two decimals."""
-    return "{" + ", ".join(f"{k}: {e:.2f}" for k, e in points.items()) + "}"
+def calibration_summary(out: str, profile: dict) -> str:
+    """The one line `zensim calibrate` prints about the profile it wrote to `out`."""
+    host = ", ".join(f"{k}: {e:.2f}" for k, e in profile["host_efficiency"].items())
+    return (f"wrote {out}: {profile['nic_bandwidth'] * 8 / 1e6:.1f} Mbit/s per NIC x host efficiency by active "
+            f"flows {{{host}}}, {profile['nic_latency'] * 1e6:.0f} us per message, CPU slowdown "
+            f"{profile['cpu_slowdown']:.2f}; details in {Path(out).with_name(Path(out).stem + '.details.json')}")
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -139,10 +142,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(profile, indent=2))
     else:
-        print(f"wrote {args.out}: {profile['nic_bandwidth'] * 8 / 1e6:.1f} Mbit/s x efficiency by busy NIC links "
-              f"{_rounded(profile['host_efficiency'])} x by flows per NIC {_rounded(profile['nic_efficiency'])}, "
-              f"{profile['nic_latency'] * 1e6:.0f} us per message; details in "
-              f"{Path(args.out).with_name(Path(args.out).stem + '.details.json')}")
+        print(calibration_summary(args.out, profile))
     return 0
 
 

@@ -154,3 +154,14 @@ def test_patterns_measure_a_few_shift_sizes_up_to_n():
     assert patterns(16) == ["pingpong", "shift-4", "shift-8", "shift-16", "alltoall"]
     assert patterns(5) == ["pingpong", "shift-2", "shift-5", "alltoall"]
     assert patterns(2) == ["pingpong", "shift-2", "alltoall"]
+
+
+def test_calibrate_prints_the_profile_it_wrote():
+    from emulate.cli import calibration_summary
+
+    network = {"pingpong": _pattern(2.5e7, 1e-3), "shift-2": _pattern(2.2e7, 2e-3), "alltoall": _pattern(1.5e7, 9e-3)}
+    profile = make_profile(fit_links(network, 2.5e7, 4), {k: 0.0 for k in WORK_KINDS}, 2, 1.3,
+                           {"ranks": 4, "rate_bps": 200e6, "mtu": 65000})
+    line = calibration_summary("out/p.json", profile)
+    assert line == ("wrote out/p.json: 200.0 Mbit/s per NIC x host efficiency by active flows {1: 1.00, 2: 0.88, "
+                    "12: 0.60}, 2000 us per message, CPU slowdown 1.30; details in out/p.details.json")
