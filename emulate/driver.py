@@ -25,7 +25,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from emulate.cli import parse_options, parse_peers
+from emulate.options import parse_options, parse_peers
 from emulate.exchange import StageBytes, exchange
 from emulate.schemes import build_program
 from zensim.schemes.presets import AUTO

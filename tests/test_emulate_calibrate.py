@@ -157,7 +157,7 @@ def test_patterns_measure_a_few_shift_sizes_up_to_n():
 
 
 def test_calibrate_prints_the_profile_it_wrote():
-    from emulate.cli import calibration_summary
+    from zensim.cli.emulate import calibration_summary
 
     network = {"pingpong": _pattern(2.5e7, 1e-3), "shift-2": _pattern(2.2e7, 2e-3), "alltoall": _pattern(1.5e7, 9e-3)}
     profile = make_profile(fit_links(network, 2.5e7, 4), {k: 0.0 for k in WORK_KINDS}, 2, 1.3,

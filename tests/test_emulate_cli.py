@@ -69,7 +69,7 @@ def test_from_json_renders_the_docs_without_leftovers(tmp_path, capsys):
 
 
 def test_peers_spellings_of_cli_and_rank_program():
-    from emulate.cli import parse_peers
+    from emulate.options import parse_peers
 
     assert parse_peers("both") == ["dense", "sparse"] and parse_peers("none") == []
     assert parse_peers("sparse,dense,sparse") == ["sparse", "dense"]

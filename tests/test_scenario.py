@@ -14,7 +14,7 @@ import pytest
 from zensim.cli import main
 from zensim.errors import ConfigError
 from zensim.sim import sweep as sweep_mod
-from zensim.sim.cli import build_cluster
+from zensim.sim.cluster import build_cluster
 from zensim.sim.run import simulate
 from zensim.sim.scenario import load_scenario
 from zensim.sim.sweep import rows, run_scenario, write_outputs

@@ -21,7 +21,7 @@ from zensim.errors import ConfigError
 from zensim.net.profile import Profile
 from zensim.net.topology import FABRICS, ClusterSpec
 from zensim.net.units import parse_bandwidth, parse_latency
-from zensim.sim.cli import build_cluster
+from zensim.sim.cluster import build_cluster
 from zensim.sim.layout import LAYOUTS
 from zensim.sim.run import ALL_MODELS, resolve_schemes
 from zensim.trace.format import Trace

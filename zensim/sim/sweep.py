@@ -1,8 +1,7 @@
-"""`zensim run` / `zensim sweep`: run a scenario point by point, tabulate, write its outputs atomically."""
+"""Running a scenario point by point: records per point, tables, and its outputs written atomically."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,35 +10,11 @@ from tqdm import tqdm
 
 from zensim.errors import ConfigError
 from zensim.report.export import to_csv, to_json, write_atomic
-from zensim.report.table import format_table
-from zensim.sim.cli import render
+from zensim.report.table import format_table, render_records
 from zensim.sim.run import DENSE, SimRecord, profile_costs, simulate
-from zensim.sim.scenario import Point, Scenario, load_scenario
+from zensim.sim.scenario import Point, Scenario
 
 Results = list[tuple[Point, list[SimRecord]]]
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `run SCENARIO` (any scenario) and `sweep SCENARIO` (the same, requiring a sweep)."""
-    for name, helptext in (("run", "run a YAML scenario (a single point or a sweep)"),
-                           ("sweep", "run a YAML scenario that has a sweep: section (error if it has none)")):
-        p = subparsers.add_parser(name, help=helptext)
-        p.add_argument("scenario", help="scenario file (.yaml), see docs/scenarios.md")
-        p.add_argument("--out", default=None, metavar="DIR",
-                       help="folder for the scenario's relative output paths (default: the current directory)")
-        p.add_argument("--json", action="store_true", help="print one JSON row per (point, scheme)")
-        p.set_defaults(func=cmd_run, require_sweep=name == "sweep")
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    """Load, validate, run, write the outputs, print the table (or --json)."""
-    scn = load_scenario(args.scenario, args.out)
-    if args.require_sweep and not scn.is_sweep:
-        raise ConfigError(f"{scn.path}: no sweep: section with more than one point (use `zensim run`)")
-    results = run_scenario(scn, progress=True)
-    write_outputs(scn, results)
-    print(to_json(rows(results)) if args.json else render_results(scn, results))
-    return 0
 
 
 def run_scenario(scn: Scenario, progress: bool = False) -> Results:
@@ -69,7 +44,7 @@ def render_results(scn: Scenario, results: Results) -> str:
     """The simulate table for one point; for a sweep, time / dense per scheme against the first swept key,
     one table per combination of the other swept keys."""
     if not scn.is_sweep:
-        return render(results[0][1])
+        return render_records(results[0][1])
     x_key = scn.swept[0]
     blocks = []
     for group, members in _groups(scn, results).items():

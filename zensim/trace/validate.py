@@ -11,7 +11,7 @@ import numpy as np
 
 from zensim.errors import TraceError
 from zensim.trace import codec
-from zensim.trace.format import (
+from zensim.trace.layout import (
     END_MAGIC,
     ENTRY_DTYPE,
     FOOTER,

@@ -1,32 +1,26 @@
-"""The `zensim` command: one argparse parser, subcommands contributed by each area's cli module."""
+"""The `zensim` command: one argparse parser, one module of this package per command group.
+
+This package is the top of the import graph: it imports the layers, no layer imports it."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 
+from zensim.cli import capture, emulate, partition, scenario, schemes, simulate, trace
 from zensim.errors import ZensimError
 
 # Each module has `register(subparsers)` adding its subcommands with `set_defaults(func=...)`.
-COMMAND_MODULES = [
-    "zensim.trace.cli",
-    "zensim.sim.cli",
-    "zensim.sim.sweep",
-    "zensim.trace.capture.cli",
-    "emulate.cli",
-    "zensim.schemes.cli",
-    "zensim.sparse.cli",
-]
+COMMAND_MODULES = (trace, simulate, scenario, capture, emulate, schemes, partition)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Build the full `zensim` parser from every area's command module."""
     parser = argparse.ArgumentParser(prog="zensim", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    for module in COMMAND_MODULES:
+        module.register(sub)
     return parser
 
 

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from zensim.errors import ConfigError
-from zensim.net.profile import Profile, load_profile
+from zensim.sim.layout import LAYOUTS
+from zensim.sim.run import ALL_MODELS
+from zensim.net.profile import Profile
 from zensim.net.topology import FABRICS, ClusterSpec
-from zensim.report.table import format_table
+from zensim.report.table import render_records
+from zensim.sim.cluster import build_cluster
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `simulate` command."""
-    from zensim.sim.layout import LAYOUTS
-    from zensim.sim.run import ALL_MODELS
-
     p = subparsers.add_parser("simulate", help="time sparse synchronization schemes on a simulated cluster")
     p.add_argument("--trace", required=True, help="trace file (.zt)")
     p.add_argument("--scheme", default="all", help="all | presets | distinct | NAME[,NAME...] (default all)")
@@ -50,33 +49,6 @@ def cluster_from_args(args: argparse.Namespace) -> tuple[ClusterSpec, Profile | 
                          oversub=args.oversub, machines_per_leaf=args.machines_per_leaf, profile=args.profile)
 
 
-def build_cluster(machines: int, gpus_per_machine: int, *, nic: str | float | None = None,
-                  nic_latency: str | float | None = None, nvlink: str | float | None = None,
-                  nvlink_latency: str | float | None = None, fabric: str = "switch", oversub: float = 1.0,
-                  machines_per_leaf: int = 4, profile: str | Path | None = None) -> tuple[ClusterSpec, Profile | None]:
-    """ClusterSpec from link figures given explicitly (None = not given) > the profile's > the defaults."""
-    prof = load_profile(profile) if profile else None
-    links = dict(prof.links) if prof else {}
-
-    def pick(key: str, given: str | float | None, default: str | float) -> str | float:
-        return given if given is not None else links.get(key, default)
-
-    spec = ClusterSpec.parse(machines, gpus_per_machine, pick("nic_bandwidth", nic, "25Gbps"),
-                             pick("nic_latency", nic_latency, 0.0), pick("nvlink_bandwidth", nvlink, "300GB/s"),
-                             pick("nvlink_latency", nvlink_latency, 0.0), fabric, oversub, machines_per_leaf)
-    return spec, prof
-
-
-def render(records: list) -> str:
-    """The result table: times in ms, bytes in MB (max over ranks), balance and the busiest link."""
-    rows = [[r.scheme, None if r.time_s is None else r.time_s * 1e3, r.vs_dense, max(r.bytes_sent) / 1e6,
-             max(r.bytes_received) / 1e6, r.push_imbalance, r.pull_imbalance, r.busiest_link,
-             r.busiest_link_util] for r in records]
-    head = f"{records[0].cluster}, layout {records[0].layout}, model {records[0].model}" if records else ""
-    return head + "\n" + format_table(rows, ["scheme", "time ms", "vs dense", "max sent MB", "max recv MB",
-                                             "push imb", "pull imb", "busiest link", "util"])
-
-
 def cmd_simulate(args: argparse.Namespace) -> int:
     """Run the simulation and print/write the results."""
     import json
@@ -99,5 +71,5 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.plot:
         from zensim.report.plots import plot_vs_dense
         plot_vs_dense(rows, args.plot)
-    print(to_json(rows) if args.json else render(records))
+    print(to_json(rows) if args.json else render_records(records))
     return 0

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from zensim.atomic import write_atomic
 from zensim.errors import ConfigError
+from emulate.options import parse_options, parse_peers
 from zensim.net.units import parse_bandwidth
 
 ZEN = "zen"
@@ -57,16 +58,6 @@ def _at_least(value: float, low: float, what: str, strict: bool = False) -> None
         raise ConfigError(f"{what}: must be {'>' if strict else '>='} {low:g}, got {value:g}")
 
 
-def parse_peers(text: str) -> list[str]:
-    """--peers (here and in the rank program): a comma list of dense and sparse, or both, or none."""
-    if text in ("both", "none"):
-        return ["dense", "sparse"] if text == "both" else []
-    names = [p for p in text.split(",") if p]
-    if not names or any(p not in ("dense", "sparse") for p in names):
-        raise ConfigError(f"--peers: expected dense, sparse, both or none (comma list), got {text!r}")
-    return list(dict.fromkeys(names))
-
-
 def _output_file(path: str, what: str) -> Path:
     """An output file name checked before any long run: not a directory, its directory exists."""
     target = Path(path)
@@ -90,17 +81,6 @@ def _common_checks(args: argparse.Namespace) -> None:
     _at_least(args.timeout, 0, "--timeout", strict=True)
     _at_least(args.wait, 0, "--wait")
     _at_least(args.iteration, 0, "--iteration")
-
-
-def parse_options(text: str) -> dict:
-    """--options (here and in the rank program): a JSON object of scheme options."""
-    try:
-        opts = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--options: not JSON ({exc.msg})") from None
-    if not isinstance(opts, dict):
-        raise ConfigError("--options: expected a JSON object such as '{\"pull\": \"hash_bitmap\"}'")
-    return opts
 
 
 def cmd_emulate(args: argparse.Namespace) -> int:
