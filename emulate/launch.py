@@ -2,7 +2,8 @@
 
 A rank that exits with a non-zero status (or is killed) ends the run: the launcher kills the other
 ranks at once (they would otherwise wait on their dead peer) and raises RankFailed naming the rank
-and the last line it wrote on stderr. The cluster's context manager then tears everything down.
+and, if it exited with a status, the last line it wrote on stderr itself (not a log line of the
+c10d/gloo library). The cluster's context manager then tears everything down, run folder included.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -38,13 +40,20 @@ def _die_with_parent() -> None:
         pass
 
 
+# c10's log lines, e.g. `[W1122 18:28:40.660621273 socket.cpp:207] [c10d] The hostname of ...`: torch's
+# library code logs them on its own; they are rarely why a rank ended
+_LIBRARY_LOG = re.compile(r"^\[[IWEF]\d{4} ")
+
+
 def _last_line(path: Path) -> str:
-    """Last non-empty line of a rank's stderr file (the error it died with, usually)."""
+    """The last line a rank wrote on stderr itself (the error it died with, usually), passing over
+    torch's library log lines; the last of those if there is nothing else."""
     try:
-        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
     except OSError:
         return ""
-    return lines[-1].strip() if lines else ""
+    own = [ln for ln in lines if not _LIBRARY_LOG.match(ln)]
+    return (own or lines or [""])[-1]
 
 
 def _kill(procs: list[subprocess.Popen]) -> None:
@@ -78,7 +87,7 @@ def launch_local(cluster: LocalCluster, rank_args: list[str], timeout: float = 6
     `on_start(procs, workdir)` is called once every rank process has been started (tests use it).
     """
     n = cluster.n
-    with tempfile.TemporaryDirectory(prefix="zsim-run-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="launch-", dir=cluster.run_dir) as tmp:
         work = Path(tmp)
         procs: list[subprocess.Popen] = []
         try:
@@ -101,6 +110,20 @@ def launch_local(cluster: LocalCluster, rank_args: list[str], timeout: float = 6
         return [json.loads((work / f"rank{r}.json").read_text()) for r in range(n)]
 
 
+def _failure(failed: list[tuple[int, int]], work: Path) -> str:
+    """Why the run ended, from the ranks found failed in one poll: a rank killed by a signal first (the
+    others, if any, failed for want of it), else the lowest rank."""
+    rank, code = min(failed, key=lambda rc: (rc[1] > 0, rc[0]))
+    if code < 0:  # killed: whatever it last wrote is not why it ended
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "an unknown signal"
+        return f"rank {rank} was killed by signal {-code} ({name}); other ranks ended"
+    last = _last_line(work / f"rank{rank}.err")
+    return f"rank {rank} exited with status {code}" + (f": {last}" if last else "") + "; other ranks ended"
+
+
 def _watch(procs: list[subprocess.Popen], work: Path, timeout: float, desc: str) -> None:
     """Wait for all ranks; on the first failure or at the timeout, raise RankFailed."""
     deadline = time.monotonic() + timeout
@@ -108,11 +131,9 @@ def _watch(procs: list[subprocess.Popen], work: Path, timeout: float, desc: str)
     try:
         while True:
             codes = [p.poll() for p in procs]
-            for r, code in enumerate(codes):
-                if code not in (None, 0):
-                    why = f"signal {-code}" if code < 0 else f"status {code}"
-                    last = _last_line(work / f"rank{r}.err")
-                    raise RankFailed(f"rank {r} exited with {why}" + (f": {last}" if last else "") + "; other ranks ended")
+            failed = [(r, code) for r, code in enumerate(codes) if code not in (None, 0)]
+            if failed:
+                raise RankFailed(_failure(failed, work))
             if all(code == 0 for code in codes):
                 return
             if time.monotonic() > deadline:

@@ -6,10 +6,12 @@ Layout (every object carries the prefix `zsim`, nothing is created in the host's
     namespace zsim-r{r}      interface zsim-e{r} = 10.213.x.y/16 (tbf: the rank's egress)
 
 The /16 is only ever configured inside these namespaces and no namespace has a default route, so
-traffic can only flow between the project's namespaces. A process-wide file lock makes one cluster
-exist at a time; under the lock, any `zsim` namespace found is a leftover of a crashed run and is
-removed (its processes killed first). Teardown runs on every exit path of the context manager,
-including SIGTERM, which is turned into an exception while the cluster is up.
+traffic can only flow between the project's namespaces. A machine-wide file lock makes one cluster
+exist at a time; under the lock, any `zsim` namespace or `zsim-run-*` run folder found is a leftover
+of a crashed run and is removed (processes in the namespaces killed first). Teardown runs on every
+exit path of the context manager: normal end, exception, SIGINT, SIGTERM and SIGHUP (emulate.shield:
+the first signal ends the run, later ones cannot interrupt the teardown); if the owner dies without
+tearing down (SIGKILL), the reaper process it started (emulate.reaper) does it.
 """
 
 from __future__ import annotations
@@ -20,17 +22,22 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
-from types import FrameType
+from pathlib import Path
 
+from emulate.shield import SignalGuard
 from zensim.errors import ConfigError, ZensimError
 
 PREFIX = "zsim"
 BRIDGE_NS = f"{PREFIX}-br"
 BRIDGE_DEV = f"{PREFIX}-br0"
 SUBNET = ipaddress.ip_network("10.213.0.0/16")
-LOCK_PATH = os.path.join(tempfile.gettempdir(), f"{PREFIX}-emulate.lock")
+# namespaces are machine-wide, so is their lock (not under $TMPDIR, which differs between users)
+LOCK_PATH = f"/tmp/{PREFIX}-emulate.lock"
+RUN_PREFIX = f"{PREFIX}-run-"  # run folders (rank stderr, progress, rank JSON) in the temporary directory
+REAPER_DONE = b"d"  # what the owner of a cluster tells its reaper after its own teardown (emulate.reaper)
 MAX_RANKS = SUBNET.num_addresses - 2
 DEFAULT_MTU = 65000
 
@@ -60,8 +67,10 @@ def rank_addr(rank: int) -> str:
 
 
 def _run(cmd: list[str], check: bool = True) -> subprocess.CompletedProcess:
-    """Run one ip/tc command; failures become a NamespaceError naming the command."""
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    """Run one ip/tc command; failures become a NamespaceError naming the command. The command has a
+    process group of its own: a Ctrl-C at the terminal (sent to the whole foreground group) must not
+    kill an `ip netns del` of the teardown."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, process_group=0)
     if check and proc.returncode != 0:
         msg = (proc.stderr or proc.stdout).strip().splitlines()
         raise NamespaceError(f"`{' '.join(cmd)}` failed: {msg[-1] if msg else 'exit ' + str(proc.returncode)}")
@@ -102,8 +111,14 @@ def _kill_namespace_processes(ns: str) -> None:
             pass
 
 
+def project_run_dirs() -> list[Path]:
+    """Run folders (`zsim-run-*`) in the temporary directory."""
+    return sorted(Path(tempfile.gettempdir()).glob(f"{RUN_PREFIX}*"))
+
+
 def remove_project_objects() -> list[str]:
-    """Delete every project namespace (killing its processes) and project host link; return what was removed."""
+    """Delete every project namespace (killing its processes), project host link and run folder;
+    return what was removed. Call it only under the emulation lock (then all of them are ours)."""
     removed = []
     for ns in project_namespaces():
         _kill_namespace_processes(ns)
@@ -112,6 +127,9 @@ def remove_project_objects() -> list[str]:
     for link in project_host_links():
         _run(["ip", "link", "del", link], check=False)
         removed.append(link)
+    for folder in project_run_dirs():
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(str(folder))
     return removed
 
 
@@ -155,10 +173,6 @@ class Shaping:
         return ["tbf", "rate", f"{self.rate_bps}bit", "burst", str(self.burst_bytes), "limit", str(self.limit_bytes)]
 
 
-class _Terminated(BaseException):
-    """SIGTERM received while a cluster is up (a BaseException so it unwinds like Ctrl-C)."""
-
-
 class LocalCluster:
     """Context manager owning the namespaces of an n-rank emulated cluster shaped to `rate_bps` per NIC.
 
@@ -174,27 +188,32 @@ class LocalCluster:
         self.shaping = Shaping(rate_bps, mtu, senders=n - 1)
         self.wait_lock = wait_lock
         self.leftovers: list[str] = []
+        self.run_dir: Path | None = None
         self._lock_fd: int | None = None
-        self._old_sigterm = None
+        self._reaper: tuple[subprocess.Popen, int] | None = None
+        self._guard = SignalGuard()
 
     # --- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> "LocalCluster":
         check_privileges()
         self._acquire_lock()
         try:
-            self._install_sigterm()
+            self._start_reaper()
+            self._guard.install()
             self.setup()
-        except BaseException:
-            self.__exit__(None, None, None)
+        except BaseException as exc:
+            self.__exit__(type(exc), exc, exc.__traceback__)
             raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type | None, *exc: object) -> None:
+        self._guard.shield()  # no signal interrupts the teardown; one that comes is raised after it
         try:
             self.teardown()
         finally:
-            self._restore_sigterm()
+            self._dismiss_reaper()
             self._release_lock()
+            self._guard.restore(unwinding=exc_type is not None)
 
     def _acquire_lock(self) -> None:
         """Take the machine-wide emulation lock (so leftovers found under it are really leftovers)."""
@@ -222,26 +241,42 @@ class LocalCluster:
             os.close(self._lock_fd)
             self._lock_fd = None
 
-    def _install_sigterm(self) -> None:
-        import threading
+    def _start_reaper(self) -> None:
+        """Start the process that tears down if this one dies first (emulate.reaper); it shares the
+        lock's open file, so the lock stays held until it has finished."""
+        read_end, write_end = os.pipe()  # not inheritable: only the reaper gets read_end (pass_fds)
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", "emulate.reaper", str(self._lock_fd), str(read_end)],
+                                    pass_fds=(self._lock_fd, read_end), start_new_session=True,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        except BaseException:
+            os.close(write_end)
+            raise
+        finally:
+            os.close(read_end)
+        self._reaper = proc, write_end
 
-        if threading.current_thread() is not threading.main_thread():
+    def _dismiss_reaper(self) -> None:
+        """Our own teardown is done: tell the reaper, which then exits doing nothing."""
+        if self._reaper is None:
             return
-
-        def on_term(signum: int, frame: FrameType | None) -> None:
-            raise _Terminated("SIGTERM")
-
-        self._old_sigterm = signal.signal(signal.SIGTERM, on_term)
-
-    def _restore_sigterm(self) -> None:
-        if self._old_sigterm is not None:
-            signal.signal(signal.SIGTERM, self._old_sigterm)
-            self._old_sigterm = None
+        proc, write_end = self._reaper
+        self._reaper = None
+        try:
+            os.write(write_end, REAPER_DONE)
+        finally:
+            os.close(write_end)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
     # --- set-up and teardown -----------------------------------------------------------------
     def setup(self) -> None:
         """Create the cluster from scratch (removing leftovers first), so calling it twice is harmless."""
         self.leftovers = remove_project_objects()
+        self.run_dir = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
         prefix_len = SUBNET.prefixlen
         self._make_ns(BRIDGE_NS)
         _run(["ip", "-n", BRIDGE_NS, "link", "add", BRIDGE_DEV, "type", "bridge"])
@@ -269,8 +304,10 @@ class LocalCluster:
         _run(["ip", "-n", ns, "link", "set", "lo", "up"])
 
     def teardown(self) -> None:
-        """Remove every project namespace, link and qdisc (deleting a namespace deletes its veths and qdiscs)."""
+        """Remove every project namespace, link and qdisc (deleting a namespace deletes its veths and
+        qdiscs) and the run folder."""
         remove_project_objects()
+        self.run_dir = None
 
     # --- use ---------------------------------------------------------------------------------
     def exec_prefix(self, rank: int) -> list[str]:

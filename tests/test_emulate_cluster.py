@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -71,23 +75,55 @@ def test_teardown_on_sigterm_and_sigint():
         assert len(project_namespaces()) == 3
         child.send_signal(sig)
         assert child.wait(timeout=30) != 0
-        assert project_namespaces() == []
+        assert project_namespaces() == [] and netns.project_run_dirs() == []
+
+
+@contextlib.contextmanager
+def emulation_lock(timeout: float = WAIT):
+    """Hold the emulation lock (once the owner and its reaper are done): what a test then finds is left."""
+    with open(netns.LOCK_PATH, "a+") as f:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                assert time.monotonic() < deadline, "the emulation lock was not released"
+                time.sleep(0.1)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 @needs_netns
-def test_leftovers_of_a_crash_are_removed():
+def test_leftovers_are_removed_at_setup(tmp_path):
+    # what a crash leaves if even the reaper could not clean: a namespace with a process, a run folder
+    subprocess.run(["ip", "netns", "add", "zsim-r1"], check=True)
+    sleeper = subprocess.Popen(["ip", "netns", "exec", "zsim-r1", "sleep", "60"])
+    folder = Path(tempfile.mkdtemp(prefix=netns.RUN_PREFIX))
+    (folder / "rank0.err").write_text("left over")
+    time.sleep(0.2)
+    with LocalCluster(2, 1_000_000, wait_lock=WAIT) as c:
+        assert {"zsim-r1", str(folder)} <= set(c.leftovers)
+        assert sleeper.wait(timeout=10) == -signal.SIGKILL
+        assert not folder.exists() and netns.project_run_dirs() == [c.run_dir]
+    assert project_namespaces() == [] and netns.project_run_dirs() == []
+
+
+@needs_netns
+def test_a_killed_owner_is_cleaned_up_by_its_reaper():
     child = _child(CHILD)
     assert child.stdout.readline().strip() == "up"
-    # a process living in a rank namespace, as a rank of the crashed run would
+    # a process living in a rank namespace, as a rank of the run would
     sleeper = subprocess.Popen(["ip", "netns", "exec", "zsim-r1", "sleep", "60"])
     time.sleep(0.2)
-    child.kill()  # SIGKILL: no teardown runs
+    assert len(netns.project_run_dirs()) == 1
+    child.kill()  # SIGKILL: no teardown of its own runs
     child.wait(timeout=10)
-    assert "zsim-r1" in project_namespaces()
-    with LocalCluster(2, 1_000_000, wait_lock=WAIT) as c:
-        assert set(c.leftovers) == {"zsim-br", "zsim-r0", "zsim-r1"}
+    with emulation_lock():  # released once the reaper is done
         assert sleeper.wait(timeout=10) == -signal.SIGKILL
-    assert project_namespaces() == []
+        assert project_namespaces() == [] and project_host_links() == [] and netns.project_run_dirs() == []
 
 
 @needs_netns

@@ -79,7 +79,7 @@ def test_a_killed_rank_is_reported_and_the_others_ended(tmp_path):
         threading.Thread(target=killer, daemon=True).start()
         victim["procs"] = procs
 
-    with pytest.raises(RankFailed, match=r"rank 2 exited with signal 9"):
+    with pytest.raises(RankFailed, match=r"rank 2 was killed by signal 9 \(SIGKILL\); other ranks ended$"):
         with LocalCluster(4, 2_000_000, wait_lock=WAIT) as cluster:
             launch_local(cluster, run_args(path, [], 1, "dense", 0, {}, 120), timeout=120, on_start=kill_rank_two)
     assert "pid" in victim

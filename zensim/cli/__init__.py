@@ -9,7 +9,7 @@ import os
 import sys
 
 from zensim.cli import capture, emulate, partition, scenario, schemes, simulate, trace
-from zensim.errors import ZensimError
+from zensim.errors import Terminated, ZensimError
 
 # Each module has `register(subparsers)` adding its subcommands with `set_defaults(func=...)`.
 COMMAND_MODULES = (trace, simulate, scenario, capture, emulate, schemes, partition)
@@ -37,13 +37,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"zensim: error: {args.command}: out of memory (the requested sizes do not fit this machine)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("zensim: interrupted", file=sys.stderr)
+        _note("zensim: interrupted")
         return 130
+    except Terminated as exc:  # SIGTERM / SIGHUP: cleanup has run; no traceback, 128 + signal number
+        _note(f"zensim: {exc}")
+        return 128 + exc.signum
     except BrokenPipeError:
         # the reader of our output went away (`zensim ... | head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     return int(status or 0)
+
+
+def _note(line: str) -> None:
+    """One line on stderr, which may be gone (a closed terminal after SIGHUP)."""
+    try:
+        print(line, file=sys.stderr)
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":
