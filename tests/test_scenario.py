@@ -109,6 +109,42 @@ def test_unreadable_files_are_config_errors(tmp_path: Path) -> None:
         load_scenario(write_scenario(tmp_path, "- just\n- a list\n"))
 
 
+def test_non_utf8_scenario_is_one_line(tmp_path: Path, trace: Path, capsys: pytest.CaptureFixture) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(f"trace: {trace}\n# caf\xe9\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=rf"^{path}: not UTF-8 text \(byte 0xe9 at offset \d+\)$"):
+        load_scenario(path)
+    assert main(["run", str(path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.mark.parametrize("body, line, key", [
+    ("trace: T\ncluster: {machines: 2}\ncluster: {machines: 4}\n", 3, "cluster"),
+    ("trace: T\ncluster:\n  machines: 2\n  nic: 1Gbps\n  machines: 4\n", 5, "machines"),
+    ("trace: T\ncluster: {machines: 2, machines: 4}\n", 2, "machines"),
+    ("trace: T\nsweep: {nic: [1Gbps]}\nmodel: fifo\nsweep: {machines: [2, 4]}\n", 4, "sweep"),
+])
+def test_duplicate_keys_are_refused(tmp_path: Path, trace: Path, body: str, line: int, key: str) -> None:
+    path = write_scenario(tmp_path, body.replace("trace: T", f"trace: {trace}"))
+    with pytest.raises(ConfigError, match=rf"^{path}: line {line}: duplicate key '{key}' \(first given at line \d\)$"):
+        load_scenario(path)
+
+
+@pytest.mark.parametrize("body, key", [
+    ("cluster: {machines: 4, oversubscription: 2}\n", "cluster.oversubscription"),
+    ("cluster: {machines: 4, machines_per_leaf: 2}\n", "cluster.machines_per_leaf"),
+    ("cluster: {machines: 4}\nsweep: {oversubscription: [1, 2]}\n", "sweep.oversubscription"),
+    ("cluster: {machines: 4, oversubscription: 2}\nsweep: {fabric: [leafspine, switch]}\n", "cluster.oversubscription"),
+])
+def test_leafspine_keys_without_a_leafspine_are_refused(tmp_path: Path, trace: Path, body: str, key: str) -> None:
+    path = write_scenario(tmp_path, f"trace: {trace}\n" + body)
+    with pytest.raises(ConfigError, match=rf"^{path}: {key}: only for a leaf-spine fabric \(fabric is 'switch'"):
+        load_scenario(path)
+    ok = write_scenario(tmp_path, f"trace: {trace}\ncluster: {{fabric: leafspine, machines: 4, oversubscription: 2}}\n",
+                        "ok.yaml")
+    assert load_scenario(ok).points[0].cluster.oversub == 2.0
+
+
 def _comparable(row: dict) -> dict:
     """A record's fields without the wall-clock time it took."""
     return {k: v for k, v in row.items() if k != "wall_s"}

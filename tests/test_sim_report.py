@@ -13,7 +13,7 @@ from zensim.net.profile import WorkCost
 from zensim.net.topology import ClusterSpec, Topology
 from zensim.report.chrome import chrome_trace
 from zensim.report.export import to_csv, to_json, write_atomic
-from zensim.report.plots import plot_scaling, plot_vs_dense
+from zensim.report.plots import save_figure, scaling_figure, vs_dense_figure
 from zensim.schemes.log import Message, MessageLog
 
 ROWS = [{"scheme": "a", "time_s": 1.5, "vs_dense": 0.5, "bytes_sent": [1, 2], "cluster": "c", "model": "fifo"},
@@ -48,8 +48,8 @@ def test_chrome_trace_tracks():
 
 
 def test_plots_are_png(tmp_path):
-    plot_vs_dense(ROWS, tmp_path / "a.png")
-    plot_scaling({"a": {8: 0.5, 16: 0.7}, "b": {8: None, 16: 1.2}}, tmp_path / "b.png")
+    save_figure(vs_dense_figure(ROWS), tmp_path / "a.png")
+    save_figure(scaling_figure({"a": {8: 0.5, 16: 0.7}, "b": {8: None, 16: 1.2}}), tmp_path / "b.png")
     for name in ("a.png", "b.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

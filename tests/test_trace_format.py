@@ -182,6 +182,16 @@ def test_corrupt_header_and_table(good: Path) -> None:
     one_line_error(good, r"corrupt chunk table")
 
 
+@pytest.mark.parametrize("where, offset", [("footer", -12), ("prefix", 20)])
+def test_flipped_reserved_field_is_refused(good: Path, where: str, offset: int) -> None:
+    """The reserved u32 of prefix (bytes 20..24) and footer (the 4 bytes before the end magic) is 0."""
+    data = bytearray(good.read_bytes())
+    assert data[offset:offset + 4 or None] == b"\0\0\0\0"
+    data[offset] ^= 0x10
+    good.write_bytes(bytes(data))
+    one_line_error(good, rf"corrupt {where} \(reserved field is 0x10, schema 1 writes 0\)")
+
+
 def test_missing_worker_in_file(good: Path) -> None:
     patch_header(good, '"workers": 2', '"workers": 3')
     one_line_error(good, r"missing worker or iteration \(iteration 0 worker 2")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -67,3 +68,26 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
     """Write `data` to `path` through a temporary file in the same directory and a rename."""
     with AtomicFile(path) as f:
         f.write(data.encode() if isinstance(data, str) else data)
+
+
+def write_all_atomic(files: Sequence[tuple[str | os.PathLike[str], str | bytes]]) -> None:
+    """Write several files so that all of them appear or none: every temporary file is written and
+    synced before the first rename; a failure before that removes them all and leaves every path as it was."""
+    pending: list[AtomicFile] = []
+    try:
+        for path, data in files:
+            out = AtomicFile(path)
+            pending.append(out)
+            assert out.file is not None
+            try:
+                out.file.write(data.encode() if isinstance(data, str) else data)
+                out.file.flush()
+                os.fsync(out.file.fileno())
+            except OSError as exc:
+                raise ConfigError(f"{path}: cannot write ({exc.strerror})") from None
+    except BaseException:
+        for out in pending:
+            out.discard()
+        raise
+    for out in pending:
+        out.commit()

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import signal
 import sys
+import threading
 
 from zensim.cli import capture, emulate, partition, scenario, schemes, simulate, trace
 from zensim.errors import Terminated, ZensimError
@@ -15,9 +18,24 @@ from zensim.errors import Terminated, ZensimError
 COMMAND_MODULES = (trace, simulate, scenario, capture, emulate, schemes, partition)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, except that a value starting with '-' and a digit (`--nic -25Gbps`, `--nic-latency -5us`)
+    is taken as the option's value, so that the option's own check rejects it in one line, instead of
+    argparse's usage and "expected one argument". Subcommand parsers inherit the class."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
+
+
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM/SIGHUP in any command: unwind like Ctrl-C, so every `with` block cleans up (no .tmp left)."""
+    raise Terminated(signum)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the full `zensim` parser from every area's command module."""
-    parser = argparse.ArgumentParser(prog="zensim", description=__doc__)
+    parser = Parser(prog="zensim", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(sub)
@@ -28,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: parse, dispatch, turn user errors into one line on stderr and exit code 2."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    in_main = threading.current_thread() is threading.main_thread()  # signals can only be set there
+    previous = {sig: signal.signal(sig, _terminate) for sig in (signal.SIGTERM, signal.SIGHUP)} if in_main else {}
     try:
         status = args.func(args)
     except ZensimError as exc:
@@ -46,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         # the reader of our output went away (`zensim ... | head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return int(status or 0)
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from zensim.errors import ConfigError
 from zensim.trace.capture.names import SPARSIFIERS, WORKLOADS
+
+TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -70,8 +73,17 @@ def capture_hooked(args: argparse.Namespace, script_args: list[str]) -> int:
     kind = args.sparsifier or "natural"
     check_steps(args.iterations, args.warmup)  # before the script runs: it may take long to reach its DDP model
     make_sparsifier(kind, args.density, args.seed)
-    recorder = run_hooked(args.hook, script_args, args.output, args.iterations, warmup=args.warmup,
-                          sparsifier=kind, density=args.density, values=args.values, seed=args.seed,
-                          workload=args.hook)
+    try:
+        recorder = run_hooked(args.hook, script_args, args.output, args.iterations, warmup=args.warmup,
+                              sparsifier=kind, density=args.density, values=args.values, seed=args.seed,
+                              workload=args.hook)
+    except ValueError as exc:
+        # torch's env:// rendezvous (init_process_group without torchrun's RANK, WORLD_SIZE, MASTER_ADDR, ...)
+        if "env:// rendezvous" not in str(exc):
+            raise
+        missing = next((v for v in TORCHRUN_ENV if v not in os.environ), None)
+        raise ConfigError(f"--hook {args.hook}: the script initializes torch.distributed from torchrun's "
+                          f"environment, and {missing or 'part of it'} is not set: start it under torchrun "
+                          f"(torchrun --nproc-per-node N $(which zensim) capture --hook {args.hook} ...; docs/capture.md)") from None
     print(f"rank {recorder.rank}: wrote {recorder.path}")
     return 0

@@ -137,7 +137,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     _common_checks(args)
     _at_least(args.repeats, 1, "--repeats")
     notes = _read(args.notes, "--notes") if args.notes else ""
-    docs = _output_dir(args.docs, "--docs") if args.docs else None
+    # the page goes into --workdir unless --docs names a folder ('' for none): by default a run never
+    # writes into the repository's docs/ (which holds the project's own validation page)
+    docs = _output_dir(*((args.workdir, "--workdir") if args.docs is None else (args.docs, "--docs"))) if args.docs != "" else None
     if args.from_json:
         result = _validation_json(args.from_json)
         command = result.get("command", "zensim validate")
@@ -198,7 +200,7 @@ def register(sub) -> None:
     _common(p)
     p.set_defaults(func=cmd_calibrate)
 
-    p = sub.add_parser("validate", help="emulate and simulate every scheme, compare, write docs/validation.md")
+    p = sub.add_parser("validate", help="emulate and simulate every scheme, compare, write validation.md and its plot")
     p.add_argument("--trace", default=None, help="trace to validate on (required unless --from-json)")
     p.add_argument("--ranks", default="4,8,16", help="cluster sizes (default %(default)s)")
     p.add_argument("--from-json", default=None, help="re-render the docs from an earlier validation.json, no runs")
@@ -208,7 +210,8 @@ def register(sub) -> None:
     p.add_argument("--calibration-iteration", type=int, default=None,
                    help="trace iteration for the local-work calibration (default 1 if present, else 0)")
     p.add_argument("--workdir", default="validation-out", help="profiles and validation.json go here")
-    p.add_argument("--docs", default="docs", help="where validation.md and validation.png go ('' for none)")
+    p.add_argument("--docs", default=None,
+                   help="folder for validation.md and validation.png (default: the --workdir; '' for none)")
     p.add_argument("--name", default="validation", help="base name of the markdown and PNG (default %(default)s)")
     _common(p)
     p.set_defaults(func=cmd_validate)

@@ -9,6 +9,7 @@ from zensim.sim.layout import LAYOUTS
 from zensim.sim.run import ALL_MODELS
 from zensim.net.profile import Profile
 from zensim.net.topology import FABRICS, ClusterSpec
+from zensim.report.outputs import OutputFiles, plot_format
 from zensim.report.table import render_records
 from zensim.sim.cluster import build_cluster
 
@@ -25,8 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--nvlink", default=None, help="per-GPU intra-machine bandwidth (default: profile or 300GB/s)")
     p.add_argument("--nvlink-latency", default=None, help="per-message latency inside a machine (default: profile or 0)")
     p.add_argument("--fabric", choices=FABRICS, default="switch", help="non-blocking switch or two-level leaf-spine")
-    p.add_argument("--oversub", type=float, default=1.0, help="leaf-spine oversubscription ratio (default 1)")
-    p.add_argument("--machines-per-leaf", type=int, default=4, help="machines under one leaf (default 4)")
+    p.add_argument("--oversub", type=float, default=None, help="leaf-spine oversubscription ratio (default 1)")
+    p.add_argument("--machines-per-leaf", type=int, default=None, help="leaf-spine: machines under one leaf (default 4)")
     p.add_argument("--layout", choices=LAYOUTS, default="zen", help="multi-GPU layout (default zen)")
     p.add_argument("--model", choices=ALL_MODELS, default="fifo", help="bandwidth sharing model (default fifo)")
     p.add_argument("--maxmin-batch", type=float, default=1 / 64,
@@ -36,7 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the records as JSON")
     p.add_argument("--csv", default=None, metavar="FILE", help="also write the records as CSV")
     p.add_argument("--timeline", default=None, metavar="FILE", help="also write a Chrome trace (Perfetto) timeline")
-    p.add_argument("--plot", default=None, metavar="FILE", help="also write a PNG bar chart of time vs dense")
+    p.add_argument("--plot", default=None, metavar="FILE",
+                   help="also write a bar chart of time vs dense (format from the extension: .png, .pdf, .svg, ...)")
     p.set_defaults(func=cmd_simulate)
 
 
@@ -54,22 +56,27 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     import json
 
     from zensim.report.chrome import chrome_trace
-    from zensim.report.export import to_csv, to_json, write_atomic
+    from zensim.report.export import to_csv, to_json
     from zensim.sim.run import profile_costs, simulate
 
     if args.timeline and args.model == "analytic":
         raise ConfigError("--timeline: the analytic model has no timeline (use fifo or maxmin)")
     cluster, profile = cluster_from_args(args)
+    outs = OutputFiles(inputs=[args.trace, args.profile])
+    paths = {key: outs.add(getattr(args, key), f"--{key}", plot=key == "plot")
+             for key in ("csv", "timeline", "plot") if getattr(args, key)}
     records = simulate(args.trace, args.scheme, cluster, args.model, iteration=args.iteration,
                        **profile_costs(profile), layout=args.layout,
                        maxmin_batch=args.maxmin_batch, progress=True)
     rows = [r.to_dict() for r in records]
-    if args.csv:
-        write_atomic(args.csv, to_csv(rows))
-    if args.timeline:
-        write_atomic(args.timeline, json.dumps(chrome_trace([(r.scheme, r.timing, r.log) for r in records])))
-    if args.plot:
-        from zensim.report.plots import plot_vs_dense
-        plot_vs_dense(rows, args.plot)
+    files: dict = {}
+    if "csv" in paths:
+        files[paths["csv"]] = to_csv(rows)
+    if "timeline" in paths:
+        files[paths["timeline"]] = json.dumps(chrome_trace([(r.scheme, r.timing, r.log) for r in records]))
+    if "plot" in paths:
+        from zensim.report.plots import figure_bytes, vs_dense_figure
+        files[paths["plot"]] = figure_bytes(vs_dense_figure(rows), plot_format(paths["plot"]))
+    outs.write(files)
     print(to_json(rows) if args.json else render_records(records))
     return 0

@@ -1,4 +1,7 @@
-"""PNG plots of results (matplotlib, Agg backend): time vs dense per scheme, and scaling with n."""
+"""Plots of results (matplotlib, Agg backend): time vs dense per scheme, and scaling with n.
+
+Each plot is a function returning a matplotlib Figure; `figure_bytes` renders it in the format the
+output path names (`.png`, `.pdf`, `.svg`, ...: zensim.report.outputs.PLOT_FORMATS)."""
 
 from __future__ import annotations
 
@@ -12,18 +15,24 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from zensim.report.export import write_atomic  # noqa: E402
+from zensim.atomic import write_atomic  # noqa: E402
+from zensim.report.outputs import plot_format  # noqa: E402
 
 
-def _save(fig: Any, path: str | Path) -> None:
-    """Render to PNG bytes, then write atomically."""
+def figure_bytes(fig: Any, fmt: str) -> bytes:
+    """The figure rendered in image format `fmt` (closed afterwards)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
+    fig.savefig(buf, format=fmt, dpi=120, bbox_inches="tight")
     plt.close(fig)
-    write_atomic(path, buf.getvalue())
+    return buf.getvalue()
 
 
-def plot_vs_dense(rows: Sequence[Mapping[str, Any]], path: str | Path) -> None:
+def save_figure(fig: Any, path: str | Path) -> None:
+    """Write the figure to `path` in the format its extension names (atomically)."""
+    write_atomic(path, figure_bytes(fig, plot_format(path, str(path))))
+
+
+def vs_dense_figure(rows: Sequence[Mapping[str, Any]]) -> Any:
     """Horizontal bars of each scheme's time normalized to dense ring all-reduce (1 = dense)."""
     rows = [r for r in rows if r.get("vs_dense") is not None]
     fig, ax = plt.subplots(figsize=(7, 0.3 * len(rows) + 1.2))
@@ -33,10 +42,10 @@ def plot_vs_dense(rows: Sequence[Mapping[str, Any]], path: str | Path) -> None:
     ax.set_xlabel("communication time / dense ring all-reduce")
     if rows:
         ax.set_title(f"{rows[0]['cluster']}, {rows[0]['model']}", fontsize=9)
-    _save(fig, path)
+    return fig
 
 
-def plot_scaling(table: Mapping[str, Mapping[int, float | None]], path: str | Path, title: str = "") -> None:
+def scaling_figure(table: Mapping[str, Mapping[int, float | None]], title: str = "") -> Any:
     """Lines of time / dense against the number of GPUs, one per scheme (log2 x axis)."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for scheme, by_n in table.items():
@@ -48,4 +57,4 @@ def plot_scaling(table: Mapping[str, Mapping[int, float | None]], path: str | Pa
     ax.set_ylabel("time / dense ring all-reduce")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, ncol=2)
-    _save(fig, path)
+    return fig

@@ -21,6 +21,7 @@ from zensim.errors import ConfigError
 from zensim.net.profile import Profile
 from zensim.net.topology import FABRICS, ClusterSpec
 from zensim.net.units import parse_bandwidth, parse_latency
+from zensim.report.outputs import OutputFiles
 from zensim.sim.cluster import build_cluster
 from zensim.sim.layout import LAYOUTS
 from zensim.sim.run import ALL_MODELS, resolve_schemes
@@ -30,7 +31,7 @@ TOP_KEYS = ("trace", "cluster", "schemes", "model", "maxmin_batch", "outputs", "
 TRACE_KEYS = ("path", "iteration")
 CLUSTER_DEFAULTS: dict[str, Any] = {
     "machines": 16, "gpus_per_machine": 1, "nic": None, "nic_latency": None, "nvlink": None,
-    "nvlink_latency": None, "fabric": "switch", "oversubscription": 1.0, "machines_per_leaf": 4,
+    "nvlink_latency": None, "fabric": "switch", "oversubscription": None, "machines_per_leaf": None,
     "layout": "zen", "profile": None}
 OUTPUT_KEYS = ("json", "csv", "timeline", "plot")
 # keys a sweep may vary: every cluster key but the profile, plus these
@@ -65,7 +66,8 @@ class Scenario:
     schemes: list[str]
     swept: list[str]
     points: list[Point]
-    outputs: dict[str, Path] = field(default_factory=dict)
+    outputs: dict[str, Path] = field(default_factory=dict)  # the plot's path may hold {KEY} placeholders
+    files: OutputFiles = field(default_factory=OutputFiles)  # every output path, checked at load
 
     @property
     def is_sweep(self) -> bool:
@@ -78,16 +80,44 @@ def load_scenario(path: str | Path, out_dir: str | Path | None = None) -> Scenar
     under `out_dir` (default: the current directory, as for `zensim simulate --csv`)."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(path.read_bytes().decode("utf-8"), Loader=_UniqueKeyLoader)
     except FileNotFoundError:
         raise ConfigError(f"{path}: scenario not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, expected a scenario file") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read scenario ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
+    except DuplicateKey as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         raise ConfigError(f"{path}: not valid YAML{where} ({getattr(exc, 'problem', None) or exc})") from None
     return _Loader(path, Path(out_dir) if out_dir is not None else Path()).scenario(raw)
+
+
+class DuplicateKey(yaml.YAMLError):
+    """A mapping gives one key twice (YAML says keys are unique; PyYAML would keep the last silently)."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.safe_load, refusing duplicate keys."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: the base constructor reports it
+                continue
+            if first is not None:
+                raise DuplicateKey(f"line {key_node.start_mark.line + 1}: duplicate key {key!r} "
+                                   f"(first given at line {first + 1})")
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep)
 
 
 class _Loader:
@@ -144,7 +174,11 @@ class _Loader:
             base["model"] = model
         points = [self.point(base, dict(zip(axes, combo))) for combo in itertools.product(*axes.values())]
         self.check_trace(trace_path, points)
-        return Scenario(self.path, trace_path, names, list(axes), points, self.outputs(outputs, list(axes), points))
+        paths = self.outputs(outputs, list(axes), points)
+        x_key = next(iter(axes)) if len(points) > 1 else None
+        inputs = [self.path, trace_path] + ([base["profile"]] if base["profile"] is not None else [])
+        return Scenario(self.path, trace_path, names, list(axes), points, paths,
+                        self.files(paths, points, x_key, inputs))
 
     def schemes(self, raw: Any) -> list[str]:
         """all | presets | distinct | a list of names -> scheme names."""
@@ -182,14 +216,14 @@ class _Loader:
             return f"cluster.{key}" if key in CLUSTER_DEFAULTS else "trace.iteration" if key == "iteration" else key
 
         for key in ("machines", "gpus_per_machine", "machines_per_leaf"):
-            if not _is_int(s[key]) or s[key] < 1:
+            if s[key] is not None and (not _is_int(s[key]) or s[key] < 1):
                 raise self.fail(where(key), f"expected a positive integer, got {s[key]!r}")
         if not _is_int(s["iteration"]) or s["iteration"] < 0:
             raise self.fail(where("iteration"), f"expected a non-negative integer, got {s['iteration']!r}")
         for key in ("oversubscription", "maxmin_batch"):
-            if not isinstance(s[key], (int, float)) or isinstance(s[key], bool):
+            if s[key] is not None and (not isinstance(s[key], (int, float)) or isinstance(s[key], bool)):
                 raise self.fail(where(key), f"expected a number, got {s[key]!r}")
-        if not 1 <= s["oversubscription"] < float("inf"):
+        if s["oversubscription"] is not None and not 1 <= s["oversubscription"] < float("inf"):
             raise self.fail(where("oversubscription"), f"must be a finite number >= 1, got {s['oversubscription']!r}")
         if not 0 <= s["maxmin_batch"] <= 1:
             raise self.fail(where("maxmin_batch"), f"must be in [0, 1], got {s['maxmin_batch']!r}")
@@ -203,9 +237,11 @@ class _Loader:
                 if isinstance(s[key], (int, float)):  # a bare YAML number has no unit: reject, as the CLI does
                     raise self.fail(where(key), f"{s[key]!r} has no unit (e.g. 25Gbps, 5us)")
                 links[key] = parse(s[key], f"{self.path}: {where(key)}")
+        names = {"oversub": f"{self.path}: {where('oversubscription')}",
+                 "machines_per_leaf": f"{self.path}: {where('machines_per_leaf')}"}
         cluster, profile = build_cluster(s["machines"], s["gpus_per_machine"], **links, fabric=s["fabric"],
-                                         oversub=float(s["oversubscription"]),
-                                         machines_per_leaf=s["machines_per_leaf"], profile=s["profile"])
+                                         oversub=s["oversubscription"], machines_per_leaf=s["machines_per_leaf"],
+                                         profile=s["profile"], names=names)
         return Point(values, cluster, profile, s["layout"], s["model"], s["iteration"], float(s["maxmin_batch"]))
 
     def check_trace(self, trace: Path, points: list[Point]) -> None:
@@ -239,6 +275,24 @@ class _Loader:
                 raise self.fail("outputs.plot", f"{out['plot']!r}: one plot per value of the other swept keys: "
                                 f"the name needs {want}")
         return {k: Path(v) if Path(v).is_absolute() else self.out_dir / v for k, v in out.items()}
+
+    def files(self, outputs: dict[str, Path], points: list[Point], x_key: str | None, inputs: list[Path]) -> OutputFiles:
+        """Every output path (each plot of a sweep) checked now, before any point runs: none is a
+        folder, an input, or another output; the plot's extension is an image format."""
+        files = OutputFiles(inputs=inputs, create_folders=True)
+        for key, path in outputs.items():
+            paths = {plot_file(path, p, x_key) for p in points} if key == "plot" else {path}
+            for one in sorted(paths):
+                files.add(one, f"{self.path}: outputs.{key}", plot=key == "plot")
+        return files
+
+
+def plot_file(template: Path, point: Point, x_key: str | None) -> Path:
+    """The plot file of `point` in a sweep whose x axis is `x_key`: the template's {KEY} placeholders (the
+    other swept keys) filled with the point's values. Without a sweep (x_key None) the path as written."""
+    if x_key is None:
+        return template
+    return Path(str(template).format_map({k: v for k, v in point.values.items() if k != x_key}))
 
 
 def _is_int(value: Any) -> bool:

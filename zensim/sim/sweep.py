@@ -9,10 +9,11 @@ from pathlib import Path
 from tqdm import tqdm
 
 from zensim.errors import ConfigError
-from zensim.report.export import to_csv, to_json, write_atomic
+from zensim.report.export import to_csv, to_json
+from zensim.report.outputs import plot_format
 from zensim.report.table import format_table, render_records
 from zensim.sim.run import DENSE, SimRecord, profile_costs, simulate
-from zensim.sim.scenario import Point, Scenario
+from zensim.sim.scenario import Point, Scenario, plot_file
 
 Results = list[tuple[Point, list[SimRecord]]]
 
@@ -57,47 +58,42 @@ def render_results(scn: Scenario, results: Results) -> str:
 
 
 def write_outputs(scn: Scenario, results: Results) -> None:
-    """Write the scenario's outputs, each atomically (temporary file then rename), creating folders."""
+    """Write the scenario's outputs, all of them or none (temporary files, then renames), creating folders.
+    Every path was checked when the scenario loaded."""
     table = rows(results)
+    files: dict[Path, str | bytes] = {}
     if "json" in scn.outputs:
-        write_atomic(_folder(scn.outputs["json"]), to_json(table))
+        files[scn.outputs["json"]] = to_json(table)
     if "csv" in scn.outputs:
-        write_atomic(_folder(scn.outputs["csv"]), to_csv(table))
+        files[scn.outputs["csv"]] = to_csv(table)
     if "timeline" in scn.outputs:
         from zensim.report.chrome import chrome_trace
         tracks = [(f"{r.scheme} @ {p.label()}" if p.values else r.scheme, r.timing, r.log)
                   for p, recs in results for r in recs]
-        write_atomic(_folder(scn.outputs["timeline"]), json.dumps(chrome_trace(tracks)))
+        files[scn.outputs["timeline"]] = json.dumps(chrome_trace(tracks))
     if "plot" in scn.outputs:
-        _plot(scn, results, scn.outputs["plot"])
+        files.update(_plots(scn, results, scn.outputs["plot"]))
+    scn.files.write(files)
 
 
-def _folder(path: Path) -> Path:
-    """`path`, after creating its folder if missing."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot create its folder ({exc.strerror})") from None
-    return path
-
-
-def _plot(scn: Scenario, results: Results, path: Path) -> None:
-    """One point: bars of time / dense. A sweep: lines of time / dense against the GPU count, one PNG per
+def _plots(scn: Scenario, results: Results, template: Path) -> dict[Path, bytes]:
+    """One point: bars of time / dense. A sweep: lines of time / dense against the GPU count, one figure per
     combination of the other swept keys (named by the {KEY} placeholders of the path)."""
-    from zensim.report.plots import plot_scaling, plot_vs_dense
+    from zensim.report.plots import figure_bytes, scaling_figure, vs_dense_figure
 
     if not scn.is_sweep:
-        plot_vs_dense([r.to_dict() for r in results[0][1]], _folder(path))
-        return
+        return {template: figure_bytes(vs_dense_figure([r.to_dict() for r in results[0][1]]), plot_format(template))}
+    out = {}
     for group, members in _groups(scn, results).items():
         lines = {name: {p.cluster.gpus: recs[j].vs_dense for p, recs in members if recs[j].vs_dense is not None}
                  for j, name in enumerate(scn.schemes)}
         lines = {name: line for name, line in lines.items() if line}
+        path = plot_file(template, members[0][0], scn.swept[0])
         if not lines:
             raise ConfigError(f"{path}: nothing to plot{', ' + group if group else ''} (no scheme has a time here)")
-        values = {k: v for k, v in members[0][0].values.items() if k != scn.swept[0]}
         title = f"{scn.path.name}: {members[0][0].model}" if "model" not in scn.swept[1:] else scn.path.name
-        plot_scaling(lines, _folder(Path(str(path).format_map(values))), title=f"{title}, {group}" if group else title)
+        out[path] = figure_bytes(scaling_figure(lines, title=f"{title}, {group}" if group else title), plot_format(path))
+    return out
 
 
 def _groups(scn: Scenario, results: Results) -> dict[str, list[tuple[Point, list[SimRecord]]]]:

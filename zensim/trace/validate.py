@@ -32,9 +32,11 @@ def read_layout(path: str, file: IO[bytes]) -> tuple[dict[str, Any], np.ndarray]
         raise TraceError(f"{path}: not a zensim trace (bad magic)")
     if len(prefix) < PREFIX.size:
         raise TraceError(f"{path}: truncated file ({size} bytes, no complete prefix)")
-    _, version, header_len, header_crc, _ = PREFIX.unpack(prefix)
+    _, version, header_len, header_crc, reserved = PREFIX.unpack(prefix)
     if version != SCHEMA_VERSION:
         raise TraceError(f"{path}: unknown schema version {version} (this zensim reads {SCHEMA_VERSION})")
+    if reserved != 0:  # schema 1 writes 0: anything else is corruption or a format this reader does not know
+        raise TraceError(f"{path}: corrupt prefix (reserved field is {reserved:#x}, schema 1 writes 0)")
     data_start = PREFIX.size + header_len
     if data_start + FOOTER.size > size:
         raise TraceError(f"{path}: truncated file ({size} bytes, header and footer need {data_start + FOOTER.size})")
@@ -42,9 +44,11 @@ def read_layout(path: str, file: IO[bytes]) -> tuple[dict[str, Any], np.ndarray]
     if zlib.crc32(raw_header) != header_crc:
         raise TraceError(f"{path}: corrupt header (CRC32 mismatch)")
     header = _parse_header(path, raw_header)
-    table_offset, n_entries, table_crc, _, end_magic = FOOTER.unpack(os.pread(fd, FOOTER.size, size - FOOTER.size))
+    table_offset, n_entries, table_crc, reserved, end_magic = FOOTER.unpack(os.pread(fd, FOOTER.size, size - FOOTER.size))
     if end_magic != END_MAGIC:
         raise TraceError(f"{path}: truncated or corrupt file (no footer)")
+    if reserved != 0:
+        raise TraceError(f"{path}: corrupt footer (reserved field is {reserved:#x}, schema 1 writes 0)")
     if table_offset < data_start or table_offset + n_entries * ENTRY_DTYPE.itemsize + FOOTER.size != size:
         raise TraceError(f"{path}: corrupt footer (chunk table does not fit the file size {size})")
     raw_table = os.pread(fd, n_entries * ENTRY_DTYPE.itemsize, table_offset)

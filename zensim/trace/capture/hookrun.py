@@ -37,6 +37,10 @@ def run_hooked(script: str, script_args: list[str], path: str, iterations: int, 
     sys.argv = [script, *script_args]
     try:
         runpy.run_path(script, run_name="__main__")
+    except BaseException:  # an error in the script, Ctrl-C or SIGTERM: no shard and no temporary file left
+        for recorder in recorders:
+            recorder.abort()
+        raise
     finally:
         DistributedDataParallel.__init__ = original  # type: ignore[method-assign]
         sys.argv = saved_argv

@@ -1,0 +1,137 @@
+"""Command-line defects found trying zensim as a new user (issue 12, item 5): negative unit values,
+leaf-spine options without a leaf-spine, `capture --hook` outside torchrun, SIGTERM during capture,
+and `validate` writing into the repository's docs/ by default."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from zensim.cli import main
+from zensim.trace.synth import SynthParams, synthesize
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("trace") / "t.zt"
+    synthesize(path, 4, [("w", 2000)], SynthParams(0.02), iterations=1, seed=1)
+    return path
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert "\n" not in err and err.startswith("zensim: error:") and "usage:" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--nic", "-25Gbps", "--nic: cannot parse '-25Gbps' as a bandwidth"),
+    ("--nvlink", "-300GB/s", "--nvlink: cannot parse '-300GB/s' as a bandwidth"),
+    ("--nic-latency", "-5us", "--nic-latency: cannot parse '-5us' as a latency"),
+    ("--nvlink-latency", "-.5us", "--nvlink-latency: cannot parse '-.5us' as a latency"),
+])
+def test_negative_unit_values_are_one_line_errors(trace, capsys, option, value, message):
+    assert main(["simulate", "--trace", str(trace), "--machines", "2", option, value]) == 2
+    assert message in one_line_error(capsys)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--oversub", "4"], "--oversub: only for a leaf-spine fabric (fabric is 'switch'"),
+    (["--machines-per-leaf", "2"], "--machines-per-leaf: only for a leaf-spine fabric"),
+])
+def test_leafspine_options_without_a_leafspine_are_refused(trace, capsys, extra, message):
+    assert main(["simulate", "--trace", str(trace), "--machines", "4", "--scheme", "zen", *extra]) == 2
+    assert message in one_line_error(capsys)
+    assert main(["simulate", "--trace", str(trace), "--machines", "4", "--scheme", "zen", "--fabric", "leafspine",
+                 *extra, "--json"]) == 0
+    assert "leafspine" in capsys.readouterr().out
+
+
+def test_capture_hook_outside_torchrun_says_to_use_torchrun(tmp_path, monkeypatch, capsys):
+    script = tmp_path / "train.py"
+    script.write_text("import torch.distributed as dist\ndist.init_process_group('gloo')\n")
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(var, raising=False)
+    assert main(["capture", "--hook", str(script), "--iterations", "1", "-o", str(tmp_path / "s{rank}.zt")]) == 2
+    err = one_line_error(capsys)
+    assert "RANK is not set: start it under torchrun" in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
+
+
+def wait_for(condition, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+ENDLESS_DDP = """
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+dist.init_process_group("gloo")
+ddp = DistributedDataParallel(nn.Embedding(50, 3))
+while True:
+    ddp(torch.arange(4)).sum().backward()
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("mode", ["workload", "hook"])
+def test_sigterm_during_capture_leaves_no_temporary_file(tmp_path, mode):
+    """SIGTERM (what torchrun and batch schedulers send) while the trace is being written: exit 143, and
+    neither the trace nor its temporary file is left."""
+    env = dict(os.environ)
+    if mode == "workload":
+        args = ["--workload", "deepfm", "--workers", "2", "-o", str(tmp_path / "deepfm.zt")]
+    else:
+        (tmp_path / "script").mkdir()
+        (tmp_path / "script" / "train.py").write_text(ENDLESS_DDP)
+        args = ["--hook", str(tmp_path / "script" / "train.py"), "-o", str(tmp_path / "s{rank}.zt")]
+        env.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+                   GLOO_SOCKET_IFNAME="lo")
+    proc = subprocess.Popen([sys.executable, "-m", "zensim.cli", "capture", *args, "--iterations", "1000000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    try:
+        wait_for(lambda: any(p.name.endswith(".tmp") for p in tmp_path.iterdir()) or proc.poll() is not None)
+        time.sleep(0.5)  # into the training loop
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, err
+    assert err.strip().endswith("zensim: terminated by SIGTERM")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ([] if mode == "workload" else ["script"])
+
+
+def test_validate_never_writes_into_the_repository_docs_by_default(tmp_path, monkeypatch, capsys):
+    """The page of `validate --from-json` goes into --workdir, not ./docs, unless --docs says so."""
+    src = ROOT / "docs" / "validation-data" / "validation.json"
+    if not src.exists():
+        pytest.skip("no earlier validation.json in docs/validation-data")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "validation.md").write_text("the project's page\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate", "--from-json", str(src), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"]
+    assert (tmp_path / "docs" / "validation.md").read_text() == "the project's page\n"
+    assert sorted(p.name for p in (tmp_path / "docs").iterdir()) == ["validation.md"]
+    assert sorted(p.name for p in (tmp_path / "validation-out").iterdir()) == ["validation.md", "validation.png"]
