@@ -1,4 +1,5 @@
-"""Sparsifiers: exact top-k counts, DGC picks a magnitude-top set, error feedback conserves mass."""
+"""Capture sparsifiers: zensim.sparsify's selectors on torch gradients with error feedback per
+parameter: exact top-k counts, DGC picks a magnitude-top set, residual + sent conserves mass."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import pytest
 import torch
 
 from zensim.errors import ConfigError
-from zensim.trace.capture.sparsify import DGC, Sparsifier, TopK, make_sparsifier, topk_count
+from zensim.sparsify import target_count
+from zensim.trace.capture.names import SPARSIFIERS
+from zensim.trace.capture.sparsify import Sparsifier, make_sparsifier
 
 
 def grads(steps: int, numel: int, seed: int = 0) -> list[torch.Tensor]:
@@ -18,11 +21,11 @@ def grads(steps: int, numel: int, seed: int = 0) -> list[torch.Tensor]:
 
 @pytest.mark.parametrize("numel,density", [(1000, 0.01), (997, 0.05), (7, 0.5), (3, 0.001), (50, 1.0)])
 def test_topk_selects_exactly_k_largest(numel: int, density: float) -> None:
-    sp = TopK(density)
+    sp = make_sparsifier("topk", density, 0)
     g = grads(1, numel)[0]
     sel = sp.select("w", g)
     k = max(1, math.ceil(density * numel))
-    assert sel.indices.numel() == k == topk_count(density, numel)
+    assert sel.indices.numel() == k == target_count(density, numel)
     assert torch.equal(sel.indices, torch.unique(sel.indices))  # sorted, unique
     chosen = torch.zeros(numel, dtype=torch.bool)
     chosen[sel.indices] = True
@@ -31,9 +34,9 @@ def test_topk_selects_exactly_k_largest(numel: int, density: float) -> None:
     assert torch.equal(sel.sent[chosen], g[chosen]) and not sel.sent[~chosen].any()
 
 
-@pytest.mark.parametrize("cls", [TopK, DGC])
-def test_error_feedback_conserves_mass(cls: type) -> None:
-    sp = cls(0.02, seed=1)
+@pytest.mark.parametrize("kind", SPARSIFIERS[1:])
+def test_error_feedback_conserves_mass(kind: str) -> None:
+    sp = make_sparsifier(kind, 0.02, 1)
     numel = 5000
     total_sent = torch.zeros(numel)
     total_grad = torch.zeros(numel)
@@ -51,24 +54,14 @@ def test_error_feedback_conserves_mass(cls: type) -> None:
 
 
 def test_dgc_selects_at_most_k_of_the_largest_magnitudes() -> None:
-    sp = DGC(0.01, seed=3)
+    sp = make_sparsifier("dgc", 0.01, 3)
     for g in grads(5, 20_000, seed=4):
         acc = g + sp.residuals.get("w", torch.zeros_like(g))
         sel = sp.select("w", g)
-        k = topk_count(0.01, g.numel())
-        assert 1 <= sel.indices.numel() <= k
+        assert 1 <= sel.indices.numel() <= target_count(0.01, g.numel())
         chosen = torch.zeros(g.numel(), dtype=torch.bool)
         chosen[sel.indices] = True
         assert acc.abs()[chosen].min() >= acc.abs()[~chosen].max()
-
-
-def test_dgc_sampling_is_per_parameter_and_seeded() -> None:
-    a, b = DGC(0.01, seed=5), DGC(0.01, seed=5)
-    g1, g2 = grads(2, 30_000, seed=6)
-    first = a.select("x", g1).indices
-    a.select("y", g2)
-    b.select("y", g2)  # another order of calls must not change x's sample
-    assert torch.equal(b.select("x", g1).indices, first)
 
 
 def test_natural_is_the_exact_nonzeros() -> None:
@@ -78,10 +71,15 @@ def test_natural_is_the_exact_nonzeros() -> None:
     assert sel.indices.tolist() == [3, 50, 99] and sel.sent is g
 
 
+def test_capture_offers_the_uncoordinated_sparsifiers() -> None:
+    assert SPARSIFIERS == ("natural", "topk", "dgc", "threshold")
+
+
 @pytest.mark.parametrize(
     "kind,density,message",
     [("topk", 0.0, "--density 0.0"), ("dgc", 1.5, "--density 1.5"), ("dgc", None, "needs --density"),
-     ("random", 0.1, "--sparsifier random")],
+     ("random", 0.1, "--sparsifier random"), ("exdyna", 0.1, "--sparsifier exdyna"),
+     ("natural", 0.1, "only for --sparsifier topk")],
 )
 def test_bad_sparsifier_arguments(kind: str, density: float | None, message: str) -> None:
     with pytest.raises(ConfigError, match=message):

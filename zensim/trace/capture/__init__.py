@@ -14,7 +14,7 @@ from typing import Any
 
 _EXPORTS = {
     "DDPRecorder": "hook", "record_ddp": "hook", "capture": "run", "VirtualWorkers": "virtual",
-    "Sparsifier": "sparsify", "TopK": "sparsify", "DGC": "sparsify", "Selection": "sparsify",
+    "Sparsifier": "sparsify", "Sparsified": "sparsify", "Selection": "sparsify",
     "make_sparsifier": "sparsify",
 }
 __all__ = list(_EXPORTS)

@@ -1,4 +1,6 @@
 """Names the command line offers, kept free of torch so that `zensim --help` starts fast."""
 
-SPARSIFIERS = ("natural", "topk", "dgc")
-WORKLOADS = ("lstm-lm", "deepfm", "gpt-topk")
+from zensim.sparsify.registry import local_names
+
+SPARSIFIERS = ("natural", *local_names())  # zensim.sparsify's sparsifiers that need no coordination
+WORKLOADS = ("lstm-lm", "deepfm", "gpt-topk", "digits-cnn")

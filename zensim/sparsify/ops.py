@@ -1,0 +1,127 @@
+"""The few array kernels the sparsifiers need, for numpy arrays and torch tensors alike.
+
+A sparsifier is written once against these functions and runs on whatever it is given: numpy
+arrays in the replay (fast on a CPU), torch tensors on the gradient's device in the capture hook
+(CUDA included). Every function returns the same type as its input. Selections are exact and
+deterministic across backends: the k largest magnitudes, ties broken towards the lowest index.
+torch is imported only when a tensor is passed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+Array = Any  # np.ndarray or torch.Tensor
+
+_SAMPLE = 1 << 16  # elements sampled to guess the k-th magnitude before the exact selection
+
+
+def is_torch(x: Array) -> bool:
+    """Whether `x` is a torch tensor (without importing torch)."""
+    return type(x).__module__.split(".")[0] == "torch"
+
+
+def nonzero(mask: Array) -> Array:
+    """Sorted int64 positions of the true elements of a 1-D boolean array."""
+    if is_torch(mask):
+        return mask.nonzero().flatten()
+    return np.flatnonzero(mask)
+
+
+def magnitude(x: Array) -> Array:
+    """|x| as a new array."""
+    return x.abs() if is_torch(x) else np.abs(x)
+
+
+def empty_index(like: Array) -> Array:
+    """An empty int64 index array of `like`'s kind (and device)."""
+    return as_index(np.empty(0, np.int64), like)
+
+
+def as_index(indices: np.ndarray, like: Array) -> Array:
+    """A numpy int64 index array as an index array of `like`'s kind (and device)."""
+    if is_torch(like):
+        import torch
+
+        return torch.from_numpy(np.ascontiguousarray(indices, np.int64)).to(like.device)
+    return np.asarray(indices, np.int64)
+
+
+def to_numpy(x: Array) -> np.ndarray:
+    """A numpy view (CPU) or copy (other devices) of `x`."""
+    return x.detach().cpu().numpy() if is_torch(x) else np.asarray(x)
+
+
+def concat_sorted(parts: list[Array], like: Array) -> Array:
+    """The sorted concatenation of disjoint index arrays."""
+    if not parts:
+        return empty_index(like)
+    if is_torch(like):
+        import torch
+
+        return torch.sort(torch.cat(parts)).values
+    return np.sort(np.concatenate(parts))
+
+
+def arange(start: int, stop: int, like: Array) -> Array:
+    """int64 start .. stop - 1 of `like`'s kind (and device)."""
+    if is_torch(like):
+        import torch
+
+        return torch.arange(start, stop, dtype=torch.int64, device=like.device)
+    return np.arange(start, stop, dtype=np.int64)
+
+
+def kth_largest(mag: Array, k: int) -> float:
+    """The k-th largest value of a 1-D array of magnitudes (1 <= k <= len)."""
+    if is_torch(mag):
+        if mag.device.type != "cpu":
+            return float(mag.topk(k, sorted=False).values.min())
+        mag = mag.numpy()  # torch's CPU top-k is several times slower than numpy's partition
+    n = len(mag)
+    return float(np.partition(mag, n - k)[n - k])
+
+
+def topk_indices(mag: Array, k: int) -> Array:
+    """Sorted positions of the k largest magnitudes; ties at the k-th value go to the lowest positions.
+
+    On large numpy inputs a strided sample first guesses a value below the k-th, so that the exact
+    selection runs on the few candidates above it; the answer is the same either way (the guess is
+    checked, and a full partition is done when it is too high)."""
+    n = len(mag)
+    if k >= n:
+        return arange(0, n, mag)
+    if k <= 0:
+        return empty_index(mag)
+    candidates = None
+    if not is_torch(mag) and n > 4 * _SAMPLE:
+        candidates = _candidates(mag, k)
+    if candidates is None:
+        kth = kth_largest(mag, k)
+        return _with_ties(mag, kth, k, None)
+    sub = mag[candidates]
+    kth = float(np.partition(sub, len(sub) - k)[len(sub) - k])
+    return _with_ties(sub, kth, k, candidates)
+
+
+def _candidates(mag: np.ndarray, k: int) -> np.ndarray | None:
+    """Positions whose magnitude is at least a sampled guess of the k-th largest, if they are at
+    least k (so that they contain the top k); None when the guess was too high."""
+    stride = len(mag) // _SAMPLE
+    sample = mag[::stride]
+    want = min(len(sample), math.ceil(k / len(mag) * len(sample) * 1.25) + 16)
+    guess = np.partition(sample, len(sample) - want)[len(sample) - want]
+    candidates = np.flatnonzero(mag >= guess)
+    return candidates if len(candidates) >= k else None
+
+
+def _with_ties(mag: Array, kth: float, k: int, positions: np.ndarray | None) -> Array:
+    """Positions with magnitude > kth, plus the lowest-positioned ones equal to kth up to k in all."""
+    above = nonzero(mag > kth)
+    ties = nonzero(mag == kth)[: k - len(above)]
+    if positions is not None:
+        above, ties = positions[above], positions[ties]
+    return concat_sorted([above, ties], mag)
