@@ -22,7 +22,12 @@ from zensim.trace.merge import merge_shards
 
 WORLD = 2
 WARMUP, ITERATIONS = 1, 3  # DDP rebuilds its buckets after the first iteration: recorded ones follow it
-SPARSIFIERS = (("natural", None), ("topk", 0.1), ("dgc", 0.1))
+SPARSIFIERS = (("natural", None, False), ("topk", 0.1, False), ("dgc", 0.1, False), ("topk", 0.1, True))
+
+
+def label(kind: str, dense: bool) -> str:
+    """File name of one configuration's shards."""
+    return f"{kind}-dense" if dense else kind
 
 
 def tiny_workload(seed: int = 3) -> LSTMLM:
@@ -49,19 +54,19 @@ def rank_main(rank: int, tmp: str) -> None:
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"
     dist.init_process_group("gloo", init_method=f"file://{tmp}/rendezvous", rank=rank, world_size=WORLD)
     try:
-        for kind, density in SPARSIFIERS:
+        for kind, density, dense in SPARSIFIERS:
             work = tiny_workload()
             # tiny buckets: several per iteration, rebuilt (reordered) after the first iteration
             ddp = DistributedDataParallel(work.model, bucket_cap_mb=0.0005)
-            record_ddp(ddp, f"{tmp}/{kind}-{{rank}}.zt", ITERATIONS, warmup=WARMUP, sparsifier=kind,
-                       density=density, values=True, seed=work.seed, workload=work.name)
+            record_ddp(ddp, f"{tmp}/{label(kind, dense)}-{{rank}}.zt", ITERATIONS, warmup=WARMUP, sparsifier=kind,
+                       density=density, values=True, seed=work.seed, workload=work.name, dense=dense)
             opt = torch.optim.SGD(ddp.parameters(), lr=0.5)  # SGD: a wrong gradient scale shows
             for step in range(WARMUP + ITERATIONS):
                 opt.zero_grad(set_to_none=True)
                 work.loss(ddp, work.batch(step, rank, WORLD)).backward()
                 opt.step()
             if rank == 0:
-                torch.save(work.model.state_dict(), f"{tmp}/{kind}-final.pt")
+                torch.save(work.model.state_dict(), f"{tmp}/{label(kind, dense)}-final.pt")
     finally:
         gc.collect()  # free DDP's gloo work objects while the interpreter is alive (see hookrun.run_hooked)
         dist.destroy_process_group()
@@ -71,20 +76,24 @@ def rank_main(rank: int, tmp: str) -> None:
 def ddp_run(tmp_path_factory: pytest.TempPathFactory) -> str:
     tmp = str(tmp_path_factory.mktemp("ddp"))
     mp.spawn(rank_main, args=(tmp,), nprocs=WORLD, join=True)
-    for kind, _ in SPARSIFIERS:
-        merge_shards([f"{tmp}/{kind}-{r}.zt" for r in range(WORLD)], f"{tmp}/{kind}.zt")
+    for kind, _, dense in SPARSIFIERS:
+        name = label(kind, dense)
+        merge_shards([f"{tmp}/{name}-{r}.zt" for r in range(WORLD)], f"{tmp}/{name}.zt")
     return tmp
 
 
-@pytest.mark.parametrize("kind,density", SPARSIFIERS)
-def test_ddp_hook_and_virtual_workers_record_the_same(ddp_run: str, kind: str, density: float | None) -> None:
+@pytest.mark.parametrize("kind,density,dense", SPARSIFIERS)
+def test_ddp_hook_and_virtual_workers_record_the_same(ddp_run: str, kind: str, density: float | None,
+                                                      dense: bool) -> None:
+    """Same chunks (or, dense, the same whole gradients before selection) and the same final model."""
     torch.set_num_threads(1)
     work = tiny_workload()
     sparsifiers = [make_sparsifier(kind, density, work.seed + w) for w in range(WORLD)]
     names = [n for n, _ in work.model.named_parameters()]
     runner = VirtualWorkers(work.model, torch.optim.SGD(work.model.parameters(), lr=0.5), work.loss,
-                            sparsifiers, names)
-    trace = Trace.open(f"{ddp_run}/{kind}.zt")
+                            sparsifiers, names, dense)
+    trace = Trace.open(f"{ddp_run}/{label(kind, dense)}.zt")
+    assert trace.is_dense == dense
     assert trace.workers == WORLD and trace.iterations == ITERATIONS
     assert [t.name for t in trace.tensors] == names
     for step in range(WARMUP + ITERATIONS):
@@ -94,9 +103,12 @@ def test_ddp_hook_and_virtual_workers_record_the_same(ddp_run: str, kind: str, d
         for w in range(WORLD):
             for name in names:
                 it = step - WARMUP
+                if dense:
+                    np.testing.assert_allclose(trace.dense(it, w, name), chunks[w][name], rtol=1e-5, atol=1e-7)
+                    continue
                 np.testing.assert_array_equal(trace.indices(it, w, name), chunks[w][name].indices)
                 np.testing.assert_allclose(trace.values(it, w, name), chunks[w][name].values, rtol=1e-5, atol=1e-7)
-    final = torch.load(f"{ddp_run}/{kind}-final.pt")
+    final = torch.load(f"{ddp_run}/{label(kind, dense)}-final.pt")
     for name, p in work.model.state_dict().items():
         torch.testing.assert_close(p, final[name], rtol=1e-5, atol=1e-6)
 

@@ -29,7 +29,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--warmup", type=int, default=0, help="training steps before the first recorded one")
     p.add_argument("--sparsifier", choices=SPARSIFIERS, help="default: natural (gpt-topk: topk)")
     p.add_argument("--density", type=float, help="fraction kept by topk / dgc (gpt-topk default 0.01)")
-    p.add_argument("--values", action="store_true", help="store float32 values too")
+    p.add_argument("--values", action="store_true", help="store the sent values too")
+    p.add_argument("--dense", action="store_true",
+                   help="record every worker's whole gradient before any selection (a dense-gradient trace, "
+                   "for replaying sparsifiers and schemes; see docs/trace-format.md for sizes)")
+    p.add_argument("--value-dtype", choices=("float32", "float16"), default="float32",
+                   help="how values are stored (with --values or --dense; default float32)")
     p.add_argument("--batch-size", type=int, help="per-worker micro-batch (sequences or samples)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--corpus", help="plain-text corpus for the language models (default: installed KJV)")
@@ -56,7 +61,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         raise ConfigError(f"--batch-size {args.batch_size}: must be at least 1")
     workload = make_workload(args.workload, args.batch_size, args.seed, args.corpus)
     capture(workload, args.output, args.workers, args.iterations, args.warmup, args.sparsifier, args.density,
-            args.values)
+            args.values, dense=args.dense, value_dtype=args.value_dtype)
     print(f"wrote {args.output}: {args.workload}, {args.workers} workers, {args.iterations} iterations")
     return 0
 
@@ -76,7 +81,7 @@ def capture_hooked(args: argparse.Namespace, script_args: list[str]) -> int:
     try:
         recorder = run_hooked(args.hook, script_args, args.output, args.iterations, warmup=args.warmup,
                               sparsifier=kind, density=args.density, values=args.values, seed=args.seed,
-                              workload=args.hook)
+                              dense=args.dense, value_dtype=args.value_dtype, workload=args.hook)
     except ValueError as exc:
         # torch's env:// rendezvous (init_process_group without torchrun's RANK, WORLD_SIZE, MASTER_ADDR, ...)
         if "env:// rendezvous" not in str(exc):

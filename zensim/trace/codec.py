@@ -1,5 +1,6 @@
 """Index codecs of the trace format: LEB128 varint deltas and a bitmap, both numpy-vectorized.
 
+A dense chunk (DENSE) stores no index bytes at all: its indices are every element of the tensor.
 Encoders take a validated sorted unique int64 array; decoders take raw bytes and raise
 `CodecError` (a plain message, turned into a `TraceError` naming the file by the caller) on any
 malformed input, and return the decoded indices without checking order (the caller checks order,
@@ -14,7 +15,8 @@ from zensim.sparse.bits import bitmap_bytes
 
 VARINT = 0  # first index, then successive differences, each LEB128 (7 bits a byte, low first)
 BITMAP = 1  # one bit per element of the tensor, LSB first within a byte (np.packbits 'little')
-ENCODINGS = (VARINT, BITMAP)
+DENSE = 2  # every element, no index bytes: a dense gradient (values only)
+ENCODINGS = (VARINT, BITMAP, DENSE)
 
 _MAX_VARINT_BYTES = 10  # a uint64 needs at most ceil(64 / 7) bytes
 
@@ -119,4 +121,8 @@ def decode_indices(encoding: int, buf: bytes, nnz: int, numel: int) -> np.ndarra
         return decode_varint_indices(buf, nnz)
     if encoding == BITMAP:
         return decode_bitmap_indices(buf, numel)
+    if encoding == DENSE:
+        if len(buf) or nnz != numel:
+            raise CodecError(f"dense chunk with {len(buf)} index bytes and {nnz} of {numel} elements")
+        return np.arange(numel, dtype=np.int64)
     raise CodecError(f"unknown index encoding {encoding}")

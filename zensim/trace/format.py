@@ -132,6 +132,29 @@ class TraceWriter:
         self, iteration: int, worker: int, tensor: int | str, indices: np.ndarray, values: np.ndarray | None = None
     ) -> None:
         """Store one chunk: sorted unique int indices in [0, numel) and, iff the trace has values, their values."""
+        t, spec, where = self._slot(iteration, worker, tensor)
+        idx = np.asarray(indices)
+        if idx.ndim != 1 or not (np.issubdtype(idx.dtype, np.integer) or len(idx) == 0):
+            raise TraceError(f"{where}: indices must be a 1-D integer array, got {idx.dtype} of shape {idx.shape}")
+        idx = idx.astype(np.int64, copy=False)
+        _check_indices(idx, spec.numel, where)
+        value_bytes = self._value_bytes(values, len(idx), where)
+        encoding, index_bytes = codec.encode_indices(idx, spec.numel)
+        self._append(iteration, worker, t, encoding, index_bytes, value_bytes, len(idx))
+
+    def write_dense(self, iteration: int, worker: int, tensor: int | str, values: np.ndarray) -> None:
+        """Store one dense chunk: a value for every element of the tensor and no indices (a trace
+        with values only); readers see every index, `Trace.dense` reads it without them."""
+        t, spec, where = self._slot(iteration, worker, tensor)
+        if self.value_dtype is None:
+            raise TraceError(f"{where}: a dense chunk needs values, but the trace stores none (value_dtype=None)")
+        vals = np.asarray(values)
+        if vals.ndim != 1 or len(vals) != spec.numel:
+            raise TraceError(f"{where}: a dense chunk needs {spec.numel} values, got shape {vals.shape}")
+        self._append(iteration, worker, t, codec.DENSE, b"", self._value_bytes(vals, spec.numel, where), spec.numel)
+
+    def _slot(self, iteration: int, worker: int, tensor: int | str) -> tuple[int, TensorSpec, str]:
+        """(tensor index, spec, chunk name) of a chunk about to be written, after checking the slot."""
         if self._file is None:
             raise TraceError(f"{self.path}: write after close")
         t = self._tensor_index(tensor)
@@ -142,19 +165,16 @@ class TraceWriter:
         where = _chunk_name(self.path, iteration, worker, spec.name)
         if self._written[iteration, worker, t]:
             raise TraceError(f"{where}: chunk written twice")
-        idx = np.asarray(indices)
-        if idx.ndim != 1 or not (np.issubdtype(idx.dtype, np.integer) or len(idx) == 0):
-            raise TraceError(f"{where}: indices must be a 1-D integer array, got {idx.dtype} of shape {idx.shape}")
-        idx = idx.astype(np.int64, copy=False)
-        _check_indices(idx, spec.numel, where)
-        value_bytes = self._value_bytes(values, len(idx), where)
-        encoding, index_bytes = codec.encode_indices(idx, spec.numel)
+        return t, spec, where
+
+    def _append(self, iteration: int, worker: int, t: int, encoding: int, index_bytes: bytes, value_bytes: bytes,
+                nnz: int) -> None:
+        """Stream one chunk's bytes and remember its table entry."""
+        assert self._file is not None
         crc = zlib.crc32(value_bytes, zlib.crc32(index_bytes))
         self._file.write(index_bytes)
         self._file.write(value_bytes)
-        self._entries.append(
-            (iteration, worker, t, encoding, crc, self._offset, len(index_bytes), len(value_bytes), len(idx))
-        )
+        self._entries.append((iteration, worker, t, encoding, crc, self._offset, len(index_bytes), len(value_bytes), nnz))
         self._offset += len(index_bytes) + len(value_bytes)
         self._written[iteration, worker, t] = True
 
@@ -279,10 +299,17 @@ class Trace:
             return sum(self.nnz(iteration, worker, t) for t in range(len(self.tensors)))
         return int(self._entry(iteration, worker, tensor)[0]["nnz"])
 
-    def _read_chunk(self, iteration: int, worker: int, tensor: int | str) -> tuple[np.ndarray, np.ndarray | None]:
-        entry, t = self._entry(iteration, worker, tensor)
-        spec = self.tensors[t]
-        where = _chunk_name(self.path, iteration, worker, spec.name)
+    @property
+    def is_dense(self) -> bool:
+        """Whether every chunk is dense (a dense-gradient trace: values for every element)."""
+        return bool(len(self._table)) and bool(np.all(self._table["encoding"] == codec.DENSE))
+
+    def chunk_is_dense(self, iteration: int, worker: int, tensor: int | str = 0) -> bool:
+        """Whether one chunk is stored dense (values for every element, no indices)."""
+        return int(self._entry(iteration, worker, tensor)[0]["encoding"]) == codec.DENSE
+
+    def _chunk_bytes(self, entry: np.void, where: str) -> bytes:
+        """One chunk's index and value bytes, CRC-checked, in one read."""
         if self._file is None:
             raise TraceError(f"{self.path}: trace is closed")
         n_index, n_value = int(entry["index_nbytes"]), int(entry["value_nbytes"])
@@ -291,13 +318,22 @@ class Trace:
             raise TraceError(f"{where}: truncated chunk (file shrank after open)")
         if zlib.crc32(data) != int(entry["crc"]):
             raise TraceError(f"{where}: corrupt chunk (CRC32 mismatch)")
+        return data
+
+    def _read_chunk(self, iteration: int, worker: int, tensor: int | str) -> tuple[np.ndarray, np.ndarray | None]:
+        entry, t = self._entry(iteration, worker, tensor)
+        spec = self.tensors[t]
+        where = _chunk_name(self.path, iteration, worker, spec.name)
+        data = self._chunk_bytes(entry, where)
+        n_index = int(entry["index_nbytes"])
         try:
             indices = codec.decode_indices(int(entry["encoding"]), data[:n_index], int(entry["nnz"]), spec.numel)
         except codec.CodecError as exc:
             raise TraceError(f"{where}: corrupt indices ({exc})") from None
         if len(indices) != int(entry["nnz"]):
             raise TraceError(f"{where}: {len(indices)} indices, table says {int(entry['nnz'])}")
-        _check_indices(indices, spec.numel, where)
+        if int(entry["encoding"]) != codec.DENSE:  # a dense chunk's indices are 0 .. numel - 1 by construction
+            _check_indices(indices, spec.numel, where)
         if self.value_dtype is None:
             return indices, None
         values = np.frombuffer(data, np.dtype(self.value_dtype).newbyteorder("<"), offset=n_index)
@@ -315,6 +351,31 @@ class Trace:
         """One chunk as a SparseChunk (values converted to float32, or None), with one read."""
         indices, values = self._read_chunk(iteration, worker, tensor)
         return SparseChunk(indices, None if values is None else values.astype(np.float32))
+
+    def dense(self, iteration: int, worker: int, tensor: int | str = 0, out: np.ndarray | None = None) -> np.ndarray:
+        """One tensor's gradient as a dense float32 vector (into `out` if given): a dense chunk is read
+        without indices; a sparse chunk is scattered into zeros. Needs a trace with values."""
+        entry, t = self._entry(iteration, worker, tensor)
+        spec = self.tensors[t]
+        where = _chunk_name(self.path, iteration, worker, spec.name)
+        if self.value_dtype is None:
+            raise TraceError(f"{where}: no values in this trace (indices only), so no dense gradient")
+        out = np.empty(spec.numel, np.float32) if out is None else out
+        if int(entry["encoding"]) != codec.DENSE:
+            chunk = self.read(iteration, worker, t)
+            out[:] = 0
+            out[chunk.indices] = chunk.values
+            return out
+        data = self._chunk_bytes(entry, where)
+        out[:] = np.frombuffer(data, np.dtype(self.value_dtype).newbyteorder("<"))
+        return out
+
+    def flat_dense(self, iteration: int, worker: int, out: np.ndarray | None = None) -> np.ndarray:
+        """All tensors' dense gradients of one (iteration, worker) in the flat index space (float32)."""
+        out = np.empty(self.numel, np.float32) if out is None else out
+        for t, (lo, hi) in enumerate(zip(self.tensor_offsets[:-1], self.tensor_offsets[1:])):
+            self.dense(iteration, worker, t, out[lo:hi])
+        return out
 
     def flat_indices(self, iteration: int, worker: int) -> np.ndarray:
         """All tensors' indices in one index space [0, numel): tensor t's index i becomes offset_t + i."""

@@ -72,7 +72,10 @@ def merge_shards(shard_paths: list[str], output: str) -> None:
             for it in range(head.iterations):
                 for rank, shard in enumerate(ordered):
                     for t in range(len(head.tensors)):
-                        writer.write(it, rank, t, shard.indices(it, 0, t), shard.values(it, 0, t))
+                        if shard.chunk_is_dense(it, 0, t):
+                            writer.write_dense(it, rank, t, shard.values(it, 0, t))
+                        else:
+                            writer.write(it, rank, t, shard.indices(it, 0, t), shard.values(it, 0, t))
     finally:
         for shard in shards:
             shard.close()

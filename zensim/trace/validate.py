@@ -115,13 +115,15 @@ def _check_entries(path: str, header: dict[str, Any], table: np.ndarray, data_st
     nnz, n_index, n_value = table["nnz"], table["index_nbytes"], table["value_nbytes"]
     itemsize = 0 if header["value_dtype"] is None else np.dtype(header["value_dtype"]).itemsize
     bitmap = table["encoding"] == codec.BITMAP
+    dense = table["encoding"] == codec.DENSE
     checks = [
         (~np.isin(table["encoding"], codec.ENCODINGS), "unknown index encoding"),
         ((table["offset"] < data_start) | (table["offset"] + n_index + n_value > data_end), "chunk outside the data"),
         (nnz > numel, "more indices than elements"),
         (n_value != nnz * np.uint64(itemsize), "value count mismatch (value bytes != indices x value size)"),
         (bitmap & (n_index != (numel + np.uint64(7)) // np.uint64(8)), "bitmap size does not match the tensor"),
-        (~bitmap & ((n_index < nnz) | (n_index > nnz * np.uint64(10))), "varint size impossible for its count"),
+        (dense & ((n_index != 0) | (nnz != numel)), "dense chunk with index bytes or fewer values than elements"),
+        (~bitmap & ~dense & ((n_index < nnz) | (n_index > nnz * np.uint64(10))), "varint size impossible for its count"),
     ]
     for bad, problem in checks:
         if bad.any():

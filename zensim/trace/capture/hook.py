@@ -23,8 +23,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from zensim.errors import ConfigError, TraceError
-from zensim.sparse.chunk import SparseChunk
-from zensim.trace.capture.record import tensor_specs, to_chunk, write_chunks
+from zensim.trace.capture.record import Recorded, tensor_specs, to_chunk, to_dense, write_chunks
 from zensim.trace.capture.sparsify import make_sparsifier
 from zensim.trace.format import LayerSpec, TraceWriter
 
@@ -43,6 +42,8 @@ class DDPRecorder:
         density: float | None = None,
         values: bool = False,
         seed: int = 0,
+        dense: bool = False,
+        value_dtype: str = "float32",
         layers: dict[str, Sequence[LayerSpec]] | None = None,
         workload: str = "ddp",
         batch_size: int | None = None,
@@ -65,13 +66,16 @@ class DDPRecorder:
         self.iterations = iterations
         self.warmup = warmup
         self.values = values
+        self.dense = dense
+        self.value_dtype = value_dtype if values or dense else None
         self.step = 0
-        self.pending: dict[str, SparseChunk] = {}
+        self.pending: dict[str, Recorded] = {}
         shard = {"rank": self.rank, "world_size": self.world}
         self.header = {
             "workload": workload,
             "batch_size": batch_size,
             "provenance": {**(provenance or {}), "capture": "ddp hook", "sparsifier": sparsifier,
+                           "gradients": "dense" if dense else "sent",
                            "density": density, "warmup_steps": warmup, "seed": seed, "shard": shard},
         }
         self.writer: TraceWriter | None = None
@@ -91,11 +95,13 @@ class DDPRecorder:
         for param, grad in zip(bucket.parameters(), bucket.gradients()):
             name = self.names[id(param)]
             recorded = self.recording and name in self.recorded
+            if recorded and self.dense:  # the whole gradient, before any selection
+                self.pending[name] = to_dense(grad)
             if recorded or self.sparsifier.changes_gradient:
                 sel = self.sparsifier.select(name, grad.view(-1))
                 if self.sparsifier.changes_gradient:
                     grad.view(-1).copy_(sel.sent)
-                if recorded:
+                if recorded and not self.dense:
                     self.pending[name] = to_chunk(sel)
         if bucket.is_last():
             self.end_iteration()
@@ -112,7 +118,7 @@ class DDPRecorder:
                 raise TraceError(f"{self.path}: parameter {sorted(missing)[0]!r} had no gradient in iteration {self.step}")
             if self.writer is None:
                 self.writer = TraceWriter(self.path, self.specs, workers=1, iterations=self.iterations,
-                                          value_dtype="float32" if self.values else None, **self.header)
+                                          value_dtype=self.value_dtype, **self.header)
             write_chunks(self.writer, self.step - self.warmup, 0, self.pending, self.values)
             self.pending = {}
         self.step += 1

@@ -1,4 +1,5 @@
-"""What both capture paths share: one trace tensor per recorded parameter, and writing selections.
+"""What both capture paths share: one trace tensor per recorded parameter, and writing selections
+(or, for a dense-gradient trace, the whole gradient before any selection).
 
 A trace tensor is one parameter's flattened gradient (named after the parameter), not a DDP
 bucket: buckets are an artefact of one DDP configuration (bucket size, rebuild after the first
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+import numpy as np
 import torch
 
 from zensim.errors import ConfigError
@@ -40,10 +42,22 @@ def to_chunk(selection: Selection) -> SparseChunk:
     return SparseChunk(indices.numpy().astype("int64", copy=False), values.numpy())
 
 
+def to_dense(grad: torch.Tensor) -> np.ndarray:
+    """A flat gradient as a float32 numpy copy (the dense chunk of a dense-gradient trace)."""
+    return grad.detach().flatten().float().cpu().numpy().copy()
+
+
+Recorded = SparseChunk | np.ndarray  # what was sent (a chunk) or the whole gradient (dense)
+
+
 def write_chunks(
-    writer: TraceWriter, iteration: int, worker: int, chunks: Mapping[str, SparseChunk], values: bool
+    writer: TraceWriter, iteration: int, worker: int, chunks: Mapping[str, Recorded], values: bool
 ) -> None:
-    """Write one worker's chunks of one iteration, one per tensor of the writer (values if asked)."""
+    """Write one worker's chunks of one iteration, one per tensor of the writer (values if asked;
+    a dense gradient as a dense chunk)."""
     for spec in writer.tensors:
         chunk = chunks[spec.name]
-        writer.write(iteration, worker, spec.name, chunk.indices, chunk.values if values else None)
+        if isinstance(chunk, np.ndarray):
+            writer.write_dense(iteration, worker, spec.name, chunk)
+        else:
+            writer.write(iteration, worker, spec.name, chunk.indices, chunk.values if values else None)

@@ -17,14 +17,16 @@ from zensim.trace.capture.workloads import Workload
 from zensim.trace.format import TraceWriter
 
 
-def virtual_runner(workload: Workload, workers: int, sparsifier: str | None, density: float | None) -> VirtualWorkers:
-    """Virtual workers training `workload`, each with its own sparsifier (workload defaults if None)."""
+def virtual_runner(workload: Workload, workers: int, sparsifier: str | None, density: float | None,
+                   dense: bool = False) -> VirtualWorkers:
+    """Virtual workers training `workload`, each with its own sparsifier (workload defaults if None);
+    `dense` records whole gradients before selection."""
     if workers < 1:
         raise ConfigError(f"--workers {workers}: must be at least 1")
     kind = sparsifier or workload.sparsifier
     density = workload.density if density is None and kind != "natural" else density
     sparsifiers = [make_sparsifier(kind, density, workload.seed + w) for w in range(workers)]
-    return VirtualWorkers(workload.model, workload.optimizer(), workload.loss, sparsifiers, workload.recorded())
+    return VirtualWorkers(workload.model, workload.optimizer(), workload.loss, sparsifiers, workload.recorded(), dense)
 
 
 def check_steps(iterations: int, warmup: int) -> None:
@@ -49,14 +51,18 @@ def capture(
     density: float | None = None,
     values: bool = False,
     progress: bool = True,
+    dense: bool = False,
+    value_dtype: str = "float32",
 ) -> None:
-    """Train `workload` with `workers` virtual workers for warmup + iterations steps, recording the last ones."""
+    """Train `workload` with `workers` virtual workers for warmup + iterations steps, recording the last
+    ones: what each worker sent (indices, and values if `values`), or with `dense` each worker's whole
+    gradient before selection, in `value_dtype`."""
     check_steps(iterations, warmup)
-    runner = virtual_runner(workload, workers, sparsifier, density)
+    runner = virtual_runner(workload, workers, sparsifier, density, dense)
     specs = tensor_specs(workload.model, workload.recorded(), workload.layers())
-    provenance = provenance_of(workload, runner, warmup)
+    provenance = {**provenance_of(workload, runner, warmup), "gradients": "dense" if dense else "sent"}
     with TraceWriter(output, specs, workers=workers, iterations=iterations,
-                     value_dtype="float32" if values else None, batch_size=workload.batch_size,
+                     value_dtype=value_dtype if values or dense else None, batch_size=workload.batch_size,
                      workload=workload.name, provenance=provenance) as writer:
         bar = tqdm(range(warmup + iterations), desc=f"capture {workload.name} x{workers}", unit="it",
                    disable=not progress, file=sys.stderr)

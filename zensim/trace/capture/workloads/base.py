@@ -58,31 +58,40 @@ def step_rng(seed: int, step: int, worker: int) -> np.random.Generator:
     return np.random.default_rng([seed, step, worker])
 
 
-class SequenceSampler:
-    """Windows of `seq_len + 1` tokens, shuffled once per epoch, dealt out `batch_size` per worker.
+class EpochSampler:
+    """Items 0..count-1, shuffled once per epoch, dealt out `batch_size` per worker.
 
     Step t of n workers takes items [t n B, (t + 1) n B) of the concatenated epoch permutations;
     worker w gets the w-th run of B items, as a DistributedSampler with contiguous ranks would.
     """
 
-    def __init__(self, tokens: np.ndarray, seq_len: int, batch_size: int, seed: int) -> None:
-        self.windows = len(tokens) // (seq_len + 1)
-        if self.windows < 1:
-            raise ValueError(f"corpus of {len(tokens)} tokens is shorter than one sequence of {seq_len + 1}")
-        self.tokens = torch.as_tensor(tokens[: self.windows * (seq_len + 1)], dtype=torch.long).view(self.windows, -1)
+    def __init__(self, count: int, batch_size: int, seed: int) -> None:
+        self.count = count
         self.batch_size = batch_size
         self.seed = seed
 
     def items(self, step: int, worker: int, workers: int) -> np.ndarray:
-        """Window ids of one micro-batch."""
+        """Item ids of one micro-batch."""
         start = (step * workers + worker) * self.batch_size
         positions = np.arange(start, start + self.batch_size)
-        epochs, offsets = np.divmod(positions, self.windows)
+        epochs, offsets = np.divmod(positions, self.count)
         out = np.empty(self.batch_size, np.int64)
         for epoch in np.unique(epochs):
-            perm = np.random.default_rng([self.seed, int(epoch)]).permutation(self.windows)
+            perm = np.random.default_rng([self.seed, int(epoch)]).permutation(self.count)
             out[epochs == epoch] = perm[offsets[epochs == epoch]]
         return out
+
+
+class SequenceSampler(EpochSampler):
+    """Windows of `seq_len + 1` tokens as the items of an `EpochSampler`."""
+
+    def __init__(self, tokens: np.ndarray, seq_len: int, batch_size: int, seed: int) -> None:
+        windows = len(tokens) // (seq_len + 1)
+        if windows < 1:
+            raise ValueError(f"corpus of {len(tokens)} tokens is shorter than one sequence of {seq_len + 1}")
+        super().__init__(windows, batch_size, seed)
+        self.windows = windows
+        self.tokens = torch.as_tensor(tokens[: windows * (seq_len + 1)], dtype=torch.long).view(windows, -1)
 
     def batch(self, step: int, worker: int, workers: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(inputs, targets), each batch_size x seq_len token ids."""
