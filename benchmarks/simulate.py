@@ -15,9 +15,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from zensim.net.engine import replay
-from zensim.net.profile import WorkCost
-from zensim.net.topology import ClusterSpec, Topology
+from zensim.net.costs import Costs
+from zensim.net.replay import replay
+from zensim.net.topology import ClusterSpec
 from zensim.schemes.presets import build_scheme
 from zensim.sim.layout import place, prepare
 from zensim.sim.run import GROUPS, load_chunks
@@ -47,7 +47,7 @@ def main() -> None:
         events = {"fifo": 0, "maxmin": 0}
         print(f"{'cluster':8} {'scheme':34} {'driver s':>8} {'fifo s':>7} {'maxmin s':>8} {'fifo ms':>8} {'maxmin ms':>9} {'messages':>8}")
         for machines, gpus in ((128, 1), (16, 8)):
-            topo = Topology(ClusterSpec(machines, gpus, 25e9 / 8))
+            costs = Costs(ClusterSpec(machines, gpus, 25e9 / 8))
             t0 = time.perf_counter()
             prep = prepare(chunks, numel, machines, gpus, "zen")
             totals["driver"] += time.perf_counter() - t0
@@ -59,7 +59,7 @@ def main() -> None:
                 row = []
                 for model in ("fifo", "maxmin"):
                     start = time.perf_counter()
-                    timing = replay(placed.log, topo, model=model, work=WorkCost(), maxmin_batch=args.maxmin_batch)
+                    timing = replay(placed.log, costs, model, options={"batch": args.maxmin_batch})
                     totals[model] += time.perf_counter() - start
                     events[model] += timing.events
                     row.append((time.perf_counter() - start, timing.makespan))

@@ -21,7 +21,7 @@ from zensim.schemes.presets import AUTO
 from emulate.summary import summarize
 from zensim.atomic import write_atomic
 from zensim.errors import ConfigError
-from zensim.net.engine import MODELS
+from zensim.net.models import MODELS
 from zensim.net.profile import Profile, parse_profile
 from zensim.trace import Trace
 

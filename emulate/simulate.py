@@ -16,9 +16,11 @@ from tqdm import tqdm
 from emulate.driver import rank_chunk
 from emulate.schemes import build_program
 from emulate.stepcost import timed_log
-from zensim.net.engine import MODELS, replay
+from zensim.net.costs import Costs
+from zensim.net.models import MODELS
 from zensim.net.profile import Profile
-from zensim.net.topology import ClusterSpec, Topology
+from zensim.net.replay import replay
+from zensim.net.topology import ClusterSpec
 from zensim.schemes.log import MessageLog
 from zensim.trace import Trace
 
@@ -32,18 +34,16 @@ def scheme_logs(trace: Trace, iteration: int, n: int, schemes: list[str], option
             for name in tqdm(schemes, desc=f"simulate n={n}", unit="scheme", leave=False, disable=None)}
 
 
-def sim_times(logs: dict[str, MessageLog], profile: Profile, models: tuple[str, ...] = MODELS,
+def sim_times(logs: dict[str, MessageLog], profile: Profile, models: tuple[str, ...] = tuple(MODELS),
               measured_work: bool = False) -> dict[str, dict[str, float]]:
     """Simulated makespan per scheme and sharing model under `profile` (its nic_bandwidth and nic_latency,
     NIC and host efficiency, host cores; all ranks on one host); local work at the profile's costs per
     element, or with `measured_work` as each log measured it (emulate.stepcost) x the profile's
     `cpu_slowdown`."""
     n = next(iter(logs.values())).n if logs else 1
-    topo = Topology(ClusterSpec(machines=n, gpus_per_machine=1, nic_bandwidth=profile.links["nic_bandwidth"],
-                                nic_latency=profile.links["nic_latency"]))
+    cluster = ClusterSpec(machines=n, gpus_per_machine=1, nic_bandwidth=profile.links["nic_bandwidth"],
+                          nic_latency=profile.links["nic_latency"])
+    costs = Costs.of(cluster, profile, measured_work=measured_work)
     one_host = np.zeros(n, dtype=np.int64)
-    return {name: {m: replay(log, topo, model=m, work=profile.work, nic_efficiency=profile.nic_efficiency,
-                             host_cores=profile.host_cores, host_of_rank=one_host,
-                             measured_work=profile.cpu_slowdown if measured_work else None,
-                             host_efficiency=profile.host_efficiency).makespan for m in models}
+    return {name: {m: replay(log, costs, m, host_of_rank=one_host).makespan for m in models}
             for name, log in logs.items()}

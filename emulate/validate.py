@@ -19,7 +19,7 @@ from emulate.session import calibrate_cluster, emulate_trace, preflight
 from emulate.simulate import scheme_logs, sim_times
 from zensim.atomic import write_atomic
 from zensim.errors import ConfigError
-from zensim.net.engine import MODELS
+from zensim.net.models import MODELS
 from zensim.net.profile import load_profile
 from zensim.report.table import format_table
 from zensim.sparse.chunk import SparseChunk

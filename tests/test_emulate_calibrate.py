@@ -143,9 +143,10 @@ def test_calibration_check_times_the_calibration_runs_under_the_profile():
     log.measured = np.zeros((2, 1, 2))
     log.measured[0, 0, 0] = 0.25  # 0.5 s with the slowdown
     # 1 MB at 0.5 MB/s = 2 s after the pre step: 2.5 s measured, 2.1 s at the per-element cost
+    from zensim.net.models import MODELS
+
     check = _check({"one": log}, {"one": 2.5}, profile)
-    assert check == {"fifo": pytest.approx(0.0), "maxmin": pytest.approx(0.0),
-                     "fifo/elements": pytest.approx(0.16), "maxmin/elements": pytest.approx(0.16)}
+    assert check == {**{m: pytest.approx(0.0) for m in MODELS}, **{f"{m}/elements": pytest.approx(0.16) for m in MODELS}}
 
 
 def test_patterns_measure_a_few_shift_sizes_up_to_n():

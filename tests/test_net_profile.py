@@ -5,7 +5,9 @@ import json
 import pytest
 
 from zensim.errors import ConfigError
-from zensim.net.engine import work_seconds
+from zensim.net.costs import Costs
+from zensim.net.replay import work_seconds
+from zensim.net.models import MODELS
 from zensim.net.profile import DEFAULT_WORK_COST, SCHEMA, load_profile
 from zensim.net.topology import ClusterSpec
 from zensim.schemes.log import MessageLog, Work
@@ -27,7 +29,7 @@ def test_profile_overrides(tmp_path):
     cluster = with_profile(ClusterSpec(2, 1, 1e9), prof)
     assert cluster.nic_bandwidth == 25e6 and cluster.nic_latency == pytest.approx(6e-5)
     log = MessageLog(2, 1, [], [Work(0, 1, "post", "merge", 100), Work(0, 1, "pre", "hash", 10)])
-    pre, post = work_seconds(log, prof.work)
+    pre, post = work_seconds(log, Costs.of(cluster, prof))
     assert post[1, 0] == pytest.approx(1e-6) and pre[1, 0] == pytest.approx(10 * DEFAULT_WORK_COST["hash"])
 
 
@@ -92,7 +94,7 @@ def test_bad_efficiency_and_cores(tmp_path, obj, message):
 def test_simulate_applies_profile_nic_efficiency(tmp_path):
     """A profile's NIC efficiency reaches the simulation: at eff = 0.5 for any flow count, with no
     latency and no local work, every message takes exactly twice as long."""
-    from zensim.sim.run import profile_costs, simulate
+    from zensim.sim.run import simulate
     from zensim.trace import TensorSpec, TraceWriter
 
     trace = tmp_path / "t.zt"
@@ -104,8 +106,8 @@ def test_simulate_applies_profile_nic_efficiency(tmp_path):
     slow = load_profile(write(tmp_path, {"schema": SCHEMA, "work_seconds_per_element": zero,
                                          "nic_efficiency": {"1": 0.5}}))
     cluster = ClusterSpec(3, 1, 1e8)
-    for model in ("fifo", "maxmin"):
-        base = simulate(trace, ["agsparse-p2p", "zen"], cluster, model, **profile_costs(plain))
-        half = simulate(trace, ["agsparse-p2p", "zen"], cluster, model, **profile_costs(slow))
+    for model in MODELS:
+        base = simulate(trace, ["agsparse-p2p", "zen"], Costs.of(cluster, plain), model)
+        half = simulate(trace, ["agsparse-p2p", "zen"], Costs.of(cluster, slow), model)
         for a, b in zip(base, half):
             assert b.time_s == pytest.approx(2 * a.time_s, rel=1e-9)

@@ -1,9 +1,10 @@
 """Topology: routes over NVLink inside a machine, shared NICs across, leaf-spine uplinks."""
 
+import numpy as np
 import pytest
 
 from zensim.errors import ConfigError
-from zensim.net.topology import ClusterSpec, Topology
+from zensim.net.topology import ClusterSpec, LinkKind, Topology
 
 
 def names(topo, src, dst):
@@ -43,3 +44,58 @@ def test_bad_cluster(kwargs):
     args = dict(machines=2, gpus_per_machine=1, nic="25Gbps") | kwargs
     with pytest.raises(ConfigError):
         ClusterSpec.parse(**args)
+
+
+def _graph_routes(spec):
+    """Routes by weighted shortest paths on an explicit graph (the former construction): an
+    independent check of the formulas. Edge weights keep intra-machine traffic on NVLink."""
+    import networkx as nx
+
+    graph, g = nx.DiGraph(), spec.gpus_per_machine
+    names = {}
+    for m in range(spec.machines):
+        host, nvsw = ("host", m), ("nvsw", m)
+        fabric = ("leaf", m // spec.machines_per_leaf) if spec.fabric == "leafspine" else ("switch",)
+        for gpu in range(m * g, (m + 1) * g):
+            graph.add_edge(("gpu", gpu), nvsw, weight=1, name=f"nvl-up {gpu}")
+            graph.add_edge(nvsw, ("gpu", gpu), weight=1, name=f"nvl-down {gpu}")
+            graph.add_edge(("gpu", gpu), host, weight=2, name=None)
+            graph.add_edge(host, ("gpu", gpu), weight=2, name=None)
+        graph.add_edge(host, fabric, weight=1, name=f"nic-up {m}")
+        graph.add_edge(fabric, host, weight=1, name=f"nic-down {m}")
+    if spec.fabric == "leafspine":
+        for j in range(-(-spec.machines // spec.machines_per_leaf)):
+            graph.add_edge(("leaf", j), ("spine",), weight=1, name=f"leaf-up {j}")
+            graph.add_edge(("spine",), ("leaf", j), weight=1, name=f"leaf-down {j}")
+    for s in range(spec.gpus):
+        paths = nx.single_source_dijkstra_path(graph, ("gpu", s), weight="weight")
+        for d in range(spec.gpus):
+            path = paths[("gpu", d)]
+            names[s, d] = [graph.edges[u, v]["name"] for u, v in zip(path, path[1:]) if graph.edges[u, v]["name"]]
+    return names
+
+
+@pytest.mark.parametrize("machines,gpus,fabric,per", [(3, 4, "switch", 4), (7, 2, "leafspine", 2),
+                                                      (9, 1, "leafspine", 4), (1, 8, "switch", 4)])
+def test_routes_by_formula_are_the_shortest_paths(machines, gpus, fabric, per):
+    spec = ClusterSpec(machines, gpus, 1e9, fabric=fabric, oversub=2.0, machines_per_leaf=per)
+    topo = Topology(spec)
+    want = _graph_routes(spec)
+    src, dst = np.divmod(np.arange(spec.gpus ** 2), spec.gpus)
+    rows = topo.route_matrix(src, dst)
+    for s, d, row in zip(src.tolist(), dst.tolist(), rows.tolist()):
+        assert [topo.names[k] for k in row if k != topo.num_links] == want[s, d]
+
+
+def test_link_kinds():
+    topo = Topology(ClusterSpec.parse(5, 2, "10Gbps", fabric="leafspine", machines_per_leaf=2))
+    for kind, prefix in ((LinkKind.NVLINK, "nvl-"), (LinkKind.NIC, "nic-"), (LinkKind.FABRIC, "leaf-")):
+        ids = topo.links_of_kind(kind)
+        assert ids.size and all(topo.names[k].startswith(prefix) for k in ids)
+    assert sum(topo.links_of_kind(k).size for k in LinkKind) == topo.num_links == 5 * (2 * 2 + 2) + 2 * 3
+
+
+def test_bad_gpu_ids():
+    topo = Topology(ClusterSpec(2, 2, 1e9))
+    with pytest.raises(ValueError, match="GPU ids"):
+        topo.route_matrix(np.array([0]), np.array([4]))

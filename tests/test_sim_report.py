@@ -8,9 +8,10 @@ import os
 import pytest
 
 from zensim.errors import ConfigError
-from zensim.net.engine import replay
+from zensim.net.costs import Costs
 from zensim.net.profile import WorkCost
-from zensim.net.topology import ClusterSpec, Topology
+from zensim.net.replay import replay
+from zensim.net.topology import ClusterSpec
 from zensim.report.chrome import chrome_trace
 from zensim.report.export import to_csv, to_json, write_atomic
 from zensim.report.plots import save_figure, scaling_figure, vs_dense_figure
@@ -37,7 +38,7 @@ def test_atomic_write(tmp_path):
 
 def test_chrome_trace_tracks():
     log = MessageLog(3, 2, [Message(0, 0, 1, 1000, "coo"), Message(1, 1, 2, 2000, "coo")])
-    timing = replay(log, Topology(ClusterSpec(3, 1, 1e9)), model="fifo", work=WorkCost.zero())
+    timing = replay(log, Costs(ClusterSpec(3, 1, 1e9), WorkCost.zero()))
     doc = json.loads(json.dumps(chrome_trace([("x", timing, log), ("y", timing, log)])))
     spans = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     assert len(spans) == 2 * 3 * 2

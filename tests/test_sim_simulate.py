@@ -10,6 +10,8 @@ import pytest
 from zensim.cli import main
 from zensim.errors import ConfigError
 from zensim.net import analytic
+from zensim.net.costs import Costs
+from zensim.net.models import MODELS
 from zensim.net.profile import WorkCost
 from zensim.net.topology import ClusterSpec
 from zensim.sim import simulate
@@ -43,9 +45,9 @@ def skewed(tmp_path):
 
 
 def test_dense_ring_through_pipeline_matches_closed_form(skewed):
-    cluster = ClusterSpec(8, 1, B)
-    for model in ("fifo", "maxmin"):
-        [rec] = simulate(skewed, "dense-allreduce", cluster, model, work=WorkCost.zero())
+    costs = Costs(ClusterSpec(8, 1, B), WorkCost.zero())
+    for model in MODELS:
+        [rec] = simulate(skewed, "dense-allreduce", costs, model)
         want = analytic.dense_ring(analytic.SparsityStats(8, 4 * NUMEL, 0.0), B)
         assert rec.time_s == pytest.approx(want, rel=1e-9)
         assert rec.vs_dense == 1.0
@@ -57,16 +59,16 @@ def test_agsparse_equal_nnz_through_pipeline(tmp_path):
     path = write_trace(tmp_path / "eq.zt", sets)
     chunks = [SparseChunk(np.asarray(s), None) for s in sets]
     want = analytic.agsparse(measure(chunks, NUMEL), B)
-    for model in ("fifo", "maxmin"):
+    for model in MODELS:
         for scheme in ("agsparse-p2p", "agsparse-ring"):
-            [rec] = simulate(path, scheme, ClusterSpec(6, 1, B), model, work=WorkCost.zero())
+            [rec] = simulate(path, scheme, Costs(ClusterSpec(6, 1, B), WorkCost.zero()), model)
             assert rec.time_s == pytest.approx(want, rel=1e-9)
         [rec] = simulate(path, "agsparse-p2p", ClusterSpec(6, 1, B), "analytic")
         assert rec.time_s == pytest.approx(want, rel=1e-12)
 
 
 def test_records_bytes_and_imbalance(skewed):
-    recs = simulate(skewed, "sparse-ps,zen", ClusterSpec(8, 1, B), "fifo")
+    recs = simulate(skewed, "sparse-ps,zen", ClusterSpec(8, 1, B), next(iter(MODELS)))
     ps, zen = recs
     assert ps.push_imbalance > 2 > zen.push_imbalance  # contiguous partitions feel the skew, hashing does not
     for r in recs:
@@ -115,8 +117,9 @@ def test_zen_layout_dense_bytes_for_uneven_shards(numel, gpus):
 
 def test_multi_gpu_runs_both_layouts(skewed):
     for layout in ("zen", "flat"):
-        recs = simulate(skewed, "dense-allreduce,zen,hier-central", ClusterSpec(2, 4, B), "maxmin", layout=layout)
-        assert all(r.time_s > 0 and r.gpus == 8 for r in recs)
+        for model in MODELS:
+            recs = simulate(skewed, "dense-allreduce,zen,hier-central", ClusterSpec(2, 4, B), model, layout=layout)
+            assert all(r.time_s > 0 and r.gpus == 8 for r in recs)
 
 
 def test_errors(skewed):

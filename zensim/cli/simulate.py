@@ -56,8 +56,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     import json
 
     from zensim.report.chrome import chrome_trace
+    from zensim.net.costs import Costs
     from zensim.report.export import to_csv, to_json
-    from zensim.sim.run import profile_costs, simulate
+    from zensim.sim.run import simulate
 
     if args.timeline and args.model == "analytic":
         raise ConfigError("--timeline: the analytic model has no timeline (use fifo or maxmin)")
@@ -65,8 +66,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     outs = OutputFiles(inputs=[args.trace, args.profile])
     paths = {key: outs.add(getattr(args, key), f"--{key}", plot=key == "plot")
              for key in ("csv", "timeline", "plot") if getattr(args, key)}
-    records = simulate(args.trace, args.scheme, cluster, args.model, iteration=args.iteration,
-                       **profile_costs(profile), layout=args.layout,
+    records = simulate(args.trace, args.scheme, Costs.of(cluster, profile), args.model, iteration=args.iteration,
+                       layout=args.layout,
                        maxmin_batch=args.maxmin_batch, progress=True)
     rows = [r.to_dict() for r in records]
     files: dict = {}

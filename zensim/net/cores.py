@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import simpy
+from zensim.net.clock import Clock
 
 _DONE = 1e-12  # seconds of work within which jobs finish together (float residue of the advances)
 
@@ -18,15 +18,14 @@ _DONE = 1e-12  # seconds of work within which jobs finish together (float residu
 class SharedCores:
     """Processor sharing of `cores` processors among the jobs submitted to it."""
 
-    def __init__(self, env: simpy.Environment, cores: int) -> None:
-        self.env = env
+    def __init__(self, clock: Clock, cores: int) -> None:
+        self.clock = clock
         self.cores = cores
         self.left: dict[int, float] = {}  # job -> seconds of one-processor work left at self.time
         self.then: dict[int, tuple[Callable, tuple]] = {}
         self.time = 0.0
         self.version = 0
         self.next_job = 0
-        self.events = 0
 
     def run(self, seconds: float, fn: Callable, *args) -> None:
         """Do `seconds` of work, then call fn(*args)."""
@@ -41,21 +40,19 @@ class SharedCores:
 
     def _advance(self) -> None:
         """Charge the work done since the last change to every running job."""
-        done = (self.env.now - self.time) * self._speed()
+        done = (self.clock.now - self.time) * self._speed()
         if done > 0:
             for job in self.left:
                 self.left[job] -= done
-        self.time = self.env.now
+        self.time = self.clock.now
 
     def _arm(self) -> None:
         """One event at the next completion under the current speed; older events become stale."""
         self.version += 1
         if not self.left:
             return
-        version = self.version
-        self.events += 1
         delay = max(min(self.left.values()), 0.0) / self._speed()
-        self.env.timeout(delay).callbacks.append(lambda _ev: self._due(version))
+        self.clock.at(delay, self._due, self.version)
 
     def _due(self, version: int) -> None:
         """Retire the jobs finished now, re-arm, then run their continuations."""

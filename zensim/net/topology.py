@@ -1,29 +1,42 @@
 """Cluster topology: machines x GPUs, NVLink inside a machine, one shared NIC per machine, a fabric.
 
-The cluster is a networkx DiGraph. Every capacity-limited direction of a physical link is one *link*
-(an integer id) with a bandwidth in bytes/s and a one-way latency in seconds:
+Every capacity-limited direction of a physical link is one *link* (an integer id) with a bandwidth
+in bytes/s, a one-way latency in seconds and a *kind* (`LinkKind`: what the link is, so that a model
+never has to read names):
 
-- `nvl-up g`, `nvl-down g`: GPU g <-> its machine's NVSwitch (NVLink class), one pair per GPU;
-- `nic-up m`, `nic-down m`: machine m's NIC, full duplex, shared by all of m's GPUs;
-- leaf-spine only: `leaf-up j`, `leaf-down j`: leaf j <-> the spine layer, aggregated into one link
-  per direction of capacity (machines on the leaf) x NIC bandwidth / oversubscription.
+- `nvl-up g`, `nvl-down g` (NVLINK): GPU g <-> its machine's NVSwitch, one pair per GPU;
+- `nic-up m`, `nic-down m` (NIC): machine m's NIC, full duplex, shared by all of m's GPUs;
+- leaf-spine only, `leaf-up j`, `leaf-down j` (FABRIC): leaf j <-> the spine layer, aggregated into
+  one link per direction of capacity (machines on the leaf) x NIC bandwidth / oversubscription.
 
-GPU -> NIC goes over the host (PCIe) which is not a bottleneck and carries no link. Routes are
-shortest paths (edge weights keep intra-machine traffic on NVLink); a route is a tuple of link ids.
+GPU -> NIC goes over the host (PCIe), which is not a bottleneck and carries no link. Routes follow
+from the structure, with no search: GPUs of one machine talk over NVLink (`nvl-up src`,
+`nvl-down dst`); GPUs of two machines over their NICs (`nic-up`, `nic-down`), through the spine
+(`leaf-up`, `leaf-down`) when the machines sit under different leaves. Link ids are laid out per
+machine (its GPUs' NVLink pairs, then its NIC pair), then the leaf pairs, so that a link's id is a
+closed formula of the GPU, machine or leaf it belongs to.
 """
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 
 from zensim.errors import ConfigError
 from zensim.net.units import format_bandwidth, parse_bandwidth, parse_latency
 
 FABRICS = ("switch", "leafspine")
+
+
+class LinkKind(enum.IntEnum):
+    """What a link is; models look at kinds (e.g. efficiency curves apply to NICs), never at names."""
+
+    NVLINK = 0
+    NIC = 1
+    FABRIC = 2
 
 
 @dataclass(frozen=True)
@@ -72,69 +85,70 @@ class ClusterSpec:
 
 
 class Topology:
-    """The link graph of a ClusterSpec, with per-link capacity/latency arrays and cached routes."""
+    """The links of a ClusterSpec (names, kinds, capacities, latencies) and its routes, by formula."""
 
     def __init__(self, spec: ClusterSpec) -> None:
         self.spec = spec
-        self.graph = nx.DiGraph()
-        self.names: list[str] = []
-        capacity: list[float] = []
-        latency: list[float] = []
-
-        def link(u: tuple, v: tuple, name: str, bw: float, lat: float, weight: int = 1) -> None:
-            self.graph.add_edge(u, v, link=len(self.names), weight=weight)
-            self.names.append(name)
-            capacity.append(bw)
-            latency.append(lat)
-
-        g_per = spec.gpus_per_machine
-        fabric_node = ("switch",)
-        for m in range(spec.machines):
-            host, nvsw = ("host", m), ("nvsw", m)
-            for local in range(g_per):
-                gpu = ("gpu", m * g_per + local)
-                link(gpu, nvsw, f"nvl-up {gpu[1]}", spec.nvlink_bandwidth, spec.nvlink_latency)
-                link(nvsw, gpu, f"nvl-down {gpu[1]}", spec.nvlink_bandwidth, 0.0)
-                self.graph.add_edge(gpu, host, link=None, weight=2)
-                self.graph.add_edge(host, gpu, link=None, weight=2)
-            if spec.fabric == "leafspine":
-                fabric_node = ("leaf", m // spec.machines_per_leaf)
-            link(host, fabric_node, f"nic-up {m}", spec.nic_bandwidth, spec.nic_latency)
-            link(fabric_node, host, f"nic-down {m}", spec.nic_bandwidth, 0.0)
-        if spec.fabric == "leafspine":
-            leaves = -(-spec.machines // spec.machines_per_leaf)
-            for j in range(leaves):
-                size = min(spec.machines_per_leaf, spec.machines - j * spec.machines_per_leaf)
-                bw = size * spec.nic_bandwidth / spec.oversub
-                link(("leaf", j), ("spine",), f"leaf-up {j}", bw, 0.0)
-                link(("spine",), ("leaf", j), f"leaf-down {j}", bw, 0.0)
-        self.capacity = np.array(capacity, dtype=np.float64)
-        self.latency = np.array(latency, dtype=np.float64)
-        self._edge_link = {(u, v): k for u, v, k in self.graph.edges(data="link")}
-        gpus = spec.gpus
-        self._table = np.full((gpus, gpus, 4 if spec.fabric == "leafspine" else 2), self.num_links, dtype=np.int64)
-        self._have = np.zeros(gpus, dtype=bool)
+        g, machines = spec.gpus_per_machine, spec.machines
+        self._block = 2 * g + 2  # links per machine: g NVLink pairs, one NIC pair
+        self.leaves = -(-machines // spec.machines_per_leaf) if spec.fabric == "leafspine" else 0
+        names: list[str] = []
+        for m in range(machines):
+            for gpu in range(m * g, (m + 1) * g):
+                names += [f"nvl-up {gpu}", f"nvl-down {gpu}"]
+            names += [f"nic-up {m}", f"nic-down {m}"]
+        for j in range(self.leaves):
+            names += [f"leaf-up {j}", f"leaf-down {j}"]
+        self.names = names
+        per_machine = np.array([LinkKind.NVLINK] * 2 * g + [LinkKind.NIC] * 2, dtype=np.int8)
+        self.kind = np.concatenate([np.tile(per_machine, machines), np.full(2 * self.leaves, LinkKind.FABRIC, np.int8)])
+        bw = np.array([spec.nvlink_bandwidth] * 2 * g + [spec.nic_bandwidth] * 2)
+        lat = np.array([spec.nvlink_latency, 0.0] * g + [spec.nic_latency, 0.0])  # latency on the egress link
+        leaf_size = np.minimum(spec.machines_per_leaf, machines - np.arange(self.leaves) * spec.machines_per_leaf)
+        self.capacity = np.concatenate([np.tile(bw, machines),
+                                        np.repeat(leaf_size * spec.nic_bandwidth / spec.oversub, 2)])
+        self.latency = np.concatenate([np.tile(lat, machines), np.zeros(2 * self.leaves)])
 
     @property
     def num_links(self) -> int:
         """Number of capacity-limited links."""
         return len(self.names)
 
-    def _fill(self, src: int) -> None:
-        """Routes from GPU `src` to every GPU: one shortest-path tree."""
-        paths = nx.single_source_dijkstra_path(self.graph, ("gpu", src), weight="weight")
-        for node, path in paths.items():
-            if node[0] == "gpu":
-                ids = [k for k in map(self._edge_link.get, zip(path, path[1:])) if k is not None]
-                self._table[src, node[1], : len(ids)] = ids
-        self._have[src] = True
+    @property
+    def route_width(self) -> int:
+        """The most links a route crosses (the column count of `route_matrix`)."""
+        return 4 if self.leaves else 2
+
+    def links_of_kind(self, kind: LinkKind) -> np.ndarray:
+        """Ids of the links of one kind, ascending."""
+        return np.flatnonzero(self.kind == kind)
 
     def route(self, src: int, dst: int) -> tuple[int, ...]:
         """Link ids from GPU `src` to GPU `dst` in order (empty for src == dst)."""
-        return tuple(int(k) for k in self.route_matrix(np.array([src]), np.array([dst]))[0] if k != self.num_links)
+        row = self.route_matrix(np.array([src]), np.array([dst]))[0]
+        return tuple(int(k) for k in row if k != self.num_links)
 
     def route_matrix(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """Routes of many (src, dst) GPU pairs as an int64 matrix padded with `num_links` (a dummy link)."""
-        for s in np.unique(src[~self._have[src]]).tolist():
-            self._fill(s)
-        return self._table[src, dst]
+        src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+        gpus = self.spec.gpus
+        if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= gpus):
+            raise ValueError(f"GPU ids must be in 0..{gpus - 1}")
+        g, block = self.spec.gpus_per_machine, self._block
+        out = np.full((src.size, self.route_width), self.num_links, dtype=np.int64)
+        ms, md = src // g, dst // g
+        near = (ms == md) & (src != dst)  # same machine: NVLink
+        out[near, 0] = ms[near] * block + 2 * (src[near] % g)
+        out[near, 1] = md[near] * block + 2 * (dst[near] % g) + 1
+        far = ms != md
+        out[far, 0] = ms[far] * block + 2 * g  # nic-up of the source machine
+        last = np.full(src.size, 1)
+        if self.leaves:
+            per = self.spec.machines_per_leaf
+            spine = far & (ms // per != md // per)
+            base = self.spec.machines * block
+            out[spine, 1] = base + 2 * (ms[spine] // per)
+            out[spine, 2] = base + 2 * (md[spine] // per) + 1
+            last[spine] = 3
+        out[np.flatnonzero(far), last[far]] = md[far] * block + 2 * g + 1  # nic-down of the destination
+        return out

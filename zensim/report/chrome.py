@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from zensim.net.engine import Timing
+from zensim.net.replay import Timing
 from zensim.schemes.log import MessageLog
 
 US = 1e6

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from zensim.net.engine import Timing
+from zensim.net.replay import Timing
 from zensim.net.topology import Topology
 from zensim.schemes.log import MessageLog
 

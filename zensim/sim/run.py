@@ -10,9 +10,11 @@ from pathlib import Path
 from tqdm import tqdm
 
 from zensim.errors import ConfigError
-from zensim.net.engine import MODELS, Timing, replay
-from zensim.net.profile import NicEfficiency, Profile, WorkCost
-from zensim.net.topology import ClusterSpec, Topology
+from zensim.net.costs import Costs
+from zensim.net.models import MODELS
+from zensim.net.profile import Profile
+from zensim.net.replay import Timing, replay
+from zensim.net.topology import ClusterSpec
 from zensim.schemes.log import MessageLog
 from zensim.schemes.presets import AUTO, PRESETS, build_scheme, scheme_names
 from zensim.schemes.space import DISTINCT
@@ -22,7 +24,7 @@ from zensim.sim.metrics import busiest_link, push_pull_imbalance, stage_times
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.trace.format import Trace
 
-ALL_MODELS = MODELS + ("analytic",)
+ALL_MODELS = (*MODELS, "analytic")
 DENSE = "dense-allreduce"
 GROUPS = {"all": scheme_names(), "presets": list(PRESETS) + [AUTO], "distinct": [p.name for p in DISTINCT]}
 
@@ -87,51 +89,40 @@ def load_chunks(trace: Trace, iteration: int, gpus: int) -> list[SparseChunk]:
     return [SparseChunk(trace.flat_indices(iteration, w), None) for w in range(gpus)]
 
 
-def profile_costs(profile: Profile | None) -> dict:
-    """The keyword arguments of `simulate` a calibration profile sets (none when it is None)."""
-    if profile is None:
-        return {}
-    return {"work": profile.work, "nic_efficiency": profile.nic_efficiency, "host_cores": profile.host_cores,
-            "host_efficiency": profile.host_efficiency}
-
-
-def simulate(trace_path: str | Path, schemes: str | Sequence[str], cluster: ClusterSpec, model: str = "fifo", *,
-             iteration: int = 0, work: WorkCost | None = None, nic_efficiency: NicEfficiency | None = None,
-             host_cores: int | None = None, host_efficiency: NicEfficiency | None = None, layout: str = "zen",
-             maxmin_batch: float = 1 / 64, progress: bool = False) -> list[SimRecord]:
+def simulate(trace_path: str | Path, schemes: str | Sequence[str], costs: Costs | ClusterSpec, model: str = "fifo", *,
+             iteration: int = 0, layout: str = "zen", maxmin_batch: float = 1 / 64,
+             progress: bool = False) -> list[SimRecord]:
     """Simulate every scheme on one iteration of a trace; records in the order of `schemes`.
 
-    `work` is the local-work cost model (defaults when None); `nic_efficiency`, `host_cores` and
-    `host_efficiency` as in `zensim.net.engine.replay` (a host is a machine). With a calibration profile:
-    `prof = load_profile(p); simulate(t, s, with_profile(cluster, prof), **profile_costs(prof))`."""
+    `costs`: the cluster and its cost knobs (zensim.net.costs.Costs; a bare ClusterSpec means default
+    work costs and an ideal host; a host is a machine). With a calibration profile:
+    `prof = load_profile(p); simulate(t, s, Costs.of(with_profile(cluster, prof), prof))`."""
     if model not in ALL_MODELS:
         raise ConfigError(f"--model: unknown model {model!r} (choose from {', '.join(ALL_MODELS)})")
     if layout not in LAYOUTS:
         raise ConfigError(f"--layout: unknown layout {layout!r} (choose from {', '.join(LAYOUTS)})")
     names = resolve_schemes(schemes)
-    work = work if work is not None else WorkCost()
+    costs = costs if isinstance(costs, Costs) else Costs(costs)
+    cluster = costs.cluster
     with Trace.open(trace_path) as trace:
         chunks = load_chunks(trace, iteration, cluster.gpus)
         numel = trace.numel
-    topology = Topology(cluster)
     prep = prepare(chunks, numel, cluster.machines, cluster.gpus_per_machine, layout)
     runs = names if DENSE in names else [DENSE] + names
     records: dict[str, SimRecord] = {}
     for name in tqdm(runs, desc="simulate", unit="scheme", disable=None if progress else True, leave=False):
-        records[name] = _one(name, prep, chunks, cluster, topology, model, layout, work, maxmin_batch,
-                             nic_efficiency, host_cores, host_efficiency)
+        records[name] = _one(name, prep, chunks, costs, model, layout, maxmin_batch)
     dense = records[DENSE].time_s
     for rec in records.values():
         rec.vs_dense = rec.time_s / dense if rec.time_s is not None and dense else None
     return [records[name] for name in names]
 
 
-def _one(name: str, prep: Prepared, chunks: list[SparseChunk], cluster: ClusterSpec, topology: Topology,
-         model: str, layout: str, work: WorkCost, maxmin_batch: float,
-         nic_efficiency: NicEfficiency | None, host_cores: int | None,
-         host_efficiency: NicEfficiency | None) -> SimRecord:
+def _one(name: str, prep: Prepared, chunks: list[SparseChunk], costs: Costs, model: str, layout: str,
+         maxmin_batch: float) -> SimRecord:
     """Run one scheme through the driver and the chosen model."""
     start = time.perf_counter()
+    cluster = costs.cluster
     numel = prep.numel
     gpus = cluster.gpus_per_machine
 
@@ -145,10 +136,9 @@ def _one(name: str, prep: Prepared, chunks: list[SparseChunk], cluster: ClusterS
         seconds = _analytic(name, chunks, numel, cluster, layout)
         link, util, stages, events = None, None, [], 0
     else:
-        timing = replay(placed.log, topology, model=model, work=work, maxmin_batch=maxmin_batch,
-                        nic_efficiency=nic_efficiency, host_cores=host_cores, host_efficiency=host_efficiency)
+        timing = replay(placed.log, costs, model, options={"batch": maxmin_batch})
         seconds = timing.makespan
-        link, util = busiest_link(timing, topology)
+        link, util = busiest_link(timing, costs.topology)
         stages, events = stage_times(timing), timing.events
     return SimRecord(name, model, layout if gpus > 1 else "flat", cluster.describe(), cluster.gpus, seconds, None,
                      placed.log.bytes_sent().tolist(), placed.log.bytes_received().tolist(),

@@ -12,7 +12,8 @@ from zensim.errors import ConfigError
 from zensim.report.export import to_csv, to_json
 from zensim.report.outputs import plot_format
 from zensim.report.table import format_table, render_records
-from zensim.sim.run import DENSE, SimRecord, profile_costs, simulate
+from zensim.net.costs import Costs
+from zensim.sim.run import DENSE, SimRecord, simulate
 from zensim.sim.scenario import Point, Scenario, plot_file
 
 Results = list[tuple[Point, list[SimRecord]]]
@@ -25,8 +26,8 @@ def run_scenario(scn: Scenario, progress: bool = False) -> Results:
     bar = tqdm(scn.points, desc="sweep", unit="point", disable=None if progress and scn.is_sweep else True)
     for point in bar:
         bar.set_postfix_str(point.label(), refresh=False)
-        records = simulate(scn.trace, scn.schemes, point.cluster, point.model, iteration=point.iteration,
-                           **profile_costs(point.profile), layout=point.layout,
+        records = simulate(scn.trace, scn.schemes, Costs.of(point.cluster, point.profile), point.model,
+                           iteration=point.iteration, layout=point.layout,
                            maxmin_batch=point.maxmin_batch, progress=progress)
         if not keep:
             for rec in records:

@@ -2,8 +2,8 @@
 
 Rates are piecewise constant between events; each active flow keeps its bytes left at the time of its
 last rate change and its projected finish time, so an event costs O(1) numpy calls, not a pass over
-every flow's bytes. At a flow arrival (all messages a rank sends at once form one batch) only the
-*affected component* is re-solved: the flows reachable from the changed links through shared links;
+every flow's bytes. Flows that start at one instant (every rank's sends of that instant) are solved
+together once, at the end of the instant; only the *affected component* is re-solved: the flows reachable from the changed links through shared links;
 other components keep their rates. A flow alone on all its links (rings, recursive doubling) is
 *isolated*: it runs at its route's bottleneck speed with its own finish event, in plain Python; when
 another flow arrives on one of its links it is promoted, with the bytes it has left, into the shared
@@ -20,17 +20,17 @@ bandwidth x eff(k) in the solve; an isolated flow runs at eff(1). The count is t
 solve of the link's component (departures batched as above).
 
 With a host efficiency h(f) (an emulator's property: all NICs run on one host), the capacity of
-every link in `scaled_links` (the NICs) is further scaled by h(f), f = the flows active anywhere in
+every NIC link is further scaled by h(f), f = the flows active anywhere in
 the network. Any change of f changes every such capacity, so the model then keeps no flow isolated
 and every solve covers all active flows (fine at emulator sizes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
 import numpy as np
-import simpy
+
+from zensim.errors import ConfigError
+from zensim.net.models.base import NetworkView
 
 _TIE = 1e-12  # relative tolerance: links whose shares tie, flows finishing "now"
 _SMALL = 48  # components up to this many flows are found and solved in plain Python
@@ -71,54 +71,63 @@ def waterfill(routes: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     return rates
 
 
-class MaxMinNetwork:
+class MaxMin:
     """Flow-level max-min fair sharing: isolated flows in plain Python, shared ones solved per component."""
 
-    def __init__(self, env: simpy.Environment, capacity: np.ndarray, latency: np.ndarray,
-                 routes: np.ndarray, nbytes: np.ndarray, deliver: Callable[[int], None], batch: float = 1 / 64,
-                 efficiency: Sequence[Sequence[float] | None] | None = None,
-                 host_efficiency: Sequence[float] | None = None, scaled_links: Sequence[int] = ()) -> None:
-        self.env = env
-        self.dummy = len(capacity)
-        self.capacity = np.append(capacity, np.inf)
-        self.efficiency = list(efficiency) + [None] if efficiency is not None and any(
-            e is not None for e in efficiency) else None
-        self.routes = routes
-        self.route_tuples = [tuple(k for k in row if k != self.dummy) for row in routes.tolist()]
-        self.route_latency = np.append(latency, 0.0)[routes].sum(axis=1).tolist()
-        alone = self.capacity * [1.0 if e is None else e[1] for e in self.efficiency] if self.efficiency else self.capacity
-        self.route_capacity = alone[routes].min(axis=1).tolist()
-        self.nbytes = nbytes.astype(np.float64)
-        self.base_left = self.nbytes.copy()  # bytes left at base_time
-        self.base_time = np.zeros(len(nbytes))
-        self.rate = np.zeros(len(nbytes))
-        self.deliver = deliver
+    name = "maxmin"
+    summary = "flow-level max-min fair sharing (fluid TCP), solved per affected component"
+    options: dict[str, object] = {"batch": 1 / 64}
+
+    def __init__(self, net: NetworkView, batch: float = 1 / 64) -> None:
+        if not isinstance(batch, (int, float)) or isinstance(batch, bool) or not 0 <= batch <= 1:
+            raise ConfigError(f"--maxmin-batch {batch}: must be in [0, 1]")
+        self.net = net
+        self.clock = net.clock
+        self.dummy = net.num_links
+        self.capacity = np.append(net.capacity, np.inf)
+        self.efficiency = list(net.link_efficiency) + [None] if net.link_efficiency is not None else None
+        eff1 = [1.0 if e is None else e[1] for e in self.efficiency] if self.efficiency else [1.0] * (self.dummy + 1)
+        self.alone = (self.capacity * eff1).tolist()  # a link's capacity for a flow alone on it
+        self.base_left = np.zeros(0)  # bytes left at base_time
+        self.base_time = np.zeros(0)
+        self.rate = np.zeros(0)
+        self.finish = np.zeros(0)  # projected finish time of each shared flow
         self.batch = batch
         self.capacity_list = self.capacity.tolist()
         self.active = np.empty(0, dtype=np.int64)  # shared flows
-        self.finish = np.full(len(nbytes), np.inf)  # projected finish time of each shared flow
         self.nflows = [0] * (self.dummy + 1)  # active flows per link, isolated or shared
         self.shared_on: dict[int, set[int]] = {}  # link -> shared flows crossing it
         self.isolated: dict[int, tuple[float, float, int]] = {}  # flow -> (start, rate, stamp)
         self.isolated_on: dict[int, int] = {}  # link -> its isolated flow
         self.stamp = 0
         self.dirty: set[int] = set()
+        self.seeds: set[int] = set()  # links of the flows that joined the shared set this instant
+        self.flush_armed = False  # a solve is due at the end of this instant
         self.since_solve, self.allowance = 0, 1
         self.version = 0
-        self.events = self.solves = 0
-        self.host_efficiency = list(host_efficiency) if host_efficiency is not None else None
-        self.scaled_links = frozenset(scaled_links)
+        self.solves = 0
+        self.host_efficiency = net.host_efficiency
+        self.scaled_links = frozenset(net.nic_links.tolist())
         self.host_factor = 1.0
 
-    def inject(self, ids: Sequence[int]) -> None:
-        """Start flows `ids` now (one batch: they join the network together)."""
-        now = self.env.now
+    def reserve(self, size: int) -> None:
+        """Grow the per-flow arrays to `size` flows."""
+        have = len(self.rate)
+        for name, fill in (("base_left", 0.0), ("base_time", 0.0), ("rate", 0.0), ("finish", np.inf)):
+            old = getattr(self, name)
+            new = np.full(size, fill)
+            new[:have] = old
+            setattr(self, name, new)
+
+    def inject(self, ids: list[int]) -> None:
+        """Start flows `ids` now; the shared set is re-solved once at the end of this instant."""
+        now = self.clock.now
+        routes, nbytes = self.net.route_tuples, self.net.nbytes
         shared: list[int] = []
-        seeds: set[int] = set()
         for m in ids:
-            route = self.route_tuples[m]
-            if not route or self.nbytes[m] == 0:
-                self._deliver_after(self.route_latency[m], m)
+            route = routes[m]
+            if not route or nbytes[m] == 0:
+                self.net.deliver_after(self.net.route_latency[m], m)
                 continue
             if self.host_efficiency is None and all(self.nflows[k] == 0 for k in route):
                 self._isolate(m, now)
@@ -127,35 +136,42 @@ class MaxMinNetwork:
                     if k in self.isolated_on:
                         shared.append(self._promote(self.isolated_on[k], now))
                 shared.append(m)
+                self.base_left[m] = nbytes[m]
                 self.base_time[m] = now
-                seeds.update(route)
+                self.seeds.update(route)
             for k in route:
                 self.nflows[k] += 1
         if shared:
             for m in shared:
-                for k in self.route_tuples[m]:
+                for k in routes[m]:
                     self.shared_on.setdefault(k, set()).add(m)
             self.active = np.concatenate([self.active, shared])
-            self._solve(seeds | self.dirty)
-            self._schedule()
+            if not self.flush_armed:
+                self.flush_armed = True
+                self.clock.late(self._flush)
+
+    def _flush(self) -> None:
+        """End of an instant in which flows joined the shared set: one solve for all of them."""
+        self.flush_armed = False
+        self._solve(self.seeds | self.dirty)
+        self.seeds = set()
+        self._schedule()
 
     def _isolate(self, m: int, now: float) -> None:
         """Flow m is alone on its links: full rate, its own finish event, no solve."""
-        rate = self.route_capacity[m]
+        rate = min(self.alone[k] for k in self.net.route_tuples[m])
         self.stamp += 1
         self.isolated[m] = (now, rate, self.stamp)
-        for k in self.route_tuples[m]:
+        for k in self.net.route_tuples[m]:
             self.isolated_on[k] = m
-        self.events += 1
-        stamp = self.stamp
-        self.env.timeout(self.nbytes[m] / rate).callbacks.append(lambda _ev: self._isolated_done(m, stamp))
+        self.clock.at(self.net.nbytes[m] / rate, self._isolated_done, m, self.stamp)
 
     def _promote(self, m: int, now: float) -> int:
         """An isolated flow gets company: move it, with the bytes it has left, into the shared set."""
         start, rate, _ = self.isolated.pop(m)
-        for k in self.route_tuples[m]:
+        for k in self.net.route_tuples[m]:
             del self.isolated_on[k]
-        self.base_left[m] = max(self.nbytes[m] - rate * (now - start), 0.0)
+        self.base_left[m] = max(self.net.nbytes[m] - rate * (now - start), 0.0)
         self.base_time[m] = now
         self.rate[m] = 0.0
         return m
@@ -165,10 +181,10 @@ class MaxMinNetwork:
         if self.isolated.get(m, (0, 0, -1))[2] != stamp:
             return
         del self.isolated[m]
-        for k in self.route_tuples[m]:
+        for k in self.net.route_tuples[m]:
             del self.isolated_on[k]
             self.nflows[k] -= 1
-        self._deliver_after(self.route_latency[m], m)
+        self.net.deliver_after(self.net.route_latency[m], m)
 
     def _solve(self, seeds: set[int]) -> None:
         """Re-solve the shared component of links `seeds`, reset the departure batch."""
@@ -181,7 +197,7 @@ class MaxMinNetwork:
             flows = np.array(sorted(small), dtype=np.int64)
             rates = None
         else:
-            routes = self.routes[self.active]
+            routes = self.net.routes[self.active]
             marked = np.zeros(self.dummy + 1, dtype=bool)
             marked[list(seeds)] = True
             marked[self.dummy] = False
@@ -196,7 +212,7 @@ class MaxMinNetwork:
             flows = self.active[inside]
             rates = waterfill(routes[inside], self._capacities())
         if flows.size:
-            now = self.env.now
+            now = self.clock.now
             left = self.base_left[flows] - self.rate[flows] * (now - self.base_time[flows])
             self.base_left[flows] = np.maximum(left, 0.0)
             self.base_time[flows] = now
@@ -217,7 +233,7 @@ class MaxMinNetwork:
                     flows.add(m)
                     if len(flows) > _SMALL:
                         return None
-                    for k in self.route_tuples[m]:
+                    for k in self.net.route_tuples[m]:
                         if k not in links:
                             links.add(k)
                             frontier.append(k)
@@ -227,7 +243,7 @@ class MaxMinNetwork:
         """Progressive filling in plain Python for a small component; rates in sorted flow order."""
         count: dict[int, int] = {}
         for m in flows:
-            for k in self.route_tuples[m]:
+            for k in self.net.route_tuples[m]:
                 count[k] = count.get(k, 0) + 1
         residual = {k: self._capacity(k) for k in count}
         rate: dict[int, float] = {}
@@ -237,7 +253,7 @@ class MaxMinNetwork:
                 for m in self.shared_on[k]:
                     if m not in rate:
                         rate[m] = level
-                        for j in self.route_tuples[m]:
+                        for j in self.net.route_tuples[m]:
                             count[j] -= 1
                             residual[j] = max(residual[j] - level, 0.0)
             count = {k: c for k, c in count.items() if c > 0}
@@ -264,20 +280,18 @@ class MaxMinNetwork:
         due = float(self.finish[self.active].min())
         if due == np.inf:
             return
-        version = self.version
-        self.events += 1
-        self.env.timeout(max(due - self.env.now, 0.0)).callbacks.append(lambda _ev: self._depart(version))
+        self.clock.at(max(due - self.clock.now, 0.0), self._depart, self.version)
 
     def _depart(self, version: int) -> None:
         """Retire the shared flows that finish now; re-solve when the batch allowance is used up."""
         if version != self.version:
             return
-        now = self.env.now
+        now = self.clock.now
         done = self.finish[self.active] <= now * (1 + _TIE)
         finished = self.active[done].tolist()
         self.active = self.active[~done]
         for m in finished:
-            for k in self.route_tuples[m]:
+            for k in self.net.route_tuples[m]:
                 self.shared_on[k].discard(m)
                 self.nflows[k] -= 1
                 if self.nflows[k] > 0:
@@ -291,10 +305,5 @@ class MaxMinNetwork:
         elif self.dirty and self.since_solve >= self.allowance:
             self._solve(set(self.dirty))
         for m in finished:
-            self._deliver_after(self.route_latency[m], m)
+            self.net.deliver_after(self.net.route_latency[m], m)
         self._schedule()
-
-    def _deliver_after(self, delay: float, m: int) -> None:
-        """Deliver message m after its route latency."""
-        self.events += 1
-        self.env.timeout(delay).callbacks.append(lambda _ev: self.deliver(m))

@@ -1,25 +1,28 @@
-"""The replay engine: closed forms where they are exact, fifo vs maxmin on known cases, dependencies."""
+"""Replaying message logs, under every registered sharing model: closed forms where they are exact,
+stage dependencies, local work on shared cores, NIC and host efficiency, measured work."""
 
 import numpy as np
 import pytest
 
 from zensim.net import analytic
-from zensim.net.engine import replay
-from zensim.net.maxmin import waterfill
-from zensim.net.profile import WorkCost
-from zensim.net.topology import ClusterSpec, Topology
+from zensim.net.costs import Costs
+from zensim.net.models import MODELS
+from zensim.net.profile import NicEfficiency, WorkCost
+from zensim.net.replay import replay
+from zensim.net.topology import ClusterSpec
 from zensim.schemes.log import Message, MessageLog, Work
 
 B = 25e9 / 8
-MODELS = ("fifo", "maxmin")
+MERGE_1US = WorkCost({"hash": 0.0, "merge": 1e-6, "encode": 0.0, "decode": 0.0, "copy": 0.0})
 
 
 def cluster(n, gpus=1, **kw):
-    return Topology(ClusterSpec(n, gpus, B, **kw))
+    return ClusterSpec(n, gpus, B, **kw)
 
 
-def run(log, topo, model, **kw):
-    return replay(log, topo, model=model, work=WorkCost.zero(), **kw)
+def run(log, spec, model, work=None, host_of_rank=None, **costs):
+    """Replay under zero work cost (or `work`) with extra Costs fields `costs`."""
+    return replay(log, Costs(spec, work or WorkCost.zero(), **costs), model, host_of_rank=host_of_rank)
 
 
 def stats(n, numel, nnz_union):
@@ -69,59 +72,6 @@ def test_balanced_parallelism_eq1_exact(model):
     assert run(MessageLog(n, 2, msgs), cluster(n), model).makespan == pytest.approx(want, rel=1e-9)
 
 
-def test_two_flows_share_a_link():
-    """Two 1 MB messages into one downlink: maxmin halves the rate of both, fifo serves one then the other."""
-    log = MessageLog(3, 1, [Message(0, 0, 2, 10**6, "coo"), Message(0, 1, 2, 10**6, "coo")])
-    fifo, maxmin = run(log, cluster(3), "fifo"), run(log, cluster(3), "maxmin")
-    assert sorted(fifo.msg_end) == pytest.approx([1e6 / B, 2e6 / B], rel=1e-12)
-    assert maxmin.msg_end == pytest.approx([2e6 / B, 2e6 / B], rel=1e-12)
-
-
-def test_maxmin_short_flow_frees_bandwidth():
-    """Flows of 1 MB and 3 MB into one link: both at b/2 until 2 MB have passed, then the long one at b."""
-    log = MessageLog(3, 1, [Message(0, 0, 2, 10**6, "coo"), Message(0, 1, 2, 3 * 10**6, "coo")])
-    t = run(log, cluster(3), "maxmin", maxmin_batch=0)
-    assert t.msg_end == pytest.approx([2e6 / B, 4e6 / B], rel=1e-12)
-
-
-def test_waterfill_bottlenecks():
-    # A on link 0, B on links 0 and 1, C on link 1; capacities 1 and 2: A = B = 1/2, C = 3/2
-    cap = np.array([1.0, 2.0, np.inf])
-    rates = waterfill(np.array([[0, 2], [0, 1], [1, 2]]), cap)
-    assert rates == pytest.approx([0.5, 0.5, 1.5])
-
-
-@pytest.mark.parametrize("batch", [0, 1 / 8])
-def test_python_and_numpy_solvers_agree(monkeypatch, batch):
-    """Small components are solved in plain Python, large ones with numpy: same rates, same times."""
-    import zensim.net.maxmin as mm
-    rng = np.random.default_rng(7)
-    n = 6
-    msgs = [Message(s, r, d, int(rng.integers(1, 10**5)), "coo")
-            for s in range(2) for r in range(n) for d in rng.choice(n, 3, replace=False) if d != r]
-    log = MessageLog(n, 2, msgs)
-    topo = cluster(3, gpus=2, fabric="leafspine", oversub=2.0, machines_per_leaf=2)
-    python = run(log, topo, "maxmin", maxmin_batch=batch)
-    monkeypatch.setattr(mm, "_SMALL", 0)
-    numpy = run(log, topo, "maxmin", maxmin_batch=batch)
-    assert python.msg_end == pytest.approx(numpy.msg_end, rel=1e-12)
-
-
-def test_maxmin_batching_close_to_exact():
-    rng = np.random.default_rng(1)
-    n = 12
-    msgs = [Message(0, r, d, int(rng.integers(1, 10**5)), "coo") for r in range(n) for d in range(n) if d != r]
-    log = MessageLog(n, 1, msgs)
-    exact = run(log, cluster(n), "maxmin", maxmin_batch=0).makespan
-    batched = run(log, cluster(n), "maxmin", maxmin_batch=0.1).makespan
-    assert batched == pytest.approx(exact, rel=0.05)
-    loads = np.zeros(2 * n)
-    for m in msgs:
-        loads[m.src] += m.nbytes
-        loads[n + m.dst] += m.nbytes
-    assert exact >= loads.max() / B * (1 - 1e-12)  # no link beats its capacity
-
-
 @pytest.mark.parametrize("model", MODELS)
 def test_alpha_beta_and_leafspine(model):
     topo = cluster(8, nic_latency=5e-6, fabric="leafspine", oversub=4.0, machines_per_leaf=4)
@@ -138,28 +88,17 @@ def test_no_global_barrier_and_work(model):
     """Rank 0 and 1 exchange fast; rank 2 -> 3 is slow; ranks 0/1 start stage 1 before 2/3 finish stage 0."""
     msgs = [Message(0, 0, 1, 1000, "coo"), Message(0, 2, 3, 10**6, "coo"), Message(1, 1, 0, 1000, "coo")]
     work = [Work(1, 0, "post", "merge", 1000)]
-    cost = WorkCost({"hash": 0.0, "merge": 1e-6, "encode": 0.0, "decode": 0.0, "copy": 0.0})
-    t = replay(MessageLog(4, 2, msgs, work), cluster(4), model=model, work=cost)
+    t = run(MessageLog(4, 2, msgs, work), cluster(4), model, MERGE_1US)
     assert t.stage_start[1, 1] == pytest.approx(1000 / B)
     assert t.stage_end[0, 1] == pytest.approx(2000 / B + 1e-3)
     assert t.stage_end[3, 0] == pytest.approx(1e6 / B)
     assert t.link_bytes.sum() == 2 * (2000 + 10**6)
 
 
-def test_zero_byte_message_costs_latency():
-    topo = cluster(2, nic_latency=1e-5)
-    for model in MODELS:
-        t = run(MessageLog(2, 1, [Message(0, 0, 1, 0, "coo")]), topo, model)
-        assert t.makespan == pytest.approx(1e-5)
-
-
-@pytest.mark.parametrize("batch", [-0.1, 1.5, float("nan")])
-def test_bad_maxmin_batch_is_a_config_error(batch):
-    from zensim.errors import ConfigError
-
-    log = MessageLog(2, 1, [Message(0, 0, 1, 100, "coo")])
-    with pytest.raises(ConfigError, match="--maxmin-batch"):
-        run(log, cluster(2), "maxmin", maxmin_batch=batch)
+@pytest.mark.parametrize("model", MODELS)
+def test_zero_byte_message_costs_latency(model):
+    t = run(MessageLog(2, 1, [Message(0, 0, 1, 0, "coo")]), cluster(2, nic_latency=1e-5), model)
+    assert t.makespan == pytest.approx(1e-5)
 
 
 def _eff(k, e1=0.9, k2=4, e2=0.6):
@@ -172,8 +111,6 @@ def _eff(k, e1=0.9, k2=4, e2=0.6):
 @pytest.mark.parametrize("k", [1, 2, 3, 5])
 def test_k_flows_on_a_nic_run_at_eff_k(model, k):
     """One rank sends k equal messages at once: its uplink carries k flows at bandwidth x eff(k)."""
-    from zensim.net.profile import NicEfficiency
-
     size = 10**6
     log = MessageLog(k + 1, 1, [Message(0, 0, d, size, "coo") for d in range(1, k + 1)])
     t = run(log, cluster(k + 1), model, nic_efficiency=NicEfficiency(((1, 0.9), (4, 0.6))))
@@ -183,8 +120,6 @@ def test_k_flows_on_a_nic_run_at_eff_k(model, k):
 @pytest.mark.parametrize("model", MODELS)
 def test_alltoall_with_nic_efficiency(model):
     """An all-to-all of n ranks: n-1 flows on every NIC link, (n-1) size / (b eff(n-1)); one point = constant."""
-    from zensim.net.profile import NicEfficiency
-
     n, size = 5, 10**5
     log = MessageLog(n, 1, [Message(0, r, d, size, "coo") for r in range(n) for d in range(n) if d != r])
     t = run(log, cluster(n), model, nic_efficiency=NicEfficiency(((1, 0.9), (4, 0.6))))
@@ -196,8 +131,6 @@ def test_alltoall_with_nic_efficiency(model):
 @pytest.mark.parametrize("model", MODELS)
 def test_full_efficiency_and_many_cores_change_nothing(model):
     """eff = 1 for every k and a pool with a core per rank give the default model's times exactly."""
-    from zensim.net.profile import NicEfficiency
-
     rng = np.random.default_rng(3)
     n = 6
     msgs = [Message(s, r, int(d), int(rng.integers(1, 10**5)), "coo")
@@ -205,9 +138,8 @@ def test_full_efficiency_and_many_cores_change_nothing(model):
     work = [Work(s, r, p, "merge", int(rng.integers(1, 10**4))) for s in range(2) for r in range(n) for p in ("pre", "post")]
     log = MessageLog(n, 2, msgs, work)
     topo = cluster(3, gpus=2)
-    cost = WorkCost({"hash": 0.0, "merge": 1e-6, "encode": 0.0, "decode": 0.0, "copy": 0.0})
-    base = replay(log, topo, model=model, work=cost)
-    same = replay(log, topo, model=model, work=cost, nic_efficiency=NicEfficiency(((1, 1.0),)), host_cores=2)
+    base = run(log, topo, model, MERGE_1US)
+    same = run(log, topo, model, MERGE_1US, nic_efficiency=NicEfficiency(((1, 1.0),)), host_cores=2)
     assert same.stage_end == pytest.approx(base.stage_end, rel=1e-12)
 
 
@@ -216,18 +148,17 @@ def test_full_efficiency_and_many_cores_change_nothing(model):
 def test_ranks_share_host_cores(model, cores, want):
     """4 ranks with 1 s of local work each on one host: c cores take max(1, 4 / c) s."""
     log = MessageLog(4, 1, [], [Work(0, r, "pre", "merge", 10**6) for r in range(4)])
-    cost = WorkCost({"hash": 0.0, "merge": 1e-6, "encode": 0.0, "decode": 0.0, "copy": 0.0})
-    t = replay(log, cluster(4), model=model, work=cost, host_cores=cores, host_of_rank=np.zeros(4, dtype=int))
+    t = run(log, cluster(4), model, MERGE_1US, host_cores=cores, host_of_rank=np.zeros(4, dtype=int))
     assert t.makespan == pytest.approx(want, rel=1e-12)
     # default hosts are machines: one rank per machine here, so every rank has its own core
-    assert replay(log, cluster(4), model=model, work=cost, host_cores=1).makespan == pytest.approx(1.0, rel=1e-12)
+    assert run(log, cluster(4), model, MERGE_1US, host_cores=1).makespan == pytest.approx(1.0, rel=1e-12)
 
 
-def test_processor_sharing_of_unequal_jobs():
+@pytest.mark.parametrize("model", MODELS)
+def test_processor_sharing_of_unequal_jobs(model):
     """Jobs of 1, 1, 1 and 3 s on 2 cores: all at 1/2 speed until t = 2, then the long one alone: ends at 4."""
     work = [Work(0, r, "pre", "merge", e) for r, e in enumerate((10**6, 10**6, 10**6, 3 * 10**6))]
-    cost = WorkCost({"hash": 0.0, "merge": 1e-6, "encode": 0.0, "decode": 0.0, "copy": 0.0})
-    t = replay(MessageLog(4, 1, [], work), cluster(1, gpus=4), work=cost, host_cores=2)  # one machine = one host
+    t = run(MessageLog(4, 1, [], work), cluster(1, gpus=4), model, MERGE_1US, host_cores=2)  # one machine = one host
     assert t.stage_end[:, 0] == pytest.approx([2.0, 2.0, 2.0, 4.0], rel=1e-12)
 
 
@@ -235,31 +166,17 @@ def test_bad_host_cores_is_a_config_error():
     from zensim.errors import ConfigError
 
     with pytest.raises(ConfigError, match="host_cores"):
-        run(MessageLog(2, 1, [Message(0, 0, 1, 100, "coo")]), cluster(2), "fifo", host_cores=0)
+        Costs(cluster(2), host_cores=0)
 
 
 @pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("k", [1, 2, 4])
 def test_host_efficiency_by_active_flows(model, k):
     """k disjoint pairs 2i -> 2i+1 at once: k flows in the network, every one at bandwidth x h(k)."""
-    from zensim.net.profile import NicEfficiency
-
     size, host = 10**6, NicEfficiency(((1, 1.0), (4, 0.5)))
     log = MessageLog(2 * k, 1, [Message(0, 2 * i, 2 * i + 1, size, "coo") for i in range(k)])
     t = run(log, cluster(2 * k), model, host_efficiency=host)
     assert t.makespan == pytest.approx(size / (B * host(k)), rel=1e-9)
-
-
-def test_host_efficiency_follows_the_active_flows_over_time():
-    """maxmin: a short and a long flow on disjoint NICs run at h(2) together; once the short one ends,
-    the long one runs alone at h(1) = 1 for its remaining bytes."""
-    from zensim.net.profile import NicEfficiency
-
-    host = NicEfficiency(((1, 1.0), (2, 0.5)))
-    log = MessageLog(4, 1, [Message(0, 0, 1, 10**6, "coo"), Message(0, 2, 3, 3 * 10**6, "coo")])
-    t = run(log, cluster(4), "maxmin", host_efficiency=host)
-    short = 10**6 / (B * 0.5)  # both at half rate until the short one is done
-    assert t.msg_end == pytest.approx([short, short + (3 * 10**6 - 10**6) / B], rel=1e-9)
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -269,7 +186,7 @@ def test_measured_work_replaces_the_element_costs(model):
     log.measured = np.zeros((2, 1, 2))
     log.measured[0, 0, 0], log.measured[1, 0, 1] = 0.5, 0.25
     cost = WorkCost({"hash": 0.0, "merge": 1.0, "encode": 0.0, "decode": 0.0, "copy": 0.0})
-    t = replay(log, cluster(2), model=model, work=cost, measured_work=2.0)
+    t = run(log, cluster(2), model, cost, measured_work=2.0)
     assert t.makespan == pytest.approx(2 * 0.5 + 10**6 / B + 2 * 0.25, rel=1e-12)
     with pytest.raises(ValueError, match="no measured local work"):
-        replay(MessageLog(2, 1, [Message(0, 0, 1, 10, "coo")]), cluster(2), model=model, measured_work=1.0)
+        run(MessageLog(2, 1, [Message(0, 0, 1, 10, "coo")]), cluster(2), model, measured_work=1.0)

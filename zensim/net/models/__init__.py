@@ -1,0 +1,26 @@
+"""Sharing models, found by name: one file per model plus one line in MODELS (protocol in base.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from zensim.errors import ConfigError
+from zensim.net.models import fifo, maxmin
+from zensim.net.models.base import NetworkView, SharingModel
+
+MODELS: dict[str, type[SharingModel]] = {
+    fifo.Fifo.name: fifo.Fifo,
+    maxmin.MaxMin.name: maxmin.MaxMin,
+}
+
+
+def make_model(name: str, net: NetworkView, options: Mapping[str, object]) -> SharingModel:
+    """The model `name` on `net` with the options it accepts; options that no model accepts, or an
+    unknown name, are a ConfigError (a sweep over models may pass one set of options to all)."""
+    if name not in MODELS:
+        raise ConfigError(f"--model: unknown sharing model {name!r} (choose from {', '.join(MODELS)})")
+    known = {key for model in MODELS.values() for key in model.options}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ConfigError(f"unknown sharing-model option(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    cls = MODELS[name]
+    return cls(net, **{k: v for k, v in options.items() if k in cls.options})

@@ -1,0 +1,113 @@
+"""The `fifo` sharing model: every link serves one message at a time, first come first served.
+
+A message is pipelined across the links of its route (cut-through): on link k it starts when the link
+is free and its head has arrived (start of link k-1 plus that link's latency), and it cannot finish
+before it finished on link k-1 plus the latency. Pure message-level store-and-forward would charge
+an inter-machine message twice (NIC up, then NIC down), which no packet network does; with one hop,
+or equal speeds and no contention, this is exactly alpha + bytes / bandwidth. A link takes messages in
+the order their heads reach it (one event per hop), so an all-to-all in rotated order has no conflicts.
+
+With a NIC efficiency eff(k), a message is served on a NIC link at bandwidth x eff(k), k = the
+messages on that link when its head reaches it (queued or in service, itself included, and the other
+messages a rank injects onto it at the same instant): the n-1 sends of an all-to-all all go at eff(n-1).
+With a host efficiency h(f) (all NICs on one host, an emulator), a message on a NIC link is further
+served at h(f), f = the messages in flight when its head reaches the link (injected and not yet
+through their first link), its own counted once, plus the others its rank injects at the same instant.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter, deque
+
+from zensim.net.models.base import NetworkView
+
+
+class Fifo:
+    """Per-link FIFO with cut-through pipelining: O(hops) work and at most one event per hop per message."""
+
+    name = "fifo"
+    summary = "per-link FIFO, one message at a time, cut-through across hops"
+    options: dict[str, object] = {}
+
+    def __init__(self, net: NetworkView) -> None:
+        self.net = net
+        self.clock = net.clock
+        self.capacity = net.capacity.tolist()
+        self.latency = net.latency.tolist()
+        self.free = [0.0] * len(self.capacity)
+        self.efficiency = net.link_efficiency
+        self.taken: list[deque[float]] = [deque() for _ in self.capacity]  # end times of messages on each link
+        self.host_efficiency = net.host_efficiency
+        self.scaled_links = frozenset(net.nic_links.tolist())
+        self.inflight: list[float] = []  # heap: first-link end times of the messages in flight
+
+    def reserve(self, size: int) -> None:
+        """Nothing per message beyond what the network keeps."""
+
+    def inject(self, ids: list[int]) -> None:
+        """Send messages `ids` now, in this order."""
+        routes, now = self.net.route_tuples, self.clock.now
+        moving = [m for m in ids if routes[m]]
+        on_first = Counter(routes[m][0] for m in moving) if self.efficiency else None
+        later = len(moving)  # messages of this group not yet through _hop: in flight from this instant too
+        for m in ids:
+            route = routes[m]
+            if not route:
+                self.net.deliver_after(0.0, m)
+                continue
+            later -= 1
+            joining = 0
+            if on_first is not None:
+                on_first[route[0]] -= 1
+                joining = on_first[route[0]]
+            self._hop(m, route, 0, now, now, joining, later)
+
+    def _rate(self, k: int, now: float, joining: int, flows: int) -> float:
+        """Bandwidth of link k for a message whose head reaches it now, `joining` more messages reaching
+        it at this instant, `flows` messages in flight in the network (for the host efficiency)."""
+        eff = self.efficiency[k] if self.efficiency else None
+        rate = self.capacity[k]
+        if eff is not None:
+            taken = self.taken[k]
+            while taken and taken[0] <= now:
+                taken.popleft()
+            rate *= eff[min(len(taken) + 1 + joining, len(eff) - 1)]
+        if self.host_efficiency is not None and k in self.scaled_links:
+            rate *= self.host_efficiency[min(flows, len(self.host_efficiency) - 1)]
+        return rate
+
+    def _in_flight(self, now: float, first_end: float, first_hop: bool, later: int) -> int:
+        """Messages in flight now (injected, first link not yet done), this one included once, plus
+        `later` more that its sender injects at this instant after it."""
+        if self.host_efficiency is None:
+            return 0
+        while self.inflight and self.inflight[0] <= now:
+            heapq.heappop(self.inflight)
+        mine = 1 if first_hop or first_end <= now else 0  # past its first hop, it is in the heap until first_end
+        return len(self.inflight) + mine + later
+
+    def _hop(self, m: int, route: tuple[int, ...], i: int, prev_end: float, first_end: float, joining: int = 0,
+             later: int = 0) -> None:
+        """The head of message m reaches link i of its route now: queue behind what the link already took.
+        `first_end`: when m's first link finished it (from hop 1 on); `later`: messages its sender
+        injects after it at this instant (while this call is part of that injection)."""
+        now = self.clock.now
+        k = route[i]
+        start = max(self.free[k], now)
+        rate = self._rate(k, now, joining, self._in_flight(now, first_end, i == 0, later))
+        end = max(start + self.net.nbytes[m] / rate, prev_end)
+        self.free[k] = end
+        if self.efficiency:
+            self.taken[k].append(end)
+        if i == 0:
+            first_end = end
+            if self.host_efficiency is not None:
+                heapq.heappush(self.inflight, end)
+        head, end = start + self.latency[k], end + self.latency[k]
+        if i + 1 == len(route):
+            self.net.deliver_after(end - now, m)
+        elif head == now:
+            self._hop(m, route, i + 1, end, first_end, 0, later)
+        else:
+            self.clock.at(head - now, self._hop, m, route, i + 1, end, first_end)

@@ -1,0 +1,158 @@
+"""The network API: messages between GPUs and local work on hosts, over one simulated clock.
+
+In the spirit of ASTRA-sim's four calls (send, schedule, get time, and the run loop), a `Network`
+offers clients:
+
+    net = Network(costs, model="maxmin")          # costs: zensim.net.costs.Costs (links, efficiencies, cores)
+    net.send(src_gpu, dst_gpu, nbytes, on_delivery)    # on_delivery(message id) when the last byte arrived
+    net.compute(host, seconds, then, *args)       # local work on a host's processors, then then(*args)
+    net.schedule(delay, then, *args)              # a timer
+    net.now                                       # simulated seconds
+    net.run()                                     # until nothing is left to do
+
+Sends issued at the same instant share the network from that instant on; the sharing model sees
+them together (maxmin solves once per instant, not once per send). Clients that know many messages
+in advance declare them in bulk (`add_messages`, routes computed vectorized) and `start` them
+later, one group per sender and instant. Several clients share one Network: their messages share
+the links, their local work shares the hosts' processors (with `Costs.host_cores`).
+
+Per message the network keeps its route, bytes, injection and delivery time (`sent_at`,
+`delivered_at`, indexed by message id). The sharing model is looked up by name in
+zensim.net.models.MODELS and implements zensim.net.models.base.SharingModel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from zensim.net.clock import Clock
+from zensim.net.cores import SharedCores
+from zensim.net.costs import Costs
+from zensim.net.models import make_model
+from zensim.net.topology import LinkKind
+
+Delivery = Callable[[int], None]
+
+
+class Network:
+    """A topology, a sharing model and a local-work model over one clock (see the module docstring)."""
+
+    def __init__(self, costs: Costs, model: str = "fifo", options: Mapping[str, object] | None = None) -> None:
+        self.costs = costs
+        self.topology = topo = costs.topology
+        self.clock = Clock()
+        self.num_links = topo.num_links
+        self.capacity = topo.capacity
+        self.latency = topo.latency
+        self.nic_links = topo.links_of_kind(LinkKind.NIC)
+        eff = costs.nic_efficiency
+        table = eff.table(eff.points[-1][0]) if eff is not None else None
+        nics = set(self.nic_links.tolist())
+        # per link eff(0..K) where it applies (NICs), None elsewhere; None overall without a NIC efficiency
+        self.link_efficiency: list[list[float] | None] | None = (
+            [table if k in nics else None for k in range(self.num_links)] if table is not None else None)
+        host = costs.host_efficiency
+        self.host_efficiency: list[float] | None = host.table(host.points[-1][0]) if host is not None else None
+        self.count = 0
+        self.routes = np.empty((0, topo.route_width), dtype=np.int64)
+        self.nbytes = np.empty(0)
+        self.route_latency = np.empty(0)
+        self.sent_at = np.empty(0)
+        self.delivered_at = np.empty(0)
+        self.route_tuples: list[tuple[int, ...]] = []
+        self._on_delivery: list[Delivery | None] = []
+        self._pools: dict[int, SharedCores] = {}
+        self.model = make_model(model, self, options or {})
+
+    @property
+    def now(self) -> float:
+        """Simulated time in seconds."""
+        return self.clock.now
+
+    @property
+    def events(self) -> int:
+        """Callbacks scheduled so far (timers, deliveries, model events, local work)."""
+        return self.clock.events
+
+    def add_messages(self, src: Sequence[int] | np.ndarray, dst: Sequence[int] | np.ndarray,
+                     nbytes: Sequence[int] | np.ndarray, on_delivery: Delivery | None = None) -> np.ndarray:
+        """Declare messages (GPU ids, bytes) without sending them; their ids, to `start` later."""
+        src, dst = np.asarray(src, dtype=np.int64).ravel(), np.asarray(dst, dtype=np.int64).ravel()
+        size = np.asarray(nbytes, dtype=np.float64).ravel()
+        if not src.size == dst.size == size.size:
+            raise ValueError("src, dst and nbytes must have the same length")
+        if size.size and not (size.min() >= 0 and np.isfinite(size).all()):
+            raise ValueError("message sizes must be finite and >= 0 bytes")
+        routes = self.topology.route_matrix(src, dst)
+        first, k = self.count, len(size)
+        self._reserve(first + k)
+        self.routes[first: first + k] = routes
+        self.nbytes[first: first + k] = size
+        self.route_latency[first: first + k] = np.append(self.latency, 0.0)[routes].sum(axis=1)
+        pad = self.num_links
+        self.route_tuples += [tuple(x for x in row if x != pad) for row in routes.tolist()]
+        self._on_delivery += [on_delivery] * k
+        self.count = first + k
+        return np.arange(first, first + k)
+
+    def start(self, ids: Sequence[int] | np.ndarray) -> None:
+        """Inject declared messages now, in this order: one group, as one sender issues them at once."""
+        ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+        if ids:
+            self.sent_at[ids] = self.clock.now
+            self.model.inject(ids)
+
+    def send(self, src: int, dst: int, nbytes: float, on_delivery: Delivery | None = None) -> int:
+        """Send `nbytes` from GPU `src` to GPU `dst` now; on_delivery(id) when it has arrived. Its id."""
+        m = int(self.add_messages([src], [dst], [nbytes], on_delivery)[0])
+        self.start([m])
+        return m
+
+    def schedule(self, delay: float, then: Callable, *args) -> None:
+        """Call then(*args) after `delay` simulated seconds (a timer)."""
+        if not delay >= 0:
+            raise ValueError(f"delay must be >= 0 seconds, got {delay!r}")
+        self.clock.at(delay, then, *args)
+
+    def compute(self, host: int, seconds: float, then: Callable, *args) -> None:
+        """`seconds` of one processor's local work on `host`, then then(*args). With Costs.host_cores the
+        work of a host shares that many processors; otherwise every piece of work has its own."""
+        if self.costs.host_cores is None:
+            self.clock.at(seconds, then, *args)
+            return
+        pool = self._pools.get(host)
+        if pool is None:
+            pool = self._pools[host] = SharedCores(self.clock, self.costs.host_cores)
+        pool.run(seconds, then, *args)
+
+    def run(self, until: float | None = None) -> None:
+        """Advance the clock until nothing is left to do (or up to `until` seconds)."""
+        self.clock.run(until)
+
+    def deliver_after(self, delay: float, m: int) -> None:
+        """For sharing models: message m's last byte left its last link; it arrives `delay` later."""
+        self.clock.at(delay, self._delivered, m)
+
+    def _delivered(self, m: int) -> None:
+        self.delivered_at[m] = self.clock.now
+        callback = self._on_delivery[m]
+        if callback is not None:
+            callback(m)
+
+    def _reserve(self, size: int) -> None:
+        """Grow the per-message arrays (and the model's) to hold `size` messages."""
+        have = len(self.nbytes)
+        if size <= have:
+            return
+        new = max(size, 2 * have, 1024)
+
+        def grow(a: np.ndarray, fill: float = 0) -> np.ndarray:
+            out = np.full((new,) + a.shape[1:], fill, dtype=a.dtype)
+            out[:have] = a
+            return out
+
+        self.routes, self.nbytes, self.route_latency = grow(self.routes), grow(self.nbytes), grow(self.route_latency)
+        self.sent_at, self.delivered_at = grow(self.sent_at, np.nan), grow(self.delivered_at, np.nan)
+        self.model.reserve(new)

@@ -1,0 +1,170 @@
+"""Replay a stage program's message log on a Network: the timing semantics of docs/architecture.md.
+
+Rank r's stage s starts when its stage s-1 ended; it does its `pre` work, injects its stage-s sends
+(in rotated order dst = src+1, src+2, ... so that an all-to-all has no hot spot in `fifo`), waits for
+all its stage-s messages to arrive and its own stage-s sends to be delivered, then does its `post`
+work; that ends stage s. No global barrier. Zero-byte messages cost their route's latency.
+
+`LogReplay` is one client of zensim.net.network.Network: several of them (buckets of an iteration,
+started at different times) can share one network, and other clients (background traffic) with
+them. `replay(log, costs, model)` is the one-log case: a network of its own, every rank starting at 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from zensim.net.costs import Costs
+from zensim.net.network import Network
+from zensim.net.profile import WORK_KINDS
+from zensim.schemes.log import PHASES, MessageLog
+
+
+@dataclass
+class Timing:
+    """When everything happened (seconds): per rank x stage, per message, per link."""
+
+    stage_start: np.ndarray  # (n, S)
+    stage_end: np.ndarray  # (n, S)
+    msg_start: np.ndarray  # injection time per message (log order)
+    msg_end: np.ndarray  # delivery time per message
+    link_bytes: np.ndarray  # bytes carried per link
+    events: int
+
+    @property
+    def makespan(self) -> float:
+        """Time at which the last rank finished its last stage."""
+        return float(self.stage_end[:, -1].max()) if self.stage_end.size else 0.0
+
+
+def work_seconds(log: MessageLog, costs: Costs) -> tuple[np.ndarray, np.ndarray]:
+    """Pre and post local-work seconds per (rank, stage): element counts x `costs.work`, or with
+    `costs.measured_work` = f the seconds the log measured x f (ValueError if it measured none)."""
+    if costs.measured_work is not None:
+        if log.measured is None:
+            raise ValueError("this message log has no measured local work (make it with emulate.stepcost)")
+        return costs.measured_work * log.measured[:, :, 0], costs.measured_work * log.measured[:, :, 1]
+    pre, post = (np.zeros((log.n, log.num_stages)) for _ in PHASES)
+    if not log.work:
+        return pre, post
+    kind_index = {k: i for i, k in enumerate(WORK_KINDS)}
+    try:
+        cols = np.array([(w.stage, w.rank, PHASES.index(w.phase), kind_index[w.kind], w.elements) for w in log.work],
+                        dtype=np.int64)
+    except (KeyError, ValueError) as exc:
+        raise ValueError(f"message log has unknown work phase or kind: {exc}") from None
+    seconds = cols[:, 4] * costs.work.vector()[cols[:, 3]]
+    for phase, out in enumerate((pre, post)):
+        sel = cols[:, 2] == phase
+        np.add.at(out, (cols[sel, 1], cols[sel, 0]), seconds[sel])
+    return pre, post
+
+
+class LogReplay:
+    """A message log as a client of a Network: its ranks step through their stages (module docstring).
+
+    Rank r runs on GPU `gpu_of_rank[r]` (identity by default) and does its local work on host
+    `host_of_rank[r]` (default: the machine of its GPU). Nothing happens until `start()` (all ranks,
+    now) or `start_rank(r)`; `on_done()` is called when the last rank has ended its last stage.
+    """
+
+    def __init__(self, net: Network, log: MessageLog, gpu_of_rank: np.ndarray | None = None,
+                 host_of_rank: np.ndarray | None = None, on_done: Callable[[], None] | None = None) -> None:
+        n, stages = log.n, log.num_stages
+        self.net, self.log, self.on_done = net, log, on_done
+        self.gpu = np.arange(n) if gpu_of_rank is None else np.asarray(gpu_of_rank, dtype=np.int64)
+        host = self.gpu // net.topology.spec.gpus_per_machine if host_of_rank is None else np.asarray(host_of_rank)
+        self.host = host.tolist()
+        cols = log.arrays()
+        stage, src, dst, nbytes = cols["stage"], cols["src"], cols["dst"], cols["nbytes"]
+        pre, post = work_seconds(log, net.costs)
+        self.ids = net.add_messages(self.gpu[src], self.gpu[dst], nbytes, self._delivered)
+        self.first = int(self.ids[0]) if len(self.ids) else 0
+        # sends of (rank, stage) as slices of one ordering; pending = messages a (rank, stage) waits for
+        order = np.lexsort(((dst - src) % max(n, 1), stage, src))
+        key = src[order] * stages + stage[order]
+        self.bounds = np.searchsorted(key, np.arange(n * stages + 1)).tolist()
+        self.order = (order + self.first).tolist()
+        self.pending = (np.bincount(src * stages + stage, minlength=n * stages)
+                        + np.bincount(dst * stages + stage, minlength=n * stages)).tolist()
+        self.stage_of, self.src_of, self.dst_of = stage.tolist(), src.tolist(), dst.tolist()
+        self.pre, self.post = pre.ravel().tolist(), post.ravel().tolist()
+        self.stages = stages
+        self.stage_start = np.zeros((n, stages))
+        self.stage_end = np.zeros((n, stages))
+        self.sent = [False] * (n * stages)
+        self.running = n if stages else 0
+
+    def start(self) -> None:
+        """Every rank begins its first stage now."""
+        for r in range(self.log.n):
+            self.start_rank(r)
+
+    def start_rank(self, r: int) -> None:
+        """Rank r begins its first stage now."""
+        if self.stages:
+            self._begin(r, 0)
+
+    def timing(self) -> Timing:
+        """Times so far (complete once the network has run out of work)."""
+        ids = slice(self.first, self.first + len(self.ids))
+        routes = self.net.routes[ids]
+        nbytes = self.net.nbytes[ids]
+        links = self.net.num_links
+        link_bytes = np.bincount(routes.ravel(), weights=np.repeat(nbytes, routes.shape[1]),
+                                 minlength=links + 1)[:links]
+        return Timing(self.stage_start, self.stage_end, self.net.sent_at[ids].copy(),
+                      self.net.delivered_at[ids].copy(), link_bytes, self.net.events)
+
+    def _begin(self, r: int, s: int) -> None:
+        self.stage_start[r, s] = self.net.now
+        self._work(r, s, self.pre[r * self.stages + s], self._send)
+
+    def _work(self, r: int, s: int, seconds: float, then: Callable[[int, int], None]) -> None:
+        """Local work of rank r at stage s, then then(r, s) (at once when there is none)."""
+        if seconds > 0:
+            self.net.compute(self.host[r], seconds, then, r, s)
+        else:
+            then(r, s)
+
+    def _send(self, r: int, s: int) -> None:
+        slot = r * self.stages + s
+        self.sent[slot] = True
+        self.net.start(self.order[self.bounds[slot]: self.bounds[slot + 1]])
+        if self.pending[slot] == 0:
+            self._finish(r, s)
+
+    def _delivered(self, m: int) -> None:
+        i = m - self.first
+        s = self.stage_of[i]
+        for r in (self.src_of[i], self.dst_of[i]):
+            slot = r * self.stages + s
+            self.pending[slot] -= 1
+            if self.pending[slot] == 0 and self.sent[slot]:
+                self._finish(r, s)
+
+    def _finish(self, r: int, s: int) -> None:
+        self._work(r, s, self.post[r * self.stages + s], self._end)
+
+    def _end(self, r: int, s: int) -> None:
+        self.stage_end[r, s] = self.net.now
+        if s + 1 < self.stages:
+            self._begin(r, s + 1)
+            return
+        self.running -= 1
+        if self.running == 0 and self.on_done is not None:
+            self.on_done()
+
+
+def replay(log: MessageLog, costs: Costs, model: str = "fifo", *, gpu_of_rank: np.ndarray | None = None,
+           host_of_rank: np.ndarray | None = None, options: Mapping[str, object] | None = None) -> Timing:
+    """Time `log` alone on a network of its own: rank r on GPU `gpu_of_rank[r]` (identity by default),
+    local work on host `host_of_rank[r]` (default its machine), sharing model `model` with `options`."""
+    net = Network(costs, model, options)
+    client = LogReplay(net, log, gpu_of_rank, host_of_rank)
+    client.start()
+    net.run()
+    return client.timing()
