@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -15,7 +16,9 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
+from zensim.errors import ConfigError
 from zensim.trace.capture import VirtualWorkers, make_sparsifier, record_ddp
+from zensim.trace.capture.hook import select_params
 from zensim.trace.capture.workloads import LSTMLM
 from zensim.trace.format import Trace
 from zensim.trace.merge import merge_shards
@@ -131,13 +134,14 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+open(sys.argv[2], "w").close()  # the script has started
 dist.init_process_group("gloo")
 try:
     torch.manual_seed(0)
     ddp = DistributedDataParallel(nn.Sequential(nn.Embedding(50, 3), nn.Linear(3, 2)))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(50)), batch_size=4)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
-    for step in range(int(sys.argv[1])):
-        ids = torch.arange(step, step + 4)
+    for step, (ids,) in zip(range(int(sys.argv[1])), loader):
         opt.zero_grad()
         ddp(ids).sum().backward()
         opt.step()
@@ -146,12 +150,12 @@ finally:
 '''
 
 
-def run_capture_hook(args: list[str]) -> subprocess.CompletedProcess:
-    """`zensim capture --hook ...` as a one-rank job in a fresh process, as torchrun would start it.
+def run_capture_hook(args: list[str], world: int = 1) -> subprocess.CompletedProcess:
+    """`zensim capture --hook ...` as rank 0 of `world` in a fresh process, as torchrun would start it.
 
     A fresh process per run: re-initialising a gloo process group inside one long-lived process
     (pytest's) was seen to hang now and then; the timeout turns any hang into a failure."""
-    env = {**os.environ, "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0",
+    env = {**os.environ, "RANK": "0", "WORLD_SIZE": str(world), "LOCAL_RANK": "0",
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "GLOO_SOCKET_IFNAME": "lo"}
     return subprocess.run([sys.executable, "-m", "zensim.cli", *args], env=env, capture_output=True,
                           text=True, timeout=300)
@@ -160,17 +164,50 @@ def run_capture_hook(args: list[str]) -> subprocess.CompletedProcess:
 def test_hook_mode_runs_an_unmodified_script(tmp_path) -> None:
     script = tmp_path / "train.py"
     script.write_text(USER_SCRIPT)
+    started = tmp_path / "started"
     shard = tmp_path / "s-{rank}.zt"
-    base = ["capture", "--hook", str(script), "--iterations", "2", "--warmup", "1", "-o", str(shard), "--"]
-    done = run_capture_hook([*base, "3"])
+    base = ["capture", "--hook", str(script), "--iterations", "2", "--warmup", "1", "-o", str(shard)]
+    done = run_capture_hook([*base, "--skip-params", "1.*", "--", "3", str(started)])
     assert done.returncode == 0, done.stderr
     trace = Trace.open(tmp_path / "s-0.zt")
+    assert [t.name for t in trace.tensors] == ["0.weight"]  # the Linear layer is skipped
     assert trace.workers == 1 and trace.meta["provenance"]["shard"] == {"rank": 0, "world_size": 1}
-    for it in range(2):  # step 1 + it touches rows 1+it .. 4+it of the embedding
-        rows = np.arange(1 + it, 5 + it)
+    prov = trace.meta["provenance"]
+    assert prov["torch"] == torch.__version__ and prov["batch_size"] == 4 and trace.meta["batch_size"] == 4
+    assert prov["batch_size_source"] == "DataLoader" and prov["script_args"] == ["3", str(started)]
+    command = shlex.split(prov["command"])  # the zensim command line, exactly
+    assert command[1:3] == ["capture", "--hook"] and command[-5:] == ["--skip-params", "1.*", "--", "3", str(started)]
+    for it in range(2):  # step 1 + it reads the DataLoader's batch 1 + it: rows 4(1+it) .. 4(1+it)+3
+        rows = np.arange(4 * (1 + it), 4 * (1 + it) + 4)
         np.testing.assert_array_equal(trace.indices(it, 0, "0.weight"), (rows[:, None] * 3 + np.arange(3)).ravel())
     (tmp_path / "s-0.zt").unlink()
-    short = run_capture_hook([*base, "2"])
+    short = run_capture_hook([*base, "--params", "0.weight", "--", "2", str(started)])
     assert short.returncode == 2
     assert "fewer than --warmup 1 + --iterations 2; no shard written" in short.stderr
     assert not (tmp_path / "s-0.zt").exists()
+
+
+def test_hook_mode_checks_the_shard_path_before_the_script_starts(tmp_path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(USER_SCRIPT)
+    started = tmp_path / "started"
+    for out, message in ((tmp_path / "s.zt", "a shard path for 2 ranks must contain {rank}"),
+                         (tmp_path / "no" / "s-{rank}.zt", "does not exist")):
+        run = run_capture_hook(["capture", "--hook", str(script), "--iterations", "1", "-o", str(out), "--",
+                                "2", str(started)], world=2)
+        assert run.returncode == 2 and message in run.stderr.strip().splitlines()[-1], run.stderr
+        assert not started.exists()  # refused before the script ran
+
+
+def test_parameter_filter() -> None:
+    names = ["embedding.weight", "lstm.weight_ih_l0", "lstm.bias_ih_l0", "decoder.weight", "decoder.bias"]
+    assert select_params(names) == names
+    assert select_params(names, ["lstm.*", "embedding.weight"]) == names[:3]  # model order
+    assert select_params(names, None, ["*bias*"]) == ["embedding.weight", "lstm.weight_ih_l0", "decoder.weight"]
+    assert select_params(names, ["lstm.*"], ["*.bias*"]) == ["lstm.weight_ih_l0"]
+    with pytest.raises(ConfigError, match="params: 'emb' matches no trainable parameter of the model .it has embedding"):
+        select_params(names, ["emb"])
+    with pytest.raises(ConfigError, match="skip_params: 'x.*' matches no"):
+        select_params(names, None, ["x.*"])
+    with pytest.raises(ConfigError, match="no trainable parameter left"):
+        select_params(names, ["decoder.*"], ["decoder.*"])

@@ -35,7 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "for replaying sparsifiers and schemes; see docs/trace-format.md for sizes)")
     p.add_argument("--value-dtype", choices=("float32", "float16"), default="float32",
                    help="how values are stored (with --values or --dense; default float32)")
-    p.add_argument("--batch-size", type=int, help="per-worker micro-batch (sequences or samples)")
+    p.add_argument("--batch-size", type=int, help="per-worker micro-batch (sequences or samples); with --hook "
+                   "only recorded in the provenance (default: the script's DataLoader batch size)")
+    p.add_argument("--params", help="with --hook: parameters to record, comma-separated globs such as "
+                   "'embedding.*' (default: every trainable parameter)")
+    p.add_argument("--skip-params", help="with --hook: parameters not to record, comma-separated globs such as '*.bias'")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--corpus", help="plain-text corpus for the language models (default: installed KJV)")
     p.add_argument("-o", "--output", required=True, help="trace file to write (--hook: shard path with {rank})")
@@ -51,19 +55,32 @@ def cmd_capture(args: argparse.Namespace) -> int:
     script_args = args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args
     if args.seed < 0:
         raise ConfigError(f"--seed {args.seed}: must be non-negative")
+    if args.batch_size is not None and args.batch_size < 1:
+        raise ConfigError(f"--batch-size {args.batch_size}: must be at least 1")
     if args.hook:
         return capture_hooked(args, script_args)
     if script_args:
         raise ConfigError(f"{script_args[0]}: unexpected argument (script arguments go with --hook)")
+    for name in ("params", "skip_params"):
+        if getattr(args, name) is not None:
+            raise ConfigError(f"--{name.replace('_', '-')}: only with --hook (a workload records its own parameters)")
     if args.workers is None:
         raise ConfigError("--workers: required with --workload")
-    if args.batch_size is not None and args.batch_size < 1:
-        raise ConfigError(f"--batch-size {args.batch_size}: must be at least 1")
     workload = make_workload(args.workload, args.batch_size, args.seed, args.corpus)
     capture(workload, args.output, args.workers, args.iterations, args.warmup, args.sparsifier, args.density,
             args.values, dense=args.dense, value_dtype=args.value_dtype)
     print(f"wrote {args.output}: {args.workload}, {args.workers} workers, {args.iterations} iterations")
     return 0
+
+
+def _globs(text: str | None, what: str) -> list[str] | None:
+    """A comma list of parameter-name globs (None if not given)."""
+    if text is None:
+        return None
+    globs = [g.strip() for g in text.split(",") if g.strip()]
+    if not globs:
+        raise ConfigError(f"{what}: expected comma-separated parameter names or globs, got {text!r}")
+    return globs
 
 
 def capture_hooked(args: argparse.Namespace, script_args: list[str]) -> int:
@@ -72,16 +89,18 @@ def capture_hooked(args: argparse.Namespace, script_args: list[str]) -> int:
     from zensim.trace.capture.run import check_steps
     from zensim.trace.capture.sparsify import make_sparsifier
 
-    for name in ("workers", "batch_size", "corpus"):
+    for name in ("workers", "corpus"):
         if getattr(args, name) is not None:
             raise ConfigError(f"--{name.replace('_', '-')}: not used with --hook (the script decides)")
     kind = args.sparsifier or "natural"
     check_steps(args.iterations, args.warmup)  # before the script runs: it may take long to reach its DDP model
     make_sparsifier(kind, args.density, args.seed)
     try:
-        recorder = run_hooked(args.hook, script_args, args.output, args.iterations, warmup=args.warmup,
-                              sparsifier=kind, density=args.density, values=args.values, seed=args.seed,
-                              dense=args.dense, value_dtype=args.value_dtype, workload=args.hook)
+        recorder = run_hooked(args.hook, script_args, args.output, args.iterations, batch_size=args.batch_size,
+                              warmup=args.warmup, sparsifier=kind, density=args.density, values=args.values,
+                              seed=args.seed, dense=args.dense, value_dtype=args.value_dtype, workload=args.hook,
+                              params=_globs(args.params, "--params"),
+                              skip_params=_globs(args.skip_params, "--skip-params") or ())
     except ValueError as exc:
         # torch's env:// rendezvous (init_process_group without torchrun's RANK, WORLD_SIZE, MASTER_ADDR, ...)
         if "env:// rendezvous" not in str(exc):

@@ -15,7 +15,12 @@ by DDP) and all-reduces the bucket: with natural sparsity, training is exactly a
 
 from __future__ import annotations
 
+import fnmatch
+import platform
+import shlex
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -28,6 +33,37 @@ from zensim.trace.capture.sparsify import make_sparsifier
 from zensim.trace.format import LayerSpec, TraceWriter
 
 
+def select_params(names: Sequence[str], params: Sequence[str] | None = None, skip_params: Sequence[str] = ()) -> list[str]:
+    """The parameter `names` to record, in model order: those matching a glob of `params` (all if None)
+    and none of `skip_params` (fnmatch, case-sensitive: `embedding.*`, `*.bias`); a pattern that
+    matches no parameter, or a selection left empty, is a ConfigError naming it."""
+    for what, patterns in (("params", params or ()), ("skip_params", skip_params)):
+        for pattern in patterns:
+            if not fnmatch.filter(names, pattern):
+                have = ", ".join(names[:8]) + (f", ... ({len(names)} in all)" if len(names) > 8 else "")
+                raise ConfigError(f"{what}: {pattern!r} matches no trainable parameter of the model (it has {have})")
+    chosen = [n for n in names if (params is None or any(fnmatch.fnmatchcase(n, p) for p in params))
+              and not any(fnmatch.fnmatchcase(n, p) for p in skip_params)]
+    if not chosen:
+        raise ConfigError("params: no trainable parameter left to record (skip_params skips every one chosen)")
+    return chosen
+
+
+def check_shard_path(path: str, world: int) -> None:
+    """ConfigError unless `path` can take the shards of `world` ranks: `{rank}` in it when world > 1,
+    and its folder exists (checked before training, which may take long)."""
+    if world > 1 and "{rank}" not in path:
+        raise ConfigError(f"{path}: a shard path for {world} ranks must contain {{rank}}")
+    folder = Path(path.replace("{rank}", "0")).absolute().parent
+    if not folder.is_dir():
+        raise ConfigError(f"{path}: folder {folder} does not exist")
+
+
+def environment() -> dict[str, Any]:
+    """Where a shard was made: the command line, torch and Python versions."""
+    return {"command": shlex.join(sys.argv), "torch": torch.__version__, "python": platform.python_version()}
+
+
 class DDPRecorder:
     """The hook's state: iteration count, this rank's sparsifier, the shard being written."""
 
@@ -38,6 +74,7 @@ class DDPRecorder:
         iterations: int,
         warmup: int = 0,
         params: Sequence[str] | None = None,
+        skip_params: Sequence[str] = (),
         sparsifier: str = "natural",
         density: float | None = None,
         values: bool = False,
@@ -55,12 +92,11 @@ class DDPRecorder:
         self.group = process_group
         self.rank = dist.get_rank(process_group)
         self.world = dist.get_world_size(process_group)
-        if self.world > 1 and "{rank}" not in path:
-            raise ConfigError(f"{path}: a shard path for {self.world} ranks must contain {{rank}}")
+        check_shard_path(path, self.world)
         self.path = path.format(rank=self.rank)
         module = model.module
         self.names = {id(p): name for name, p in module.named_parameters() if p.requires_grad}
-        self.specs = tensor_specs(module, params, layers)
+        self.specs = tensor_specs(module, select_params(list(self.names.values()), params, skip_params), layers)
         self.recorded = {spec.name for spec in self.specs}
         self.sparsifier = make_sparsifier(sparsifier, density, seed + self.rank)
         self.iterations = iterations
@@ -74,9 +110,9 @@ class DDPRecorder:
         self.header = {
             "workload": workload,
             "batch_size": batch_size,
-            "provenance": {**(provenance or {}), "capture": "ddp hook", "sparsifier": sparsifier,
-                           "gradients": "dense" if dense else "sent",
-                           "density": density, "warmup_steps": warmup, "seed": seed, "shard": shard},
+            "provenance": {**environment(), "batch_size": batch_size, **(provenance or {}), "capture": "ddp hook",
+                           "sparsifier": sparsifier, "gradients": "dense" if dense else "sent", "density": density,
+                           "warmup_steps": warmup, "seed": seed, "shard": shard},
         }
         self.writer: TraceWriter | None = None
 
@@ -125,6 +161,13 @@ class DDPRecorder:
         if self.writer is not None and self.done:
             self.writer.close()
             self.writer = None
+
+    def set_batch_size(self, size: int | None, source: str) -> None:
+        """The per-rank batch size for the header and the provenance (with where it comes from); only
+        until the shard is begun."""
+        if self.writer is None and not self.done:
+            self.header["batch_size"] = size
+            self.header["provenance"].update(batch_size=size, batch_size_source=source)
 
     def abort(self) -> None:
         """Give up an unfinished shard (no file is left)."""
