@@ -8,15 +8,18 @@ c10d/gloo library). The cluster's context manager then tears everything down, ru
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tqdm import tqdm
@@ -80,11 +83,32 @@ def _read_progress(path: Path) -> tuple[int, int]:
         return 0, 0
 
 
+def rank_env(r: int) -> dict[str, str]:
+    """What every rank process gets besides our environment: gloo bound to the rank's interface, one
+    thread per process (n ranks share this host's cores), unbuffered output."""
+    return dict(os.environ, GLOO_SOCKET_IFNAME=rank_dev(r), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+                PYTHONUNBUFFERED="1")
+
+
 def launch_local(cluster: LocalCluster, rank_args: list[str], timeout: float = 600.0,
                  desc: str = "emulate", on_start=None) -> list[dict]:
     """Run `python -m emulate.rank <rank_args>` on every rank of `cluster`; return the ranks' JSON outputs.
 
     `on_start(procs, workdir)` is called once every rank process has been started (tests use it).
+    """
+    def command(r: int, work: Path) -> list[str]:
+        return [sys.executable, "-m", "emulate.rank", "--rank", str(r), "--world", str(cluster.n),
+                "--master-addr", rank_addr(0), "--master-port", str(MASTER_PORT), "--out", str(work / f"rank{r}.json"),
+                "--progress", str(work / "progress"), *rank_args]
+
+    return launch(cluster, command, rank_env, timeout, desc, on_start)
+
+
+def launch(cluster: LocalCluster, command: Callable[[int, Path], list[str]], env: Callable[[int], dict[str, str]],
+           timeout: float = 600.0, desc: str = "emulate", on_start=None, logs: Path | None = None) -> list[dict]:
+    """Run `command(r, workdir)` in rank r's namespace with environment `env(r)`, for every rank; return
+    the JSON each rank wrote to `workdir/rank{r}.json`. Each rank's stdout and stderr go to
+    `workdir/rank{r}.err` (copied into `logs` as `rank{r}.log` at the end, whatever the end, if given).
     """
     n = cluster.n
     with tempfile.TemporaryDirectory(prefix="launch-", dir=cluster.run_dir) as tmp:
@@ -92,21 +116,18 @@ def launch_local(cluster: LocalCluster, rank_args: list[str], timeout: float = 6
         procs: list[subprocess.Popen] = []
         try:
             for r in range(n):
-                env = dict(os.environ, GLOO_SOCKET_IFNAME=rank_dev(r), OMP_NUM_THREADS="1",
-                           MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-                cmd = [*cluster.exec_prefix(r), sys.executable, "-m", "emulate.rank",
-                       "--rank", str(r), "--world", str(n), "--master-addr", rank_addr(0),
-                       "--master-port", str(MASTER_PORT), "--out", str(work / f"rank{r}.json"),
-                       "--progress", str(work / "progress"), *rank_args]
                 with open(work / f"rank{r}.err", "wb") as err:
-                    procs.append(subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=err,
-                                                  stderr=subprocess.STDOUT, start_new_session=True,
-                                                  preexec_fn=_die_with_parent))
+                    procs.append(subprocess.Popen([*cluster.exec_prefix(r), *command(r, work)], env=env(r),
+                                                  stdin=subprocess.DEVNULL, stdout=err, stderr=subprocess.STDOUT,
+                                                  start_new_session=True, preexec_fn=_die_with_parent))
             if on_start is not None:
                 on_start(procs, work)
             _watch(procs, work, timeout, desc)
         finally:
             _kill(procs)
+            for r in range(len(procs) if logs is not None else 0):
+                with contextlib.suppress(OSError):
+                    shutil.copyfile(work / f"rank{r}.err", logs / f"rank{r}.log")
         return [json.loads((work / f"rank{r}.json").read_text()) for r in range(n)]
 
 

@@ -84,11 +84,16 @@ def _common_checks(args: argparse.Namespace) -> None:
 
 
 def cmd_emulate(args: argparse.Namespace) -> int:
-    """One-off emulation of one or all schemes plus the torch peers."""
+    """One-off emulation of one or all schemes plus the torch peers, or of a training script."""
     from emulate.session import emulate_trace
     from emulate.summary import emulate_table
 
     _common_checks(args)
+    script_args = args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args
+    if args.script:
+        return _emulate_script(args, script_args)
+    if script_args:
+        raise ConfigError(f"{script_args[0]}: unexpected argument (script arguments go with --script)")
     _at_least(args.repeats, 1, "--repeats")
     raw = _output_file(args.raw, "--raw") if args.raw else None
     peers = ",".join(parse_peers(args.peers)) or "none"
@@ -100,6 +105,19 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         write_atomic(raw, json.dumps(outs))
     print(json.dumps(result, indent=2) if args.json else emulate_table(records))
     return 0 if all(r["correct"] for r in records) else 1
+
+
+def _emulate_script(args: argparse.Namespace, script_args: list[str]) -> int:
+    """`zensim emulate --script`: the script on every rank, its iteration times."""
+    from emulate.script import emulate_script, script_table
+
+    logs = _output_dir(args.logs, "--logs") if args.logs else None
+    if logs is not None:
+        logs.mkdir(parents=True, exist_ok=True)
+    result = emulate_script(args.script, script_args, args.ranks, _rate_bps(args.bandwidth), args.warmup,
+                            args.timeout, args.wait, logs)
+    print(json.dumps(result, indent=2) if args.json else script_table(result))
+    return 0
 
 
 def calibration_summary(out: str, profile: dict) -> str:
@@ -182,9 +200,17 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def register(sub) -> None:
     """Add emulate, calibrate and validate to the zensim parser."""
-    p = sub.add_parser("emulate", help="run schemes for real: one rank per network namespace, shaped links")
+    p = sub.add_parser("emulate", help="run schemes (or your training script) for real: one rank per network "
+                       "namespace, shaped links")
     p.add_argument("--ranks", type=int, required=True)
-    p.add_argument("--trace", required=True)
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--trace", help="trace whose iteration the schemes synchronize")
+    what.add_argument("--script", help="a training script to run on every rank as torchrun would (arguments "
+                      "after --); reports its iteration times (docs/emulation.md)")
+    p.add_argument("--warmup", type=int, default=1, help="with --script: first iterations left out of the "
+                   "summary (default %(default)s)")
+    p.add_argument("--logs", default=None, help="with --script: folder for every rank's output (rank<r>.log)")
+    p.add_argument("script_args", nargs=argparse.REMAINDER, help="with --script: -- then the script's arguments")
     p.add_argument("--scheme", default=ZEN, help="scheme name, comma list, or all (default %(default)s)")
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--peers", default="dense,sparse", help="torch peers measured alongside: dense,sparse or none")
