@@ -91,3 +91,12 @@ def test_error_feedback_brings_missed_tensors_back():
     # the small tensor's residual reaches the big one's 1.0 at iteration 100 and is then selected
     assert (counts[:99] == [2, 0]).all()
     assert counts[99:, 1].sum() > 0 and (counts.sum(axis=1) == 2).all()
+
+
+def test_fusion_degree_by_tensor_count():
+    assert fusion_buckets([5, 1, 1, 1, 1], 0.0, "tensors") == (1, 2, 3, 4, 5)
+    assert fusion_buckets([5, 1, 1, 1, 1], 1.0, "tensors") == (5,)
+    assert fusion_buckets([5, 1, 1, 1, 1], 0.5, "tensors") == (2, 4, 5)      # M = 3 buffers of ceil(5/3) = 2
+    assert fusion_buckets([5, 1, 1, 1, 1], 0.2, "bytes") == (1, 3, 5)        # cap 1.8 elements
+    with pytest.raises(ValueError):
+        fusion_buckets([1], 0.5, "layers")

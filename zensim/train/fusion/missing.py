@@ -4,10 +4,17 @@ Sparsification-behind fusion fuses gradients into buckets (DDP-style, in gradien
 selects the top-k elements of each *bucket*; a tensor none of whose elements is selected is
 *missing* that iteration. The tensor missing rate is missing tensors / all tensors.
 
-The fusion degree d in [0, 1] sets the bucket capacity to d x the model's size: 0 puts every
-tensor in a bucket of its own (layer-wise selection: nothing can go missing), 1 puts the whole
-model in one bucket (one global top-k). A bucket closes as soon as it reaches the capacity, the rule
-of torch DDP's buckets with bucket_cap = d x model size.
+The fusion degree d in [0, 1] runs from every tensor in a bucket of its own (0: layer-wise
+selection, nothing can go missing) to the whole model in one bucket (1: one global top-k). The
+paper does not say how it fills the buckets in between; two readings, both offered:
+
+- `by="bytes"`: bucket capacity d x the model's size, a bucket closes as soon as it reaches it (torch
+  DDP's rule with bucket_cap = d x model size);
+- `by="tensors"`: M = L - round(d (L - 1)) buckets of ceil(L / M) tensors each (SAFusion's own
+  N_i = ceil(L / M) rule), so the degree counts tensors, not bytes.
+
+With one dominant tensor (an embedding) the two differ a lot: by bytes, the bucket count collapses
+at small d.
 """
 
 from __future__ import annotations
@@ -18,14 +25,20 @@ from collections.abc import Sequence
 import numpy as np
 
 from zensim.train.fusion.chain import close_at
+from zensim.train.fusion.safusion import aligned
 
 
-def fusion_buckets(numels: Sequence[int], degree: float) -> tuple[int, ...]:
+def fusion_buckets(numels: Sequence[int], degree: float, by: str = "bytes") -> tuple[int, ...]:
     """Bucket ends (tensors in gradient-ready order) at fusion degree `degree` in [0, 1]."""
     if not 0.0 <= degree <= 1.0:
         raise ValueError(f"fusion degree must be in [0, 1], got {degree}")
     sizes = np.asarray(numels, dtype=np.float64)
-    return close_at(sizes, degree * sizes.sum())
+    if by == "bytes":
+        return close_at(sizes, degree * sizes.sum())
+    if by == "tensors":
+        L = len(sizes)
+        return aligned(L, L - round(degree * (L - 1)))
+    raise ValueError(f"fusion degree by {by!r}: expected 'bytes' or 'tensors'")
 
 
 def bucket_topk(tensors: Sequence[np.ndarray], ends: Sequence[int], density: float) -> list[np.ndarray]:
@@ -45,9 +58,9 @@ def bucket_topk(tensors: Sequence[np.ndarray], ends: Sequence[int], density: flo
     return masks
 
 
-def missing_rate(grads: Sequence[np.ndarray], degree: float, density: float) -> float:
+def missing_rate(grads: Sequence[np.ndarray], degree: float, density: float, by: str = "bytes") -> float:
     """Fraction of tensors with no selected element at fusion degree `degree` (one worker, one iteration)."""
-    ends = fusion_buckets([np.size(g) for g in grads], degree)
+    ends = fusion_buckets([np.size(g) for g in grads], degree, by)
     return float(np.mean([not m.any() for m in bucket_topk(grads, ends, density)]))
 
 
@@ -58,8 +71,8 @@ class ErrorFeedbackMissing:
     per-iteration rate is the honest one to compare with a selection that keeps no residual.
     """
 
-    def __init__(self, numels: Sequence[int], degree: float, density: float) -> None:
-        self.ends = fusion_buckets(numels, degree)
+    def __init__(self, numels: Sequence[int], degree: float, density: float, by: str = "bytes") -> None:
+        self.ends = fusion_buckets(numels, degree, by)
         self.density = density
         self.residual = [np.zeros(int(n), dtype=np.float64) for n in numels]
 
