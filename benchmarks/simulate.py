@@ -18,7 +18,7 @@ from pathlib import Path
 from zensim.net.costs import Costs
 from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
-from zensim.schemes.presets import build_scheme
+from zensim.schemes import build_scheme
 from zensim.sim.layout import place, prepare
 from zensim.sim.run import GROUPS, load_chunks
 from zensim.trace.format import Trace

@@ -34,7 +34,7 @@ from scipy.optimize import nnls
 from emulate.netcal import fit_alpha_beta
 from zensim.atomic import write_atomic
 from zensim.net.profile import SCHEMA, WORK_KINDS
-from zensim.schemes.log import MessageLog
+from zensim.run.log import MessageLog
 
 
 def fit_network(rank_outputs: list[dict]) -> dict[str, dict]:

@@ -2,23 +2,25 @@
 
 Every scheme and peer runs once untimed first (warm-up), then `--repeats` timed runs.
 
-For every stage s (docs/architecture.md): `pre` = `start` (stage 0) + `sends` + serialization,
-`comm` = the point-to-point exchange (emulate.exchange), `post` = decoding + `receive`. A run starts
+The stages run in zensim.run's one loop over the torch.distributed transport (zensim.run.torchdist):
+for every stage s (docs/architecture.md), `pre` = `start` (stage 0) + `sends` + serialization,
+`comm` = the point-to-point exchange, `post` = decoding + `receive`. A run starts
 right after a barrier; its time is this rank's wall time to the end of its last stage: the rank then
 holds the aggregate in the scheme's own form (e.g. ZEN's hash partitions), and turning that into
 one sorted chunk for the correctness check is not timed. The peers (torch's dense all_reduce of the
 dense tensor, torch's sparse COO all_reduce, gloo only) are timed the same way on the same data, from
 building their input tensor to the end of the all_reduce. Every run's result is checked against the
 dense sum of all ranks' chunks, which each rank reads from the trace itself. Each step also records
-the CPU time of the rank's main thread (`pre_cpu_s`, `comm_cpu_s`, `post_cpu_s`).
+the CPU time of the rank's main thread (`pre_cpu_s`, `comm_cpu_s`, `post_cpu_s`), and a digest of
+the result's bits (`digest`): equal on every rank iff the replicas are identical.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import time
-from collections import defaultdict
 from collections.abc import Callable
 
 import numpy as np
@@ -26,41 +28,14 @@ import torch
 import torch.distributed as dist
 
 from emulate.options import parse_options, parse_peers
-from emulate.exchange import StageBytes, exchange
-from emulate.schemes import build_program
-from zensim.schemes.presets import AUTO
 from zensim.errors import ConfigError
+from zensim.run import run_ranks
+from zensim.run.context import COMM, POST, PRE
+from zensim.run.torchdist import Channels, StageBytes, TorchP2P
+from zensim.schemes import build_scheme, needs_profile
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.trace import Trace
-
-class StageMeter:
-    """The `meter` handed to stage programs: counts elements per (stage, phase, kind)."""
-
-    def __init__(self) -> None:
-        self.stage, self.phase = 0, "pre"
-        self.counts: dict[tuple[int, str, str], int] = defaultdict(int)
-
-    def at(self, stage: int, phase: str) -> None:
-        """Attribute the following work to (stage, phase)."""
-        self.stage, self.phase = stage, phase
-
-    def add(self, kind: str, elements: int) -> None:
-        """Record `elements` of local work of `kind`."""
-        self.counts[(self.stage, self.phase, kind)] += int(elements)
-
-    def rows(self) -> list[list]:
-        """[[stage, phase, kind, elements], ...] for the JSON output."""
-        return [[s, p, k, e] for (s, p, k), e in sorted(self.counts.items())]
-
-
-def rank_chunk(trace: Trace, iteration: int, worker: int) -> SparseChunk:
-    """Worker `worker`'s gradient at `iteration`, all tensors flat; an indices-only trace gets
-    deterministic synthetic values (seeded by iteration and worker) so sums can be checked."""
-    chunk = trace.flat_read(iteration, worker)
-    if chunk.values is not None:
-        return chunk
-    rng = np.random.default_rng([iteration, worker, 0x5A])
-    return SparseChunk(chunk.indices, rng.standard_normal(chunk.nnz).astype(np.float32))
+from zensim.trace.values import worker_chunk
 
 
 def check_result(result: SparseChunk, expected: SparseChunk, rtol: float = 1e-4) -> str | None:
@@ -87,14 +62,23 @@ def wire_counters() -> tuple[int, int] | None:
         return None
 
 
+def digest(chunk: SparseChunk) -> str:
+    """SHA-256 of a result's indices and value bits: equal on every rank iff the replicas are identical."""
+    h = hashlib.sha256(np.ascontiguousarray(chunk.indices, "<i8").tobytes())
+    if chunk.values is not None:
+        h.update(np.ascontiguousarray(chunk.values, "<f4").tobytes())
+    return h.hexdigest()
+
+
 def _timed(fn) -> tuple[dict, SparseChunk]:
-    """Barrier, then run `fn()` -> (record, finish) with start/end stamps and wire byte deltas added;
-    `finish()`, called after the clock stops, gives the result chunk for the check."""
+    """Barrier, then run `fn()` -> (record, finish, end) with start/end stamps and wire byte deltas
+    added; `end` is the clock when the work ended (None: when fn returned); `finish()`, called after
+    the clock stops, gives the result chunk for the check."""
     dist.barrier()
     w0 = wire_counters()
     t0 = time.monotonic()
-    record, finish = fn()
-    t1 = time.monotonic()
+    record, finish, end = fn()
+    t1 = end if end is not None else time.monotonic()
     w1 = wire_counters()
     record.update(t_start=t0, t_end=t1, seconds=t1 - t0)
     if w0 and w1:
@@ -102,35 +86,29 @@ def _timed(fn) -> tuple[dict, SparseChunk]:
     return record, finish()
 
 
-def run_program(prog, rank: int, chunk: SparseChunk, device: torch.device) -> tuple[dict, Callable[[], SparseChunk]]:
-    """Run every stage of `prog` on this rank; returns (record, a function giving the result chunk)."""
-    meter = StageMeter()
-    stages, total = [], StageBytes()
-    state = None
-    for s in range(prog.num_stages):
-        t0, c0 = time.monotonic(), time.thread_time()
-        meter.at(s, "pre")
-        if s == 0:
-            state = prog.start(rank, chunk, meter)
-        outbox = {dst: enc.to_bytes() for dst, enc in prog.sends(s, rank, state, meter).items()}
-        t1, c1 = time.monotonic(), time.thread_time()
-        raw, nbytes = exchange(s, outbox, list(prog.sources(s, rank)), device)
-        t2, c2 = time.monotonic(), time.thread_time()
-        meter.at(s, "post")
-        inbox = {src: prog.decode_message(s, rank, src, buf) for src, buf in raw.items()}
-        state = prog.receive(s, rank, state, inbox, meter)
-        t3, c3 = time.monotonic(), time.thread_time()
+def run_program(prog, rank: int, chunk: SparseChunk, device: torch.device,
+                channels: Channels) -> tuple[dict, Callable[[], SparseChunk], float]:
+    """Run every stage of `prog` on this rank over torch.distributed (zensim.run's one loop, timed);
+    returns (record, a function giving the result chunk, the clock when the last stage ended)."""
+    transport = TorchP2P(device, channels)
+    out = run_ranks(prog, {rank: chunk}, transport, check=False, timed=True)
+    wall, cpu = out.context.meter.wall[rank], out.context.meter.cpu[rank]
+    total = StageBytes()
+    stages = []
+    for s, nbytes in enumerate(transport.stage_bytes):
         total.add(nbytes)
-        stages.append({"pre_s": t1 - t0, "comm_s": t2 - t1, "post_s": t3 - t2,
-                       "pre_cpu_s": c1 - c0, "comm_cpu_s": c2 - c1, "post_cpu_s": c3 - c2, "sent": nbytes.sent,
-                       "received": nbytes.received, "sent_to": {str(d): b for d, b in nbytes.sent_to.items()}})
+        stages.append({"pre_s": wall[s, PRE], "comm_s": wall[s, COMM], "post_s": wall[s, POST],
+                       "pre_cpu_s": cpu[s, PRE], "comm_cpu_s": cpu[s, COMM], "post_cpu_s": cpu[s, POST],
+                       "sent": nbytes.sent, "received": nbytes.received,
+                       "sent_to": {str(d): b for d, b in nbytes.sent_to.items()}})
     record = {"stages": stages, "sent": total.sent, "received": total.received,
               "control_sent": total.control_sent, "control_received": total.control_received,
-              "work": meter.rows()}
-    return record, lambda: prog.result(rank, state)
+              "work": [[w.stage, w.phase, w.kind, w.elements] for w in out.log.work],
+              "digest": digest(out.results[0])}
+    return record, lambda: out.results[0], out.context.meter.finished_at
 
 
-def run_dense_peer(chunk: SparseChunk, numel: int, device: torch.device) -> tuple[dict, Callable[[], SparseChunk]]:
+def run_dense_peer(chunk: SparseChunk, numel: int, device: torch.device) -> tuple[dict, Callable[[], SparseChunk], None]:
     """torch.distributed.all_reduce of the dense float32 tensor (timed: building it and the all_reduce)."""
     dense = torch.zeros(numel, dtype=torch.float32, device=device)
     dense[torch.from_numpy(chunk.indices).to(device)] = torch.from_numpy(chunk.values).to(device)
@@ -142,10 +120,10 @@ def run_dense_peer(chunk: SparseChunk, numel: int, device: torch.device) -> tupl
         out = dense.cpu().numpy()
         idx = np.flatnonzero(out)
         return SparseChunk(idx.astype(np.int64), out[idx])
-    return {"payload_bytes": 4 * numel}, finish
+    return {"payload_bytes": 4 * numel}, finish, None
 
 
-def run_sparse_peer(chunk: SparseChunk, numel: int, device: torch.device) -> tuple[dict, Callable[[], SparseChunk]]:
+def run_sparse_peer(chunk: SparseChunk, numel: int, device: torch.device) -> tuple[dict, Callable[[], SparseChunk], None]:
     """torch.distributed.all_reduce of a sparse COO tensor (gloo: all-gather of indices and values, local sum)."""
     idx = torch.from_numpy(chunk.indices).reshape(1, -1)
     sp = torch.sparse_coo_tensor(idx, torch.from_numpy(chunk.values), (numel,)).coalesce()
@@ -154,7 +132,7 @@ def run_sparse_peer(chunk: SparseChunk, numel: int, device: torch.device) -> tup
     def finish() -> SparseChunk:
         out = sp.coalesce()
         return SparseChunk(out.indices()[0].numpy().astype(np.int64), out.values().numpy())
-    return {"payload_bytes": 12 * chunk.nnz}, finish
+    return {"payload_bytes": 12 * chunk.nnz}, finish, None
 
 
 def _dense_expected(expected: SparseChunk) -> SparseChunk:
@@ -163,16 +141,18 @@ def _dense_expected(expected: SparseChunk) -> SparseChunk:
     return SparseChunk(expected.indices[keep], expected.values[keep])
 
 
-def run_task(args: argparse.Namespace, rank: int, world: int, device: torch.device, progress_cls) -> dict:
+def run_task(args: argparse.Namespace, rank: int, world: int, device: torch.device, progress_cls,
+             channels: Channels) -> dict:
     """Task `run`: every named scheme then every peer, `args.repeats` times each; returns this rank's JSON."""
     if not args.trace:
         raise ConfigError("--trace: required for task run")
     trace = Trace.open(args.trace)
     if trace.workers < world:
         raise ConfigError(f"{args.trace}: trace has {trace.workers} workers, cannot emulate {world} ranks")
-    chunk = rank_chunk(trace, args.iteration, rank)
+    chunk = worker_chunk(trace, args.iteration, rank)
     schemes = [s for s in args.schemes.split(",") if s]
-    everyone = [rank_chunk(trace, args.iteration, w) for w in range(world)] if not args.no_check or AUTO in schemes else None
+    profiled = any(needs_profile(s) for s in schemes)
+    everyone = [worker_chunk(trace, args.iteration, w) for w in range(world)] if not args.no_check or profiled else None
     expected = None if args.no_check else sum_chunks(everyone)
     options = parse_options(args.options)
     peers = parse_peers(args.peers)
@@ -182,11 +162,12 @@ def run_task(args: argparse.Namespace, rank: int, world: int, device: torch.devi
     # one untimed run per job first (--warmup): one-time set-up such as a hash bitmap's domains
     # (computed once per tensor size, as ZEN does) and first-use allocations stay out of the times
     runs = []
-    jobs = [("scheme", name, build_program(name, world, trace.numel, options, everyone)) for name in schemes]
+    jobs = [("scheme", name, build_scheme(name, world, trace.numel, profile=everyone if needs_profile(name) else None,
+                                          **options)) for name in schemes]
     jobs += [("peer", name, None) for name in peers]
     for kind, name, prog in jobs:
         if kind == "scheme":
-            job = lambda: run_program(prog, rank, chunk, device)  # noqa: E731
+            job = lambda: run_program(prog, rank, chunk, device, channels)  # noqa: E731
         elif name == "dense":
             job = lambda: run_dense_peer(chunk, trace.numel, device)  # noqa: E731
         else:

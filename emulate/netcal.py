@@ -1,6 +1,6 @@
 """Rank-side network calibration: time the stage exchange at several sizes and fit alpha + bytes/beta.
 
-Patterns, all through `emulate.exchange.exchange` (the very code the schemes use):
+Patterns, all through `zensim.run.torchdist.exchange` (the very code the schemes use):
 - `pingpong`: ranks 0 and 1 bounce one message; one-way time = round trip / 2 (idle link);
 - `shift-k`: ranks 0..k-1 each send to the next of them at once (k flows, k NICs busy in both
   directions, one flow per NIC direction), for a few k up to n (`patterns`);
@@ -15,7 +15,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from emulate.exchange import exchange, payload_of
+from zensim.run.torchdist import Channels, exchange, payload_of
 
 DEFAULT_SIZES = (0, 4096, 65536, 524288, 2097152)
 
@@ -30,20 +30,21 @@ def patterns(n: int) -> list[str]:
     return ["pingpong", *(f"shift-{k}" for k in shift_sizes(n)), "alltoall"]
 
 
-def _pingpong(rank: int, size: int, stage: int, device: torch.device) -> float | None:
+def _pingpong(rank: int, size: int, stage: int, device: torch.device, channels: Channels) -> float | None:
     """One round trip between ranks 0 and 1; rank 0 returns the one-way time, others None."""
     if rank == 0:
         t0 = time.perf_counter()
-        exchange(stage, {1: payload_of(size, stage)}, [], device)
-        exchange(stage + 1, {}, [1], device)
+        exchange(stage, {1: payload_of(size, stage)}, [], device, channels)
+        exchange(stage + 1, {}, [1], device, channels)
         return (time.perf_counter() - t0) / 2
     if rank == 1:
-        inbox, _ = exchange(stage, {}, [0], device)
-        exchange(stage + 1, {0: inbox[0]}, [], device)
+        inbox, _ = exchange(stage, {}, [0], device, channels)
+        exchange(stage + 1, {0: inbox[0]}, [], device, channels)
     return None
 
 
-def _collective(rank: int, n: int, size: int, stage: int, pattern: str, device: torch.device) -> tuple[float, int] | None:
+def _collective(rank: int, n: int, size: int, stage: int, pattern: str, device: torch.device,
+                channels: Channels) -> tuple[float, int] | None:
     """One stage of a shift-k or the all-to-all pattern; this rank's stage time and bytes sent (None
     for a rank outside a shift-k)."""
     if pattern.startswith("shift-"):
@@ -57,11 +58,12 @@ def _collective(rank: int, n: int, size: int, stage: int, pattern: str, device: 
         outbox = {d: payload_of(part, stage + d) for d in range(n) if d != rank}
         sources = [s for s in range(n) if s != rank]
     t0 = time.perf_counter()
-    _, stats = exchange(stage, outbox, sources, device)
+    _, stats = exchange(stage, outbox, sources, device, channels)
     return time.perf_counter() - t0, stats.sent
 
 
-def measure(rank: int, n: int, device: torch.device, sizes=DEFAULT_SIZES, repeats: int = 5) -> list[dict]:
+def measure(rank: int, n: int, device: torch.device, channels: Channels, sizes=DEFAULT_SIZES,
+            repeats: int = 5) -> list[dict]:
     """All ranks call this together; returns this rank's samples [{pattern, bytes, seconds, round}] (`round`
     tells which samples of different ranks were taken together)."""
     samples = []
@@ -71,9 +73,9 @@ def measure(rank: int, n: int, device: torch.device, sizes=DEFAULT_SIZES, repeat
             for _ in range(repeats):
                 dist.barrier()
                 if pattern == "pingpong":
-                    t, sent = _pingpong(rank, size, stage, device), size
+                    t, sent = _pingpong(rank, size, stage, device, channels), size
                 else:
-                    t, sent = _collective(rank, n, size, stage, pattern, device) or (None, 0)
+                    t, sent = _collective(rank, n, size, stage, pattern, device, channels) or (None, 0)
                 stage += 2
                 if t is not None:
                     samples.append({"pattern": pattern, "bytes": sent, "seconds": t, "round": stage})

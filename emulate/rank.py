@@ -20,8 +20,8 @@ import torch
 import torch.distributed as dist
 
 from zensim.atomic import write_atomic
-from emulate import exchange
 from zensim.errors import ConfigError, ZensimError
+from zensim.run.torchdist import Channels
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -110,17 +110,17 @@ def _run(args: argparse.Namespace) -> int:
     """Join the group, run the task, write this rank's JSON."""
     rank, world, device = init_group(args)
     try:
-        exchange.open_channels()
+        channels = Channels.open()
         if args.task == "netcal":
             from emulate import netcal
 
             progress = Progress(args.progress, rank, 1)
-            out = {"samples": netcal.measure(rank, world, device)}
+            out = {"samples": netcal.measure(rank, world, device, channels)}
             progress.step()
         else:
             from emulate import driver
 
-            out = driver.run_task(args, rank, world, device, Progress)
+            out = driver.run_task(args, rank, world, device, Progress, channels)
         out.update(rank=rank, world=world, backend=args.backend, device=str(device), task=args.task)
         write_atomic(args.out.format(rank=rank), json.dumps(out))
         dist.barrier()

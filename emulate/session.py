@@ -15,9 +15,8 @@ from pathlib import Path
 from emulate import calibrate
 from emulate.launch import launch_local
 from emulate.netns import LocalCluster
-from emulate.schemes import build_program
 from emulate.simulate import scheme_logs, sim_times
-from zensim.schemes.presets import AUTO
+from zensim.schemes import build_scheme, needs_profile
 from emulate.summary import summarize
 from zensim.atomic import write_atomic
 from zensim.errors import ConfigError
@@ -44,8 +43,8 @@ def preflight(trace: str, ranks: int, schemes: list[str], iteration: int, option
         if not 0 <= iteration < t.iterations:
             raise ConfigError(f"--iteration: {iteration} out of range for {trace} ({t.iterations} iterations)")
         for name in schemes:
-            if name != AUTO:  # zen-auto needs every rank's data to build; its name is known
-                build_program(name, ranks, t.numel, options)
+            if not needs_profile(name):  # zen-auto needs every rank's data to build; its name is known
+                build_scheme(name, ranks, t.numel, **(options or {}))
 
 
 def emulate_trace(trace: str, ranks: int, rate_bps: float, schemes: list[str], repeats: int = 1,

@@ -1,6 +1,6 @@
 """The simulator side of a comparison: message logs of the schemes on a trace, timed under link figures.
 
-The same stage programs and the same per-rank data as the emulation (emulate.driver.rank_chunk), run
+The same stage programs and the same per-rank data as the emulation (zensim.trace.values.worker_chunk), run
 in one process with every step's CPU time measured (emulate.stepcost); the logs are timed by
 zensim.net on n machines of one GPU each behind one switch, every NIC at the profile's bandwidth and
 latency, NIC and host efficiency; local work at the profile's costs per element or as measured;
@@ -13,24 +13,25 @@ from __future__ import annotations
 import numpy as np
 from tqdm import tqdm
 
-from emulate.driver import rank_chunk
-from emulate.schemes import build_program
 from emulate.stepcost import timed_log
 from zensim.net.costs import Costs
 from zensim.net.models import MODELS
 from zensim.net.profile import Profile
 from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
-from zensim.schemes.log import MessageLog
+from zensim.run.log import MessageLog
+from zensim.schemes import build_scheme, needs_profile
 from zensim.trace import Trace
+from zensim.trace.values import worker_chunk
 
 
 def scheme_logs(trace: Trace, iteration: int, n: int, schemes: list[str], options: dict,
                 repeats: int = 3) -> dict[str, MessageLog]:
     """The message log of every scheme on ranks 0..n-1 of `iteration`, with the local work of every
     step measured in this process (emulate.stepcost; results checked against the dense sum)."""
-    chunks = [rank_chunk(trace, iteration, w) for w in range(n)]
-    return {name: timed_log(build_program(name, n, trace.numel, options, chunks), chunks, repeats)
+    chunks = [worker_chunk(trace, iteration, w) for w in range(n)]
+    return {name: timed_log(build_scheme(name, n, trace.numel, profile=chunks if needs_profile(name) else None,
+                                         **options), chunks, repeats)
             for name in tqdm(schemes, desc=f"simulate n={n}", unit="scheme", leave=False, disable=None)}
 
 

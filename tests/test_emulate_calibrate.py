@@ -89,7 +89,7 @@ def test_work_fit_uses_the_cpu_time_of_each_step():
 
 
 def test_cpu_slowdown_is_the_median_over_schemes_of_emulated_over_alone():
-    from zensim.schemes.log import MessageLog
+    from zensim.run.log import MessageLog
 
     stages = [{"pre": {"hash": 1000}, "post": {"merge": 1000}}]
     cost = {"hash": 3e-6, "merge": 1e-6, "encode": 0.0, "decode": 0.0, "copy": 0.0}  # 4 ms per rank emulated
@@ -134,7 +134,7 @@ def test_summary_takes_the_slowest_rank_and_the_median_of_repeats():
 def test_calibration_check_times_the_calibration_runs_under_the_profile():
     from emulate.session import _check
     from zensim.net.profile import parse_profile
-    from zensim.schemes.log import Message, MessageLog, Work
+    from zensim.run.log import Message, MessageLog, Work
 
     profile = parse_profile({"schema": "zensim-profile/1", "nic_bandwidth": 1e6, "nic_latency": 0.0,
                              "nic_efficiency": {"1": 0.5}, "work_seconds_per_element": {"hash": 1e-6},

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from emulate.schemes import build_program
 from emulate.stepcost import timed_log
-from zensim.schemes.driver import AggregationMismatch, run_scheme
+from zensim.run import AggregationMismatch, run_ranks
+from zensim.schemes import build_scheme
 from zensim.sparse.chunk import SparseChunk
 
 
@@ -23,8 +23,8 @@ def _chunks(n, numel, seed=0):
 def test_timed_log_has_the_drivers_messages_and_work(name, n):
     numel = 20_000
     chunks = _chunks(n, numel)
-    want = run_scheme(build_program(name, n, numel), chunks).log
-    got = timed_log(build_program(name, n, numel), chunks, repeats=2)
+    want = run_ranks(build_scheme(name, n, numel), chunks).log
+    got = timed_log(build_scheme(name, n, numel), chunks, repeats=2)
     key = lambda m: (m.stage, m.src, m.dst)  # noqa: E731
     assert sorted(got.messages, key=key) == sorted(want.messages, key=key)  # bytes as serialized = size path
     assert sorted(got.work, key=lambda w: (w.stage, w.rank, w.phase, w.kind)) == \
@@ -43,11 +43,11 @@ def test_timed_log_checks_the_result():
         def __getattr__(self, attr):
             return getattr(self.prog, attr)
 
-        def result(self, rank, state):
+        def result(self, rank, state, ctx):
             return SparseChunk.empty(True)
 
     chunks = _chunks(3, 5_000)
     with pytest.raises(AggregationMismatch):
-        timed_log(Broken(build_program("zen", 3, 5_000)), chunks, repeats=1)
+        timed_log(Broken(build_scheme("zen", 3, 5_000)), chunks, repeats=1)
     with pytest.raises(ValueError, match="repeats"):
-        timed_log(build_program("zen", 3, 5_000), chunks, repeats=0)
+        timed_log(build_scheme("zen", 3, 5_000), chunks, repeats=0)

@@ -7,7 +7,7 @@ from zensim.net.models.fifo import Fifo
 from zensim.net.profile import WorkCost
 from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
-from zensim.schemes.log import Message, MessageLog
+from zensim.run.log import Message, MessageLog
 
 B = 25e9 / 8
 

@@ -9,7 +9,7 @@ from zensim.net.models import maxmin as mm
 from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
-from zensim.schemes.log import Message, MessageLog
+from zensim.run.log import Message, MessageLog
 
 B = 25e9 / 8
 NAME = mm.MaxMin.name

@@ -9,7 +9,7 @@ from zensim.net.network import Network
 from zensim.net.profile import WorkCost
 from zensim.net.replay import LogReplay, replay
 from zensim.net.topology import ClusterSpec
-from zensim.schemes.log import Message, MessageLog, Work
+from zensim.run.log import Message, MessageLog, Work
 
 B = 1e9
 MERGE_1US = WorkCost({"hash": 0.0, "merge": 1e-6, "encode": 0.0, "decode": 0.0, "copy": 0.0})

@@ -10,7 +10,7 @@ from zensim.net.replay import work_seconds
 from zensim.net.models import MODELS
 from zensim.net.profile import DEFAULT_WORK_COST, SCHEMA, load_profile
 from zensim.net.topology import ClusterSpec
-from zensim.schemes.log import MessageLog, Work
+from zensim.run.log import MessageLog, Work
 from zensim.sim.run import with_profile
 
 

@@ -4,13 +4,13 @@ stage dependencies, local work on shared cores, NIC and host efficiency, measure
 import numpy as np
 import pytest
 
-from zensim.net import analytic
+from zensim.schemes import closed as analytic
 from zensim.net.costs import Costs
 from zensim.net.models import MODELS
 from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
-from zensim.schemes.log import Message, MessageLog, Work
+from zensim.run.log import Message, MessageLog, Work
 
 B = 25e9 / 8
 MERGE_1US = WorkCost({"hash": 0.0, "merge": 1e-6, "encode": 0.0, "decode": 0.0, "copy": 0.0})

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zensim.schemes import build_scheme, run_scheme
+from zensim.run import run_ranks
+from zensim.schemes import build_scheme
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.imbalance import theorem2_bounds
 
@@ -40,7 +41,7 @@ def _imbalance_from_log(log, chunks):
 
 def test_zen_hashing_balances_push_and_pull(skewed):
     """ZEN (COO push and pull): both ratios below 1.1 and within Theorem 2's bounds."""
-    log = run_scheme(build_scheme("zen-coo", N, NUMEL), skewed).log
+    log = run_ranks(build_scheme("zen-coo", N, NUMEL), skewed).log
     push, pull = _imbalance_from_log(log, skewed)
     union = len(np.unique(np.concatenate([c.indices for c in skewed])))
     push_bound, pull_bound = theorem2_bounds(N, min(c.nnz for c in skewed), union)
@@ -50,7 +51,7 @@ def test_zen_hashing_balances_push_and_pull(skewed):
 
 def test_contiguous_push_imbalance_is_the_skewness_ratio(skewed):
     """Sparse PS: push imbalance = max over workers of s^n; pull = the union's skewness."""
-    log = run_scheme(build_scheme("sparse-ps", N, NUMEL), skewed).log
+    log = run_ranks(build_scheme("sparse-ps", N, NUMEL), skewed).log
     push, pull = _imbalance_from_log(log, skewed)
     skewness = max(float(np.bincount(c.indices // (NUMEL // N), minlength=N).max() * N / c.nnz) for c in skewed)
     assert push == pytest.approx(skewness, rel=1e-12)

@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 from schemes_support import make_chunks, received
-from zensim.schemes import build_scheme, run_scheme
-from zensim.schemes.driver import check_results
-from zensim.schemes.program import Meter
+from zensim.run import InBytes, run_ranks
+from zensim.schemes import build_scheme
 from zensim.sparse.hashpart import hash_domains
 from zensim.sparse.partition import even_boundaries
 
@@ -24,7 +23,7 @@ def _setup(n, case="random", values=True, density=0.08, seed=1):
 def test_agsparse_receives_eight_bytes_per_other_nonzero(name, n):
     """COO int32 + float32: rank i receives 8 x sum over j != i of nnz_j (p2p and ring all-gather)."""
     chunks = _setup(n)
-    log = run_scheme(build_scheme(name, n, NUMEL), chunks).log
+    log = run_ranks(build_scheme(name, n, NUMEL), chunks).log
     nnz = np.array([c.nnz for c in chunks])
     assert np.array_equal(received(log, n), 8 * (nnz.sum() - nnz))
 
@@ -34,7 +33,7 @@ def test_agsparse_hierarchy_adds_a_bundle_header_per_part(n):
     """Recursive-doubling all-gather: the same 8 x others' nnz plus 4 bytes per part when a
     message carries several tensors (stage k carries 2**k)."""
     chunks = _setup(n)
-    log = run_scheme(build_scheme("agsparse-hier", n, NUMEL), chunks).log
+    log = run_ranks(build_scheme("agsparse-hier", n, NUMEL), chunks).log
     nnz = np.array([c.nnz for c in chunks])
     headers = sum(4 * (1 << k) for k in range(1, n.bit_length() - 1))
     assert np.array_equal(received(log, n), 8 * (nnz.sum() - nnz) + headers)
@@ -45,7 +44,7 @@ def test_sparcml_receives_the_partner_block_union(n):
     """SSAR recursive doubling: at stage k rank r receives the union of the 2**k ranks of its
     partner's block, 8 bytes per element."""
     chunks = _setup(n)
-    log = run_scheme(build_scheme("sparcml", n, NUMEL), chunks).log
+    log = run_ranks(build_scheme("sparcml", n, NUMEL), chunks).log
     for m in log.messages:
         size = 1 << m.stage
         block = (m.src // size) * size
@@ -58,7 +57,7 @@ def test_dense_ring_allreduce_bytes(n):
     """Rank q receives every partition but q-1's in reduce-scatter and every one but q's in
     all-gather, 4 bytes per element: 4 (2 numel - |P_{q-1}| - |P_q|)."""
     chunks = _setup(n)
-    log = run_scheme(build_scheme("dense-allreduce", n, NUMEL), chunks).log
+    log = run_ranks(build_scheme("dense-allreduce", n, NUMEL), chunks).log
     sizes = np.diff(even_boundaries(NUMEL, n))
     expect = [4 * (2 * NUMEL - sizes[(q - 1) % n] - sizes[q]) if n > 1 else 0 for q in range(n)]
     assert received(log, n).tolist() == expect
@@ -69,7 +68,7 @@ def test_zen_push_coo_pull_hash_bitmap_bytes(n):
     """Push: worker j receives 8 |I_i ∩ 𝕀_j| from each i != j. Pull: from each server i != j,
     ceil(|𝕀_i| / 8) bitmap bytes plus 4 bytes per aggregated element of 𝕀_i."""
     chunks = _setup(n)
-    log = run_scheme(build_scheme("zen", n, NUMEL), chunks).log
+    log = run_ranks(build_scheme("zen", n, NUMEL), chunks).log
     domains = [d.elements for d in hash_domains(NUMEL, n, 0)]
     union = np.unique(np.concatenate([c.indices for c in chunks]))
     push = {(m.src, m.dst): m.nbytes for m in log.messages if m.stage == 0}
@@ -91,11 +90,11 @@ def test_sparse_ps_and_omnireduce_bytes(n):
     bounds = even_boundaries(NUMEL, n)
     union = np.unique(np.concatenate([c.indices for c in chunks]))
     inside = lambda ids, j: ids[(ids >= bounds[j]) & (ids < bounds[j + 1])]
-    log = run_scheme(build_scheme("sparse-ps", n, NUMEL), chunks).log
+    log = run_ranks(build_scheme("sparse-ps", n, NUMEL), chunks).log
     for m in log.messages:
         ids = chunks[m.src].indices if m.stage == 0 else union
         assert m.nbytes == 8 * len(inside(ids, m.dst if m.stage == 0 else m.src))
-    log = run_scheme(build_scheme("omnireduce", n, NUMEL), chunks).log
+    log = run_ranks(build_scheme("omnireduce", n, NUMEL), chunks).log
     for m in log.messages:
         j = m.dst if m.stage == 0 else m.src
         ids = inside(chunks[m.src].indices if m.stage == 0 else union, j)
@@ -110,9 +109,9 @@ def test_sparse_ps_broadcast_pull_uses_binomial_trees(n):
     """Broadcast pull: ceil(log2 n) rounds; each server's aggregate reaches each other rank once."""
     chunks = _setup(n)
     prog = build_scheme("sparse-ps-bcast", n, NUMEL)
-    log = run_scheme(prog, chunks).log
+    log = run_ranks(prog, chunks).log
     assert prog.num_stages == 1 + (n - 1).bit_length()
-    plain = run_scheme(build_scheme("sparse-ps", n, NUMEL), chunks).log
+    plain = run_ranks(build_scheme("sparse-ps", n, NUMEL), chunks).log
     pull_bcast = sum(m.nbytes for m in log.messages if m.stage > 0)
     pull_plain = sum(m.nbytes for m in plain.messages if m.stage > 0)
     bundles = sum(4 * len(t) for s in prog._stages[1:] for t in _multi(s))
@@ -131,21 +130,11 @@ def _multi(stage):
                                   "hier-oneshot-parallel-imbalanced", "dense-allreduce", "sparse-ps-bcast"])
 @pytest.mark.parametrize("values", [True, False])
 def test_serialized_path_matches_in_memory(name, values):
-    """Emulator path: every message serializes to exactly nbytes, decode_message inverts it, and
-    ranks fed the decoded messages end with the dense sum."""
+    """Emulator path: every message serializes to exactly nbytes (the bytes transport asserts it),
+    `decode` inverts it, the ranks fed the decoded messages end with the dense sum (checked by the
+    driver), and the log equals the in-memory one message for message."""
     n = 5
     chunks = _setup(n, values=values)
-    prog = build_scheme(name, n, NUMEL)
-    meter = Meter()
-    states = [prog.start(r, chunks[r], meter) for r in range(n)]
-    for s in range(prog.num_stages):
-        outs = [prog.sends(s, r, states[r], meter) for r in range(n)]
-        for r in range(n):
-            inbox = {}
-            for src in prog.sources(s, r):
-                buf = outs[src][r].to_bytes()
-                assert len(buf) == outs[src][r].nbytes
-                inbox[src] = prog.decode_message(s, r, src, buf)
-            states[r] = prog.receive(s, r, states[r], inbox, meter)
-    results = [prog.result(r, states[r]) for r in range(n)]
-    check_results(name, chunks, results, NUMEL)
+    memory = run_ranks(build_scheme(name, n, NUMEL), chunks).log
+    wire = run_ranks(build_scheme(name, n, NUMEL), chunks, InBytes()).log
+    assert wire.messages == memory.messages and wire.work == memory.work

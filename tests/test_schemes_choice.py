@@ -51,4 +51,4 @@ def test_zen_auto_builds_the_chosen_scheme():
     assert build_scheme("zen-auto", 16, NUMEL, profile=_identical(16)).name == "zen"
     assert build_scheme("zen-auto", 16, NUMEL, profile=_disjoint(16)).name == "hier-central"
     stats = SparsityProfile(0.01, {2: 1.0, 4: 1.0, 8: 1.0, 16: 1.0})
-    assert build_scheme("zen-auto", 16, NUMEL, stats=stats).name == "zen"
+    assert build_scheme("zen-auto", 16, NUMEL, profile=stats).name == "zen"

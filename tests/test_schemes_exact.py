@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from schemes_support import CASES, make_chunks
 from zensim.errors import ConfigError
-from zensim.schemes import DISTINCT, RAW, build_point, build_scheme, run_scheme, scheme_names
-from zensim.schemes.driver import AggregationMismatch, check_results
+from zensim.run import AggregationMismatch, check_results, run_ranks
+from zensim.schemes import DISTINCT, RAW, build_point, build_scheme, scheme_names
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 
 NAMES = [s for s in scheme_names() if s != "zen-auto"]
@@ -30,8 +30,8 @@ def test_every_scheme_equals_the_dense_sum_and_modes_agree(n, numel, case, densi
     bare = [SparseChunk(c.indices) for c in chunks]
     expected = sum_chunks(chunks)
     for name in NAMES:
-        with_values = run_scheme(build_scheme(name, n, numel), chunks)
-        indices_only = run_scheme(build_scheme(name, n, numel), bare)
+        with_values = run_ranks(build_scheme(name, n, numel), chunks)
+        indices_only = run_ranks(build_scheme(name, n, numel), bare)
         assert _bytes(with_values.log) == _bytes(indices_only.log), name
         for res in with_values.results:
             assert np.array_equal(res.indices, expected.indices)
@@ -45,7 +45,7 @@ def test_hard_cases_every_distinct_scheme(n, case):
     numel = 257
     chunks = make_chunks(case, n, numel, 0.1, n, values=True)
     for point in DISTINCT:
-        run_scheme(build_point(point, n, numel), chunks)  # raises AggregationMismatch if wrong
+        run_ranks(build_point(point, n, numel), chunks)  # raises AggregationMismatch if wrong
 
 
 def test_collapsed_raw_combinations_run_identically():
@@ -55,7 +55,7 @@ def test_collapsed_raw_combinations_run_identically():
     chunks = make_chunks("random", n, numel, 0.1, 7, values=False)
     logs = {}
     for raw in RAW:
-        log = _bytes(run_scheme(build_point(raw, n, numel), chunks).log)
+        log = _bytes(run_ranks(build_point(raw, n, numel), chunks).log)
         logs.setdefault(raw.canonical().name, []).append(log)
     assert len(logs) == 15
     for name, runs in logs.items():
@@ -68,7 +68,7 @@ def test_fp16_values_within_tolerance_and_bytes_halved():
     """Half-precision values: results within fp16 tolerance, COO entries 4 + 2 bytes."""
     n, numel = 4, 400
     chunks = make_chunks("random", n, numel, 0.1, 3, values=True)
-    res = run_scheme(build_scheme("agsparse-p2p", n, numel, value_dtype="float16"), chunks)
+    res = run_ranks(build_scheme("agsparse-p2p", n, numel, value_dtype="float16"), chunks)
     nnz = sum(c.nnz for c in chunks)
     assert sum(m.nbytes for m in res.log.messages) == 6 * (n - 1) * nnz
 
@@ -92,15 +92,15 @@ def test_bad_inputs_raise_config_errors():
         build_scheme("zen", 4, 100, colour="red")
     with pytest.raises(ConfigError, match="n = 0"):
         build_scheme("zen", 0, 100)
-    with pytest.raises(ConfigError, match="needs profile"):
+    with pytest.raises(ConfigError, match="needs a profile"):
         build_scheme("zen-auto", 4, 100)
     prog = build_scheme("sparcml", 2, 100)
     with pytest.raises(ConfigError, match="1 chunks for 2 ranks"):
-        run_scheme(prog, [SparseChunk(np.array([1]))])
+        run_ranks(prog, [SparseChunk(np.array([1]))])
     with pytest.raises(ConfigError, match="outside"):
-        run_scheme(prog, [SparseChunk(np.array([1])), SparseChunk(np.array([100]))])
+        run_ranks(prog, [SparseChunk(np.array([1])), SparseChunk(np.array([100]))])
     with pytest.raises(ConfigError, match="mix"):
-        run_scheme(prog, [SparseChunk(np.array([1])), SparseChunk(np.array([1]), np.ones(1, np.float32))])
+        run_ranks(prog, [SparseChunk(np.array([1])), SparseChunk(np.array([1]), np.ones(1, np.float32))])
 
 
 def test_raw_and_distinct_names_build():
@@ -117,6 +117,6 @@ def test_block_sizes_and_value_dtypes_agree_across_modes(block_size, value_dtype
     chunks = make_chunks("ends", n, numel, 0.05, 11, values=True)
     bare = [SparseChunk(c.indices) for c in chunks]
     for name in ("omnireduce", "zen", "dense-allreduce"):
-        a = run_scheme(build_scheme(name, n, numel, block_size=block_size, value_dtype=value_dtype), chunks)
-        b = run_scheme(build_scheme(name, n, numel, block_size=block_size, value_dtype=value_dtype), bare)
+        a = run_ranks(build_scheme(name, n, numel, block_size=block_size, value_dtype=value_dtype), chunks)
+        b = run_ranks(build_scheme(name, n, numel, block_size=block_size, value_dtype=value_dtype), bare)
         assert _bytes(a.log) == _bytes(b.log)

@@ -15,7 +15,7 @@ from zensim.net.topology import ClusterSpec
 from zensim.report.chrome import chrome_trace
 from zensim.report.export import to_csv, to_json, write_atomic
 from zensim.report.plots import save_figure, scaling_figure, vs_dense_figure
-from zensim.schemes.log import Message, MessageLog
+from zensim.run.log import Message, MessageLog
 
 ROWS = [{"scheme": "a", "time_s": 1.5, "vs_dense": 0.5, "bytes_sent": [1, 2], "cluster": "c", "model": "fifo"},
         {"scheme": "b", "time_s": 3.0, "vs_dense": None, "bytes_sent": [3, 4], "cluster": "c", "model": "fifo"}]

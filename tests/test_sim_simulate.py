@@ -9,15 +9,15 @@ import pytest
 
 from zensim.cli import main
 from zensim.errors import ConfigError
-from zensim.net import analytic
+from zensim.schemes import closed as analytic
 from zensim.net.costs import Costs
 from zensim.net.models import MODELS
 from zensim.net.profile import WorkCost
 from zensim.net.topology import ClusterSpec
 from zensim.sim import simulate
-from zensim.sim.closed import measure
+from zensim.schemes.closed import measure
 from zensim.sim.layout import machine_shards, place, prepare
-from zensim.schemes.presets import build_scheme
+from zensim.schemes import build_scheme
 from zensim.sparse.chunk import SparseChunk
 from zensim.trace import TensorSpec, TraceWriter
 

@@ -23,3 +23,7 @@ class Terminated(BaseException):
 
         self.signum = int(signum)
         super().__init__(f"terminated by {signal.Signals(self.signum).name}")
+
+
+class ValueRangeError(ZensimError):
+    """Gradient values do not fit the wire's value dtype, or a sum of them overflows it."""

@@ -23,7 +23,7 @@ def _rate_bps(text: str) -> float:
 
 def _schemes(text: str) -> list[str]:
     """--scheme(s): comma list or 'all', checked against the scheme layer's names."""
-    from emulate.schemes import all_schemes, scheme_names
+    from zensim.schemes import all_schemes, scheme_names
 
     known = scheme_names()
     names = all_schemes() if text == "all" else [s for s in text.split(",") if s]

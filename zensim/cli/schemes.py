@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_schemes(args: argparse.Namespace) -> int:
     """Print the design-space listing."""
-    from zensim.schemes.presets import design_space
+    from zensim.schemes import design_space
 
     rows = [r for r in design_space() if args.kind in ("all", r["kind"])]
     if args.json:

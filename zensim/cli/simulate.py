@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from emulate.options import parse_options
 from zensim.errors import ConfigError
 from zensim.sim.layout import LAYOUTS
 from zensim.sim.run import ALL_MODELS
@@ -33,6 +34,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--maxmin-batch", type=float, default=1 / 64,
                    help="maxmin: departures per re-solve as a fraction of active flows (0 = exact; default 1/64)")
     p.add_argument("--iteration", type=int, default=0, help="trace iteration (default 0)")
+    p.add_argument("--options", default="{}", metavar="JSON",
+                   help="scheme options as JSON, e.g. '{\"value_dtype\": \"float16\", \"pull\": \"coo\"}' "
+                        "(`zensim schemes --options NAME` lists a scheme's)")
+    p.add_argument("--values", action="store_true",
+                   help="carry values (the trace's, or synthetic ones) even where no scheme needs them")
     p.add_argument("--profile", default=None, help="calibration profile JSON (links and per-element work costs)")
     p.add_argument("--json", action="store_true", help="print the records as JSON")
     p.add_argument("--csv", default=None, metavar="FILE", help="also write the records as CSV")
@@ -67,6 +73,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     paths = {key: outs.add(getattr(args, key), f"--{key}", plot=key == "plot")
              for key in ("csv", "timeline", "plot") if getattr(args, key)}
     records = simulate(args.trace, args.scheme, Costs.of(cluster, profile), args.model, iteration=args.iteration,
+                       options=parse_options(args.options), values=True if args.values else None,
                        layout=args.layout,
                        maxmin_batch=args.maxmin_batch, progress=True)
     rows = [r.to_dict() for r in records]

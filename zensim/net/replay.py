@@ -20,7 +20,7 @@ import numpy as np
 from zensim.net.costs import Costs
 from zensim.net.network import Network
 from zensim.net.profile import WORK_KINDS
-from zensim.schemes.log import PHASES, MessageLog
+from zensim.run.log import PHASES, MessageLog
 
 
 @dataclass

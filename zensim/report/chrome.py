@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from zensim.net.replay import Timing
-from zensim.schemes.log import MessageLog
+from zensim.run.log import MessageLog
 
 US = 1e6
 

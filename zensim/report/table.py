@@ -31,10 +31,12 @@ def format_table(rows: Sequence[Sequence[object]], headers: Sequence[str], preci
 
 
 def render_records(records: list) -> str:
-    """The result table: times in ms, bytes in MB (max over ranks), balance and the busiest link."""
+    """The result table: times in ms, bytes in MB (max over ranks), balance (ZEN's push and pull
+    imbalance of the partition; recv imb = max/mean of the bytes ranks receive before the pull) and
+    the busiest link."""
     rows = [[r.scheme, None if r.time_s is None else r.time_s * 1e3, r.vs_dense, max(r.bytes_sent) / 1e6,
-             max(r.bytes_received) / 1e6, r.push_imbalance, r.pull_imbalance, r.busiest_link,
+             max(r.bytes_received) / 1e6, r.push_imbalance, r.pull_imbalance, r.recv_imbalance, r.busiest_link,
              r.busiest_link_util] for r in records]
     head = f"{records[0].cluster}, layout {records[0].layout}, model {records[0].model}" if records else ""
     return head + "\n" + format_table(rows, ["scheme", "time ms", "vs dense", "max sent MB", "max recv MB",
-                                             "push imb", "pull imb", "busiest link", "util"])
+                                             "push imb", "pull imb", "recv imb", "busiest link", "util"])

@@ -1,21 +1,25 @@
-"""The sparse-synchronization design space as rank-local stage programs, and the in-memory driver.
+"""The sparse-synchronization design space: parts, stage programs composed from them, the catalog.
 
-    from zensim.schemes import build_scheme, run_scheme, design_space
-    prog = build_scheme("zen", n=16, numel=10_000_000)        # or a distinct/raw name, zen-auto
-    res = run_scheme(prog, chunks)                             # checks the dense sum
-    res.results[r], res.log.messages, res.log.work
+    from zensim.schemes import build_scheme, scheme_names, design_space
+    from zensim.run import run_ranks
+    prog = build_scheme("zen", n=16, numel=10_000_000)     # a catalog, distinct or raw name
+    out = run_ranks(prog, chunks)                         # checks the dense sum and the replicas
+    out.results[r], out.log, prog.caps                    # caps: needs_values, lossless, closed_form, ...
 
-Names: `scheme_names()`; semantics of every combination in docs/design-space.md.
+Semantics of every combination: docs/design-space.md; adding a scheme, format or partitioner:
+docs/extending.md.
 """
 
+from zensim.schemes.catalog import CATALOG
 from zensim.schemes.choice import SparsityProfile, profile_chunks, zen_choice, zen_costs
-from zensim.schemes.driver import AggregationMismatch, RunResult, run_scheme
-from zensim.schemes.log import Message, MessageLog, Work
-from zensim.schemes.presets import PRESETS, build_scheme, design_space, scheme_names
+from zensim.schemes.program import Capabilities, StageProgram
+from zensim.schemes.registry import (all_schemes, build_scheme, check_options, design_space, lookup,
+                                     needs_profile, scheme_names, scheme_options)
+from zensim.schemes.scheme import Scheme
 from zensim.schemes.space import DISTINCT, RAW, Point, build_point
 
 __all__ = [
-    "SparsityProfile", "profile_chunks", "zen_choice", "zen_costs", "AggregationMismatch", "RunResult",
-    "run_scheme", "Message", "MessageLog", "Work", "PRESETS", "build_scheme", "design_space",
-    "scheme_names", "DISTINCT", "RAW", "Point", "build_point",
+    "CATALOG", "SparsityProfile", "profile_chunks", "zen_choice", "zen_costs", "Capabilities", "StageProgram",
+    "all_schemes", "build_scheme", "check_options", "design_space", "lookup", "needs_profile", "scheme_names", "scheme_options",
+    "Scheme", "DISTINCT", "RAW", "Point", "build_point",
 ]

@@ -3,27 +3,29 @@
 Two representations with the same operations, chosen by whether values are carried:
 
 - `ChunkPiece` wraps a `SparseChunk` (global ids, values or None): exact values, used whenever
-  results are checked with values and by the emulator;
+  values are carried (checks, value-dependent schemes, the emulator);
 - `BitPiece` is a packed bitset (numpy uint64 words, bit p = domain position p): indices-only
   mode at scale, where a union is one `np.bitwise_or` and a count one `np.bitwise_count`.
 
 Every piece has a process-unique `serial`. Pieces never change, so a union of the same pieces
-is the same set: `union` memoizes on the serials of its inputs (a small LRU shared by all ranks
-of an in-memory run), which makes the identical final unions of 128 ranks cost one. This is
-exact caching, not estimation.
+is the same set: `union` memoizes on the serials of its inputs in the run's context (a small LRU
+shared by all ranks of an in-memory run), which makes the identical final unions of 128 ranks cost
+one. This is exact caching, not estimation. Sums of values are taken in the order the caller gives
+(programs give a canonical order, so every rank sums alike).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
 
+from zensim.errors import ValueRangeError
+from zensim.run.context import RunContext
 from zensim.sparse.bits import bit_positions, pack_positions
 from zensim.sparse.chunk import SparseChunk, sum_chunks
-from zensim.sparse.domain import Domain, RangeDomain
+from zensim.sparse.domain import Domain
 
 _serials = itertools.count()
 
@@ -41,7 +43,7 @@ class ChunkPiece:
         """Number of elements."""
         return self.chunk.nnz
 
-    def to_chunk(self) -> SparseChunk:
+    def to_chunk(self, ctx: RunContext | None = None) -> SparseChunk:
         """The piece as a chunk of global ids."""
         return self.chunk
 
@@ -60,9 +62,12 @@ class BitPiece:
         """Sorted positions (int64) of the set bits."""
         return bit_positions(self.words)
 
-    def to_chunk(self) -> SparseChunk:
-        """The piece as an indices-only chunk of global ids (materialized, one per distinct set)."""
-        return _materialize(self)
+    def to_chunk(self, ctx: RunContext | None = None) -> SparseChunk:
+        """The piece as an indices-only chunk of global ids (with a context, memoized per piece: the
+        n ranks holding one final piece get one chunk)."""
+        if ctx is None:
+            return SparseChunk(self.domain.ids(self.positions()), None)
+        return ctx.remember(("chunk", self.serial), lambda: SparseChunk(self.domain.ids(self.positions()), None))
 
     def block_representatives(self, block_size: int) -> np.ndarray:
         """Global id of the first position of every occupied block of `block_size` positions."""
@@ -83,16 +88,9 @@ class BitPiece:
 Piece = ChunkPiece | BitPiece
 
 
-_SCRATCH = np.empty(0, np.uint8)
-
-
 def popcount(words: np.ndarray) -> int:
-    """Number of set bits (through a reused scratch buffer: no allocation per count)."""
-    global _SCRATCH
-    if len(_SCRATCH) < len(words):
-        _SCRATCH = np.empty(len(words), np.uint8)
-    counts = np.bitwise_count(words, out=_SCRATCH[: len(words)])
-    return int(counts.sum(dtype=np.uint64))
+    """Number of set bits."""
+    return int(np.bitwise_count(words).sum(dtype=np.uint64))
 
 
 def make_piece(chunk: SparseChunk, domain: Domain, bits: bool) -> Piece:
@@ -119,70 +117,50 @@ def make_bit_pieces(parts: Sequence[SparseChunk], domains: Sequence[Domain],
     return [BitPiece(d, words[offsets[j]:offsets[j + 1]], counts[j]) for j, d in enumerate(domains)]
 
 
-_MEMO: OrderedDict[frozenset[int], Piece] = OrderedDict()
-_MEMO_SIZE = 8
-
-
-def union(pieces: Sequence[Piece]) -> Piece:
-    """The aggregate of `pieces` over one domain: union of ids, sum of values (memoized, exact)."""
+def union(pieces: Sequence[Piece], ctx: RunContext) -> Piece:
+    """The aggregate of `pieces` over one domain: union of ids, sum of values in the given order
+    (memoized in the run's context, exact). A sum that overflows float32 is a ValueRangeError."""
     if len(pieces) == 1:
         return pieces[0]
-    key = frozenset(p.serial for p in pieces)
-    hit = _MEMO.get(key)
-    if hit is not None:
-        _MEMO.move_to_end(key)
-        return hit
+    return ctx.remember(frozenset(p.serial for p in pieces), lambda: _union(pieces))
+
+
+def _union(pieces: Sequence[Piece]) -> Piece:
+    """union's body."""
     first = pieces[0]
     if isinstance(first, BitPiece):
         words = np.bitwise_or(first.words, pieces[1].words)
         for p in pieces[2:]:
             np.bitwise_or(words, p.words, out=words)
-        out: Piece = BitPiece(first.domain, words)
-    else:
-        out = ChunkPiece(first.domain, sum_chunks([p.chunk for p in pieces]))
-    _MEMO[key] = out
-    if len(_MEMO) > _MEMO_SIZE:
-        _MEMO.popitem(last=False)
-    return out
+        return BitPiece(first.domain, words)
+    out = sum_chunks([p.chunk for p in pieces])
+    if out.values is not None and not np.isfinite(out.values).all():
+        bad = int(np.flatnonzero(~np.isfinite(out.values))[0])
+        if all(np.isfinite(p.chunk.values).all() for p in pieces if p.chunk.values is not None):
+            raise ValueRangeError(f"a sum of values overflows float32 at element {int(out.indices[bad])} "
+                                  "(gradients of this magnitude cannot be aggregated in float32)")
+    return ChunkPiece(first.domain, out)
 
 
-def assemble(pieces: Sequence[Piece]) -> SparseChunk:
-    """One chunk of global ids from pieces over disjoint domains (the n aggregated partitions)."""
+def assemble(pieces: Sequence[Piece], ctx: RunContext) -> SparseChunk:
+    """One chunk of global ids from pieces over disjoint domains (the n aggregated partitions),
+    memoized in the run's context (n ranks holding the same pieces get one chunk)."""
     if len(pieces) == 1:
-        return pieces[0].to_chunk()
-    key = frozenset(p.serial for p in pieces)
-    hit = _ASSEMBLED.get(key)
-    if hit is not None:
-        return hit
+        return pieces[0].to_chunk(ctx)
+    return ctx.remember(("assembled", frozenset(p.serial for p in pieces)), lambda: _assemble(pieces))
+
+
+def _assemble(pieces: Sequence[Piece]) -> SparseChunk:
+    """assemble's body."""
     if all(isinstance(p, BitPiece) for p in pieces):
         present = np.zeros(max(p.domain.bound for p in pieces), np.bool_)
         for p in pieces:
             present[p.domain.ids(p.positions())] = True
-        out = SparseChunk(np.flatnonzero(present), None)
-    else:
-        chunks = [p.to_chunk() for p in pieces]
-        ids = np.concatenate([c.indices for c in chunks])
-        order = np.argsort(ids, kind="stable")
-        values = None
-        if all(c.values is not None for c in chunks):
-            values = np.concatenate([c.values for c in chunks])[order]
-        out = SparseChunk(ids[order], values)
-    _ASSEMBLED.clear()
-    _ASSEMBLED[key] = out
-    return out
-
-
-_ASSEMBLED: dict[frozenset[int], SparseChunk] = {}
-_LAST: list[tuple[Domain, np.ndarray, SparseChunk]] = []
-
-
-def _materialize(piece: BitPiece) -> SparseChunk:
-    """Chunk of a bitset piece; equal bitsets over the same domain give the same chunk object."""
-    for domain, words, chunk in _LAST:
-        if domain is piece.domain or (isinstance(domain, RangeDomain) and domain == piece.domain):
-            if words is piece.words or np.array_equal(words, piece.words):
-                return chunk
-    chunk = SparseChunk(piece.domain.ids(piece.positions()), None)
-    _LAST.insert(0, (piece.domain, piece.words, chunk))
-    del _LAST[2:]
-    return chunk
+        return SparseChunk(np.flatnonzero(present), None)
+    chunks = [p.to_chunk() for p in pieces]
+    ids = np.concatenate([c.indices for c in chunks])
+    order = np.argsort(ids, kind="stable")
+    values = None
+    if all(c.values is not None for c in chunks):
+        values = np.concatenate([c.values for c in chunks])[order]
+    return SparseChunk(ids[order], values)

@@ -6,6 +6,9 @@ partition j under Parallelism) that carry the contributions of the ranks in `ori
 over ranks; `ALL` = every rank, i.e. the item fully aggregated). Plans are pure functions of n;
 what a transfer costs on the wire depends on the data and on the aggregation dimension.
 
+`symmetric`: whether, under Incremental Centralization, every rank sums the contributions in the
+same association (then replicas are bit-identical; the ring is not).
+
 Each pattern offers the three collectives the design space is built from:
 
 - `allreduce(n, one_shot)`: Centralization, every rank the root of its own structure;
@@ -48,9 +51,11 @@ def ring_mask(lo: int, count: int, n: int) -> int:
 
 
 class Ring:
-    """Ring: n-1 stages, rank r always sends to r+1 (mod n)."""
+    """Ring: n-1 stages, rank r always sends to r+1 (mod n). Not symmetric: under Incremental
+    Centralization each rank sums the others' contributions in its own ring order."""
 
     name = "ring"
+    symmetric = False
 
     def allreduce(self, n: int, one_shot: bool) -> list[Stage]:
         """Stage s: r sends the window of ranks r-s..r (Incremental, aggregated), or only
@@ -75,6 +80,7 @@ class Hierarchy:
     """Recursive doubling (Centralization) / halving then doubling (Parallelism), folded for any n."""
 
     name = "hierarchy"
+    symmetric = True  # every merge combines two groups, and both partners merge the same two
 
     @staticmethod
     def shape(n: int) -> tuple[int, int]:
@@ -137,6 +143,7 @@ class P2P:
     """Point-to-point: one stage, every rank sends directly to every destination."""
 
     name = "p2p"
+    symmetric = True
 
     def allreduce(self, n: int, one_shot: bool) -> list[Stage]:
         """Every rank sends its tensor to every other rank (aggregation is moot)."""
@@ -156,6 +163,7 @@ class Binomial:
     (Sparse PS with the broadcast); only the all-gather is defined."""
 
     name = "binomial"
+    symmetric = True
 
     def allgather(self, n: int) -> list[Stage]:
         """Round k: for every root j, the ranks j+rel (rel < 2**k) send item j to j+rel+2**k."""

@@ -1,48 +1,66 @@
-"""Stage programs: a plan (communication), an aggregation rule and a partition rule, run rank-locally.
+"""Stage programs composed from parts: a plan (communication), an aggregation, a partition, formats.
 
-The protocol (docs/architecture.md) is `num_stages`, `start`, `sends`, `sources`, `receive`,
-`decode_message`, `result`. A rank holds, for every item, a list of *groups*: pieces and the
-mask of ranks whose contributions they carry. Its own contribution is a group that is never
-dropped. To send `Transfer(item, origins)` it covers `origins` exactly with held groups (most
-recently acquired first); then
+The protocol every program follows (docs/architecture.md; zensim.run drives it):
+`name, n, numel, num_stages, caps`, `start`, `sends`, `sources`, `destinations`, `receive`,
+`decode`, `result`. A rank holds, for every item, a list of *groups*: pieces and the mask of ranks
+whose contributions they carry. Its own contribution is a group that is never dropped. To send
+`Transfer(item, origins)` it covers `origins` exactly with held groups (most recently acquired
+first); then
 
 - Incremental aggregation merges the cover into one piece, sends it, and keeps it as a group
   (dropping the groups it subsumes);
-- One-shot aggregation sends the cover's pieces side by side (a bundle); the receiver keeps
-  them as one group (it never needs to split it again).
+- One-shot aggregation sends the cover's pieces side by side (a bundle, in the order of their
+  origin ranks); the receiver keeps them as one group (it never needs to split it again).
 
 An item whose held groups cover every rank is aggregated at once (after the stage's receives):
 that is One-shot's single aggregation and Incremental's last merge. Centralization has one item,
 the whole tensor; Parallelism splits with a partitioner into n items, reduce-scatters them with
-the pattern, then all-gathers the aggregated items (step 2, the pull).
+the plan, then all-gathers the aggregated items (step 2, the pull).
+
+Values: a rank's contribution enters as its push format carries it (rounded to the wire dtype,
+explicit zeros dropped where the format cannot carry them); what a rank sends, it keeps as sent;
+merges sum in the order of the contributing ranks. So every rank that ends with an item holds the
+same bits, except where the plan makes ranks associate their sums differently (Ring with
+Incremental Centralization: each rank is the root of its own ring), which `caps` declares.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-import numpy as np
-
+from zensim.run.context import RunContext
 from zensim.schemes import wire
-from zensim.schemes.pieces import ChunkPiece, Piece, assemble, make_bit_pieces, union
+from zensim.schemes.aggregation import Aggregation
+from zensim.schemes.partitioning import Centralization, Parallelism
+from zensim.schemes.pieces import ChunkPiece, Piece, make_bit_pieces, union
 from zensim.schemes.plans import Stage, Transfer, full
 from zensim.sparse.chunk import SparseChunk
-from zensim.sparse.domain import Domain, ExplicitDomain, RangeDomain
 from zensim.sparse.formats import Format
-from zensim.sparse.partition import Partitioner
+
+Partition = Centralization | Parallelism
+ClosedForm = Callable[..., float]  # (SparsityStats, bandwidth bytes/s) -> seconds
 
 
-class Meter:
-    """Records local work `(kind, elements)`; the driver points it at (stage, rank, phase)."""
+@dataclass(frozen=True)
+class Capabilities:
+    """What a program needs and is, derived from its parts.
 
-    def add(self, kind: str, elements: int) -> None:
-        """Count `elements` processed by `kind` (hash, merge, encode, decode)."""
+    needs_values: cannot run indices-only; lossless: every rank ends with the dense sum;
+    replicas_identical: every rank ends with bit-identical values; keeps_zeros: an explicit 0.0
+    survives (dense and blocks show only non-zero positions); closed_form: the scheme's formula
+    (SparsityStats, bandwidth) -> seconds, or None."""
+
+    needs_values: bool = False
+    lossless: bool = True
+    replicas_identical: bool = True
+    keeps_zeros: bool = True
+    closed_form: ClosedForm | None = None
 
 
 class Group:
     """Held pieces and the mask of ranks whose contributions they carry: one merged piece, or under
-    One-shot the separate pieces of those ranks (as they arrived, with their payloads cached)."""
+    One-shot the separate pieces of those ranks in ascending rank order (payloads cached)."""
 
     __slots__ = ("origins", "pieces", "nnz", "_wire")
 
@@ -52,157 +70,87 @@ class Group:
         self.nnz = sum(p.nnz for p in pieces)
         self._wire: tuple[int, tuple] | None = (id(fmt), payloads) if payloads is not None else None
 
-    def payloads(self, fmt: Format) -> tuple:
-        """The pieces encoded in `fmt` (cached: forwarding re-sends the same payloads)."""
+    def keyed(self) -> list[tuple[int, Piece]]:
+        """(origin rank, piece) pairs: a merged piece is keyed by its lowest origin."""
+        if len(self.pieces) == 1:
+            return [(lowest(self.origins), self.pieces[0])]
+        return list(zip(bits(self.origins), self.pieces))
+
+    def payloads(self, fmt: Format, ctx: RunContext) -> tuple:
+        """The pieces encoded in `fmt` (cached: forwarding re-sends the same payloads). With values,
+        the group then holds its pieces as sent (rounded, zeros dropped), as the receivers do."""
         if self._wire is None or self._wire[0] != id(fmt):
-            self._wire = (id(fmt), tuple(wire.encode(p, fmt) for p in self.pieces))
+            payloads = tuple(wire.encode(p, fmt, ctx) for p in self.pieces)
+            self._wire = (id(fmt), payloads)
+            if any(isinstance(p, ChunkPiece) and e.chunk is not p.chunk for p, e in zip(self.pieces, payloads)):
+                self.pieces = tuple(wire.to_piece(e, False) for e in payloads)
+                self.nnz = sum(p.nnz for p in self.pieces)
         return self._wire[1]
 
 
-@dataclass
-class RankState:
-    """Everything one rank holds: per item its groups, oldest first (own contribution first)."""
-
-    rank: int
-    items: list[list[Group]] = field(default_factory=list)
+def lowest(mask: int) -> int:
+    """The lowest rank in `mask`."""
+    return (mask & -mask).bit_length() - 1
 
 
-class Incremental:
-    """Aggregate at every stage: a transfer is one merged piece."""
-
-    name = "incremental"
-    one_shot = False
-
-    def count(self, t: Transfer, n: int) -> int:
-        """Number of pieces a transfer carries."""
-        return 1
-
-
-class OneShot:
-    """Aggregate only once everything is there: a transfer carries each rank's piece separately."""
-
-    name = "one-shot"
-    one_shot = True
-
-    def count(self, t: Transfer, n: int) -> int:
-        """One piece per origin rank, or one aggregate when the item is complete."""
-        return 1 if t.origins == full(n) else t.origins.bit_count()
-
-
-class Centralization:
-    """One item, the whole tensor over [0, numel)."""
-
-    name = "centralization"
-
-    def __init__(self, numel: int) -> None:
-        self.whole = RangeDomain(0, numel)
-
-    def position_of(self) -> None:
-        """Positions are ids: no lookup table."""
-        return None
-
-    def domains(self) -> list[Domain]:
-        """The item domains."""
-        return [self.whole]
-
-    def split(self, chunk: SparseChunk, meter: Meter) -> list[SparseChunk]:
-        """The chunk itself is the only item."""
-        return [chunk]
-
-    def result(self, pieces: Sequence[Piece]) -> SparseChunk:
-        """The aggregated whole tensor."""
-        return pieces[0].to_chunk()
-
-
-class Parallelism:
-    """n items: the partitioner's parts (contiguous ranges, or ZEN's hash partitions)."""
-
-    name = "parallelism"
-
-    def __init__(self, partitioner: Partitioner, hashed: bool) -> None:
-        self.partitioner, self.hashed = partitioner, hashed
-        self._domains = partitioner.domains()
-        self._position_of: np.ndarray | None = None
-
-    def position_of(self) -> np.ndarray | None:
-        """For explicit (hash) domains, every id's position in its domain, so that bitset pieces
-        need a lookup, not a search; None for ranges."""
-        if self._position_of is None and isinstance(self._domains[0], ExplicitDomain):
-            self._position_of = position_table(tuple(self._domains), self.partitioner.numel)
-        return self._position_of
-
-    def domains(self) -> list[Domain]:
-        """The item domains."""
-        return self._domains
-
-    def split(self, chunk: SparseChunk, meter: Meter) -> list[SparseChunk]:
-        """The partitioner's n parts (hashing every element when the partitioner hashes)."""
-        if self.hashed:
-            meter.add("hash", chunk.nnz)
-        return self.partitioner.split(chunk)
-
-    def result(self, pieces: Sequence[Piece]) -> SparseChunk:
-        """All aggregated partitions as one chunk."""
-        return assemble(pieces)
-
-
-_TABLE: list[tuple[tuple[Domain, ...], np.ndarray]] = []
-
-
-def position_table(domains: tuple[Domain, ...], numel: int) -> np.ndarray:
-    """id -> position in its domain for disjoint explicit domains covering [0, numel) (int32 below
-    2**31 ids); the last table is kept, for programs built on the same (cached) domains."""
-    if _TABLE and len(_TABLE[0][0]) == len(domains) and all(a is b for a, b in zip(_TABLE[0][0], domains)):
-        return _TABLE[0][1]
-    table = np.empty(numel, np.int32 if numel < 2**31 else np.int64)
-    for d in domains:
-        table[d.elements] = np.arange(d.size, dtype=table.dtype)
-    _TABLE[:] = [(domains, table)]
-    return table
-
-
-Aggregation = Incremental | OneShot
-Partition = Centralization | Parallelism
+def bits(mask: int) -> list[int]:
+    """The ranks in `mask`, ascending."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
 
 
 class StageProgram:
-    """A scheme instance for n ranks: stages of transfers, run rank-locally (see module docstring)."""
+    """A scheme instance for n ranks composed from parts (see the module docstring)."""
 
     def __init__(self, name: str, n: int, numel: int, stages: list[Stage], step2_start: int,
                  aggregation: Aggregation, partition: Partition, push: Format, pull: Format,
-                 lossless: bool = True) -> None:
+                 symmetric: bool = True, closed_form: ClosedForm | None = None) -> None:
         self.name, self.n, self.numel = name, n, numel
         self.aggregation, self.partition, self.push, self.pull = aggregation, partition, push, pull
-        self.lossless = lossless
         self.step2_start = step2_start
         self._stages = stages or [[]]  # at least one stage (n = 1 has one stage and no messages)
         self._out = [_by(stage, "src") for stage in self._stages]
         self._in = [_by(stage, "dst") for stage in self._stages]
         self._domains = partition.domains()
-        self._bits: bool | None = None
+        incremental_central = not aggregation.one_shot and isinstance(partition, Centralization)
+        self.caps = Capabilities(
+            needs_values=aggregation.needs_values, lossless=aggregation.lossless and partition.lossless,
+            replicas_identical=symmetric or not incremental_central or n <= 2,
+            keeps_zeros=push.keeps_zeros and pull.keeps_zeros, closed_form=closed_form)
 
     @property
     def num_stages(self) -> int:
         """Number of stages S."""
         return len(self._stages)
 
+    @property
+    def value_dtype(self) -> str:
+        """The value dtype on the wire."""
+        return self.push.value.name
+
     def fmt(self, stage: int) -> Format:
         """The wire format used at `stage` (push, or pull from step 2 on)."""
         return self.pull if stage >= self.step2_start else self.push
 
-    def start(self, rank: int, chunk: SparseChunk, meter: Meter) -> RankState:
-        """Split the rank's chunk into its own item pieces (bitsets in indices-only mode)."""
-        self._bits = chunk.values is None
-        state = RankState(rank)
-        parts = self.partition.split(chunk, meter)
-        if self._bits:
+    def start(self, rank: int, chunk: SparseChunk, ctx: RunContext) -> list[list[Group]]:
+        """Split the rank's chunk into its own item pieces (bitsets in indices-only mode); values
+        enter as the push format carries them."""
+        if chunk.values is not None:
+            chunk, flushed = self.push.received(chunk)
+            ctx.flushed += flushed
+        parts = self.partition.split(rank, chunk, ctx)
+        if not ctx.values:
             pieces = make_bit_pieces(parts, self._domains, self.partition.position_of())
         else:
             pieces = [ChunkPiece(domain, part) for part, domain in zip(parts, self._domains)]
-        state.items = [[Group(1 << rank, (piece,))] for piece in pieces]
+        items = [[Group(1 << rank, (piece,))] for piece in pieces]
         if self.n == 1:
-            self._complete(state, range(len(state.items)), meter)
-        return state
+            self._complete(rank, items, range(len(items)), ctx)
+        return items
 
     def sources(self, stage: int, rank: int) -> list[int]:
         """Ranks that send to `rank` at `stage`, in ascending order."""
@@ -212,85 +160,95 @@ class StageProgram:
         """Ranks `rank` sends to at `stage`, in ascending order."""
         return list(self._out[stage].get(rank, ()))
 
-    def sends(self, stage: int, rank: int, state: RankState, meter: Meter) -> dict[int, wire.Message]:
+    def sends(self, stage: int, rank: int, items: list[list[Group]], ctx: RunContext) -> dict[int, wire.Message]:
         """This rank's messages of `stage`: per destination, its transfers' pieces in plan order."""
         fmt = self.fmt(stage)
         out, encoded = {}, 0
         for dst, transfers in self._out[stage].get(rank, {}).items():
             payloads: tuple = ()
             for t in transfers:
-                for g in self._groups_for(state, t, meter):
-                    encoded += g.nnz
-                    payloads += g.payloads(fmt)
+                for g, which in self._groups_for(rank, items, t, ctx):
+                    sent = g.payloads(fmt, ctx)
+                    encoded += sum(g.pieces[i].nnz for i in which)
+                    payloads += tuple(sent[i] for i in which)
             out[dst] = wire.pack(payloads)
-        meter.add("encode", encoded)
+        ctx.add("encode", encoded)
         return out
 
-    def receive(self, stage: int, rank: int, state: RankState, inbox: dict[int, wire.Message],
-                meter: Meter) -> RankState:
+    def receive(self, stage: int, rank: int, items: list[list[Group]], inbox: dict[int, wire.Message],
+                ctx: RunContext) -> list[list[Group]]:
         """Take every transfer's pieces as one group, then aggregate each item that became complete."""
-        touched, decoded, bits, fmt = set(), 0, bool(self._bits), self.fmt(stage)
+        touched, decoded, fmt = set(), 0, self.fmt(stage)
         for src, transfers in self._in[stage].get(rank, {}).items():
             payloads, at = wire.unpack(inbox[src]), 0
             for t in transfers:
                 mine = payloads[at:at + self.aggregation.count(t, self.n)]
                 at += len(mine)
-                group = Group(t.origins, tuple(wire.to_piece(p, bits) for p in mine), mine, fmt)
+                group = Group(t.origins, tuple(wire.to_piece(p, not ctx.values) for p in mine), mine, fmt)
                 decoded += group.nnz
-                state.items[t.item].append(group)
+                items[t.item].append(group)
                 touched.add(t.item)
             if at != len(payloads):
                 raise RuntimeError(f"{self.name}: stage {stage} rank {rank} got {len(payloads)} pieces "
                                    f"from {src}, expected {at}")
-        meter.add("decode", decoded)
-        self._complete(state, sorted(touched), meter)
-        return state
+        ctx.add("decode", decoded)
+        self._complete(rank, items, sorted(touched), ctx)
+        return items
 
-    def decode_message(self, stage: int, rank: int, src: int, buf: bytes) -> wire.Message:
-        """Decode the bytes `src` sent `rank` at `stage` (emulator path)."""
+    def decode(self, stage: int, rank: int, src: int, buf: bytes, ctx: RunContext) -> wire.Message:
+        """Decode the bytes `src` sent `rank` at `stage` (the bytes transports)."""
         fmt = self.fmt(stage)
         layout = [(fmt, self._domains[t.item])
                   for t in self._in[stage][rank][src] for _ in range(self.aggregation.count(t, self.n))]
-        return wire.from_bytes(buf, layout, with_values=not self._bits)
+        return wire.from_bytes(buf, layout, with_values=ctx.values)
 
-    def result(self, rank: int, state: RankState) -> SparseChunk:
+    def result(self, rank: int, items: list[list[Group]], ctx: RunContext) -> SparseChunk:
         """The rank's aggregated tensor (every item must be complete)."""
         pieces = []
-        for j, groups in enumerate(state.items):
+        for j, groups in enumerate(items):
             if len(groups) != 1 or groups[0].origins != full(self.n) or len(groups[0].pieces) != 1:
                 raise RuntimeError(f"{self.name}: rank {rank} ended without item {j} aggregated")
             pieces.append(groups[0].pieces[0])
-        return self.partition.result(pieces)
+        return self.partition.result(pieces, ctx)
 
-    def _groups_for(self, state: RankState, t: Transfer, meter: Meter) -> list[Group]:
-        """Groups carrying exactly `t.origins` of `t.item` (merged into one when Incremental)."""
-        groups = state.items[t.item]
+    def _groups_for(self, rank: int, items: list[list[Group]], t: Transfer,
+                    ctx: RunContext) -> list[tuple[Group, list[int]]]:
+        """The groups carrying exactly `t.origins` of `t.item`, each with the indices of its pieces
+        to send, in origin order (one merged group when Incremental)."""
+        groups = items[t.item]
         cover = _cover(groups, t.origins)
         if cover is None:
-            raise RuntimeError(f"{self.name}: rank {state.rank} cannot send item {t.item} "
+            raise RuntimeError(f"{self.name}: rank {rank} cannot send item {t.item} "
                                f"with origins {t.origins:#x} (holds {[hex(g.origins) for g in groups]})")
-        if self.aggregation.one_shot or len(cover) == 1:
-            return cover
-        merged = self._merge(cover, t.origins, meter)
-        own = groups[0]
-        groups[:] = [own] + [g for g in groups[1:] if g.origins & ~t.origins] + [merged]
-        return [merged]
+        if len(cover) > 1 and not self.aggregation.one_shot:
+            merged = self._merge(rank, cover, t.origins, ctx)
+            groups[:] = [groups[0]] + [g for g in groups[1:] if g.origins & ~t.origins] + [merged]
+            cover = [merged]
+        picked = sorted((key, gi, pi) for gi, g in enumerate(cover) for pi, (key, _) in enumerate(g.keyed()))
+        by_group: dict[int, list[int]] = {}
+        for _, gi, pi in picked:
+            by_group.setdefault(gi, []).append(pi)
+        if len(by_group) == 1:
+            return [(cover[gi], idx) for gi, idx in by_group.items()]
+        return [(cover[gi], [pi]) for _, gi, pi in picked]
 
-    def _merge(self, cover: list[Group], origins: int, meter: Meter) -> Group:
-        """One group aggregating every piece of `cover` (counted as merge work)."""
-        meter.add("merge", sum(g.nnz for g in cover))
-        return Group(origins, (union([p for g in cover for p in g.pieces]),))
+    def _merge(self, rank: int, cover: list[Group], origins: int, ctx: RunContext) -> Group:
+        """One group aggregating every piece of `cover` in origin order (merge work counted), then
+        the aggregation's hook."""
+        ctx.add("merge", sum(g.nnz for g in cover))
+        pieces = [p for _, p in sorted((kp for g in cover for kp in g.keyed()), key=lambda kp: kp[0])]
+        return Group(origins, (self.aggregation.after_merge(union(pieces, ctx), rank, ctx),))
 
-    def _complete(self, state: RankState, items: Sequence[int], meter: Meter) -> None:
+    def _complete(self, rank: int, items: list[list[Group]], which: Sequence[int], ctx: RunContext) -> None:
         """Aggregate every listed item whose groups now cover all ranks."""
         everyone = full(self.n)
-        for j in items:
-            groups = state.items[j]
+        for j in which:
+            groups = items[j]
             if len(groups) == 1 and groups[0].origins == everyone and len(groups[0].pieces) == 1:
                 continue
             cover = _cover(groups, everyone)
             if cover is not None:
-                state.items[j] = [self._merge(cover, everyone, meter)]
+                items[j] = [self._merge(rank, cover, everyone, ctx)]
 
 
 def _cover(groups: list[Group], target: int) -> list[Group] | None:

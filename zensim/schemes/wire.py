@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from zensim.run.context import RunContext
 from zensim.schemes.pieces import BitPiece, ChunkPiece, Piece, make_piece
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.domain import Domain
@@ -24,8 +25,9 @@ from zensim.sparse.formats import Blocks, Encoded, Format
 BUNDLE_HEADER = 4  # bytes per part: uint32 length
 
 
-class _Counted:
-    """Stand-in chunk for `Format.size`: only the element count is known (indices-only bitset)."""
+class Counted:
+    """Stand-in chunk for `Format.size` when only the element count is known (indices-only bitsets,
+    size estimates): dense, coo and bitmap sizes depend only on it."""
 
     __slots__ = ("nnz",)
     values = None
@@ -90,14 +92,17 @@ class Bundle:
 Message = Payload | Bundle
 
 
-def encode(piece: Piece, fmt: Format) -> Payload:
-    """`piece` in format `fmt`, sized exactly by the format."""
+def encode(piece: Piece, fmt: Format, ctx: RunContext) -> Payload:
+    """`piece` in format `fmt`, sized exactly by the format; values the wire dtype flushes to zero
+    are counted in `ctx.flushed`."""
     if isinstance(piece, ChunkPiece):
-        return fmt.encode(piece.chunk, piece.domain)
+        chunk, flushed = fmt.received(piece.chunk)
+        ctx.flushed += flushed
+        return Encoded(fmt, fmt.size(chunk, piece.domain), chunk, piece.domain)
     if isinstance(fmt, Blocks):
         stand_in = SparseChunk(piece.block_representatives(fmt.block_size))
         return BitEncoded(fmt, fmt.size(stand_in, piece.domain), piece)
-    return BitEncoded(fmt, fmt.size(_Counted(piece.nnz), piece.domain), piece)  # type: ignore[arg-type]
+    return BitEncoded(fmt, fmt.size(Counted(piece.nnz), piece.domain), piece)  # type: ignore[arg-type]
 
 
 def pack(payloads: Sequence[Payload]) -> Message:

@@ -3,9 +3,10 @@
 ZEN layout, g GPUs per machine: (1) dense ring reduce-scatter inside each machine over NVLink, GPU
 of local rank l ending with contiguous shard l of the machine's sum; (2) the sparse scheme across
 machines among the GPUs of local rank l, one instance per shard, all g instances at once sharing the
-NICs; the sparse data of (machine m, local rank l) is the union (sum) of m's GPUs' gradients
-restricted to shard l; (3) dense ring all-gather inside each machine. The dense intra-machine
-collectives are generated from sizes (fp32, 4 bytes per element), with `merge`/`copy` work.
+NICs; the sparse data of (machine m, local rank l) is the sum of m's GPUs' gradients restricted to
+shard l (the union of their indices; with values, the values summed); (3) dense ring all-gather
+inside each machine. The dense intra-machine collectives are generated from sizes (fp32, 4 bytes
+per element), with `merge`/`copy` work.
 """
 
 from __future__ import annotations
@@ -15,38 +16,38 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zensim.schemes.driver import run_scheme
-from zensim.schemes.log import Message, MessageLog, Work
-from zensim.schemes.program import StageProgram
-from zensim.sparse.chunk import SparseChunk, unique_sorted
+from zensim.run import MessageLog, RunOutput, Tables, run_ranks
+from zensim.run.log import Message, Work
+from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.sparse.partition import even_boundaries
 
 DENSE_BYTES = 4
 LAYOUTS = ("zen", "flat")
-Builder = Callable[[int, int, Sequence[SparseChunk]], StageProgram]  # (n, numel, chunks) -> program
+Builder = Callable[[int, int, Sequence[SparseChunk]], object]  # (n, numel, chunks) -> program
 
 
 @dataclass
 class Placed:
-    """A cluster-wide message log (ranks = GPUs) and the per-group scheme logs it was made of."""
+    """A cluster-wide message log (ranks = GPUs) and the per-group runs it was made of."""
 
     log: MessageLog
-    groups: list[MessageLog]  # one scheme log per local rank (one in the flat layout)
-    programs: list[StageProgram]
+    runs: list[RunOutput]  # one scheme run per local rank (one in the flat layout)
+    programs: list[object]
 
 
 def machine_shards(chunks: Sequence[SparseChunk], numel: int, gpus: int) -> tuple[list[list[SparseChunk]], np.ndarray]:
-    """Per local rank l, per machine m: the union of m's GPUs' indices inside shard l, shard-local ids."""
+    """Per local rank l, per machine m: the sum of m's GPUs' chunks inside shard l, shard-local ids."""
     bounds = even_boundaries(numel, gpus)
     machines = len(chunks) // gpus
     shards: list[list[SparseChunk]] = [[] for _ in range(gpus)]
     for m in range(machines):
-        mine = [chunks[m * gpus + i].indices for i in range(gpus)]
-        cuts = [np.searchsorted(idx, bounds) for idx in mine]
+        mine = chunks[m * gpus:(m + 1) * gpus]
+        cuts = [np.searchsorted(c.indices, bounds) for c in mine]
         for local in range(gpus):
-            parts = [idx[c[local]: c[local + 1]] for idx, c in zip(mine, cuts)]
-            union = unique_sorted(np.concatenate(parts)) - bounds[local]
-            shards[local].append(SparseChunk(union.astype(np.int64), None))
+            parts = [SparseChunk(c.indices[cut[local]:cut[local + 1]] - bounds[local],
+                                 None if c.values is None else c.values[cut[local]:cut[local + 1]])
+                     for c, cut in zip(mine, cuts)]
+            shards[local].append(sum_chunks(parts))
     return shards, bounds
 
 
@@ -75,31 +76,24 @@ class Prepared:
 
 
 def prepare(chunks: Sequence[SparseChunk], numel: int, machines: int, gpus: int, layout: str) -> Prepared:
-    """Flat: one group of all GPUs' chunks. ZEN: per local rank, the machines' unions on its shard."""
+    """Flat: one group of all GPUs' chunks. ZEN: per local rank, the machines' sums on its shard."""
     if layout == "flat" or gpus == 1:
         return Prepared(machines, gpus, numel, [list(chunks)], np.array([numel]))
     shards, bounds = machine_shards(chunks, numel, gpus)
     return Prepared(machines, gpus, numel, shards, np.diff(bounds))
 
 
-def place(prep: Prepared, build: Builder) -> Placed:
+def place(prep: Prepared, build: Builder, tables: Tables | None = None, check: bool = False) -> Placed:
     """Run the scheme (via `build`) on every group and assemble the cluster-wide message log."""
     programs = [build(len(group), int(size), group) for group, size in zip(prep.groups, prep.sizes)]
-    logs = [run_scheme(p, c, check=False).log for p, c in zip(programs, prep.groups)]
-    if len(logs) == 1:
-        return Placed(logs[0], logs, programs)
+    runs = [run_ranks(p, c, check=check, tables=tables) for p, c in zip(programs, prep.groups)]
+    if len(runs) == 1:
+        return Placed(runs[0].log, runs, programs)
     machines, gpus = prep.machines, prep.gpus
-    offset = gpus - 1
-    middle = max(lg.num_stages for lg in logs)
-    total = MessageLog(machines * gpus, 2 * offset + middle)
-    scatter = intra_ring(machines, gpus, prep.sizes, 0, gather=False)
-    total.messages += scatter.messages
-    total.work += scatter.work
-    for local, lg in enumerate(logs):
-        total.messages += [Message(m.stage + offset, m.src * gpus + local, m.dst * gpus + local, m.nbytes, m.fmt)
-                           for m in lg.messages]
-        total.work += [Work(w.stage + offset, w.rank * gpus + local, w.phase, w.kind, w.elements) for w in lg.work]
-    gather = intra_ring(machines, gpus, prep.sizes, offset + middle, gather=True)
-    total.messages += gather.messages
-    total.work += gather.work
-    return Placed(total, logs, programs)
+    n, offset = machines * gpus, gpus - 1
+    middle = max(run.log.num_stages for run in runs)
+    stages = 2 * offset + middle
+    logs = [intra_ring(machines, gpus, prep.sizes, 0, gather=False).placed(np.arange(n), 0, n, stages)]
+    logs += [run.log.placed(np.arange(machines) * gpus + local, offset, n, stages) for local, run in enumerate(runs)]
+    logs.append(intra_ring(machines, gpus, prep.sizes, offset + middle, gather=True).placed(np.arange(n), 0, n, stages))
+    return Placed(MessageLog.concat(logs, n, stages), runs, programs)

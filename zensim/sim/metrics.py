@@ -6,7 +6,8 @@ import numpy as np
 
 from zensim.net.replay import Timing
 from zensim.net.topology import Topology
-from zensim.schemes.log import MessageLog
+from zensim.sparse.imbalance import pull_from_counts, push_from_counts
+from zensim.run.log import MessageLog
 
 
 def imbalance(values: np.ndarray) -> float | None:
@@ -15,16 +16,29 @@ def imbalance(values: np.ndarray) -> float | None:
     return float(values.max()) / mean if mean > 0 else None
 
 
-def push_pull_imbalance(log: MessageLog, step2_start: int) -> tuple[float | None, float | None]:
-    """Push: bytes each rank receives before step 2 (what its partition aggregates), max/mean.
-    Pull: bytes each rank sends from step 2 on (what its partition serves), max/mean; None if no step 2."""
-    cols = log.arrays()
-    push = cols["stage"] < step2_start
-    received = np.bincount(cols["dst"][push], weights=cols["nbytes"][push], minlength=log.n)
-    if step2_start >= log.num_stages:
-        return imbalance(received), None
-    sent = np.bincount(cols["src"][~push], weights=cols["nbytes"][~push], minlength=log.n)
-    return imbalance(received), imbalance(sent)
+def recv_imbalance(log: MessageLog, step2_start: int) -> float | None:
+    """Bytes each rank receives before step 2 (all of them without a step 2), max/mean."""
+    push = log.stage < step2_start
+    return imbalance(np.bincount(log.dst[push], weights=log.nbytes[push], minlength=log.n))
+
+
+def imbalances(placed) -> tuple[float | None, float | None, float | None]:
+    """(ZEN's push imbalance, ZEN's pull imbalance, received-bytes imbalance), the worst over the
+    layout's scheme instances; ZEN's two are None for Centralization (nothing is partitioned)."""
+    push, pull, recv = [], [], []
+    for run, program in zip(placed.runs, placed.programs):
+        stats = run.context.stats
+        if "split" in stats:
+            push.append(push_from_counts(stats["split"]))
+            pull.append(pull_from_counts(stats["held"]))
+        recv.append(recv_imbalance(run.log, getattr(program, "step2_start", program.num_stages)))
+    return _worst(push), _worst(pull), _worst(recv)
+
+
+def _worst(values) -> float | None:
+    """The largest of the defined values (None if none is)."""
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
 
 
 def busiest_link(timing: Timing, topology: Topology) -> tuple[str, float]:

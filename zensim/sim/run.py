@@ -15,18 +15,18 @@ from zensim.net.models import MODELS
 from zensim.net.profile import Profile
 from zensim.net.replay import Timing, replay
 from zensim.net.topology import ClusterSpec
-from zensim.schemes.log import MessageLog
-from zensim.schemes.presets import AUTO, PRESETS, build_scheme, scheme_names
-from zensim.schemes.space import DISTINCT
-from zensim.sim.closed import closed_form, measure
-from zensim.sim.layout import DENSE_BYTES, LAYOUTS, Prepared, place, prepare
-from zensim.sim.metrics import busiest_link, push_pull_imbalance, stage_times
+from zensim.run import MessageLog, Tables
+from zensim.schemes import CATALOG, DISTINCT, build_scheme, needs_profile, scheme_names
+from zensim.schemes.closed import measure
+from zensim.sim.layout import DENSE_BYTES, LAYOUTS, Placed, Prepared, place, prepare
+from zensim.sim.metrics import busiest_link, imbalances, stage_times
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.trace.format import Trace
+from zensim.trace.values import worker_chunk
 
 ALL_MODELS = (*MODELS, "analytic")
 DENSE = "dense-allreduce"
-GROUPS = {"all": scheme_names(), "presets": list(PRESETS) + [AUTO], "distinct": [p.name for p in DISTINCT]}
+GROUPS = {"all": scheme_names(), "presets": list(CATALOG), "distinct": [p.name for p in DISTINCT]}
 
 
 @dataclass
@@ -42,13 +42,15 @@ class SimRecord:
     vs_dense: float | None
     bytes_sent: list[int]
     bytes_received: list[int]
-    push_imbalance: float | None
-    pull_imbalance: float | None
+    push_imbalance: float | None  # ZEN's: max over workers i, servers j of n |I_i^j| / |I_i| (Parallelism)
+    pull_imbalance: float | None  # ZEN's: max over servers j of n |𝕀_j| / |I| (Parallelism)
+    recv_imbalance: float | None  # max / mean over ranks of the bytes received before the pull
     busiest_link: str | None
     busiest_link_util: float | None
     stage_times_s: list[float]
     events: int
     wall_s: float
+    values_flushed: int = 0  # non-zero values the wire's value dtype rounded to zero
     timing: Timing | None = field(default=None, repr=False)
     log: MessageLog | None = field(default=None, repr=False)
 
@@ -80,19 +82,24 @@ def with_profile(cluster: ClusterSpec, profile: Profile, keep: Sequence[str] = (
     return replace(cluster, **{k: v for k, v in profile.links.items() if k not in keep})
 
 
-def load_chunks(trace: Trace, iteration: int, gpus: int) -> list[SparseChunk]:
-    """The first `gpus` workers' flat index sets at `iteration` (indices-only chunks)."""
+def load_chunks(trace: Trace, iteration: int, gpus: int, values: bool = False) -> list[SparseChunk]:
+    """The first `gpus` workers' flat chunks at `iteration`: indices only, or with values (the trace's,
+    or synthetic ones for an indices-only trace: zensim.trace.values)."""
     if trace.workers < gpus:
         raise ConfigError(f"{trace.path}: trace has {trace.workers} workers, the cluster asks for {gpus} GPUs")
     if not 0 <= iteration < trace.iterations:
         raise ConfigError(f"--iteration {iteration}: trace {trace.path} has iterations 0..{trace.iterations - 1}")
-    return [SparseChunk(trace.flat_indices(iteration, w), None) for w in range(gpus)]
+    return [worker_chunk(trace, iteration, w, values) for w in range(gpus)]
 
 
 def simulate(trace_path: str | Path, schemes: str | Sequence[str], costs: Costs | ClusterSpec, model: str = "fifo", *,
-             iteration: int = 0, layout: str = "zen", maxmin_batch: float = 1 / 64,
-             progress: bool = False) -> list[SimRecord]:
+             iteration: int = 0, layout: str = "zen", maxmin_batch: float = 1 / 64, options: dict | None = None,
+             values: bool | None = None, progress: bool = False) -> list[SimRecord]:
     """Simulate every scheme on one iteration of a trace; records in the order of `schemes`.
+
+    `options` go to every scheme (value_dtype, block_size, partitioner, pull, seed, ...: those its
+    parts accept). `values`: carry values (the trace's, or synthetic ones) through the schemes; None
+    = only when a scheme needs them (indices-only is the fast default).
 
     `costs`: the cluster and its cost knobs (zensim.net.costs.Costs; a bare ClusterSpec means default
     work costs and an ideal host; a host is a machine). With a calibration profile:
@@ -102,38 +109,52 @@ def simulate(trace_path: str | Path, schemes: str | Sequence[str], costs: Costs 
     if layout not in LAYOUTS:
         raise ConfigError(f"--layout: unknown layout {layout!r} (choose from {', '.join(LAYOUTS)})")
     names = resolve_schemes(schemes)
+    options = dict(options or {})
+    runs = names if DENSE in names else [DENSE] + names
+    for name in names:  # every scheme accepts the options (one line naming it if not), before any work
+        if not needs_profile(name):
+            build_scheme(name, 2, 2, **options)
+    if values is None:
+        values = any(_needs_values(name, options) for name in names)
     costs = costs if isinstance(costs, Costs) else Costs(costs)
     cluster = costs.cluster
     with Trace.open(trace_path) as trace:
-        chunks = load_chunks(trace, iteration, cluster.gpus)
+        chunks = load_chunks(trace, iteration, cluster.gpus, values)
         numel = trace.numel
     prep = prepare(chunks, numel, cluster.machines, cluster.gpus_per_machine, layout)
-    runs = names if DENSE in names else [DENSE] + names
+    tables = Tables()
     records: dict[str, SimRecord] = {}
     for name in tqdm(runs, desc="simulate", unit="scheme", disable=None if progress else True, leave=False):
-        records[name] = _one(name, prep, chunks, costs, model, layout, maxmin_batch)
+        records[name] = _one(name, options if name in names else {}, prep, chunks, costs, model, layout,
+                             maxmin_batch, tables)
     dense = records[DENSE].time_s
     for rec in records.values():
         rec.vs_dense = rec.time_s / dense if rec.time_s is not None and dense else None
     return [records[name] for name in names]
 
 
-def _one(name: str, prep: Prepared, chunks: list[SparseChunk], costs: Costs, model: str, layout: str,
-         maxmin_batch: float) -> SimRecord:
+def _needs_values(name: str, options: dict) -> bool:
+    """Whether scheme `name` cannot run indices-only."""
+    if needs_profile(name):
+        return False
+    return bool(build_scheme(name, 2, 2, **options).caps.needs_values)
+
+
+def _one(name: str, options: dict, prep: Prepared, chunks: list[SparseChunk], costs: Costs, model: str, layout: str,
+         maxmin_batch: float, tables: Tables) -> SimRecord:
     """Run one scheme through the driver and the chosen model."""
     start = time.perf_counter()
     cluster = costs.cluster
-    numel = prep.numel
     gpus = cluster.gpus_per_machine
 
     def build(n: int, size: int, part: Sequence[SparseChunk]):
-        return build_scheme(name, n, size, profile=part if name == AUTO else None)
+        return build_scheme(name, n, size, tables=tables, profile=part if needs_profile(name) else None, **options)
 
-    placed = place(prep, build)
-    pushes, pulls = zip(*(push_pull_imbalance(lg, p.step2_start) for lg, p in zip(placed.groups, placed.programs)))
+    placed = place(prep, build, tables)
+    push, pull, recv = imbalances(placed)
     timing = None
     if model == "analytic":
-        seconds = _analytic(name, chunks, numel, cluster, layout)
+        seconds = _analytic(placed, chunks, prep.numel, cluster, layout)
         link, util, stages, events = None, None, [], 0
     else:
         timing = replay(placed.log, costs, model, options={"batch": maxmin_batch})
@@ -142,22 +163,20 @@ def _one(name: str, prep: Prepared, chunks: list[SparseChunk], costs: Costs, mod
         stages, events = stage_times(timing), timing.events
     return SimRecord(name, model, layout if gpus > 1 else "flat", cluster.describe(), cluster.gpus, seconds, None,
                      placed.log.bytes_sent().tolist(), placed.log.bytes_received().tolist(),
-                     _worst(pushes), _worst(pulls), link, util, stages, events, time.perf_counter() - start, timing, placed.log)
+                     push, pull, recv, link, util, stages, events, time.perf_counter() - start,
+                     sum(run.context.flushed for run in placed.runs), timing, placed.log)
 
 
-def _worst(values: Sequence[float | None]) -> float | None:
-    """The largest of the defined values (None if none is)."""
-    known = [v for v in values if v is not None]
-    return max(known) if known else None
-
-
-def _analytic(name: str, chunks: list[SparseChunk], numel: int, cluster: ClusterSpec, layout: str) -> float | None:
-    """Closed form across endpoints; in ZEN's layout on machine sums plus the dense NVLink collectives."""
+def _analytic(placed: Placed, chunks: list[SparseChunk], numel: int, cluster: ClusterSpec,
+              layout: str) -> float | None:
+    """The scheme's closed form across endpoints; in ZEN's layout on machine sums plus the dense
+    NVLink collectives (None when the scheme has no closed form)."""
+    formula = placed.programs[0].caps.closed_form
+    if formula is None:
+        return None
     g = cluster.gpus_per_machine
     if layout == "flat" or g == 1:
-        return closed_form(name, measure(chunks, numel), cluster.nic_bandwidth)
+        return formula(measure(chunks, numel), cluster.nic_bandwidth)
     machines = [sum_chunks(chunks[m * g:(m + 1) * g]) for m in range(cluster.machines)]
-    inter = closed_form(name, measure(machines, numel), cluster.nic_bandwidth)
-    if inter is None:
-        return None
+    inter = formula(measure(machines, numel), cluster.nic_bandwidth)
     return inter + 2 * (g - 1) / g * DENSE_BYTES * numel / cluster.nvlink_bandwidth

@@ -24,10 +24,11 @@ from zensim.net.units import parse_bandwidth, parse_latency
 from zensim.report.outputs import OutputFiles
 from zensim.sim.cluster import build_cluster
 from zensim.sim.layout import LAYOUTS
+from zensim.schemes import check_options
 from zensim.sim.run import ALL_MODELS, resolve_schemes
 from zensim.trace.format import Trace
 
-TOP_KEYS = ("trace", "cluster", "schemes", "model", "maxmin_batch", "outputs", "sweep")
+TOP_KEYS = ("trace", "cluster", "schemes", "options", "values", "model", "maxmin_batch", "outputs", "sweep")
 TRACE_KEYS = ("path", "iteration")
 CLUSTER_DEFAULTS: dict[str, Any] = {
     "machines": 16, "gpus_per_machine": 1, "nic": None, "nic_latency": None, "nvlink": None,
@@ -68,6 +69,8 @@ class Scenario:
     points: list[Point]
     outputs: dict[str, Path] = field(default_factory=dict)  # the plot's path may hold {KEY} placeholders
     files: OutputFiles = field(default_factory=OutputFiles)  # every output path, checked at load
+    options: dict[str, Any] = field(default_factory=dict)  # scheme options, for every scheme
+    values: bool | None = None  # carry values; None = only where a scheme needs them
 
     @property
     def is_sweep(self) -> bool:
@@ -163,6 +166,10 @@ class _Loader:
         sweep = self.mapping(top.get("sweep"), "sweep", SWEEPABLE)
         outputs = self.mapping(top.get("outputs"), "outputs", OUTPUT_KEYS)
         names = self.schemes(top.get("schemes", "all"))
+        options = self.options(top.get("options"), names)
+        values = top.get("values")
+        if values is not None and not isinstance(values, bool):
+            raise self.fail("values", f"expected true or false, got {values!r}")
         axes = {k: self.values(f"sweep.{k}", v) for k, v in sweep.items()}
         self.sweep_keys = set(axes)
         model = top.get("model", "fifo")
@@ -178,7 +185,7 @@ class _Loader:
         x_key = next(iter(axes)) if len(points) > 1 else None
         inputs = [self.path, trace_path] + ([base["profile"]] if base["profile"] is not None else [])
         return Scenario(self.path, trace_path, names, list(axes), points, paths,
-                        self.files(paths, points, x_key, inputs))
+                        self.files(paths, points, x_key, inputs), options, values or None)
 
     def schemes(self, raw: Any) -> list[str]:
         """all | presets | distinct | a list of names -> scheme names."""
@@ -188,6 +195,19 @@ class _Loader:
             return resolve_schemes(raw)
         except ConfigError as exc:
             raise self.fail("schemes", str(exc).removeprefix("--scheme: ")) from None
+
+    def options(self, raw: Any, names: list[str]) -> dict[str, Any]:
+        """Scheme options (a mapping), accepted by every scheme of the scenario."""
+        if raw is None:
+            return {}
+        if not isinstance(raw, Mapping):
+            raise self.fail("options", f"expected a mapping of scheme options, got {raw!r}")
+        for name in names:
+            try:
+                check_options(name, dict(raw))
+            except ConfigError as exc:
+                raise self.fail("options", str(exc)) from None
+        return dict(raw)
 
     def values(self, key: str, raw: Any) -> list[Any]:
         """A sweep axis: a non-empty list of scalars."""

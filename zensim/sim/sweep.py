@@ -28,7 +28,8 @@ def run_scenario(scn: Scenario, progress: bool = False) -> Results:
         bar.set_postfix_str(point.label(), refresh=False)
         records = simulate(scn.trace, scn.schemes, Costs.of(point.cluster, point.profile), point.model,
                            iteration=point.iteration, layout=point.layout,
-                           maxmin_batch=point.maxmin_batch, progress=progress)
+                           maxmin_batch=point.maxmin_batch, options=scn.options, values=scn.values,
+                           progress=progress)
         if not keep:
             for rec in records:
                 rec.timing = rec.log = None

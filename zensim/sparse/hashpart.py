@@ -29,7 +29,6 @@ all but one id per slot are lost and counted in `stats.lost`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 
@@ -48,12 +47,10 @@ def h0_parts(indices: np.ndarray, n: int, seed: int) -> np.ndarray:
     return hash_to_range(indices, hash_key(seed, 0), n)
 
 
-@lru_cache(maxsize=4)
 def hash_domains(numel: int, n: int, seed: int) -> tuple[ExplicitDomain, ...]:
-    """All n hash partitions 𝕀_i = {id < numel : h0(id) = i}, from the same h0 as the partitioner.
-
-    Computed once per (numel, n, seed) and cached (4 entries); int32 ids below 2**31 elements.
-    """
+    """All n hash partitions 𝕀_i = {id < numel : h0(id) = i}, from the same h0 as the partitioner
+    (int32 ids below 2**31 elements). A partitioner computes them once and keeps them; programs
+    built with the same `zensim.run.Tables` share them."""
     return tuple(domains_from_owner(numel, n, lambda ids: h0_parts(ids, n, seed)))
 
 
@@ -89,12 +86,23 @@ class HierarchicalHash(Partitioner):
         self.load, self.r2_ratio, self.scope = float(load), float(r2_ratio), scope
         self.model_memory = model_memory
         self.keys = [hash_key(self.seed, i) for i in range(max(self.k, 1))]
+        self._domains: tuple[ExplicitDomain, ...] | None = None
+
+    @property
+    def key(self) -> tuple:
+        """What the domains depend on: every partitioner with the same key has the same domains."""
+        return ("h0", self.numel, self.n, self.seed)
+
+    def domains(self) -> list[ExplicitDomain]:
+        if self._domains is None:
+            self._domains = hash_domains(self.numel, self.n, self.seed)
+        return list(self._domains)
 
     def owner(self, indices: np.ndarray) -> np.ndarray:
         return h0_parts(indices, self.n, self.seed)
 
     def domain(self, part: int) -> ExplicitDomain:
-        return hash_domains(self.numel, self.n, self.seed)[part]
+        return self.domains()[part]
 
     def memory(self, nnz: int) -> tuple[int, int]:
         """(r1, r2) slots per partition for hashing `nnz` ids."""
@@ -186,10 +194,18 @@ class SingleHash(Partitioner):
     def owner(self, indices: np.ndarray) -> np.ndarray:
         return self.slot(indices) // self.r
 
-    def domain(self, part: int) -> ExplicitDomain:
+    @property
+    def key(self) -> tuple:
+        """What the domains depend on."""
+        return ("single_hash", self.numel, self.n, self.seed, self.r)
+
+    def domains(self) -> list[ExplicitDomain]:
         if self._domains is None:
             self._domains = domains_from_owner(self.numel, self.n, self.owner)
-        return self._domains[part]
+        return list(self._domains)
+
+    def domain(self, part: int) -> ExplicitDomain:
+        return self.domains()[part]
 
     def split(self, chunk: SparseChunk) -> list[SparseChunk]:
         slots = self.slot(chunk.indices)

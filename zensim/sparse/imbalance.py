@@ -41,24 +41,34 @@ def theorem2_bounds(n: int, min_worker_nnz: int, union_nnz: int) -> tuple[float,
     return chernoff_bound(n, min_worker_nnz, n * n), chernoff_bound(n, union_nnz, n)
 
 
+def push_from_counts(counts: np.ndarray) -> float:
+    """max over workers i and parts j of n |I_i^j| / |I_i| from counts[i, j] = |I_i^j| (workers
+    with no non-zeros skipped; 1.0 when every worker is empty)."""
+    counts = np.asarray(counts, np.float64)
+    sizes = counts.sum(axis=1)
+    busy = sizes > 0
+    return float((counts.shape[1] * counts[busy].max(axis=1) / sizes[busy]).max()) if busy.any() else 1.0
+
+
+def pull_from_counts(held: np.ndarray) -> float:
+    """max over parts j of n |𝕀_j| / |I| from held[j] = |𝕀_j|, the elements part j holds after
+    aggregation (1.0 when nothing is held)."""
+    held = np.asarray(held, np.float64)
+    total = held.sum()
+    return float(len(held) * held.max() / total) if total else 1.0
+
+
 def push_imbalance(partitioner: Partitioner, chunks: list[SparseChunk]) -> float:
     """max over workers i and parts j of n |I_i^j| / |I_i| (1.0 when every worker is empty)."""
-    worst = 0.0
-    for chunk in chunks:
-        if chunk.nnz:
-            counts = np.bincount(partitioner.owner(chunk.indices), minlength=partitioner.n)
-            worst = max(worst, float(partitioner.n * counts.max() / chunk.nnz))
-    return worst if worst else 1.0
+    return push_from_counts(np.array([np.bincount(partitioner.owner(c.indices), minlength=partitioner.n)
+                                      for c in chunks]).reshape(len(chunks), partitioner.n))
 
 
 def pull_imbalance(partitioner: Partitioner, chunks: list[SparseChunk], union: np.ndarray | None = None) -> float:
     """max over parts j of n |𝕀_j ∩ I| / |I| for the union I of the chunks (1.0 when I is empty);
     pass `union` if already known."""
     union = union_indices(chunks) if union is None else union
-    if len(union) == 0:
-        return 1.0
-    counts = np.bincount(partitioner.owner(union), minlength=partitioner.n)
-    return float(partitioner.n * counts.max() / len(union))
+    return pull_from_counts(np.bincount(partitioner.owner(union), minlength=partitioner.n))
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,12 @@ class Partitioner:
         """All n domains."""
         return [self.domain(j) for j in range(self.n)]
 
+    @property
+    def key(self) -> tuple | None:
+        """What the domains depend on, for sharing them between programs (None: data-dependent,
+        never shared)."""
+        return None
+
 
 class RangePartitioner(Partitioner):
     """Parts are contiguous ranges [b_j, b_{j+1}) given by boundaries b_0 = 0 <= ... <= b_n = numel."""
@@ -148,6 +154,11 @@ def even_boundaries(numel: int, n: int) -> np.ndarray:
 
 class Contiguous(RangePartitioner):
     """Even split of [0, numel) into n ranges (Sparse PS, OmniReduce aggregators)."""
+
+    @property
+    def key(self) -> tuple:
+        """What the domains depend on."""
+        return ("contiguous", self.numel, self.n)
 
 
 class Thresholds(RangePartitioner):

@@ -21,6 +21,7 @@ class ValueCodec:
 
     name: str
     itemsize: int
+    max: float  # largest finite value
 
     def pack(self, values: np.ndarray) -> bytes:
         """The wire bytes of `values` (any float array), `itemsize` bytes each, little-endian."""
@@ -60,7 +61,9 @@ def _bf16_bits(v: np.ndarray) -> np.ndarray:
     return rounded.astype(np.uint16)
 
 
-CODECS = {c.name: c for c in (ValueCodec("float32", 4), ValueCodec("float16", 2), ValueCodec("bfloat16", 2))}
+CODECS = {c.name: c for c in (ValueCodec("float32", 4, float(np.finfo(np.float32).max)),
+                              ValueCodec("float16", 2, float(np.finfo(np.float16).max)),
+                              ValueCodec("bfloat16", 2, float(np.uint32(0x7F7F0000).view(np.float32))))}
 
 
 def value_codec(name: str) -> ValueCodec:

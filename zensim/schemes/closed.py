@@ -1,5 +1,8 @@
 """Closed-form communication times (no latency, COO = 2 x 4 bytes per non-zero), ZEN §2.3 / thesis §3.2.4.
 
+A scheme's closed form lives with it: the catalog entries and the design-space rule of
+zensim.schemes.space name the function here; a program carries it as `caps.closed_form`.
+
 Symbols: n workers, M dense tensor bytes (numel x 4), b bandwidth (bytes/s), d mean density of one
 worker, d^k density of the union of k workers (densification γ^k = d^k / d), s skewness (largest
 density of n contiguous parts / density, per worker, averaged over workers). Each is exact only under its assumptions (uniform
@@ -8,10 +11,14 @@ sizes, zero latency, non-blocking fabric, one GPU per machine); elsewhere it is 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from zensim.schemes.choice import SparsityProfile, zen_costs
+import numpy as np
+
+from zensim.schemes.choice import SparsityProfile, profile_chunks, zen_costs
+from zensim.sparse.chunk import SparseChunk, union_indices
+from zensim.trace.stats import part_counts, peak_part_density
 
 
 @dataclass(frozen=True)
@@ -74,12 +81,14 @@ def lower_bound(st: SparsityStats, b: float) -> float:
     return st.union_density.get(st.n - 1, st.d) * st.dense_bytes / b if st.n > 1 else 0.0
 
 
-FORMULAS: dict[str, Callable[[SparsityStats, float], float]] = {
-    "dense-ring": dense_ring,
-    "agsparse": agsparse,
-    "balanced-parallelism": balanced_parallelism,
-    "hierarchical-centralization": hierarchical_centralization,
-    "zen-auto": zen_auto,
-    "sparse-ps": sparse_ps,
-    "lower-bound": lower_bound,
-}
+def measure(chunks: Sequence[SparseChunk], numel: int, value_bytes: int = 4) -> SparsityStats:
+    """d, d^k (the k of eq. (1)/(2), aligned groups; n-1 as a prefix union) and skewness s on n parts
+    (ZEN's per-tensor s_G^n, averaged over the ranks that hold non-zeros, as the trace statistics do)."""
+    n = len(chunks)
+    prof = profile_chunks(chunks, numel)
+    union = {k: g * prof.density for k, g in prof.gamma.items()}
+    if n > 1:
+        union[n - 1] = len(union_indices(list(chunks[: n - 1]))) / numel
+    skews = [float(peak_part_density(part_counts(c.indices, numel, n), numel, n)) / (c.nnz / numel)
+             for c in chunks if c.nnz]
+    return SparsityStats(n, float(value_bytes * numel), prof.density, union, float(np.mean(skews)) if skews else 1.0)

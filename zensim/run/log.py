@@ -1,0 +1,169 @@
+"""The message log: what crossed the wire (stage, src, dst, bytes, format) and each rank's local work.
+
+Columnar: one numpy array per field, so that a run of 1024 ranks with a million messages is a few
+arrays, not a million objects. `messages` and `work` give the records as named tuples for small logs
+and tests; the network models read the columns (`arrays()`, `work_arrays()`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+PHASES = ("pre", "post")
+_INT = np.int64
+
+
+class Message(NamedTuple):
+    """One payload sent at `stage` from rank `src` to rank `dst`, `nbytes` exactly as on the wire."""
+
+    stage: int
+    src: int
+    dst: int
+    nbytes: int
+    fmt: str
+
+
+class Work(NamedTuple):
+    """Local work of `rank` at `stage`: `elements` processed by `kind`, before sends (`pre`) or after receives (`post`)."""
+
+    stage: int
+    rank: int
+    phase: str
+    kind: str
+    elements: int
+
+
+def _codes(names: Sequence[str]) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Small-integer codes of `names` and the table of distinct names (first-seen order)."""
+    table: dict[str, int] = {}
+    codes = np.fromiter((table.setdefault(x, len(table)) for x in names), np.int16, len(names))
+    return codes, tuple(table)
+
+
+class MessageLog:
+    """Everything one run of a scheme did: messages and work as columns, in the order they were made.
+
+    `measured`, when set, holds the seconds of local work per (rank, stage, phase) as timed when the
+    log was made (the bytes transport with a timed meter): replays of measured work use it."""
+
+    def __init__(self, n: int, num_stages: int, messages: Iterable[Message] = (), work: Iterable[Work] = (),
+                 measured: np.ndarray | None = None) -> None:
+        msgs, wk = list(messages), list(work)
+        fmt, fmt_names = _codes([m.fmt for m in msgs])
+        kind, kind_names = _codes([w.kind for w in wk])
+        cols = np.array([m[:4] for m in msgs], _INT).reshape(-1, 4)
+        wcols = np.array([(w.stage, w.rank, PHASES.index(w.phase), w.elements) for w in wk], _INT).reshape(-1, 4)
+        self._set(n, num_stages, cols.T, fmt, fmt_names, wcols.T, kind, kind_names)
+        self.measured = measured
+
+    def _set(self, n: int, num_stages: int, cols: Sequence[np.ndarray], fmt: np.ndarray, fmt_names: tuple[str, ...],
+             wcols: Sequence[np.ndarray], kind: np.ndarray, kind_names: tuple[str, ...]) -> None:
+        self.n, self.num_stages = n, num_stages
+        self.stage, self.src, self.dst, self.nbytes = (np.ascontiguousarray(c, _INT) for c in cols)
+        self.fmt, self.fmt_names = np.asarray(fmt, np.int16), tuple(fmt_names)
+        self.w_stage, self.w_rank, self.w_phase, self.w_elements = (np.ascontiguousarray(c, _INT) for c in wcols)
+        self.w_kind, self.kind_names = np.asarray(kind, np.int16), tuple(kind_names)
+
+    @classmethod
+    def from_columns(cls, n: int, num_stages: int, cols: Sequence[np.ndarray], fmt: np.ndarray,
+                     fmt_names: Sequence[str], wcols: Sequence[np.ndarray], kind: np.ndarray,
+                     kind_names: Sequence[str], measured: np.ndarray | None = None) -> "MessageLog":
+        """A log from its columns: (stage, src, dst, nbytes), format codes into `fmt_names`,
+        work (stage, rank, phase index, elements) and kind codes into `kind_names`."""
+        log = cls.__new__(cls)
+        log._set(n, num_stages, cols, fmt, tuple(fmt_names), wcols, kind, tuple(kind_names))
+        log.measured = measured
+        return log
+
+    def __len__(self) -> int:
+        return len(self.nbytes)
+
+    @property
+    def messages(self) -> list[Message]:
+        """The messages as records (built on demand: use the columns for large logs)."""
+        names = self.fmt_names
+        return [Message(s, a, b, nb, names[f]) for s, a, b, nb, f in
+                zip(self.stage.tolist(), self.src.tolist(), self.dst.tolist(), self.nbytes.tolist(), self.fmt.tolist())]
+
+    @property
+    def work(self) -> list[Work]:
+        """The work records (built on demand)."""
+        names = self.kind_names
+        return [Work(s, r, PHASES[p], names[k], e) for s, r, p, k, e in
+                zip(self.w_stage.tolist(), self.w_rank.tolist(), self.w_phase.tolist(), self.w_kind.tolist(),
+                    self.w_elements.tolist())]
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Messages as numpy columns: stage, src, dst, nbytes (int64)."""
+        return {"stage": self.stage, "src": self.src, "dst": self.dst, "nbytes": self.nbytes}
+
+    def work_arrays(self) -> dict[str, np.ndarray]:
+        """Work as numpy columns: stage, rank, phase (index into PHASES), kind (index into
+        `kind_names`), elements."""
+        return {"stage": self.w_stage, "rank": self.w_rank, "phase": self.w_phase, "kind": self.w_kind,
+                "elements": self.w_elements}
+
+    def bytes_sent(self) -> np.ndarray:
+        """Bytes each rank sent, summed over stages."""
+        return np.bincount(self.src, weights=self.nbytes, minlength=self.n).astype(_INT)
+
+    def bytes_received(self) -> np.ndarray:
+        """Bytes each rank received, summed over stages."""
+        return np.bincount(self.dst, weights=self.nbytes, minlength=self.n).astype(_INT)
+
+    def placed(self, rank_of: np.ndarray, stage_offset: int, n: int, num_stages: int) -> "MessageLog":
+        """This log with rank r renamed `rank_of[r]` and every stage shifted by `stage_offset`, in a
+        cluster of n ranks and `num_stages` stages (the multi-GPU layout places group logs so)."""
+        rank_of = np.asarray(rank_of, _INT)
+        return MessageLog.from_columns(
+            n, num_stages, (self.stage + stage_offset, rank_of[self.src], rank_of[self.dst], self.nbytes),
+            self.fmt, self.fmt_names, (self.w_stage + stage_offset, rank_of[self.w_rank], self.w_phase, self.w_elements),
+            self.w_kind, self.kind_names)
+
+    @staticmethod
+    def concat(logs: Sequence["MessageLog"], n: int, num_stages: int) -> "MessageLog":
+        """One log of all `logs` in order (their ranks and stages already in the same numbering)."""
+        fmt_names = tuple(dict.fromkeys(f for lg in logs for f in lg.fmt_names))
+        kind_names = tuple(dict.fromkeys(k for lg in logs for k in lg.kind_names))
+
+        def recode(codes: np.ndarray, names: tuple[str, ...], table: tuple[str, ...]) -> np.ndarray:
+            lookup = np.array([table.index(x) for x in names] or [0], np.int16)
+            return lookup[codes] if len(codes) else codes
+
+        def cat(arrays: list[np.ndarray], dtype) -> np.ndarray:
+            return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.empty(0, dtype)
+
+        cols = [cat([getattr(lg, f) for lg in logs], _INT) for f in ("stage", "src", "dst", "nbytes")]
+        wcols = [cat([getattr(lg, f) for lg in logs], _INT) for f in ("w_stage", "w_rank", "w_phase", "w_elements")]
+        fmt = cat([recode(lg.fmt, lg.fmt_names, fmt_names) for lg in logs], np.int16)
+        kind = cat([recode(lg.w_kind, lg.kind_names, kind_names) for lg in logs], np.int16)
+        return MessageLog.from_columns(n, num_stages, cols, fmt, fmt_names, wcols, kind, kind_names)
+
+
+class LogBuilder:
+    """Collects messages as the driver makes them and work counts from the meter; `build()` makes
+    the columnar log."""
+
+    def __init__(self, n: int, num_stages: int) -> None:
+        self.n, self.num_stages = n, num_stages
+        self.rows: list[int] = []  # stage, src, dst, nbytes, fmt code (flat)
+        self.fmts: dict[str, int] = {}
+
+    def add(self, stage: int, src: int, dst: int, nbytes: int, fmt: str) -> None:
+        """One message."""
+        code = self.fmts.get(fmt)
+        if code is None:
+            code = self.fmts[fmt] = len(self.fmts)
+        self.rows += (stage, src, dst, nbytes, code)
+
+    def build(self, work: dict[tuple[int, int, int, str], int], measured: np.ndarray | None = None) -> MessageLog:
+        """The log, with `work` {(stage, rank, phase index, kind): elements} in insertion order."""
+        rows = np.array(self.rows, _INT).reshape(-1, 5)
+        kinds: dict[str, int] = {}
+        wrows = np.array([(s, r, p, e) for (s, r, p, k), e in work.items()], _INT).reshape(-1, 4)
+        kind = np.fromiter((kinds.setdefault(k, len(kinds)) for (_, _, _, k) in work), np.int16, len(work))
+        return MessageLog.from_columns(self.n, self.num_stages, rows[:, :4].T, rows[:, 4].astype(np.int16),
+                                       tuple(self.fmts), wrows.T, kind, tuple(kinds), measured)

@@ -1,0 +1,158 @@
+"""The torch.distributed transport: one rank per process, point-to-point (gloo on CPU, NCCL on GPU).
+
+`TorchP2P` is what the emulator's rank program and the training hook run stage programs over; its
+`exchange` is also what the network calibration times. The process group must be initialized.
+
+Every message is a size header (one int64, counted as control bytes) followed, when the size is
+non-zero, by the payload bytes. All headers are sent and all header receives are posted at once;
+payload receives are posted as their headers arrive. The stage ends when every receive and every
+send of this rank has completed, as the timing contract in docs/architecture.md says.
+
+Messages from a lower to a higher rank and those the other way travel in two process groups of
+their own (`open_channels`), so each direction between two ranks has its own connection. Gloo has
+one TCP connection per pair of ranks in a group; a pairwise exchange over one connection carries
+one direction's data and the other direction's acknowledgements in the same queues, and measured
+at 16 ranks one direction of most pairs then ran at half the rate of the other. Full-duplex links,
+as the simulator has them, need the two directions apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+HEADER_BYTES = 8
+
+
+@dataclass
+class StageBytes:
+    """Bytes one rank moved in one stage: payload bytes exactly as encoded, and header bytes apart."""
+
+    sent: int = 0
+    received: int = 0
+    control_sent: int = 0
+    control_received: int = 0
+    sent_to: dict[int, int] = field(default_factory=dict)
+
+    def add(self, other: "StageBytes") -> None:
+        """Accumulate another stage's counts into this one."""
+        self.sent += other.sent
+        self.received += other.received
+        self.control_sent += other.control_sent
+        self.control_received += other.control_received
+        for dst, nbytes in other.sent_to.items():
+            self.sent_to[dst] = self.sent_to.get(dst, 0) + nbytes
+
+
+class Channels:
+    """The two process groups that carry messages from lower to higher ranks and back; `open()` is a
+    collective call (every rank, in the same order). `Channels()` unopened uses the default group."""
+
+    def __init__(self) -> None:
+        self.groups: dict[bool, object] = {}
+
+    @classmethod
+    def open(cls) -> "Channels":
+        """Create both direction groups (every rank must call this, right after joining)."""
+        channels = cls()
+        world = list(range(dist.get_world_size()))
+        channels.groups = {True: dist.new_group(world), False: dist.new_group(world)}
+        return channels
+
+    def of(self, src: int, dst: int):
+        """The process group of messages from `src` to `dst` (None: the default group)."""
+        return self.groups.get(src < dst)
+
+
+def _tags(stage: int) -> tuple[int, int]:
+    """Distinct gloo tags for one stage's headers and payloads."""
+    return 2 * stage, 2 * stage + 1
+
+
+def exchange(stage: int, outbox: dict[int, bytes], sources: list[int], device: torch.device,
+             channels: Channels) -> tuple[dict[int, bytes], StageBytes]:
+    """Send `outbox[dst]` to every dst and receive one message from every rank in `sources`.
+
+    Returns the received payloads by source and the byte counts of this stage for this rank.
+    """
+    head_tag, body_tag = _tags(stage)
+    me = dist.get_rank()
+    stats = StageBytes()
+    sends = []
+    for dst, payload in outbox.items():
+        nbytes = len(payload)
+        header = torch.tensor([nbytes], dtype=torch.int64, device=device)
+        sends.append(dist.isend(header, dst, group=channels.of(me, dst), tag=head_tag))
+        stats.control_sent += HEADER_BYTES
+        if nbytes:
+            body = torch.frombuffer(bytearray(payload), dtype=torch.uint8).to(device)
+            sends.append(dist.isend(body, dst, group=channels.of(me, dst), tag=body_tag))
+        stats.sent += nbytes
+        stats.sent_to[dst] = nbytes
+    headers = {src: torch.zeros(1, dtype=torch.int64, device=device) for src in sources}
+    head_reqs = {src: dist.irecv(headers[src], src, group=channels.of(src, me), tag=head_tag) for src in sources}
+    bodies: dict[int, torch.Tensor] = {}
+    body_reqs = []
+    for src, req in head_reqs.items():
+        req.wait()
+        stats.control_received += HEADER_BYTES
+        nbytes = int(headers[src].item())
+        bodies[src] = torch.empty(nbytes, dtype=torch.uint8, device=device)
+        if nbytes:
+            body_reqs.append(dist.irecv(bodies[src], src, group=channels.of(src, me), tag=body_tag))
+    for req in body_reqs:
+        req.wait()
+    for req in sends:
+        req.wait()
+    inbox = {}
+    for src, body in bodies.items():
+        inbox[src] = body.cpu().numpy().tobytes()
+        stats.received += len(inbox[src])
+    return inbox, stats
+
+
+def payload_of(nbytes: int, seed: int) -> bytes:
+    """Deterministic filler payload of `nbytes` bytes (calibration messages)."""
+    return np.random.default_rng(seed).integers(0, 256, nbytes, dtype=np.uint8).tobytes()
+
+
+class TorchP2P:
+    """The transport of one rank among processes joined by torch.distributed: `post` serializes,
+    `deliver` runs the stage's exchange, `take` decodes. `stage_bytes` keeps each stage's counts
+    (payload and header bytes, per destination)."""
+
+    def __init__(self, device: torch.device | None = None, channels: Channels | None = None) -> None:
+        self.device = device if device is not None else torch.device("cpu")
+        self.channels = channels if channels is not None else Channels()
+        self.rank = dist.get_rank()
+        self.outbox: dict[int, bytes] = {}
+        self.inbox: dict[int, bytes] = {}
+        self.stage_bytes: list[StageBytes] = []
+
+    def local_ranks(self, n: int) -> list[int]:
+        """This process's rank (the world must have n ranks)."""
+        if dist.get_world_size() != n:
+            raise ValueError(f"program for {n} ranks, torch.distributed world of {dist.get_world_size()}")
+        return [self.rank]
+
+    def post(self, stage: int, src: int, dst: int, message) -> int:
+        """Serialize for the exchange; the bytes must be the size the format announced."""
+        buf = message.to_bytes()
+        if len(buf) != message.nbytes:
+            raise AssertionError(f"stage {stage} {src}->{dst}: serialized {len(buf)} bytes, sized {message.nbytes}")
+        self.outbox[dst] = buf
+        return len(buf)
+
+    def deliver(self, stage: int, rank: int, sources: list[int]) -> None:
+        """The stage's exchange: every posted message out, one message in from each source."""
+        self.inbox, stats = exchange(stage, self.outbox, sources, self.device, self.channels)
+        self.outbox = {}
+        self.stage_bytes.append(stats)
+
+    def take(self, stage: int, dst: int, src: int, program, ctx):
+        """Decode what `src` sent."""
+        return program.decode(stage, dst, src, self.inbox.pop(src), ctx)
+

@@ -1,0 +1,75 @@
+"""How messages get from one rank to another while `run_ranks` steps the ranks.
+
+A transport serves the ranks this process runs (`local_ranks`) and has three calls, one per step
+of the timing contract: `post` in a rank's `pre` step (hand over one message, return the bytes
+that go on the wire), `deliver` in its `comm` step (the exchange), `take` in its `post` step (one
+received message, decoded where bytes travelled). Every transport logs exactly the bytes it sends.
+
+- `InMemory`: all ranks here, payload objects passed as they are (the simulator's transport);
+- `InBytes`: all ranks here, every payload through `to_bytes` and the program's `decode` (what the
+  byte tests and the step-cost measurement use);
+- `zensim.run.torchdist.TorchP2P`: one rank here, the others in other processes, point-to-point
+  over torch.distributed (gloo or NCCL): the emulator's and the training hook's transport.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from zensim.run.context import RunContext
+
+
+class Transport(Protocol):
+    """The three calls the driver makes (see the module docstring)."""
+
+    def local_ranks(self, n: int) -> list[int]:
+        """The ranks this process runs, for a program of n ranks."""
+
+    def post(self, stage: int, src: int, dst: int, message: Any) -> int:
+        """Hand `message` from `src` to `dst`; the number of bytes sent."""
+
+    def deliver(self, stage: int, rank: int, sources: list[int]) -> None:
+        """Complete `rank`'s exchange of `stage` (its sends and its receives from `sources`)."""
+
+    def take(self, stage: int, dst: int, src: int, program: Any, ctx: RunContext) -> Any:
+        """The message `src` sent `dst` at `stage`, as the program's `receive` takes it."""
+
+
+class InMemory:
+    """Every rank in this process; payload objects handed over as they are."""
+
+    def __init__(self) -> None:
+        self.box: dict[tuple[int, int], Any] = {}
+
+    def local_ranks(self, n: int) -> list[int]:
+        """All n ranks."""
+        return list(range(n))
+
+    def post(self, stage: int, src: int, dst: int, message: Any) -> int:
+        """Keep the object; its exact size is `message.nbytes`."""
+        self.box[src, dst] = message
+        return int(message.nbytes)
+
+    def deliver(self, stage: int, rank: int, sources: list[int]) -> None:
+        """Nothing to do: every rank posted before any rank takes."""
+
+    def take(self, stage: int, dst: int, src: int, program: Any, ctx: RunContext) -> Any:
+        """The posted object."""
+        return self.box.pop((src, dst))
+
+
+class InBytes(InMemory):
+    """Every rank in this process; every payload serialized to its exact wire bytes and decoded by
+    the receiver, as across a network."""
+
+    def post(self, stage: int, src: int, dst: int, message: Any) -> int:
+        """Serialize; the bytes must be exactly the size the format announced."""
+        buf = message.to_bytes()
+        if len(buf) != message.nbytes:
+            raise AssertionError(f"stage {stage} {src}->{dst}: serialized {len(buf)} bytes, sized {message.nbytes}")
+        self.box[src, dst] = buf
+        return len(buf)
+
+    def take(self, stage: int, dst: int, src: int, program: Any, ctx: RunContext) -> Any:
+        """Decode the bytes as the receiving program does."""
+        return program.decode(stage, dst, src, self.box.pop((src, dst)), ctx)

@@ -1,0 +1,12 @@
+"""The scheme catalog: every named scheme, one module per family.
+
+A new scheme is one module here (a list `SCHEMES` of `zensim.schemes.scheme.Scheme`) and one
+entry in MODULES; tests/test_schemes_conformance.py runs every registered scheme through the
+checks every scheme must pass.
+"""
+
+from zensim.schemes.catalog import agsparse, dense_allreduce, omnireduce, sparcml, sparse_ps, zen
+
+# The registry (order = listing order).
+MODULES = (dense_allreduce, agsparse, sparcml, sparse_ps, omnireduce, zen)
+CATALOG = {s.name: s for module in MODULES for s in module.SCHEMES}

@@ -1,0 +1,118 @@
+"""The partition dimension: the items a program moves (the whole tensor, or n partitions).
+
+- `Centralization`: one item, the whole tensor; every rank aggregates it.
+- `Parallelism`: the partitioner's n parts; item j is aggregated at rank j (step 1) and then
+  gathered by everyone (step 2, the pull).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from zensim.run.context import RunContext, Tables
+from zensim.schemes.options import Option
+from zensim.schemes.pieces import Piece, assemble
+from zensim.sparse.chunk import SparseChunk
+from zensim.sparse.domain import Domain, ExplicitDomain, RangeDomain
+from zensim.sparse.partition import Partitioner
+from zensim.sparse.registry import PARTITIONERS, make_partitioner
+
+HASHED = ("zen", "single_hash")
+LOSSY = ("single_hash",)
+
+
+class Centralization:
+    """One item, the whole tensor over [0, numel)."""
+
+    name = "centralization"
+    lossless = True
+    OPTIONS: tuple[Option, ...] = ()
+
+    def __init__(self, numel: int) -> None:
+        self.whole = RangeDomain(0, numel)
+
+    def position_of(self) -> None:
+        """Positions are ids: no lookup table."""
+        return None
+
+    def domains(self) -> list[Domain]:
+        """The item domains."""
+        return [self.whole]
+
+    def split(self, rank: int, chunk: SparseChunk, ctx: RunContext) -> list[SparseChunk]:
+        """The chunk itself is the only item."""
+        return [chunk]
+
+    def result(self, pieces: Sequence[Piece], ctx: RunContext) -> SparseChunk:
+        """The aggregated whole tensor."""
+        return pieces[0].to_chunk(ctx)
+
+
+def partitioner_for(kind: str, numel: int, n: int, seed: int = 0) -> Partitioner:
+    """A zensim.sparse partitioner by name; hash ones get the shared `seed` ('zen' hashes without
+    modelling its memory: the split is the same and its statistics are not needed here).
+    'thresholds' is never re-profiled here, so it splits evenly like 'contiguous'."""
+    if kind == "zen":
+        return make_partitioner(kind, numel, n, seed=seed, model_memory=False)
+    if kind in HASHED:
+        return make_partitioner(kind, numel, n, seed=seed)
+    return make_partitioner(kind, numel, n)
+
+
+class Parallelism:
+    """n items: the partitioner's parts (contiguous ranges, or ZEN's hash partitions).
+
+    Records per run, in `ctx.stats`: `split` (n x n, elements rank i puts in item j) and `held`
+    (elements of each aggregated item): ZEN's push and pull imbalance come from them."""
+
+    name = "parallelism"
+    OPTIONS = (
+        Option("partitioner", "how ids map to the n partitions (default: zen when balanced, contiguous when "
+               "imbalanced)", None, tuple(PARTITIONERS)),
+        Option("seed", "hash seed shared by all ranks (hash partitioners)", 0, kind=int, minimum=0),
+    )
+
+    def __init__(self, kind: str, numel: int, n: int, seed: int, tables: Tables) -> None:
+        self.kind, self.n = kind, n
+        self.partitioner = partitioner_for(kind, numel, n, seed)
+        self.hashed, self.lossless = kind in HASHED, kind not in LOSSY
+        key = self.partitioner.key
+        self._domains = tables.get(("domains", key), self.partitioner.domains) if key else self.partitioner.domains()
+        self._position_of: np.ndarray | None = None
+        self._tables, self._key = tables, key
+
+    def position_of(self) -> np.ndarray | None:
+        """For explicit (hash) domains, every id's position in its domain, so that bitset pieces
+        need a lookup, not a search; None for ranges."""
+        if self._position_of is None and isinstance(self._domains[0], ExplicitDomain):
+            make = lambda: position_table(self._domains, self.partitioner.numel)  # noqa: E731
+            self._position_of = self._tables.get(("positions", self._key), make) if self._key else make()
+        return self._position_of
+
+    def domains(self) -> list[Domain]:
+        """The item domains."""
+        return self._domains
+
+    def split(self, rank: int, chunk: SparseChunk, ctx: RunContext) -> list[SparseChunk]:
+        """The partitioner's n parts (hashing every element when the partitioner hashes)."""
+        if self.hashed:
+            ctx.add("hash", chunk.nnz)
+        parts = self.partitioner.split(chunk)
+        ctx.stats.setdefault("split", np.zeros((self.n, self.n), np.int64))[rank] = [p.nnz for p in parts]
+        return parts
+
+    def result(self, pieces: Sequence[Piece], ctx: RunContext) -> SparseChunk:
+        """All aggregated partitions as one chunk."""
+        ctx.stats["held"] = np.array([p.nnz for p in pieces], np.int64)
+        return assemble(pieces, ctx)
+
+
+def position_table(domains: Sequence[Domain], numel: int) -> np.ndarray:
+    """id -> position in its domain for disjoint explicit domains covering [0, numel) (int32 below
+    2**31 ids)."""
+    table = np.empty(numel, np.int32 if numel < 2**31 else np.int64)
+    for d in domains:
+        table[d.elements] = np.arange(d.size, dtype=table.dtype)
+    return table

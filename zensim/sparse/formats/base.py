@@ -1,0 +1,111 @@
+"""The wire format base: the cheap size path, serialization, decoding, and what a receiver sees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from zensim.errors import ValueRangeError
+from zensim.sparse.chunk import SparseChunk
+from zensim.sparse.domain import Domain
+from zensim.sparse.values import ValueCodec, value_codec
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A chunk in a wire format over a domain; `nbytes` is exactly what `to_bytes()` returns."""
+
+    fmt: "Format"
+    nbytes: int
+    chunk: SparseChunk
+    domain: Domain
+
+    @property
+    def nnz(self) -> int:
+        """Number of elements the payload carries."""
+        return self.chunk.nnz
+
+    def to_bytes(self) -> bytes:
+        """The exact wire bytes (values written as 1.0 in indices-only mode)."""
+        buf = self.fmt.serialize(self.chunk, self.domain)
+        if len(buf) != self.nbytes:
+            raise AssertionError(f"{self.fmt.name}: serialized {len(buf)} bytes, size path said {self.nbytes}")
+        return buf
+
+
+class Format:
+    """Base of the wire formats: size path, serialization, decoding; value dtype is a parameter.
+
+    `keeps_zeros`: whether an explicit 0.0 value survives the wire (formats that carry ids do;
+    dense and blocks show a receiver only the non-zero positions)."""
+
+    name = "?"
+    keeps_zeros = True
+    takes_block_size = False
+
+    def __init__(self, value_dtype: str = "float32") -> None:
+        self.value: ValueCodec = value_codec(value_dtype)
+
+    def size(self, chunk: SparseChunk, domain: Domain) -> int:
+        """Exact wire bytes of `chunk` over `domain` (values counted even when `chunk.values` is None)."""
+        raise NotImplementedError
+
+    def encode(self, chunk: SparseChunk, domain: Domain) -> Encoded:
+        """The cheap path: exact size of the chunk as a receiver decodes it (`received`), no
+        serialization."""
+        chunk = self.received(chunk)[0]
+        return Encoded(self, self.size(chunk, domain), chunk, domain)
+
+    def received(self, chunk: SparseChunk) -> tuple[SparseChunk, int]:
+        """`chunk` as a receiver decodes it, and how many of its non-zero values the wire dtype
+        flushed to zero: values rounded to the wire dtype (a finite value beyond its range is a
+        ValueRangeError), explicit zeros dropped where the format has no ids (`keeps_zeros` False:
+        a receiver sees only non-zero positions). Indices-only chunks pass unchanged."""
+        values = chunk.values
+        if values is None:
+            return chunk, 0
+        flushed = 0
+        if self.value.name != "float32":
+            rounded = self.value.quantize(values)
+            over = np.isinf(rounded) & np.isfinite(values)
+            if over.any():
+                at = int(np.flatnonzero(over)[0])
+                raise ValueRangeError(f"value {float(values[at]):.6g} at element {int(chunk.indices[at])} is beyond "
+                                      f"{self.value.name}'s range (largest {self.value.max:.6g})")
+            flushed = int(np.count_nonzero((rounded == 0) & (values != 0)))
+            values = rounded
+        if not self.keeps_zeros:
+            keep = values != 0
+            if not keep.all():
+                return SparseChunk(chunk.indices[keep], values[keep]), flushed
+        return (chunk if values is chunk.values else SparseChunk(chunk.indices, values)), flushed
+
+    def serialize(self, chunk: SparseChunk, domain: Domain) -> bytes:
+        """The wire bytes of `chunk` over `domain` (ValueError if an id lies outside it)."""
+        raise NotImplementedError
+
+    def from_bytes(self, buf: bytes, domain: Domain, n_values: int | None = None,
+                   *, with_values: bool = True) -> Encoded:
+        """Decode `buf` over `domain`; `n_values`, if given, is the expected nnz (checked);
+        `with_values=False` returns an indices-only chunk."""
+        ids, values = self._decode(memoryview(buf), domain)
+        if n_values is not None and len(ids) != n_values:
+            raise ValueError(f"{self.name}: decoded {len(ids)} values, expected {n_values}")
+        return Encoded(self, len(buf), SparseChunk(ids, values if with_values else None), domain)
+
+    def _decode(self, buf: memoryview, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
+        """(ids int64 sorted, values float32) from the wire bytes."""
+        raise NotImplementedError
+
+    def _wire_values(self, chunk: SparseChunk) -> np.ndarray:
+        """The values to write: the chunk's, or 1.0 per element in indices-only mode."""
+        return chunk.values if chunk.values is not None else np.ones(chunk.nnz, np.float32)
+
+    def _check_length(self, buf: memoryview, expected: int) -> None:
+        """ValueError unless the payload has exactly the expected length."""
+        if len(buf) != expected:
+            raise ValueError(f"{self.name}: payload of {len(buf)} bytes, expected {expected}")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(value_dtype={self.value.name!r})"

@@ -1,0 +1,69 @@
+"""OmniReduce's tensor blocks: only blocks holding a non-zero are sent, as block id + values."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from zensim.errors import ConfigError
+from zensim.sparse.chunk import SparseChunk, run_starts
+from zensim.sparse.domain import Domain, index_dtype
+from zensim.sparse.formats.base import Format
+
+
+class Blocks(Format):
+    """OmniReduce tensor blocks: only blocks holding a non-zero are sent, as a block id + values."""
+
+    name = "blocks"
+    keeps_zeros = False
+    takes_block_size = True
+
+    def __init__(self, value_dtype: str = "float32", block_size: int = 256) -> None:
+        super().__init__(value_dtype)
+        if block_size < 1:
+            raise ConfigError(f"block size {block_size}: must be >= 1")
+        self.block_size = int(block_size)
+
+    def occupied(self, chunk: SparseChunk, domain: Domain) -> np.ndarray:
+        """Sorted ids (int64) of the blocks holding at least one element of `chunk`."""
+        blocks = domain.positions(chunk.indices) // self.block_size
+        return blocks[run_starts(blocks)]
+
+    def _carried_values(self, blocks: np.ndarray, domain: Domain) -> int:
+        """Number of values the carried `blocks` hold (the domain's last block may be short)."""
+        short = (-domain.size) % self.block_size
+        return len(blocks) * self.block_size - (short if len(blocks) and blocks[-1] == self._nblocks(domain) - 1 else 0)
+
+    def _nblocks(self, domain: Domain) -> int:
+        """Number of blocks covering the domain."""
+        return -(-domain.size // self.block_size)
+
+    def size(self, chunk: SparseChunk, domain: Domain) -> int:
+        blocks = self.occupied(chunk, domain)
+        bid = index_dtype(self._nblocks(domain)).itemsize
+        return len(blocks) * bid + self._carried_values(blocks, domain) * self.value.itemsize
+
+    def serialize(self, chunk: SparseChunk, domain: Domain) -> bytes:
+        pos = domain.positions(chunk.indices)
+        blocks = self.occupied(chunk, domain)
+        slot = np.searchsorted(blocks, pos // self.block_size) * self.block_size + pos % self.block_size
+        flat = np.zeros(len(blocks) * self.block_size, np.float32)
+        flat[slot] = self._wire_values(chunk)
+        ids = blocks.astype(index_dtype(self._nblocks(domain))).tobytes()
+        return ids + self.value.pack(flat[: self._carried_values(blocks, domain)])
+
+    def _decode(self, buf: memoryview, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
+        bid = index_dtype(self._nblocks(domain))
+        per_block = bid.itemsize + self.block_size * self.value.itemsize
+        nb = -(-len(buf) // per_block)
+        blocks = np.frombuffer(buf, bid, nb).astype(np.int64) if nb else np.empty(0, np.int64)
+        if np.any(blocks[1:] <= blocks[:-1]) or (nb and (blocks[0] < 0 or blocks[-1] >= self._nblocks(domain))):
+            raise ValueError("blocks: block ids not sorted or outside the domain")
+        count = self._carried_values(blocks, domain)
+        self._check_length(buf, nb * bid.itemsize + count * self.value.itemsize)
+        flat = self.value.unpack(buf[nb * bid.itemsize:], count)
+        slots = np.flatnonzero(flat)
+        pos = blocks[slots // self.block_size] * self.block_size + slots % self.block_size
+        return domain.ids(pos), flat[slots]
+
+    def __repr__(self) -> str:
+        return f"Blocks(value_dtype={self.value.name!r}, block_size={self.block_size})"
