@@ -24,10 +24,9 @@ import time
 import numpy as np
 
 from zensim.report.table import format_table
-from zensim.schemes import DISTINCT, PRESETS, build_scheme, run_scheme
-from zensim.schemes.driver import dense_sum
+from zensim.run import Tables, expected_sum, run_ranks
+from zensim.schemes import CATALOG, DISTINCT, build_scheme
 from zensim.sparse.chunk import SparseChunk
-from zensim.sparse.hashpart import hash_domains
 from zensim.trace.synth import SynthParams, layout, worker_sets
 
 TARGET_S = 30.0
@@ -38,16 +37,16 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run_one(name: str, n: int, numel: int, chunks: list[SparseChunk], queue: mp.Queue) -> None:
+def run_one(name: str, n: int, numel: int, chunks: list[SparseChunk], tables: Tables, queue: mp.Queue) -> None:
     """Child: build and run one scheme, report its figures."""
     t0, c0 = time.perf_counter(), time.process_time()
-    prog = build_scheme(name, n, numel)
+    prog = build_scheme(name, n, numel, tables=tables)
     t1 = time.perf_counter()
-    res = run_scheme(prog, chunks, check=True)
+    res = run_ranks(prog, chunks, check=True, tables=tables)
     t2 = time.perf_counter()
     queue.put({"scheme": name, "stages": prog.num_stages, "build_s": t1 - t0, "run_s": t2 - t1,
-               "total_s": t2 - t0, "cpu_s": time.process_time() - c0, "messages": len(res.log.messages),
-               "gbytes": sum(m.nbytes for m in res.log.messages) / 1e9, "peak_rss_mb": peak_rss_mb()})
+               "total_s": t2 - t0, "cpu_s": time.process_time() - c0, "messages": len(res.log),
+               "gbytes": int(res.log.nbytes.sum()) / 1e9, "peak_rss_mb": peak_rss_mb()})
 
 
 def main() -> None:
@@ -68,17 +67,18 @@ def main() -> None:
     chunks = [SparseChunk(s.astype(np.int64)) for s in worker_sets(lay, args.n, (0, 0, 0))]
     gen_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    dense_sum(chunks, args.numel)  # shared by every scheme's check, as in one process
-    hash_domains(args.numel, args.n, 0)  # ZEN's 𝕀_j, cached per (numel, n, seed)
+    tables = Tables()  # what one process shares between schemes: the check's expected sum, ZEN's 𝕀_j
+    expected_sum(chunks, args.numel, tables)
+    build_scheme("zen", args.n, args.numel, tables=tables)
     shared_s = time.perf_counter() - t0
     baseline = peak_rss_mb()
     names = args.schemes.split(",") if args.schemes else [p.name for p in DISTINCT]
-    extra = [p for p in PRESETS if args.presets and p not in names]
+    extra = [p for p in CATALOG if args.presets and p not in names and not CATALOG[p].needs_profile]
     ctx = mp.get_context("fork")
     rows = []
     for name in names + extra:
         queue = ctx.Queue()
-        child = ctx.Process(target=run_one, args=(name, args.n, args.numel, chunks, queue))
+        child = ctx.Process(target=run_one, args=(name, args.n, args.numel, chunks, tables, queue))
         child.start()
         row = queue.get()
         child.join()

@@ -64,7 +64,7 @@ def main() -> None:
                     events[model] += timing.events
                     row.append((time.perf_counter() - start, timing.makespan))
                 print(f"{machines}x{gpus:<5} {name:34} {t1 - t0:8.2f} {row[0][0]:7.2f} {row[1][0]:8.2f} "
-                      f"{row[0][1] * 1e3:8.3f} {row[1][1] * 1e3:9.3f} {len(placed.log.messages):8d}")
+                      f"{row[0][1] * 1e3:8.3f} {row[1][1] * 1e3:9.3f} {len(placed.log):8d}")
     total = sum(totals.values())
     print(f"total {total:.1f} s: driver {totals['driver']:.1f} s, fifo {totals['fifo']:.1f} s, maxmin {totals['maxmin']:.1f} s")
     for model in ("fifo", "maxmin"):

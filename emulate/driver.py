@@ -29,24 +29,13 @@ import torch.distributed as dist
 
 from emulate.options import parse_options, parse_peers
 from zensim.errors import ConfigError
-from zensim.run import run_ranks
+from zensim.run import Expected, result_problem, run_ranks
 from zensim.run.context import COMM, POST, PRE
 from zensim.run.torchdist import Channels, StageBytes, TorchP2P
 from zensim.schemes import build_scheme, needs_profile
-from zensim.sparse.chunk import SparseChunk, sum_chunks
+from zensim.sparse.chunk import SparseChunk
 from zensim.trace import Trace
 from zensim.trace.values import worker_chunk
-
-
-def check_result(result: SparseChunk, expected: SparseChunk, rtol: float = 1e-4) -> str | None:
-    """None if `result` equals the dense sum (indices exactly, values to float tolerance), else why not."""
-    if not np.array_equal(result.indices, expected.indices):
-        return f"indices differ ({result.nnz} vs {expected.nnz} expected)"
-    if result.values is None:
-        return "result carries no values"
-    scale = float(np.max(np.abs(expected.values))) if expected.nnz else 0.0
-    err = float(np.max(np.abs(result.values.astype(np.float64) - expected.values))) if expected.nnz else 0.0
-    return None if err <= rtol * max(scale, 1.0) else f"values differ (max abs error {err:.3g})"
 
 
 def wire_counters() -> tuple[int, int] | None:
@@ -135,12 +124,6 @@ def run_sparse_peer(chunk: SparseChunk, numel: int, device: torch.device) -> tup
     return {"payload_bytes": 12 * chunk.nnz}, finish, None
 
 
-def _dense_expected(expected: SparseChunk) -> SparseChunk:
-    """The expected sum as a dense all_reduce returns it: exact zeros disappear from the support."""
-    keep = expected.values != 0
-    return SparseChunk(expected.indices[keep], expected.values[keep])
-
-
 def run_task(args: argparse.Namespace, rank: int, world: int, device: torch.device, progress_cls,
              channels: Channels) -> dict:
     """Task `run`: every named scheme then every peer, `args.repeats` times each; returns this rank's JSON."""
@@ -153,7 +136,7 @@ def run_task(args: argparse.Namespace, rank: int, world: int, device: torch.devi
     schemes = [s for s in args.schemes.split(",") if s]
     profiled = any(needs_profile(s) for s in schemes)
     everyone = [worker_chunk(trace, args.iteration, w) for w in range(world)] if not args.no_check or profiled else None
-    expected = None if args.no_check else sum_chunks(everyone)
+    expected = None if args.no_check else Expected(everyone, trace.numel)
     options = parse_options(args.options)
     peers = parse_peers(args.peers)
     if device.type == "cuda" and "sparse" in peers:
@@ -177,9 +160,10 @@ def run_task(args: argparse.Namespace, rank: int, world: int, device: torch.devi
         for rep in range(args.repeats):
             record, result = _timed(job)
             record.update(kind=kind, name=name, repeat=rep)
-            if expected is not None:
-                want = _dense_expected(expected) if name == "dense" and kind == "peer" else expected
-                record["error"] = check_result(result, want)
+            if expected is not None:  # torch's dense all_reduce shows only non-zero positions
+                caps = prog.caps if kind == "scheme" else None
+                record["error"] = result_problem(result, expected, world, prog.value_dtype if caps else "float32",
+                                                 caps.keeps_zeros if caps else name != "dense")
             runs.append(record)
             progress.step()
     return {"trace": args.trace, "iteration": args.iteration, "numel": trace.numel, "nnz": chunk.nnz,

@@ -34,6 +34,7 @@ def summarize(rank_outputs: list[dict]) -> list[dict]:
         if kind == "scheme":
             rec["control_sent"] = [r["control_sent"] for r in first]
             rec["stages"] = len(first[0]["stages"])
+            rec["replicas_identical"] = len({r.get("digest") for r in first}) == 1
         records.append(rec)
     return records
 

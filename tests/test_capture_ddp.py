@@ -19,7 +19,7 @@ from torch.nn.parallel import DistributedDataParallel
 from zensim.errors import ConfigError
 from zensim.trace.capture import VirtualWorkers, make_sparsifier, record_ddp
 from zensim.trace.capture.hook import select_params
-from zensim.trace.capture.workloads import LSTMLM
+from zensim.trace.capture.workloads.lstm import LSTMLM
 from zensim.trace.format import Trace
 from zensim.trace.merge import merge_shards
 

@@ -11,7 +11,7 @@ import torch
 from zensim.cli import main
 from zensim.trace import Trace
 from zensim.trace.capture.run import step_batches, virtual_runner
-from zensim.trace.capture.workloads import Digits
+from zensim.trace.capture.workloads.digits import Digits
 
 
 def test_digits_data_and_model() -> None:

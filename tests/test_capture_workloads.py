@@ -12,7 +12,7 @@ from zensim.cli import main
 from zensim.errors import ConfigError
 from zensim.trace.capture import VirtualWorkers, capture, make_sparsifier
 from zensim.trace.capture.corpus import build_corpus, load_corpus, tokenize
-from zensim.trace.capture.workloads import DeepFM
+from zensim.trace.capture.workloads.deepfm import DeepFM
 from zensim.trace.capture.workloads.base import SequenceSampler
 from zensim.trace.format import Trace
 

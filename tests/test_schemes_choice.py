@@ -52,3 +52,22 @@ def test_zen_auto_builds_the_chosen_scheme():
     assert build_scheme("zen-auto", 16, NUMEL, profile=_disjoint(16)).name == "hier-central"
     stats = SparsityProfile(0.01, {2: 1.0, 4: 1.0, 8: 1.0, 16: 1.0})
     assert build_scheme("zen-auto", 16, NUMEL, profile=stats).name == "zen"
+
+
+def test_zen_auto_picks_the_cheaper_pull_format():
+    """The hash bitmap costs |𝕀_j|/8 bytes plus the values, COO the ids plus the values: below an
+    aggregated density of 1/32 COO is cheaper, and zen-auto must not pick the hash bitmap there
+    (the setting of `zensim trace synth --workers 16 --numel 10000000 --density 0.0005 --overlap 0.9`)."""
+    from zensim.run import run_ranks
+    from zensim.trace.synth import SynthParams, layout, worker_sets
+
+    n, numel = 16, 1_000_000
+    lay = layout(numel, SynthParams(0.0005, 0.9, 1.0))
+    chunks = [SparseChunk(s.astype(np.int64)) for s in worker_sets(lay, n, (2, 0, 0))]
+    auto = build_scheme("zen-auto", n, numel, profile=chunks)
+    assert auto.name == "zen" and auto.pull.name == "coo"
+    pulled = {name: sum(m.nbytes for m in run_ranks(build_scheme(name, n, numel), chunks).log.messages if m.stage == 1)
+              for name in ("zen", "zen-coo")}
+    assert pulled["zen-coo"] < pulled["zen"]  # the hash bitmap would have cost more
+    dense = SparsityProfile(0.2, {2: 1.5, 4: 2.0, 8: 2.5, 16: 3.0})
+    assert build_scheme("zen-auto", n, numel, profile=dense).pull.name == "hash_bitmap"

@@ -78,6 +78,37 @@ def test_records_bytes_and_imbalance(skewed):
         json.dumps(r.to_dict())
 
 
+def test_push_and_pull_imbalance_are_zens_definitions(skewed):
+    """push = max_{i,j} n |I_i^j| / |I_i| and pull = max_j n |𝕀_j| / |I| of the scheme's own
+    partitioner, computed independently here; the bytes received before the pull, max / mean, has a
+    name of its own (recv_imbalance); Centralization partitions nothing."""
+    from zensim.schemes.partitioning import partitioner_for
+    from zensim.sparse.imbalance import pull_imbalance, push_imbalance
+    from zensim.trace import Trace
+
+    with Trace.open(skewed) as t:
+        chunks = [SparseChunk(t.flat_indices(0, w), None) for w in range(8)]
+    recs = simulate(skewed, "sparse-ps,zen,sparcml", ClusterSpec(8, 1, B), "fifo")
+    for rec, kind in zip(recs[:2], ("contiguous", "zen")):
+        part = partitioner_for(kind, NUMEL, 8)
+        assert rec.push_imbalance == pytest.approx(push_imbalance(part, chunks), rel=1e-12)
+        assert rec.pull_imbalance == pytest.approx(pull_imbalance(part, chunks), rel=1e-12)
+        received = np.bincount(rec.log.dst[rec.log.stage < 1], weights=rec.log.nbytes[rec.log.stage < 1], minlength=8)
+        assert rec.recv_imbalance == pytest.approx(received.max() / received.mean(), rel=1e-12)
+    assert recs[2].push_imbalance is None and recs[2].pull_imbalance is None
+
+
+def test_values_and_options_reach_the_schemes(skewed):
+    """--values carries (synthetic) values through every scheme; options reach them (fp16 halves
+    the value bytes of COO: 4 + 2 instead of 4 + 4 per element)."""
+    [plain] = simulate(skewed, "agsparse-p2p", ClusterSpec(8, 1, B), "fifo")
+    [half] = simulate(skewed, "agsparse-p2p", ClusterSpec(8, 1, B), "fifo", options={"value_dtype": "float16"},
+                      values=True)
+    assert sum(half.bytes_sent) * 8 == sum(plain.bytes_sent) * 6
+    with pytest.raises(ConfigError, match="unknown option"):
+        simulate(skewed, "sparcml", ClusterSpec(8, 1, B), "fifo", options={"pull": "coo"})
+
+
 def test_zen_layout_shards_are_machine_unions():
     chunks = [SparseChunk(np.array(ix, np.int64), None) for ix in ([0, 5, 9], [5, 6], [1, 8], [2, 9])]
     shards, bounds = machine_shards(chunks, 10, 2)  # 2 machines x 2 GPUs, shards [0,5) and [5,10)

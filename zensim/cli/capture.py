@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "shard -o (containing {rank}); combine them with `zensim trace merge`. See docs/capture.md.",
     )
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--workload", choices=WORKLOADS, help="built-in workload (virtual workers)")
+    source.add_argument("--workload", choices=list(WORKLOADS), help="built-in workload (virtual workers)")
     source.add_argument("--hook", metavar="SCRIPT", help="your DDP training script (arguments after --)")
     p.add_argument("--workers", type=int, help="number of virtual workers (with --workload)")
     p.add_argument("--iterations", type=int, required=True, help="recorded iterations")

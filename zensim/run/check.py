@@ -67,7 +67,7 @@ def check_results(name: str, chunks: Sequence[SparseChunk], results: Sequence[Sp
     for rank, got in enumerate(results):
         if id(got) not in seen:
             seen.add(id(got))
-            problem = _compare(got, expected, len(chunks), value_dtype, keeps_zeros)
+            problem = result_problem(got, expected, len(chunks), value_dtype, keeps_zeros)
             if problem:
                 raise AggregationMismatch(f"{name}: rank {rank} {problem}")
     if replicas_identical and results:
@@ -87,8 +87,9 @@ def same_bits(a: SparseChunk, b: SparseChunk) -> bool:
     return a.values.dtype == b.values.dtype and a.values.tobytes() == b.values.tobytes()
 
 
-def _compare(got: SparseChunk, exp: Expected, n: int, value_dtype: str, keeps_zeros: bool) -> str | None:
-    """Why `got` is not the dense sum, or None."""
+def result_problem(got: SparseChunk, exp: Expected, n: int, value_dtype: str = "float32",
+                   keeps_zeros: bool = True) -> str | None:
+    """Why `got` is not the dense sum `exp` of n ranks' chunks, or None (one rank's check)."""
     if exp.sums is None or got.values is None:
         if not np.array_equal(got.indices, exp.indices):
             missing = np.setdiff1d(exp.indices, got.indices)

@@ -63,11 +63,18 @@ class BitPiece:
         return bit_positions(self.words)
 
     def to_chunk(self, ctx: RunContext | None = None) -> SparseChunk:
-        """The piece as an indices-only chunk of global ids (with a context, memoized per piece: the
-        n ranks holding one final piece get one chunk)."""
+        """The piece as an indices-only chunk of global ids. With a context, equal sets over the same
+        domain give one chunk object (the last two made are kept): the n ranks that end with the
+        same aggregate hold one chunk, not n."""
         if ctx is None:
             return SparseChunk(self.domain.ids(self.positions()), None)
-        return ctx.remember(("chunk", self.serial), lambda: SparseChunk(self.domain.ids(self.positions()), None))
+        made: list = ctx.remember(("chunks", id(self.domain), self.nnz), list)
+        for words, chunk in made:
+            if words is self.words or np.array_equal(words, self.words):
+                return chunk
+        chunk = SparseChunk(self.domain.ids(self.positions()), None)
+        made[:] = [(self.words, chunk)] + made[:1]
+        return chunk
 
     def block_representatives(self, block_size: int) -> np.ndarray:
         """Global id of the first position of every occupied block of `block_size` positions."""
@@ -133,7 +140,8 @@ def _union(pieces: Sequence[Piece]) -> Piece:
         for p in pieces[2:]:
             np.bitwise_or(words, p.words, out=words)
         return BitPiece(first.domain, words)
-    out = sum_chunks([p.chunk for p in pieces])
+    with np.errstate(over="ignore"):  # an overflow is reported below, as a user error
+        out = sum_chunks([p.chunk for p in pieces])
     if out.values is not None and not np.isfinite(out.values).all():
         bad = int(np.flatnonzero(~np.isfinite(out.values))[0])
         if all(np.isfinite(p.chunk.values).all() for p in pieces if p.chunk.values is not None):

@@ -19,7 +19,8 @@ the plan, then all-gathers the aggregated items (step 2, the pull).
 
 Values: a rank's contribution enters as its push format carries it (rounded to the wire dtype,
 explicit zeros dropped where the format cannot carry them); what a rank sends, it keeps as sent;
-merges sum in the order of the contributing ranks. So every rank that ends with an item holds the
+merges sum in the order of the contributing ranks; a complete aggregate is kept in the wire's
+value dtype on every rank, whether it is sent on or not. So every rank that ends with an item holds the
 same bits, except where the plan makes ranks associate their sums differently (Ring with
 Incremental Centralization: each rank is the root of its own ring), which `caps` declares.
 """
@@ -169,8 +170,12 @@ class StageProgram:
             for t in transfers:
                 for g, which in self._groups_for(rank, items, t, ctx):
                     sent = g.payloads(fmt, ctx)
-                    encoded += sum(g.pieces[i].nnz for i in which)
-                    payloads += tuple(sent[i] for i in which)
+                    if len(which) == len(sent):
+                        encoded += g.nnz
+                        payloads += sent
+                    else:
+                        encoded += sum(g.pieces[i].nnz for i in which)
+                        payloads += tuple(sent[i] for i in which)
             out[dst] = wire.pack(payloads)
         ctx.add("encode", encoded)
         return out
@@ -212,9 +217,11 @@ class StageProgram:
         return self.partition.result(pieces, ctx)
 
     def _groups_for(self, rank: int, items: list[list[Group]], t: Transfer,
-                    ctx: RunContext) -> list[tuple[Group, list[int]]]:
+                    ctx: RunContext) -> list[tuple[Group, range | list[int]]]:
         """The groups carrying exactly `t.origins` of `t.item`, each with the indices of its pieces
-        to send, in origin order (one merged group when Incremental)."""
+        to send (one merged group when Incremental). With values, One-shot pieces go in the order of
+        their origin ranks (the receiver relies on it to sum in that order); indices-only, in cover
+        order (a union does not depend on order)."""
         groups = items[t.item]
         cover = _cover(groups, t.origins)
         if cover is None:
@@ -224,19 +231,20 @@ class StageProgram:
             merged = self._merge(rank, cover, t.origins, ctx)
             groups[:] = [groups[0]] + [g for g in groups[1:] if g.origins & ~t.origins] + [merged]
             cover = [merged]
-        picked = sorted((key, gi, pi) for gi, g in enumerate(cover) for pi, (key, _) in enumerate(g.keyed()))
-        by_group: dict[int, list[int]] = {}
-        for _, gi, pi in picked:
-            by_group.setdefault(gi, []).append(pi)
-        if len(by_group) == 1:
-            return [(cover[gi], idx) for gi, idx in by_group.items()]
+        if len(cover) == 1 or not ctx.values:
+            return [(g, range(len(g.pieces))) for g in cover]
+        picked = sorted(((key, gi, pi) for gi, g in enumerate(cover) for pi, (key, _) in enumerate(g.keyed())),
+                        key=lambda x: x[0])
         return [(cover[gi], [pi]) for _, gi, pi in picked]
 
     def _merge(self, rank: int, cover: list[Group], origins: int, ctx: RunContext) -> Group:
         """One group aggregating every piece of `cover` in origin order (merge work counted), then
         the aggregation's hook."""
         ctx.add("merge", sum(g.nnz for g in cover))
-        pieces = [p for _, p in sorted((kp for g in cover for kp in g.keyed()), key=lambda kp: kp[0])]
+        if ctx.values:
+            pieces = [p for _, p in sorted((kp for g in cover for kp in g.keyed()), key=lambda kp: kp[0])]
+        else:
+            pieces = [p for g in cover for p in g.pieces]
         return Group(origins, (self.aggregation.after_merge(union(pieces, ctx), rank, ctx),))
 
     def _complete(self, rank: int, items: list[list[Group]], which: Sequence[int], ctx: RunContext) -> None:
@@ -248,7 +256,13 @@ class StageProgram:
                 continue
             cover = _cover(groups, everyone)
             if cover is not None:
-                items[j] = [self._merge(rank, cover, everyone, ctx)]
+                merged = self._merge(rank, cover, everyone, ctx)
+                if ctx.values:  # the aggregate in the wire's value dtype on every rank, sent or not
+                    piece = merged.pieces[0]
+                    chunk, flushed = self.pull.received(piece.chunk)
+                    ctx.flushed += flushed
+                    merged = Group(everyone, (piece if chunk is piece.chunk else ChunkPiece(piece.domain, chunk),))
+                items[j] = [merged]
 
 
 def _cover(groups: list[Group], target: int) -> list[Group] | None:

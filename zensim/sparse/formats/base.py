@@ -67,7 +67,8 @@ class Format:
             return chunk, 0
         flushed = 0
         if self.value.name != "float32":
-            rounded = self.value.quantize(values)
+            with np.errstate(over="ignore"):  # beyond the range: reported below, as a user error
+                rounded = self.value.quantize(values)
             over = np.isinf(rounded) & np.isfinite(values)
             if over.any():
                 at = int(np.flatnonzero(over)[0])

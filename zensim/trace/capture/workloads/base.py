@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from zensim.errors import ConfigError
 from zensim.trace.format import LayerSpec
 
 
@@ -27,6 +28,14 @@ class Workload:
         self.model = model
         self.batch_size = batch_size
         self.seed = seed
+
+    @classmethod
+    def create(cls, batch_size: int | None, seed: int, corpus: str | None) -> "Workload":
+        """The workload as `zensim capture --workload` builds it (None: the workload's defaults);
+        workloads with their own data reject a corpus."""
+        if corpus is not None:
+            raise ConfigError(f"--corpus {corpus}: not used by {cls.name} (it brings its own data)")
+        return cls(seed=seed, **({} if batch_size is None else {"batch_size": batch_size}))
 
     def recorded(self) -> list[str]:
         """Names of the parameters whose gradients the trace records (default: all)."""

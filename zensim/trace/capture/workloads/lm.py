@@ -8,6 +8,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from zensim.trace.capture.corpus import load_corpus
 from zensim.trace.capture.workloads.base import SequenceSampler, Workload
 
 
@@ -20,6 +21,13 @@ class LanguageModel(Workload):
         super().__init__(model, batch_size, seed)
         self.sampler = SequenceSampler(tokens, seq_len, batch_size, seed)
         self.config = {**config, "seq_len": seq_len}
+
+    @classmethod
+    def create(cls, batch_size: int | None, seed: int, corpus: str | None) -> "LanguageModel":
+        """The model over a corpus (default: the installed KJV; one-line error if missing)."""
+        text = load_corpus(corpus)
+        return cls(text.tokens, text.vocab_size, seed=seed, corpus=text.name,
+                   **({} if batch_size is None else {"batch_size": batch_size}))
 
     def batch(self, step: int, worker: int, workers: int) -> tuple[torch.Tensor, torch.Tensor]:
         """B sequences of the corpus: (inputs, targets)."""
