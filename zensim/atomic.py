@@ -64,6 +64,16 @@ class AtomicFile:
             self.discard()
 
 
+def check_output(path: str | os.PathLike[str], what: str) -> Path:
+    """An output file name checked before any long work: not a directory, its directory exists."""
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(f"{what}: {path} is a directory, expected a file name")
+    if not target.absolute().parent.is_dir():
+        raise ConfigError(f"{what}: directory of {path} does not exist")
+    return target
+
+
 def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
     """Write `data` to `path` through a temporary file in the same directory and a rename."""
     with AtomicFile(path) as f:

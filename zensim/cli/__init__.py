@@ -11,11 +11,11 @@ import signal
 import sys
 import threading
 
-from zensim.cli import capture, emulate, partition, scenario, schemes, simulate, trace
+from zensim.cli import capture, emulate, layers, partition, scenario, schemes, simulate, trace
 from zensim.errors import Terminated, ZensimError
 
 # Each module has `register(subparsers)` adding its subcommands with `set_defaults(func=...)`.
-COMMAND_MODULES = (trace, simulate, scenario, capture, emulate, schemes, partition)
+COMMAND_MODULES = (trace, simulate, scenario, capture, emulate, schemes, partition, layers)
 
 
 class Parser(argparse.ArgumentParser):

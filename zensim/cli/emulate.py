@@ -8,7 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from zensim.atomic import write_atomic
+from zensim.atomic import check_output, write_atomic
 from zensim.errors import ConfigError
 from emulate.options import parse_options, parse_peers
 from zensim.net.units import parse_bandwidth
@@ -60,12 +60,7 @@ def _at_least(value: float, low: float, what: str, strict: bool = False) -> None
 
 def _output_file(path: str, what: str) -> Path:
     """An output file name checked before any long run: not a directory, its directory exists."""
-    target = Path(path)
-    if target.is_dir():
-        raise ConfigError(f"{what}: {path} is a directory, expected a file name")
-    if not target.absolute().parent.is_dir():
-        raise ConfigError(f"{what}: directory of {path} does not exist")
-    return target
+    return check_output(path, what)
 
 
 def _output_dir(path: str, what: str) -> Path:

@@ -1,0 +1,160 @@
+"""`zensim layers`: per-layer profiles (record, estimate, import a torch.profiler trace, show with buckets)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from zensim.atomic import check_output
+from zensim.errors import ConfigError
+from zensim.report.table import format_table
+from zensim.trace.capture.names import WORKLOADS
+
+MS = 1e3
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `layers record | estimate | import | show`."""
+    p = subparsers.add_parser("layers", help="per-layer profiles: compute per parameter, gradient-ready order",
+                              description="Per-layer profiles for the iteration timeline (docs/iteration.md).")
+    sub = p.add_subparsers(dest="layers_command", required=True, metavar="ACTION")
+
+    rec = sub.add_parser("record", help="measure a built-in workload on this machine (hooks around real training)")
+    _workload_args(rec)
+    rec.add_argument("--device", default="cpu", help="torch device to train on: cpu, cuda, cuda:1 (default cpu)")
+    rec.add_argument("--iterations", type=int, default=10, help="timed training steps (default 10)")
+    rec.add_argument("--warmup", type=int, default=3, help="untimed steps first (default 3)")
+    rec.set_defaults(func=cmd_record)
+
+    est = sub.add_parser("estimate", help="estimate a built-in workload on a GPU preset (roofline of every operator)")
+    _workload_args(est)
+    est.add_argument("--device", required=True, help="GPU preset: v100, a100, h100 (datasheet figures)")
+    est.add_argument("--efficiency", type=float, default=None, help="fraction of the peaks reached (default 1)")
+    est.add_argument("--launch-us", type=float, default=None, help="fixed cost per kernel in us (default: preset's)")
+    est.add_argument("--tf32", action="store_true", help="float32 matrix products in TF32 (torch default: off)")
+    est.set_defaults(func=cmd_estimate)
+
+    imp = sub.add_parser("import", help="a profile from a torch.profiler Chrome trace of annotated training")
+    imp.add_argument("trace", help="Chrome trace JSON exported by torch.profiler (zensim.train.kineto.annotate)")
+    imp.add_argument("--warmup", type=int, default=0, help="annotated steps to skip first (default 0)")
+    imp.add_argument("--workload", default="", help="workload name to store")
+    imp.add_argument("--batch-size", type=int, default=None, help="per-GPU batch of the profiled steps")
+    imp.add_argument("-o", "--output", required=True, help="layer profile JSON to write")
+    imp.add_argument("--json", action="store_true", help="print the profile as JSON")
+    imp.set_defaults(func=cmd_import)
+
+    show = sub.add_parser("show", help="print a profile in ready order, with its buckets")
+    show.add_argument("profile", help="layer profile JSON")
+    show.add_argument("--bucketing", default="ddp", help="ddp | per-tensor | single (default ddp)")
+    show.add_argument("--bucket-mb", type=float, default=None, help="DDP bucket cap in MiB (default 25, first 1)")
+    show.add_argument("--first-bucket-mb", type=float, default=None, help="DDP first bucket cap in MiB")
+    show.add_argument("--own-bucket", default="", help="parameters with a bucket of their own (comma-separated)")
+    show.add_argument("--json", action="store_true", help="print the profile and buckets as JSON")
+    show.set_defaults(func=cmd_show)
+
+
+def _workload_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workload", choices=WORKLOADS, required=True, help="built-in workload")
+    p.add_argument("--batch-size", type=int, default=None, help="per-GPU micro-batch (default: the workload's)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--corpus", help="plain-text corpus for the language models (default: installed KJV)")
+    p.add_argument("-o", "--output", required=True, help="layer profile JSON to write")
+    p.add_argument("--json", action="store_true", help="print the profile as JSON")
+
+
+def _workload(args: argparse.Namespace):
+    from zensim.trace.capture.workloads import make_workload
+
+    if args.batch_size is not None and args.batch_size < 1:
+        raise ConfigError(f"--batch-size {args.batch_size}: must be at least 1")
+    return make_workload(args.workload, args.batch_size, args.seed, args.corpus)
+
+
+def _finish(args: argparse.Namespace, profile) -> int:
+    """Write the profile, then print it (table or JSON)."""
+    profile.save(args.output)
+    if args.json:
+        print(json.dumps(profile.to_json(), indent=1))
+    else:
+        print(f"wrote {args.output}")
+        print(summary(profile))
+    return 0
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    """Measure on this machine."""
+    import torch
+
+    from zensim.train.record import record_workload
+
+    check_output(args.output, "-o")
+    try:
+        device = torch.device(args.device)
+    except RuntimeError:
+        raise ConfigError(f"--device {args.device}: not a torch device") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"--device {args.device}: CUDA is not available on this machine")
+    return _finish(args, record_workload(_workload(args), device, args.iterations, args.warmup, progress=True))
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    """Estimate on a GPU preset."""
+    from dataclasses import replace
+
+    from zensim.train.devices import get_device
+    from zensim.train.roofline import estimate_workload
+
+    check_output(args.output, "-o")
+    device = get_device(args.device)
+    if args.efficiency is not None:
+        device = device.derated(args.efficiency)
+    if args.launch_us is not None:
+        if not args.launch_us >= 0:
+            raise ConfigError(f"--launch-us {args.launch_us}: must be >= 0")
+        device = replace(device, launch_s=args.launch_us * 1e-6)
+    return _finish(args, estimate_workload(_workload(args), device, args.tf32))
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Import a torch.profiler trace."""
+    from zensim.train.kineto import import_trace
+
+    check_output(args.output, "-o")
+    if args.warmup < 0:
+        raise ConfigError(f"--warmup {args.warmup}: must be >= 0")
+    if args.batch_size is not None and args.batch_size < 1:
+        raise ConfigError(f"--batch-size {args.batch_size}: must be at least 1")
+    return _finish(args, import_trace(args.trace, args.warmup, workload=args.workload, batch_size=args.batch_size))
+
+
+def summary(profile) -> str:
+    """Two lines: what it is, and its totals in ms."""
+    return (f"{profile.kind} profile of {profile.workload or '?'} (batch {profile.batch_size}) on {profile.device}: "
+            f"{len(profile.params)} parameters, {profile.numel} elements\n"
+            f"forward {profile.forward_s * MS:.4g} ms, backward {profile.backward_s * MS:.4g} ms, "
+            f"optimizer {profile.optimizer_s * MS:.4g} ms, compute {profile.compute_s * MS:.4g} ms per step")
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Parameters in ready order with sizes, times and buckets."""
+    from zensim.train.buckets import make_bucketing
+    from zensim.train.layers import load_layers
+
+    profile = load_layers(args.profile)
+    own = {n for n in args.own_bucket.split(",") if n}
+    unknown = own - set(profile.by_name())
+    if unknown:
+        raise ConfigError(f"--own-bucket: {sorted(unknown)[0]!r} is not a parameter of {args.profile}")
+    buckets = make_bucketing(args.bucketing, args.bucket_mb, args.first_bucket_mb).assign(profile.params, own)
+    bucket_of = {i: b for b, bucket in enumerate(buckets) for i in bucket.members}
+    ready = profile.ready_s
+    rows = [[p.name, p.numel, p.nbytes / 2**20, p.forward_s * MS, p.backward_s * MS, float(ready[i]) * MS,
+             bucket_of[i]] for i, p in enumerate(profile.params)]
+    if args.json:
+        print(json.dumps({"profile": profile.to_json(),
+                          "buckets": [{"params": list(b.names), "bytes": b.nbytes, "own": b.own,
+                                       "ready_s": float(ready[b.members[-1]])} for b in buckets]}, indent=1))
+        return 0
+    print(summary(profile))
+    print(format_table(rows, ["parameter (ready order)", "numel", "MiB", "fwd ms", "bwd ms", "ready ms", "bucket"]))
+    return 0
