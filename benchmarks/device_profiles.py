@@ -3,7 +3,8 @@
 Run on a GPU machine (or the CPU, `--device cpu`); writes into --out:
 
 - `<workload>-b<batch>.layers.json`: the measured layer profile of each built-in workload (CUDA events
-  on a GPU: `zensim.train.record.record_workload`);
+  on a GPU: `zensim.train.record.record_workload`); with --large only that, for GPU-bound sizes of the
+  three models (LARGE);
 - `annotated.trace.json` + `annotated.recorder.layers.json`: one workload profiled under torch.profiler
   with `zensim.train.kineto.annotate` while the CUDA-event recorder runs too (import the trace with
   `zensim layers import` and compare the two);
@@ -14,7 +15,12 @@ Run on a GPU machine (or the CPU, `--device cpu`); writes into --out:
   index_add the values, encode = gather values at ids, decode = index_add into a dense tensor,
   copy = a device copy of float32.
 
-    python benchmarks/device_profiles.py --device cuda --out OUT [--corpus kjv.txt] [--max-log2 26]
+    python benchmarks/device_profiles.py --device cuda --out OUT [--corpus kjv.txt] [--max-log2 26] [--large]
+
+and, here, the estimate against those measurements (ratio estimate / measured, with the preset's
+launch cost and with none):
+
+    python benchmarks/device_profiles.py --compare traces/layers --preset h100 [--corpus kjv.txt]
 """
 
 from __future__ import annotations
@@ -36,6 +42,13 @@ from zensim.train.record import record_workload, to_device
 from zensim.trace.capture.workloads import make_workload
 
 WORKLOADS = (("lstm-lm", 20), ("lstm-lm", 128), ("deepfm", 256), ("deepfm", 1024), ("gpt-topk", 8))
+# GPU-bound sizes of the same models (the built-in ones are launch-bound on a GPU): to compare an
+# estimate with a measurement where the datasheet peaks matter
+LARGE = {
+    "lstm-lm-large": dict(batch_size=128, embed=512, hidden=1024),
+    "deepfm-large": dict(batch_size=4096, embed=64, hidden=1024),
+    "gpt-topk-large": dict(batch_size=16, dim=1024, heads=16, layers=8, seq_len=128),
+}
 MIX = 0x9E3779B97F4A7C15 - (1 << 64)  # Fibonacci hashing constant as a signed int64
 
 
@@ -89,9 +102,19 @@ def work_kernels(device: torch.device, max_log2: int, reps: int, parts: int = 16
     return out
 
 
-def workload(name: str, batch: int, corpus: str | None):
-    """A built-in workload (the corpus only for the language models)."""
-    return make_workload(name, batch, 0, None if name == "deepfm" else corpus)
+def workload(name: str, batch: int | None, corpus: str | None):
+    """A built-in workload (the corpus only for the language models), or a LARGE variant by name."""
+    if name not in LARGE:
+        return make_workload(name, batch, 0, None if name == "deepfm" else corpus)
+    from zensim.trace.capture.corpus import load_corpus
+    from zensim.trace.capture.workloads import DeepFM, GPTTopK, LSTMLM
+
+    sizes = LARGE[name]
+    if name.startswith("deepfm"):
+        return DeepFM(**sizes)
+    text = load_corpus(corpus)
+    cls = LSTMLM if name.startswith("lstm") else GPTTopK
+    return cls(text.tokens, text.vocab_size, corpus=text.name, **sizes)
 
 
 def annotated(workload_name: str, batch: int, device: torch.device, out: Path, corpus: str | None) -> None:
@@ -117,25 +140,62 @@ def annotated(workload_name: str, batch: int, device: torch.device, out: Path, c
                      source="CUDA-event recorder in the annotated run").save(out / "annotated.recorder.layers.json")
 
 
+def compare(directory: Path, preset: str, corpus: str | None) -> None:
+    """Estimate every measured `<workload>-b<batch>.<preset>.layers.json` of `directory` and print the ratios."""
+    from dataclasses import replace
+
+    from zensim.report.table import format_table
+    from zensim.train.devices import get_device
+    from zensim.train.layers import load_layers
+    from zensim.train.roofline import estimate_workload
+
+    device = get_device(preset)
+    rows = []
+    for path in sorted(directory.glob(f"*.{preset}.layers.json")):
+        measured = load_layers(path)
+        if measured.kind != "measured":
+            continue
+        name = path.name.split(".")[0].rsplit("-b", 1)[0]
+        est = [estimate_workload(workload(name, measured.batch_size, corpus), replace(device, launch_s=launch))
+               for launch in (device.launch_s, 0.0)]
+        rows.append([name, measured.batch_size, measured.compute_s * 1e3, est[0].compute_s * 1e3,
+                     est[0].compute_s / measured.compute_s, est[1].compute_s / measured.compute_s,
+                     est[0].extra["operators_per_step"], est[0].extra["flops_per_step"] / 1e9])
+    print(format_table(rows, ["workload", "batch", "measured ms", "estimate ms", "est/meas",
+                              "est/meas no launch", "operators", "GFLOP"]))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out")
+    parser.add_argument("--compare", help="directory of measured profiles to estimate and compare")
+    parser.add_argument("--preset", default="h100", help="with --compare: the device preset of the estimates")
     parser.add_argument("--corpus", default=None, help="plain-text corpus for lstm-lm/gpt-topk (else the KJV)")
     parser.add_argument("--max-log2", type=int, default=26)
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--large", action="store_true", help="only the GPU-bound LARGE variants")
     args = parser.parse_args()
+    if args.compare:
+        compare(Path(args.compare), args.preset, args.corpus)
+        return 0
+    if not args.out:
+        parser.error("--out is required (or --compare)")
     device = torch.device(args.device)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     print(describe_device(device), flush=True)
-    for name, batch in WORKLOADS:
+    for name, batch in ([(n, None) for n in LARGE] if args.large else WORKLOADS):
         start = time.perf_counter()
-        prof = record_workload(workload(name, batch, args.corpus), device, args.iterations, 5)
+        work = workload(name, batch, args.corpus)
+        prof = record_workload(work, device, args.iterations, 5)
+        batch = work.batch_size
         prof.save(out / f"{name}-b{batch}.layers.json")
         print(f"{name} batch {batch}: forward {prof.forward_s * 1e3:.3f} ms, backward {prof.backward_s * 1e3:.3f} ms, "
               f"optimizer {prof.optimizer_s * 1e3:.3f} ms ({time.perf_counter() - start:.1f} s)", flush=True)
+    if args.large:
+        return 0
     annotated("deepfm", 1024, device, out, args.corpus)
     print("annotated trace written", flush=True)
     (out / "work.json").write_text(json.dumps(work_kernels(device, args.max_log2, args.reps), indent=1))

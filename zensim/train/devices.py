@@ -4,8 +4,9 @@ Peaks are NVIDIA's published figures for the SXM parts (dense, without structure
 V100 SXM2 (the GPU of ZEN's p3.16xlarge / p3dn.24xlarge testbeds), A100 SXM4 80 GB, H100 SXM5 80 GB.
 A datasheet peak is never reached by real kernels, so a profile built from it is an *estimate*, a
 lower bound on time unless `efficiency` derates it (docs/iteration.md gives the measured ratio on an
-H100). `launch_s` is a fixed cost per kernel, not a datasheet figure: the usual few microseconds of a
-CUDA kernel launch on the critical path (measured on this project's H100, docs/iteration.md).
+H100). `launch_s` is a fixed cost per operator, not a datasheet figure: PyTorch eager's dispatch and
+kernel launch, 7.0-7.2 us per back-to-back operator measured on this project's H100 host
+(docs/iteration.md), the same for every preset.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, replace
 from zensim.errors import ConfigError
 
 TERA = 1e12
+LAUNCH_S = 7e-6
 
 
 @dataclass(frozen=True)
@@ -48,16 +50,16 @@ class Device:
 
 DEVICES = {d.name: d for d in (
     Device("v100", "NVIDIA V100 SXM2 (datasheet estimate)",
-           {"float64": 7.8 * TERA, "float32": 15.7 * TERA, "float16": 125 * TERA}, 900e9, 5e-6,
+           {"float64": 7.8 * TERA, "float32": 15.7 * TERA, "float16": 125 * TERA}, 900e9, LAUNCH_S,
            "NVIDIA Tesla V100 datasheet (SXM2): FP64 7.8, FP32 15.7, Tensor 125 TFLOPS; HBM2 900 GB/s"),
     Device("a100", "NVIDIA A100 SXM4 80GB (datasheet estimate)",
            {"float64": 9.7 * TERA, "float32": 19.5 * TERA, "tf32": 156 * TERA, "float16": 312 * TERA,
-            "bfloat16": 312 * TERA}, 2039e9, 5e-6,
+            "bfloat16": 312 * TERA}, 2039e9, LAUNCH_S,
            "NVIDIA A100 Tensor Core GPU datasheet (SXM 80GB): FP64 9.7, FP32 19.5, TF32 156, BF16/FP16 312 "
            "TFLOPS dense; HBM2e 2,039 GB/s"),
     Device("h100", "NVIDIA H100 SXM5 80GB (datasheet estimate)",
            {"float64": 34 * TERA, "float32": 67 * TERA, "tf32": 494.5 * TERA, "float16": 989.5 * TERA,
-            "bfloat16": 989.5 * TERA}, 3.35e12, 5e-6,
+            "bfloat16": 989.5 * TERA}, 3.35e12, LAUNCH_S,
            "NVIDIA H100 Tensor Core GPU datasheet (SXM): FP64 34, FP32 67, TF32 989 / BF16 1,979 TFLOPS with "
            "sparsity (half of it dense); HBM3 3.35 TB/s"),
 )}
