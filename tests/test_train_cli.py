@@ -38,7 +38,7 @@ def test_record_estimate_show_deepfm(tmp_path, capsys) -> None:
     (["layers", "record", "--workload", "deepfm", "-o", "{tmp}/no/x.json"], "does not exist"),
     (["layers", "record", "--workload", "deepfm", "-o", "{tmp}"], "is a directory"),
     (["layers", "show", "{tmp}/missing.json"], "not found"),
-    (["layers", "import", "{tmp}/missing.json", "-o", "{tmp}/x.json"], "trace not found"),
+    (["layers", "import", "{tmp}/missing.json", "-o", "{tmp}/x.json"], "Chrome trace not found"),
 ])
 def test_errors(tmp_path, capsys, argv, message) -> None:
     argv = [a.format(tmp=tmp_path) for a in argv]

@@ -230,5 +230,5 @@ def test_import_errors(tmp_path) -> None:
     with pytest.raises(ConfigError, match="no zensim annotations"):
         import_trace(tmp_path / "plain.json")
     (tmp_path / "bad.json").write_text("[1")
-    with pytest.raises(ConfigError, match="not a readable Chrome trace"):
+    with pytest.raises(ConfigError, match="not a readable JSON Chrome trace"):
         import_trace(tmp_path / "bad.json")

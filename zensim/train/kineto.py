@@ -21,7 +21,6 @@ point would read. All streams count as one (the usual single-stream training ste
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ import torch
 from zensim.errors import ConfigError
 from zensim.train.clocks import WallClock
 from zensim.train.hooks import LayerRecorder, ParamInfo, StepEvents
-from zensim.train.layers import LayerProfile
+from zensim.train.layers import LayerProfile, read_json
 
 PREFIX = "zensim::"
 _GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -61,12 +60,7 @@ def annotate(model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = N
 def _load(path: str | Path) -> tuple[list[dict[str, Any]], str]:
     """The trace events of a Chrome trace file ({"traceEvents": [...]} or a bare list) and the GPU it
     names in deviceProperties ('cpu' when none)."""
-    try:
-        raw = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: trace not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: not a readable Chrome trace ({str(exc).splitlines()[0]})") from None
+    raw = read_json(path, "Chrome trace")
     events = raw.get("traceEvents") if isinstance(raw, dict) else raw
     if not isinstance(events, list):
         raise ConfigError(f"{path}: not a Chrome trace (no traceEvents list)")

@@ -123,15 +123,19 @@ class LayerProfile:
         write_atomic(path, json.dumps(self.to_json(), indent=1) + "\n")
 
 
+def read_json(path: str | Path, what: str) -> Any:
+    """The JSON document in `path`; a missing or unreadable file is a one-line ConfigError naming it as `what`."""
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: {what} not found") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: not a readable JSON {what} ({str(exc).splitlines()[0]})") from None
+
+
 def load_layers(path: str | Path) -> LayerProfile:
     """Read and validate a layer profile; any problem is a one-line ConfigError naming the file."""
-    try:
-        raw = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: layer profile not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: not a readable JSON layer profile ({str(exc).splitlines()[0]})") from None
-    return parse_layers(raw, path)
+    return parse_layers(read_json(path, "layer profile"), path)
 
 
 def parse_layers(raw: object, where: str | Path) -> LayerProfile:
