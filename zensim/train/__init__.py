@@ -1,4 +1,4 @@
-"""The training iteration: per-layer profiles, gradient buckets, and (to come) the overlap timeline.
+"""The training iteration: per-layer profiles, gradient buckets, the overlap timeline, fusion strategies (`fusion/`).
 
     from zensim.train import LayerRecorder, load_layers, DDPBuckets
     recorder = LayerRecorder(model, optimizer)     # hooks: per-parameter forward/backward, ready order
