@@ -107,7 +107,9 @@ def workload(name: str, batch: int | None, corpus: str | None):
     if name not in LARGE:
         return make_workload(name, batch, 0, None if name == "deepfm" else corpus)
     from zensim.trace.capture.corpus import load_corpus
-    from zensim.trace.capture.workloads import DeepFM, GPTTopK, LSTMLM
+    from zensim.trace.capture.workloads.deepfm import DeepFM
+    from zensim.trace.capture.workloads.gpt import GPTTopK
+    from zensim.trace.capture.workloads.lstm import LSTMLM
 
     sizes = LARGE[name]
     if name.startswith("deepfm"):

@@ -15,7 +15,7 @@ from zensim.errors import ConfigError
 from zensim.train.buckets import MIB, DDPBuckets, PerTensor, Single, make_bucketing
 from zensim.train.hooks import LayerRecorder
 from zensim.train.layers import ParamTime
-from zensim.trace.capture.workloads import LSTMLM
+from zensim.trace.capture.workloads.lstm import LSTMLM
 from zensim.trace.capture.workloads.gpt import GPTModel
 
 
