@@ -4,34 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from zensim.sparse.chunk import SparseChunk
-
-CASES = ("random", "all-overlap", "no-overlap", "one-empty", "ends")
-
-
-def make_chunks(case: str, n: int, numel: int, density: float, seed: int, values: bool) -> list[SparseChunk]:
-    """One chunk per rank for a named case; 'ends' puts index 0 and numel-1 on every rank."""
-    rng = np.random.default_rng(seed)
-    nnz = max(1, int(density * numel))
-    if case == "all-overlap":
-        shared = rng.choice(numel, nnz, replace=False)
-        sets = [shared] * n
-    elif case == "no-overlap":
-        perm = rng.permutation(numel)
-        per = max(1, min(nnz, numel // n))
-        sets = [perm[r * per:(r + 1) * per] for r in range(n)]
-    else:
-        sets = [rng.choice(numel, nnz, replace=False) for _ in range(n)]
-        if case == "one-empty":
-            sets[rng.integers(n)] = np.empty(0, np.int64)
-        if case == "ends":
-            sets = [np.concatenate([s, [0, numel - 1]]) for s in sets]
-    chunks = []
-    for s in sets:
-        idx = np.unique(np.asarray(s, np.int64))
-        vals = rng.standard_normal(len(idx)).astype(np.float32) if values else None
-        chunks.append(SparseChunk(idx, vals))
-    return chunks
+# the hard cases every scheme runs on, and the chunks of one, live with the conformance checks
+from zensim.sparse.conformance import CASES  # noqa: F401
+from zensim.sparse.conformance import sample_chunks as make_chunks  # noqa: F401
 
 
 def received(log, n: int, stages: range | None = None) -> np.ndarray:

@@ -11,16 +11,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from zensim.errors import ConfigError
 from zensim.run.context import RunContext, Tables
 from zensim.schemes.options import Option
 from zensim.schemes.pieces import Piece, assemble
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.domain import Domain, ExplicitDomain, RangeDomain
 from zensim.sparse.partition import Partitioner
-from zensim.sparse.registry import PARTITIONERS, make_partitioner
-
-HASHED = ("zen", "single_hash")
-LOSSY = ("single_hash",)
+from zensim.sparse.registry import PARTITIONERS
 
 
 class Centralization:
@@ -51,14 +49,11 @@ class Centralization:
 
 
 def partitioner_for(kind: str, numel: int, n: int, seed: int = 0) -> Partitioner:
-    """A zensim.sparse partitioner by name; hash ones get the shared `seed` ('zen' hashes without
-    modelling its memory: the split is the same and its statistics are not needed here).
+    """A zensim.sparse partitioner by name, as a scheme uses it (`Partitioner.for_scheme`).
     'thresholds' is never re-profiled here, so it splits evenly like 'contiguous'."""
-    if kind == "zen":
-        return make_partitioner(kind, numel, n, seed=seed, model_memory=False)
-    if kind in HASHED:
-        return make_partitioner(kind, numel, n, seed=seed)
-    return make_partitioner(kind, numel, n)
+    if kind not in PARTITIONERS:
+        raise ConfigError(f"partitioner {kind!r}: expected one of {', '.join(PARTITIONERS)}")
+    return PARTITIONERS[kind].for_scheme(numel, n, seed)
 
 
 class Parallelism:
@@ -77,7 +72,7 @@ class Parallelism:
     def __init__(self, kind: str, numel: int, n: int, seed: int, tables: Tables) -> None:
         self.kind, self.n = kind, n
         self.partitioner = partitioner_for(kind, numel, n, seed)
-        self.hashed, self.lossless = kind in HASHED, kind not in LOSSY
+        self.hashed, self.lossless = self.partitioner.hashes, not self.partitioner.lossy
         key = self.partitioner.key
         self._domains = tables.get(("domains", key), self.partitioner.domains) if key else self.partitioner.domains()
         self._position_of: np.ndarray | None = None

@@ -51,12 +51,12 @@ class ChunkPiece:
 class BitPiece:
     """A piece held as a packed bitset over its domain's positions (indices only)."""
 
-    __slots__ = ("domain", "words", "nnz", "serial", "_reps")
+    __slots__ = ("domain", "words", "nnz", "serial", "memo")
 
     def __init__(self, domain: Domain, words: np.ndarray, nnz: int | None = None) -> None:
         self.domain, self.words, self.serial = domain, words, next(_serials)
         self.nnz = popcount(words) if nnz is None else int(nnz)
-        self._reps: dict[int, np.ndarray] = {}
+        self.memo: dict = {}  # what formats derive from the bitset (e.g. its occupied blocks)
 
     def positions(self) -> np.ndarray:
         """Sorted positions (int64) of the set bits."""
@@ -75,21 +75,6 @@ class BitPiece:
         chunk = SparseChunk(self.domain.ids(self.positions()), None)
         made[:] = [(self.words, chunk)] + made[:1]
         return chunk
-
-    def block_representatives(self, block_size: int) -> np.ndarray:
-        """Global id of the first position of every occupied block of `block_size` positions."""
-        if block_size not in self._reps:
-            if block_size % 64 == 0:
-                per = block_size // 64
-                words = self.words
-                pad = (-len(words)) % per
-                if pad:
-                    words = np.concatenate([words, np.zeros(pad, np.uint64)])
-                blocks = np.flatnonzero(words.reshape(-1, per).any(axis=1))
-            else:
-                blocks = np.unique(self.positions() // block_size)
-            self._reps[block_size] = self.domain.ids(blocks * block_size)
-        return self._reps[block_size]
 
 
 Piece = ChunkPiece | BitPiece

@@ -3,10 +3,8 @@
 A message carries one piece (an `Encoded` of zensim.sparse) or, under One-shot aggregation and
 in all-gathers, several pieces concatenated: a `Bundle`, laid out as one little-endian uint32
 byte length per part followed by the parts (the receiver knows how many parts and their domains
-from the stage program, not their lengths). Byte counts always come from the format's `size`:
-a bitset piece is sized by `fmt.size` on a stand-in that exposes its element count (dense, coo,
-bitmap, hash bitmap depend only on it) or, for blocks, one id per occupied block (the blocks
-format depends only on which blocks are occupied).
+from the stage program, not their lengths). Byte counts always come from the format: `size` for a
+chunk, `bitset_size` for a bitset piece (indices only).
 """
 
 from __future__ import annotations
@@ -20,24 +18,9 @@ from zensim.run.context import RunContext
 from zensim.schemes.pieces import BitPiece, ChunkPiece, Piece, make_piece
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.domain import Domain
-from zensim.sparse.formats import Blocks, Encoded, Format
+from zensim.sparse.formats import Encoded, Format
 
 BUNDLE_HEADER = 4  # bytes per part: uint32 length
-
-
-class Counted:
-    """Stand-in chunk for `Format.size` when only the element count is known (indices-only bitsets,
-    size estimates): dense, coo and bitmap sizes depend only on it."""
-
-    __slots__ = ("nnz",)
-    values = None
-
-    def __init__(self, nnz: int) -> None:
-        self.nnz = nnz
-
-    @property
-    def indices(self) -> np.ndarray:
-        raise AssertionError("this format's size needs the ids; size it from a materialized chunk")
 
 
 @dataclass(frozen=True)
@@ -99,10 +82,7 @@ def encode(piece: Piece, fmt: Format, ctx: RunContext) -> Payload:
         chunk, flushed = fmt.received(piece.chunk)
         ctx.flushed += flushed
         return Encoded(fmt, fmt.size(chunk, piece.domain), chunk, piece.domain)
-    if isinstance(fmt, Blocks):
-        stand_in = SparseChunk(piece.block_representatives(fmt.block_size))
-        return BitEncoded(fmt, fmt.size(stand_in, piece.domain), piece)
-    return BitEncoded(fmt, fmt.size(Counted(piece.nnz), piece.domain), piece)  # type: ignore[arg-type]
+    return BitEncoded(fmt, fmt.bitset_size(piece.words, piece.nnz, piece.domain, piece.memo), piece)
 
 
 def pack(payloads: Sequence[Payload]) -> Message:

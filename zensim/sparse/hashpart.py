@@ -74,6 +74,13 @@ class HierarchicalHash(Partitioner):
     """ZEN Algorithm 1: h0 picks the partition, k rehash functions place ids in r1 parallel slots,
     the rest take r2 serial slots (then the overflow spill); never loses an id."""
 
+    hashes = True
+
+    @classmethod
+    def for_scheme(cls, numel: int, n: int, seed: int = 0) -> "HierarchicalHash":
+        """Seeded, without modelling its memory: the split is the same, its statistics unneeded."""
+        return cls(numel, n, seed=seed, model_memory=False)
+
     def __init__(self, numel: int, n: int, seed: int = 0, k: int = 3, r1: int | None = None,
                  r2: int | None = None, load: float = 2.0, r2_ratio: float = 0.1,
                  scope: str = "total", model_memory: bool = True) -> None:
@@ -178,6 +185,14 @@ class SingleHash(Partitioner):
     The winner of a slot is the largest id hashed there (a deterministic stand-in for "last
     writer wins"). Default r = ceil(numel / n): memory the size of the dense tensor.
     """
+
+    hashes = True
+    lossy = True
+
+    @classmethod
+    def for_scheme(cls, numel: int, n: int, seed: int = 0) -> "SingleHash":
+        """Seeded."""
+        return cls(numel, n, seed=seed)
 
     def __init__(self, numel: int, n: int, seed: int = 0, r: int | None = None) -> None:
         super().__init__(numel, n)

@@ -90,7 +90,17 @@ def domains_from_owner(numel: int, n: int, owner, block: int = 1 << 22) -> list[
 
 
 class Partitioner:
-    """Base of all partitioners (see the module docstring for the interface)."""
+    """Base of all partitioners (see the module docstring for the interface). `hashes`: splitting
+    hashes every element (counted as hash work); `lossy`: a split may drop elements."""
+
+    hashes = False
+    lossy = False
+
+    @classmethod
+    def for_scheme(cls, numel: int, n: int, seed: int = 0) -> "Partitioner":
+        """The partitioner as a scheme's Parallelism uses it (`seed` shared by all ranks, for those
+        that hash)."""
+        return cls(numel, n)
 
     def __init__(self, numel: int, n: int) -> None:
         check_partitions(numel, n)

@@ -19,10 +19,9 @@ from zensim.schemes import closed
 from zensim.schemes.choice import SparsityProfile, profile_chunks, zen_choice
 from zensim.schemes.scheme import Scheme
 from zensim.schemes.space import Point
-from zensim.schemes.wire import Counted
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.domain import RangeDomain
-from zensim.sparse.formats import make_format
+from zensim.sparse.formats import Counted, make_format
 
 BP = Point("p2p", None, "parallelism", "balanced")
 HC = Point("hierarchy", "incremental", "centralization", None)

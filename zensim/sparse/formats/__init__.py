@@ -27,7 +27,7 @@ A new format is one file in this package (a `Format` subclass with `name`, `size
 from __future__ import annotations
 
 from zensim.errors import ConfigError
-from zensim.sparse.formats.base import Encoded, Format
+from zensim.sparse.formats.base import Counted, Encoded, Format
 from zensim.sparse.formats.bitmap import Bitmap, HashBitmap
 from zensim.sparse.formats.blocks import Blocks
 from zensim.sparse.formats.coo import COO
@@ -46,4 +46,4 @@ def make_format(name: str, value_dtype: str = "float32", block_size: int = 256) 
     return cls(value_dtype, block_size) if cls.takes_block_size else cls(value_dtype)
 
 
-__all__ = ["FORMATS", "Encoded", "Format", "make_format", "Dense", "COO", "Blocks", "Bitmap", "HashBitmap"]
+__all__ = ["FORMATS", "Counted", "Encoded", "Format", "make_format", "Dense", "COO", "Blocks", "Bitmap", "HashBitmap"]

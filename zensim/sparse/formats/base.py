@@ -7,9 +7,25 @@ from dataclasses import dataclass
 import numpy as np
 
 from zensim.errors import ValueRangeError
+from zensim.sparse.bits import bit_positions
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.domain import Domain
 from zensim.sparse.values import ValueCodec, value_codec
+
+
+class Counted:
+    """Stand-in chunk for `Format.size` when only the element count is known: dense, COO and
+    bitmap sizes depend only on it."""
+
+    __slots__ = ("nnz",)
+    values = None
+
+    def __init__(self, nnz: int) -> None:
+        self.nnz = nnz
+
+    @property
+    def indices(self) -> np.ndarray:
+        raise AssertionError("this format's size needs the ids; size it from a materialized chunk")
 
 
 @dataclass(frozen=True)
@@ -43,6 +59,7 @@ class Format:
     name = "?"
     keeps_zeros = True
     takes_block_size = False
+    size_from_count = True  # size depends only on the element count (see bitset_size)
 
     def __init__(self, value_dtype: str = "float32") -> None:
         self.value: ValueCodec = value_codec(value_dtype)
@@ -50,6 +67,16 @@ class Format:
     def size(self, chunk: SparseChunk, domain: Domain) -> int:
         """Exact wire bytes of `chunk` over `domain` (values counted even when `chunk.values` is None)."""
         raise NotImplementedError
+
+    def bitset_size(self, words: np.ndarray, nnz: int, domain: Domain, memo: dict) -> int:
+        """Exact wire bytes of the `nnz` positions set in the bitset `words` over `domain`
+        (indices-only runs at scale). By default from the count alone, as dense, COO and bitmap
+        sizes depend on nothing else; a format whose size depends on which ids are present sets
+        `size_from_count = False` (the ids are then materialized) or overrides this (`memo` is a
+        dict kept with the bitset, for what it derives from it)."""
+        if self.size_from_count:
+            return self.size(Counted(nnz), domain)  # type: ignore[arg-type]
+        return self.size(SparseChunk(domain.ids(bit_positions(words))), domain)
 
     def encode(self, chunk: SparseChunk, domain: Domain) -> Encoded:
         """The cheap path: exact size of the chunk as a receiver decodes it (`received`), no

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from zensim.errors import ConfigError
+from zensim.sparse.bits import bit_positions
 from zensim.sparse.chunk import SparseChunk, run_starts
 from zensim.sparse.domain import Domain, index_dtype
 from zensim.sparse.formats.base import Format
@@ -16,6 +17,7 @@ class Blocks(Format):
     name = "blocks"
     keeps_zeros = False
     takes_block_size = True
+    size_from_count = False
 
     def __init__(self, value_dtype: str = "float32", block_size: int = 256) -> None:
         super().__init__(value_dtype)
@@ -38,7 +40,24 @@ class Blocks(Format):
         return -(-domain.size // self.block_size)
 
     def size(self, chunk: SparseChunk, domain: Domain) -> int:
-        blocks = self.occupied(chunk, domain)
+        return self._size(self.occupied(chunk, domain), domain)
+
+    def bitset_size(self, words: np.ndarray, nnz: int, domain: Domain, memo: dict) -> int:
+        """From the bitset's occupied blocks (one `any` per block of words when the block size is a
+        multiple of 64), remembered per block size in `memo`."""
+        key = ("blocks", self.block_size)
+        if key not in memo:
+            if self.block_size % 64 == 0:
+                per = self.block_size // 64
+                pad = (-len(words)) % per
+                padded = np.concatenate([words, np.zeros(pad, np.uint64)]) if pad else words
+                memo[key] = np.flatnonzero(padded.reshape(-1, per).any(axis=1))
+            else:
+                memo[key] = np.unique(bit_positions(words) // self.block_size)
+        return self._size(memo[key], domain)
+
+    def _size(self, blocks: np.ndarray, domain: Domain) -> int:
+        """Bytes of the occupied `blocks`: their ids and every value they carry."""
         bid = index_dtype(self._nblocks(domain)).itemsize
         return len(blocks) * bid + self._carried_values(blocks, domain) * self.value.itemsize
 
