@@ -25,3 +25,15 @@ def test_schemes_table_and_kind_filter(capsys):
     assert main(["schemes", "--kind", "preset"]) == 0
     out = capsys.readouterr().out
     assert "omnireduce" in out and "ring-incr-central " not in out
+
+
+def test_schemes_options_lists_what_the_parts_declare(capsys):
+    """`zensim schemes --options NAME`: Parallelism adds pull, partitioner, seed; Centralization none."""
+    assert main(["schemes", "--options", "zen", "--json"]) == 0
+    zen = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert {"push", "pull", "value_dtype", "block_size", "partitioner", "seed", "pull_pattern"} == set(zen)
+    assert "hash_bitmap" in zen["pull"]["choices"]
+    assert main(["schemes", "--options", "sparcml", "--json"]) == 0
+    assert {r["name"] for r in json.loads(capsys.readouterr().out)} == {"push", "value_dtype", "block_size"}
+    assert main(["schemes", "--options", "nope"]) == 2
+    assert "unknown" in capsys.readouterr().err

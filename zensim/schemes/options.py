@@ -17,13 +17,14 @@ from zensim.errors import ConfigError
 
 @dataclass(frozen=True)
 class Option:
-    """One option: its name, what it does, its default, and its accepted values (`choices`) or type
-    (`kind`, int options must be at least `minimum`)."""
+    """One option: its name, what it does, its default, and its accepted values (`choices`: a tuple,
+    or a registry mapping whose keys are read at each check, so that a member registered later is
+    accepted) or type (`kind`, int options must be at least `minimum`)."""
 
     name: str
     help: str
     default: Any = None
-    choices: tuple[Any, ...] | None = None
+    choices: tuple[Any, ...] | Mapping[str, Any] | None = None
     kind: type = str
     minimum: int | None = None
 
@@ -57,5 +58,5 @@ def accept(declared: Iterable[Option], given: Mapping[str, Any], scheme: str) ->
 
 def describe(declared: Iterable[Option]) -> list[dict[str, Any]]:
     """The options as rows (name, default, choices, help), for `zensim schemes --options`."""
-    return [{"name": o.name, "default": o.default, "choices": list(o.choices) if o.choices else None,
+    return [{"name": o.name, "default": o.default, "choices": list(o.choices) if o.choices is not None else None,
              "help": o.help} for o in declared]

@@ -65,7 +65,7 @@ class Parallelism:
     name = "parallelism"
     OPTIONS = (
         Option("partitioner", "how ids map to the n partitions (default: zen when balanced, contiguous when "
-               "imbalanced)", None, tuple(PARTITIONERS)),
+               "imbalanced)", None, PARTITIONERS),
         Option("seed", "hash seed shared by all ranks (hash partitioners)", 0, kind=int, minimum=0),
     )
 

@@ -9,7 +9,7 @@ dimensions (a value-dependent one, say) gives a `builder` and the options it acc
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from zensim.run.context import Tables
@@ -37,8 +37,11 @@ class Scheme:
     listing: Mapping[str, Any] = field(default_factory=dict)
 
     def declared(self) -> tuple[Option, ...]:
-        """Every option the scheme accepts (from its parts, or its builder's)."""
-        return point_options(self.point) if self.point is not None else self.accepts
+        """Every option the scheme accepts (from its parts, or its builder's), with this scheme's own
+        values as the defaults."""
+        if self.point is None:
+            return self.accepts
+        return tuple(replace(o, default=self.options.get(o.name, o.default)) for o in point_options(self.point))
 
     def build(self, n: int, numel: int, *, tables: Tables | None = None,
               profile: Sequence[SparseChunk] | None = None, **options: Any) -> Any:

@@ -35,12 +35,12 @@ SHORT = {"ring": "ring", "hierarchy": "hier", "p2p": "p2p", "incremental": "incr
 
 # The wire formats are a part of every program: their options.
 FORMAT_OPTIONS = (
-    Option("push", "wire format of the push (the whole scheme under Centralization)", "coo", tuple(FORMATS)),
+    Option("push", "wire format of the push (the whole scheme under Centralization)", "coo", FORMATS),
     Option("value_dtype", "value dtype on the wire", "float32", tuple(CODECS)),
     Option("block_size", "elements per block of the blocks format", 256, kind=int, minimum=1),
 )
 PULL_OPTIONS = (
-    Option("pull", "wire format of step 2, the pull", "coo", tuple(FORMATS)),
+    Option("pull", "wire format of step 2, the pull", "coo", FORMATS),
     Option("pull_pattern", "plan of the pull: the point's own pattern, or a binomial-tree broadcast", None,
            (None, "binomial")),
 )
