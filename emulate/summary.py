@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from typing import Any
 
-from zensim.report.table import format_table
+from zensim.net.units import format_bandwidth
+from zensim.report.record import RunRecord
 
 
 def summarize(rank_outputs: list[dict]) -> list[dict]:
@@ -39,13 +41,29 @@ def summarize(rank_outputs: list[dict]) -> list[dict]:
     return records
 
 
-def emulate_table(records: list[dict]) -> str:
-    """Human-readable table of `summarize` records."""
-    rows = []
-    for r in records:
-        payload = max(r["sent"]) if r["kind"] == "scheme" else None
-        wire = max(r["wire_tx"]) if all(w is not None for w in r["wire_tx"]) else None
-        rows.append([r["name"] + (" (torch)" if r["kind"] == "peer" else ""), r["ranks"], r["time_s"] * 1e3,
-                     r["min_s"] * 1e3, r["max_s"] * 1e3, payload, wire, "yes" if r["correct"] else "NO"])
-    return format_table(rows, ["scheme", "ranks", "time ms", "min ms", "max ms", "max sent B/rank",
-                               "max wire tx B/rank", "correct"])
+DENSE = "dense-allreduce"
+
+
+def run_records(summaries: list[dict], trace: dict[str, Any], cluster: dict[str, Any],
+                provenance: dict[str, Any]) -> list[RunRecord]:
+    """The `summarize` records as zensim's one record type (zensim.report.record.RunRecord), so that an
+    emulation goes through the same tables, CSV, JSON, plots and `zensim report` as a simulation.
+
+    `trace`: the record's trace block (path, sha256, iteration, ...); `cluster`: the LocalCluster's
+    `describe()`; time / dense is against the emulated dense-allreduce scheme when it ran."""
+    ranks = cluster["ranks"]
+    block = {"description": f"emulated {ranks} ranks x {format_bandwidth(cluster['rate_bps'] / 8)} NIC (tc tbf), one host",
+             "machines": ranks, "gpus_per_machine": 1, "nic_bandwidth": cluster["rate_bps"] / 8, "fabric": "emulated",
+             "emulation": dict(cluster)}
+    dense = next((s["time_s"] for s in summaries if s["kind"] == "scheme" and s["name"] == DENSE), None)
+    out = []
+    for s in summaries:
+        measured = {"wire_tx": s["wire_tx"]}
+        if s["kind"] == "scheme":
+            measured.update(control_sent=s["control_sent"], stages=s["stages"])
+        out.append(RunRecord(
+            s["name"], "emulated", "emulated", "flat", ranks, s["time_s"], s["time_s"] / dense if dense else None,
+            [int(b) for b in s["sent"] if b is not None], [int(b) for b in s["received"] if b is not None],
+            kind=s["kind"], repeats=s["repeats"], times_s=list(s["times_s"]), correct=s["correct"],
+            errors=list(s["errors"]), trace=dict(trace), cluster=block, measured=measured, provenance=provenance))
+    return out

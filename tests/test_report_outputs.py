@@ -159,3 +159,11 @@ def test_run_checks_outputs_before_simulating(trace, tmp_path, monkeypatch, caps
     monkeypatch.chdir(work)
     assert main(["run", str(scn), "--out", str(work)]) == 2
     assert re.search(message, one_line_error(capsys))
+
+
+def test_partition_csv_onto_its_trace_is_refused(trace, tmp_path, capsys):
+    copy = tmp_path / "copy.zt"
+    copy.write_bytes(trace.read_bytes())
+    assert main(["partition", str(copy), "--csv", str(copy)]) == 2
+    assert "is an input of this run" in one_line_error(capsys)
+    assert copy.read_bytes() == trace.read_bytes()

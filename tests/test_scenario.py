@@ -17,7 +17,7 @@ from zensim.sim import sweep as sweep_mod
 from zensim.sim.cluster import build_cluster
 from zensim.sim.run import simulate
 from zensim.sim.scenario import load_scenario
-from zensim.sim.sweep import rows, run_scenario, write_outputs
+from zensim.sim.sweep import records_of, run_scenario, write_outputs
 from zensim.trace import TensorSpec, TraceWriter
 
 NUMEL = 3000
@@ -83,7 +83,6 @@ model: [fifo, maxmin]
     ("trace: {path: T}\ncluster: {machines: 16}\n", "cluster"),
     ("trace: {path: T, iteration: 2}\ncluster: {machines: 2}\n", "trace.iteration"),
     ("trace: {path: T}\ncluster: {machines: 2}\nmodel: analytic\noutputs: {timeline: t.json}\n", "outputs.timeline"),
-    ("trace: {path: T}\nsweep: {nic: [1Gbps, 2Gbps]}\ncluster: {machines: 2}\noutputs: {plot: p.png}\n", "outputs.plot"),
     ("trace: {path: T}\ncluster: {machines: 2, profile: nothere.json}\n", "cluster.profile"),
     ("trace: {path: T}\nsweep: {machines: [2, 4]}\nmodel: [fifo, maxmin]\noutputs: {plot: p.png}\n", "outputs.plot"),
     ("trace: {path: T}\nsweep: {machines: [2, 4]}\noutputs: {plot: 'p-{nic}.png'}\n", "outputs.plot"),
@@ -146,23 +145,23 @@ def test_leafspine_keys_without_a_leafspine_are_refused(tmp_path: Path, trace: P
 
 
 def _comparable(row: dict) -> dict:
-    """A record's fields without the wall-clock time it took."""
-    return {k: v for k, v in row.items() if k != "wall_s"}
+    """A record's fields without the wall-clock time it took, its sweep point and its provenance."""
+    return {k: v for k, v in row.items() if k not in ("wall_s", "point", "sweep", "provenance")}
 
 
 def test_sweep_is_the_cartesian_product_and_each_row_equals_simulate(tmp_path: Path, trace: Path) -> None:
     scn = load_scenario(write_scenario(tmp_path, GOOD.format(trace=trace)))
-    table = rows(run_scenario(scn))
+    table = [r.to_dict() for r in records_of(run_scenario(scn))]
     combos = list(itertools.product([2, 4, 8], ["10Gbps", "40Gbps"], ["fifo", "maxmin"]))
     assert len(table) == len(combos) * len(SCHEMES)
     for i, (machines, nic, model) in enumerate(combos):
         got = table[i * len(SCHEMES):(i + 1) * len(SCHEMES)]
         assert [r["point"] for r in got] == [i] * len(SCHEMES)
-        assert all((r["sweep.machines"], r["sweep.nic"], r["sweep.model"]) == (machines, nic, model) for r in got)
+        assert all(r["sweep"] == {"machines": machines, "nic": nic, "model": model} for r in got)
+        assert all(r["provenance"]["scenario"] == str(scn.path) for r in got)
         cluster, _ = build_cluster(machines, 1, nic=nic, nic_latency="2us")
         direct = simulate(trace, SCHEMES, cluster, model, iteration=1)
-        assert [_comparable({k: v for k, v in r.items() if k != "point" and not k.startswith("sweep.")})
-                for r in got] == [_comparable(rec.to_dict()) for rec in direct]
+        assert [_comparable(r) for r in got] == [_comparable(rec.to_dict()) for rec in direct]
 
 
 def test_cli_writes_outputs_relative_to_out_and_reads_trace_relative_to_scenario(
@@ -182,10 +181,15 @@ outputs: {json: res/r.json, csv: res/r.csv, plot: res/r.png, timeline: res/t.jso
     printed = json.loads(capsys.readouterr().out)
     res = tmp_path / "o" / "res"
     assert sorted(p.name for p in res.iterdir()) == ["r.csv", "r.json", "r.png", "t.json"]  # no temp files left
-    assert json.loads((res / "r.json").read_text()) == printed
-    assert [r["gpus"] for r in printed] == [4, 4, 8, 8] and [r["sweep.machines"] for r in printed] == [2, 2, 4, 4]
+    assert printed["schema"] == "zensim-results/1"
+    assert _comparable(json.loads((res / "r.json").read_text())) == _comparable(printed)
+    records = printed["records"]
+    assert [r["gpus"] for r in records] == [4, 4, 8, 8] and [r["sweep"]["machines"] for r in records] == [2, 2, 4, 4]
+    assert all(r["provenance"]["command"] == f"zensim sweep {path} --out {tmp_path / 'o'} --json" for r in records)
     with open(res / "r.csv") as f:
-        assert [row["scheme"] for row in csv.DictReader(f)] == ["dense-allreduce", "zen"] * 2
+        rows = list(csv.DictReader(f))
+    assert [row["scheme"] for row in rows] == ["dense-allreduce", "zen"] * 2
+    assert [row["sweep.machines"] for row in rows] == ["2", "2", "4", "4"]
     assert (res / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert len({e["pid"] for e in json.loads((res / "t.json").read_text())["traceEvents"]}) == 4
 
@@ -235,7 +239,8 @@ def test_write_outputs_creates_folders(tmp_path: Path, trace: Path) -> None:
                                     "outputs: {json: a/b/c.json}\n")
     scn = load_scenario(path, tmp_path / "deep")
     write_outputs(scn, run_scenario(scn))
-    assert [r["scheme"] for r in json.loads((tmp_path / "deep" / "a" / "b" / "c.json").read_text())] == ["zen"]
+    doc = json.loads((tmp_path / "deep" / "a" / "b" / "c.json").read_text())
+    assert [r["scheme"] for r in doc["records"]] == ["zen"]
 
 
 def test_profile_relative_to_scenario_and_explicit_links_win(tmp_path: Path, trace: Path) -> None:

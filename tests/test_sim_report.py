@@ -14,7 +14,6 @@ from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
 from zensim.report.chrome import chrome_trace
 from zensim.report.export import to_csv, to_json, write_atomic
-from zensim.report.plots import save_figure, scaling_figure, vs_dense_figure
 from zensim.run.log import Message, MessageLog
 
 ROWS = [{"scheme": "a", "time_s": 1.5, "vs_dense": 0.5, "bytes_sent": [1, 2], "cluster": "c", "model": "fifo"},
@@ -46,13 +45,6 @@ def test_chrome_trace_tracks():
     stage1_rank2 = next(e for e in spans if e["pid"] == 0 and e["tid"] == 2 and e["name"] == "stage 1")
     assert stage1_rank2["args"]["received_bytes"] == 2000
     assert stage1_rank2["ts"] + stage1_rank2["dur"] == pytest.approx(timing.stage_end[2, 1] * 1e6)
-
-
-def test_plots_are_png(tmp_path):
-    save_figure(vs_dense_figure(ROWS), tmp_path / "a.png")
-    save_figure(scaling_figure({"a": {8: 0.5, 16: 0.7}, "b": {8: None, 16: 1.2}}), tmp_path / "b.png")
-    for name in ("a.png", "b.png"):
-        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_write_atomic_to_a_directory_is_one_line_and_leaves_nothing(tmp_path):

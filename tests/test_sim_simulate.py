@@ -177,14 +177,14 @@ def test_cli_outputs(skewed, tmp_path, capsys):
     timeline, csv_path = tmp_path / "t.json", tmp_path / "r.csv"
     assert main(["simulate", "--trace", skewed, "--machines", "4", "--gpus-per-machine", "2", "--scheme",
                  "zen,sparse-ps", "--timeline", str(timeline), "--csv", str(csv_path), "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = json.loads(capsys.readouterr().out)["records"]
     assert [r["scheme"] for r in rows] == ["zen", "sparse-ps"]
     doc = json.loads(timeline.read_text())
     spans = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     assert {(e["pid"], e["tid"]) for e in spans} == {(p, t) for p in range(2) for t in range(8)}
     names = [e for e in doc["traceEvents"] if e["name"] == "thread_name"]
     assert len(names) == 2 * 8 and all(e["dur"] >= 0 for e in spans)
-    assert csv_path.read_text().splitlines()[0].startswith("scheme,model")
+    assert csv_path.read_text().splitlines()[0].startswith("scheme,source,model")
 
 
 def test_cli_subprocess_exit_code(skewed):

@@ -11,11 +11,12 @@ import signal
 import sys
 import threading
 
-from zensim.cli import capture, emulate, layers, partition, scenario, schemes, simulate, trace
+from zensim.cli import capture, emulate, layers, partition, report, scenario, schemes, simulate, trace
 from zensim.errors import Terminated, ZensimError
+from zensim.report.provenance import command_line, version_line
 
 # Each module has `register(subparsers)` adding its subcommands with `set_defaults(func=...)`.
-COMMAND_MODULES = (trace, simulate, scenario, capture, emulate, schemes, partition, layers)
+COMMAND_MODULES = (trace, simulate, scenario, report, capture, emulate, schemes, partition, layers)
 
 
 class Parser(argparse.ArgumentParser):
@@ -28,6 +29,17 @@ class Parser(argparse.ArgumentParser):
         self._negative_number_matcher = re.compile(r"^-\.?\d")
 
 
+class VersionAction(argparse.Action):
+    """--version: 'zensim 0.1.0 (commit ...)', the commit asked of git only when the option is given."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(version_line())
+        parser.exit()
+
+
 def _terminate(signum: int, frame: object) -> None:
     """SIGTERM/SIGHUP in any command: unwind like Ctrl-C, so every `with` block cleans up (no .tmp left)."""
     raise Terminated(signum)
@@ -36,6 +48,7 @@ def _terminate(signum: int, frame: object) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """Build the full `zensim` parser from every area's command module."""
     parser = Parser(prog="zensim", description=__doc__)
+    parser.add_argument("--version", action=VersionAction, help="print zensim's version and git commit, and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(sub)
@@ -45,7 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: parse, dispatch, turn user errors into one line on stderr and exit code 2."""
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    args.command_line = command_line(argv)  # what the outputs record as the command that made them
     in_main = threading.current_thread() is threading.main_thread()  # signals can only be set there
     previous = {sig: signal.signal(sig, _terminate) for sig in (signal.SIGTERM, signal.SIGHUP)} if in_main else {}
     try:

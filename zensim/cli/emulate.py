@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
-import sys
 from pathlib import Path
 
 from zensim.atomic import check_output, write_atomic
+from zensim.cli import results
 from zensim.errors import ConfigError
 from emulate.options import parse_options, parse_peers
 from zensim.net.units import parse_bandwidth
@@ -79,9 +78,12 @@ def _common_checks(args: argparse.Namespace) -> None:
 
 
 def cmd_emulate(args: argparse.Namespace) -> int:
-    """One-off emulation of one or all schemes plus the torch peers, or of a training script."""
+    """One-off emulation of one or all schemes plus the torch peers (records through the report path), or
+    of a training script."""
     from emulate.session import emulate_trace
-    from emulate.summary import emulate_table
+    from emulate.summary import run_records
+    from zensim.report.provenance import provenance, trace_info
+    from zensim.trace import Trace
 
     _common_checks(args)
     script_args = args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args
@@ -91,15 +93,18 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         raise ConfigError(f"{script_args[0]}: unexpected argument (script arguments go with --script)")
     _at_least(args.repeats, 1, "--repeats")
     raw = _output_file(args.raw, "--raw") if args.raw else None
+    outs, paths = results.plan(args, inputs=[args.trace, raw])
     peers = ",".join(parse_peers(args.peers)) or "none"
-    records, outs, cluster = emulate_trace(args.trace, args.ranks, _rate_bps(args.bandwidth), _schemes(args.scheme),
-                                           args.repeats, peers, args.iteration, parse_options(args.options),
-                                           args.timeout, args.wait)
-    result = {"trace": args.trace, "iteration": args.iteration, "cluster": cluster, "records": records}
+    summaries, ranks_out, cluster = emulate_trace(args.trace, args.ranks, _rate_bps(args.bandwidth),
+                                                  _schemes(args.scheme), args.repeats, peers, args.iteration,
+                                                  parse_options(args.options), args.timeout, args.wait)
+    with Trace.open(args.trace) as trace:
+        info = trace_info(trace, args.iteration)
+    records = run_records(summaries, info, cluster, provenance(args.command_line))
     if raw is not None:
-        write_atomic(raw, json.dumps(outs))
-    print(json.dumps(result, indent=2) if args.json else emulate_table(records))
-    return 0 if all(r["correct"] for r in records) else 1
+        write_atomic(raw, json.dumps(ranks_out))
+    results.finish(args, records, outs, paths)
+    return 0 if all(r.correct for r in records) else 1
 
 
 def _emulate_script(args: argparse.Namespace, script_args: list[str]) -> int:
@@ -164,7 +169,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         workdir = _output_dir(args.workdir, "--workdir")
         result = validate(args.trace, _ranks(args.ranks), _rate_bps(args.bandwidth), _schemes(args.schemes),
                           args.repeats, args.iteration, calib, parse_options(args.options), workdir, args.wait)
-        command = result["command"] = "zensim validate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+        command = result["command"] = args.command_line
         write_atomic(workdir / "validation.json", json.dumps(result, indent=2) + "\n")
     if docs is not None:
         write_docs(result, docs, command, ZEN, args.name, notes)
@@ -184,13 +189,14 @@ def _validation_json(path: str) -> dict:
     return result
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _common(p: argparse.ArgumentParser, json: bool = True) -> None:
     p.add_argument("--bandwidth", default="200mbit", help="per-NIC bandwidth, each direction (default 200mbit)")
     p.add_argument("--iteration", type=int, default=0, help="trace iteration (default 0)")
     p.add_argument("--options", default="{}", help="scheme options as JSON, e.g. '{\"pull\": \"hash_bitmap\"}'")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds before the run is abandoned")
     p.add_argument("--wait", type=float, default=0.0, help="seconds to wait for another emulation to finish")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    if json:
+        p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def register(sub) -> None:
@@ -210,7 +216,8 @@ def register(sub) -> None:
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--peers", default="dense,sparse", help="torch peers measured alongside: dense,sparse or none")
     p.add_argument("--raw", default=None, help="also write every rank's raw JSON output here")
-    _common(p)
+    _common(p, json=False)
+    results.add_options(p)
     p.set_defaults(func=cmd_emulate)
 
     p = sub.add_parser("calibrate", help="measure an emulated cluster's links and local work into a profile JSON")

@@ -9,7 +9,8 @@ import sys
 from tqdm import tqdm
 
 from zensim.errors import ConfigError
-from zensim.report.export import to_csv, to_json, write_atomic
+from zensim.report.export import to_csv, to_json
+from zensim.report.outputs import OutputFiles
 from zensim.report.table import format_table
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.imbalance import imbalance_report
@@ -73,11 +74,13 @@ def cmd_partition(args: argparse.Namespace) -> int:
         raise ConfigError(f"--partitioners {args.partitioners!r}: expected names from {', '.join(PARTITIONERS)}")
     if args.iterations is not None and args.iterations < 1:
         raise ConfigError(f"--iterations {args.iterations}: must be positive")
+    outs = OutputFiles(inputs=[args.path])
+    csv_path = outs.add(args.csv, "--csv") if args.csv else None
     with Trace.open(args.path) as trace:
         parts = {n: make_partitioner(n, trace.numel, trace.workers, **_options(n, args)) for n in names}
         count = trace.iterations if args.iterations is None else min(args.iterations, trace.iterations)
         rows = partition_rows(trace, parts, count)
-    if args.csv:
-        write_atomic(args.csv, to_csv(rows))
+    if csv_path is not None:
+        outs.write({csv_path: to_csv(rows)})
     print(to_json(rows) if args.json else format_table([[r[c] for c in COLUMNS] for r in rows], COLUMNS))
     return 0

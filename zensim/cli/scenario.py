@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 
 from zensim.errors import ConfigError
-from zensim.report.export import to_json
+from zensim.report.record import results_json
 from zensim.sim.scenario import load_scenario
-from zensim.sim.sweep import render_results, rows, run_scenario, write_outputs
+from zensim.sim.sweep import records_of, render_results, run_scenario, write_outputs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,7 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument("scenario", help="scenario file (.yaml), see docs/scenarios.md")
         p.add_argument("--out", default=None, metavar="DIR",
                        help="folder for the scenario's relative output paths (default: the current directory)")
-        p.add_argument("--json", action="store_true", help="print one JSON row per (point, scheme)")
+        p.add_argument("--json", action="store_true",
+                       help="print the records (one per point and scheme) as a zensim-results/1 JSON document")
         p.set_defaults(func=cmd_run, require_sweep=name == "sweep")
 
 
@@ -27,7 +28,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     scn = load_scenario(args.scenario, args.out)
     if args.require_sweep and not scn.is_sweep:
         raise ConfigError(f"{scn.path}: no sweep: section with more than one point (use `zensim run`)")
-    results = run_scenario(scn, progress=True)
+    results = run_scenario(scn, progress=True, command=args.command_line)
     write_outputs(scn, results)
-    print(to_json(rows(results)) if args.json else render_results(scn, results))
+    print(results_json(records_of(results)) if args.json else render_results(results))
     return 0

@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 
 from emulate.options import parse_options
+from zensim.cli import results
 from zensim.errors import ConfigError
 from zensim.sim.layout import LAYOUTS
 from zensim.sim.run import ALL_MODELS
 from zensim.net.profile import Profile
 from zensim.net.topology import FABRICS, ClusterSpec
-from zensim.report.outputs import OutputFiles, plot_format
-from zensim.report.table import render_records
 from zensim.sim.cluster import build_cluster
 
 
@@ -40,11 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--values", action="store_true",
                    help="carry values (the trace's, or synthetic ones) even where no scheme needs them")
     p.add_argument("--profile", default=None, help="calibration profile JSON (links and per-element work costs)")
-    p.add_argument("--json", action="store_true", help="print the records as JSON")
-    p.add_argument("--csv", default=None, metavar="FILE", help="also write the records as CSV")
-    p.add_argument("--timeline", default=None, metavar="FILE", help="also write a Chrome trace (Perfetto) timeline")
-    p.add_argument("--plot", default=None, metavar="FILE",
-                   help="also write a bar chart of time vs dense (format from the extension: .png, .pdf, .svg, ...)")
+    results.add_options(p, timeline=True)
     p.set_defaults(func=cmd_simulate)
 
 
@@ -59,32 +54,17 @@ def cluster_from_args(args: argparse.Namespace) -> tuple[ClusterSpec, Profile | 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     """Run the simulation and print/write the results."""
-    import json
-
-    from zensim.report.chrome import chrome_trace
     from zensim.net.costs import Costs
-    from zensim.report.export import to_csv, to_json
+    from zensim.report.provenance import provenance
     from zensim.sim.run import simulate
 
     if args.timeline and args.model == "analytic":
         raise ConfigError("--timeline: the analytic model has no timeline (use fifo or maxmin)")
     cluster, profile = cluster_from_args(args)
-    outs = OutputFiles(inputs=[args.trace, args.profile])
-    paths = {key: outs.add(getattr(args, key), f"--{key}", plot=key == "plot")
-             for key in ("csv", "timeline", "plot") if getattr(args, key)}
+    outs, paths = results.plan(args, inputs=[args.trace, args.profile])
     records = simulate(args.trace, args.scheme, Costs.of(cluster, profile), args.model, iteration=args.iteration,
                        options=parse_options(args.options), values=True if args.values else None,
-                       layout=args.layout,
-                       maxmin_batch=args.maxmin_batch, progress=True)
-    rows = [r.to_dict() for r in records]
-    files: dict = {}
-    if "csv" in paths:
-        files[paths["csv"]] = to_csv(rows)
-    if "timeline" in paths:
-        files[paths["timeline"]] = json.dumps(chrome_trace([(r.scheme, r.timing, r.log) for r in records]))
-    if "plot" in paths:
-        from zensim.report.plots import figure_bytes, vs_dense_figure
-        files[paths["plot"]] = figure_bytes(vs_dense_figure(rows), plot_format(paths["plot"]))
-    outs.write(files)
-    print(to_json(rows) if args.json else render_records(records))
+                       layout=args.layout, maxmin_batch=args.maxmin_batch, progress=True,
+                       provenance=provenance(args.command_line))
+    results.finish(args, records, outs, paths)
     return 0

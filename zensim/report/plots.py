@@ -1,12 +1,21 @@
-"""Plots of results (matplotlib, Agg backend): time vs dense per scheme, and scaling with n.
+"""Plots of results (matplotlib, Agg backend), every one from `RunRecord`s, simulated or emulated.
 
-Each plot is a function returning a matplotlib Figure; `figure_bytes` renders it in the format the
-output path names (`.png`, `.pdf`, `.svg`, ...: zensim.report.outputs.PLOT_FORMATS)."""
+- `run_figure`: one run: absolute time (ms), time / dense ring all-reduce, and bytes per rank (max and
+  mean sent), one bar per scheme;
+- `sweep_figure`: a sweep group: the same three quantities against the first swept key (the GPU
+  count for machines/gpus_per_machine, log2 axis; else the values as written, in order);
+- `comparison_figure`: runs side by side: time per scheme per run, and each run's ratio to the first.
+
+No two series share a colour and marker (`series_styles`); a scheme that ran the same program as an
+earlier one (equal message logs) is drawn dashed/hatched and labelled '= <that scheme>'. Titles name
+the trace (file, content hash, iteration) and the cluster. `figure_bytes` renders a figure in the
+format the output path names (`.png`, `.pdf`, `.svg`, ...: zensim.report.outputs.PLOT_FORMATS).
+"""
 
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +26,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from zensim.atomic import write_atomic  # noqa: E402
 from zensim.report.outputs import plot_format  # noqa: E402
+from zensim.report.record import RunRecord  # noqa: E402
+from zensim.report.runs import Run, run_letters, same_program, same_program_in  # noqa: E402
+
+# 20 distinct colours, the strong half of tab20 first (neighbours in tab20 are two shades of one hue)
+COLOURS = plt.get_cmap("tab20").colors[0::2] + plt.get_cmap("tab20").colors[1::2]
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*", "h")  # 11: coprime with 20, pairs repeat after 220
+SIZE_KEYS = ("machines", "gpus_per_machine")
+
+
+def series_styles(count: int) -> list[tuple[Any, str]]:
+    """(colour, marker) of `count` series, all pairs distinct (colours alone distinct up to 20 series)."""
+    return [(COLOURS[i % len(COLOURS)], MARKERS[i % len(MARKERS)]) for i in range(count)]
 
 
 def figure_bytes(fig: Any, fmt: str) -> bytes:
@@ -32,29 +53,117 @@ def save_figure(fig: Any, path: str | Path) -> None:
     write_atomic(path, figure_bytes(fig, plot_format(path, str(path))))
 
 
-def vs_dense_figure(rows: Sequence[Mapping[str, Any]]) -> Any:
-    """Horizontal bars of each scheme's time normalized to dense ring all-reduce (1 = dense)."""
-    rows = [r for r in rows if r.get("vs_dense") is not None]
-    fig, ax = plt.subplots(figsize=(7, 0.3 * len(rows) + 1.2))
-    ax.barh([r["scheme"] for r in rows], [r["vs_dense"] for r in rows], color="tab:blue")
-    ax.axvline(1.0, color="black", lw=1, ls="--")
-    ax.invert_yaxis()
-    ax.set_xlabel("communication time / dense ring all-reduce")
-    if rows:
-        ax.set_title(f"{rows[0]['cluster']}, {rows[0]['model']}", fontsize=9)
+def trace_title(rec: RunRecord) -> str:
+    """'trace lstm-lm-128w.zt (sha256 1a2b3c4d), iteration 0' (empty when the record has no trace)."""
+    trace = rec.trace
+    if not trace.get("path"):
+        return ""
+    return f"trace {Path(trace['path']).name} (sha256 {str(trace.get('sha256', ''))[:8]}), iteration {trace.get('iteration')}"
+
+
+def _title(rec: RunRecord, extra: str = "") -> str:
+    what = rec.model if rec.source == "simulated" else "emulated"
+    parts = [trace_title(rec), f"{rec.cluster_name}, {what}" + (f", {extra}" if extra else "")]
+    return "\n".join(p for p in parts if p)
+
+
+def _labels(schemes: Sequence[str], same: dict[str, str]) -> tuple[list[str], set[str]]:
+    """Legend labels ('hier-central = sparcml' for the same program) and the schemes so marked."""
+    return [s + (f" = {same[s]}" if s in same else "") for s in schemes], set(same)
+
+
+def run_figure(records: Sequence[RunRecord]) -> Any:
+    """One run: horizontal bars of time (ms), time / dense, and bytes per rank (max and mean sent, MB)."""
+    labels, marked = _labels([r.scheme for r in records], same_program(records))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 0.32 * len(records) + 1.8), sharey=True)
+    y = range(len(records))
+    hatch = ["//" if r.scheme in marked else "" for r in records]
+    panels = [("time (ms)", [None if r.time_s is None else r.time_s * 1e3 for r in records]),
+              ("time / dense ring all-reduce", [r.vs_dense for r in records])]
+    for ax, (xlabel, values) in zip(axes, panels):
+        ax.barh(y, [v if v is not None else 0 for v in values], color="tab:blue", hatch=hatch, edgecolor="white")
+        ax.set_xlabel(xlabel)
+    axes[1].axvline(1.0, color="black", lw=1, ls="--")
+    sent_max = [max(r.bytes_sent) / 1e6 if r.bytes_sent else 0 for r in records]
+    sent_mean = [sum(r.bytes_sent) / len(r.bytes_sent) / 1e6 if r.bytes_sent else 0 for r in records]
+    axes[2].barh(y, sent_max, color="tab:orange", label="max over ranks", hatch=hatch, edgecolor="white")
+    axes[2].barh(y, sent_mean, color="tab:green", height=0.4, label="mean")
+    axes[2].set_xlabel("MB sent per rank")
+    axes[2].legend(fontsize=7)
+    axes[0].set_yticks(list(y), labels)
+    axes[0].invert_yaxis()
+    if records:
+        fig.suptitle(_title(records[0]), fontsize=9)
     return fig
 
 
-def scaling_figure(table: Mapping[str, Mapping[int, float | None]], title: str = "") -> Any:
-    """Lines of time / dense against the number of GPUs, one per scheme (log2 x axis)."""
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for scheme, by_n in table.items():
-        points = sorted((n, v) for n, v in by_n.items() if v is not None)
-        ax.plot([n for n, _ in points], [v for _, v in points], marker="o", label=scheme)
-    ax.axhline(1.0, color="black", lw=1, ls="--")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("GPUs")
-    ax.set_ylabel("time / dense ring all-reduce")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, ncol=2)
+def _x_values(runs: Sequence[Run], x_key: str) -> tuple[list[float], list[str], str, bool]:
+    """Positions, tick labels, axis label and log2 flag of the x axis of a sweep group."""
+    if x_key in SIZE_KEYS:
+        gpus = [float(run.records[0].gpus) for run in runs]
+        return gpus, [f"{g:g}" for g in gpus], "GPUs", True
+    labels = [str(run.sweep[x_key]) for run in runs]
+    return [float(i) for i in range(len(runs))], labels, x_key, False
+
+
+def sweep_figure(runs: Sequence[Run], x_key: str, group: str = "") -> Any:
+    """A sweep group: time (ms, log), time / dense and max MB sent per rank against the first swept key,
+    one line per scheme."""
+    schemes = list(dict.fromkeys(r.scheme for run in runs for r in run.records))
+    x, ticks, xlabel, log2 = _x_values(runs, x_key)
+    labels, marked = _labels(schemes, same_program_in(runs))
+    fig, axes = plt.subplots(1, 3, figsize=(16, 5))
+    quantities = [("time (ms)", lambda r: None if r.time_s is None else r.time_s * 1e3),
+                  ("time / dense ring all-reduce", lambda r: r.vs_dense),
+                  ("max MB sent per rank", lambda r: max(r.bytes_sent) / 1e6 if r.bytes_sent else None)]
+    for ax, (ylabel, get) in zip(axes, quantities):
+        for name, label, (colour, marker) in zip(schemes, labels, series_styles(len(schemes))):
+            points = [(xi, get(run.by_scheme()[name])) for xi, run in zip(x, runs) if name in run.by_scheme()]
+            points = [(xi, v) for xi, v in points if v is not None]
+            if points:
+                ax.plot([p[0] for p in points], [p[1] for p in points], color=colour, marker=marker, label=label,
+                        ls="--" if name in marked else "-", mfc="none" if name in marked else colour)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        if log2:
+            ax.set_xscale("log", base=2)
+        ax.set_xticks(x, ticks)
+    axes[0].set_yscale("log")
+    axes[1].axhline(1.0, color="black", lw=1, ls="--")
+    axes[2].set_yscale("log")
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, fontsize=7, ncol=min(6, max(1, len(names))), loc="lower center", bbox_to_anchor=(0.5, -0.02))
+    fig.subplots_adjust(bottom=0.16 + 0.03 * (len(names) // 6))
+    first = runs[0].records[0]
+    what = first.model if first.source == "simulated" else "emulated"
+    sweep = f"sweep over {x_key} = {runs[0].sweep[x_key]} .. {runs[-1].sweep[x_key]}" + (f", {group}" if group else "")
+    at = f"at {x_key} = {runs[0].sweep[x_key]}: {first.cluster_name}, {what}"
+    fig.suptitle("\n".join(p for p in (trace_title(first), sweep, at) if p), fontsize=9)
+    return fig
+
+
+def comparison_figure(runs: Sequence[Run]) -> Any:
+    """Runs side by side: grouped bars of time (ms) per scheme, one colour per run, and each run's time
+    over the first run's."""
+    schemes = list(dict.fromkeys(r.scheme for run in runs for r in run.records))
+    letters = run_letters(len(runs))
+    fig, (ax_t, ax_r) = plt.subplots(1, 2, figsize=(14, 0.35 * len(schemes) * max(1, len(runs) / 2) + 2), sharey=True)
+    height = 0.8 / len(runs)
+    styles = series_styles(len(runs))
+    first = {s: r.time_s for s, r in runs[0].by_scheme().items()}
+    for k, (run, letter, (colour, _)) in enumerate(zip(runs, letters, styles)):
+        recs = run.by_scheme()
+        y = [i + (k - (len(runs) - 1) / 2) * height for i in range(len(schemes))]
+        times = [recs[s].time_s * 1e3 if s in recs and recs[s].time_s is not None else 0 for s in schemes]
+        ax_t.barh(y, times, height=height, color=colour, label=f"{letter}: {run.label}")
+        ratios = [recs[s].time_s / first[s] if s in recs and recs[s].time_s is not None and first.get(s) else 0
+                  for s in schemes]
+        ax_r.barh(y, ratios, height=height, color=colour)
+    ax_t.set_yticks(range(len(schemes)), schemes)
+    ax_t.invert_yaxis()
+    ax_t.set_xlabel("time (ms)")
+    ax_r.set_xlabel(f"time / run {letters[0]}'s time")
+    ax_r.axvline(1.0, color="black", lw=1, ls="--")
+    fig.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, -0.05), ncol=1)
+    fig.suptitle("\n".join(dict.fromkeys(trace_title(run.records[0]) for run in runs)), fontsize=9)
     return fig

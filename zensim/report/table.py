@@ -1,8 +1,15 @@
-"""Plain-text tables for the terminal."""
+"""Plain-text tables for the terminal: one run, a sweep, a comparison of runs.
+
+Every table takes `RunRecord`s (simulated or emulated alike); columns no record has a value for are
+left out (an emulation has no busiest link, a simulation no correctness check)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+from zensim.report.record import RunRecord
+from zensim.report.runs import DENSE, Run, differing, group_sweep, run_letters, same_program, split_runs
 
 
 def format_cell(value: object, precision: int = 4) -> str:
@@ -30,13 +37,94 @@ def format_table(rows: Sequence[Sequence[object]], headers: Sequence[str], preci
     return "\n".join(out)
 
 
-def render_records(records: list) -> str:
-    """The result table: times in ms, bytes in MB (max over ranks), balance (ZEN's push and pull
-    imbalance of the partition; recv imb = max/mean of the bytes ranks receive before the pull) and
-    the busiest link."""
-    rows = [[r.scheme, None if r.time_s is None else r.time_s * 1e3, r.vs_dense, max(r.bytes_sent) / 1e6,
-             max(r.bytes_received) / 1e6, r.push_imbalance, r.pull_imbalance, r.recv_imbalance, r.busiest_link,
-             r.busiest_link_util] for r in records]
-    head = f"{records[0].cluster}, layout {records[0].layout}, model {records[0].model}" if records else ""
-    return head + "\n" + format_table(rows, ["scheme", "time ms", "vs dense", "max sent MB", "max recv MB",
-                                             "push imb", "pull imb", "recv imb", "busiest link", "util"])
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e3
+
+
+# (header, value of a record); a column is shown when any record has a value in it
+COLUMNS: list[tuple[str, Any]] = [
+    ("time ms", lambda r: _ms(r.time_s)),
+    ("min ms", lambda r: _ms(min(r.times_s)) if len(r.times_s) > 1 else None),
+    ("max ms", lambda r: _ms(max(r.times_s)) if len(r.times_s) > 1 else None),
+    ("vs dense", lambda r: r.vs_dense),
+    ("max sent MB", lambda r: max(r.bytes_sent) / 1e6 if r.bytes_sent else None),
+    ("max recv MB", lambda r: max(r.bytes_received) / 1e6 if r.bytes_received else None),
+    ("push imb", lambda r: r.push_imbalance),  # ZEN's push and pull imbalance of the partition
+    ("pull imb", lambda r: r.pull_imbalance),
+    ("recv imb", lambda r: r.recv_imbalance),  # max / mean of the bytes ranks receive before the pull
+    ("busiest link", lambda r: r.busiest_link),
+    ("util", lambda r: r.busiest_link_util),
+    ("flushed", lambda r: r.values_flushed or None),  # non-zero values the wire's dtype rounded to zero
+    ("correct", lambda r: None if r.correct is None else "yes" if r.correct else "NO"),
+]
+
+
+def run_title(rec: RunRecord) -> str:
+    """'16x8 GPUs, NIC 25Gbps, ..., layout zen, model fifo; trace x.zt (sha256 1a2b3c4d) iteration 0'."""
+    trace = rec.trace
+    what = f"layout {rec.layout}, model {rec.model}" if rec.source == "simulated" else "emulated"
+    where = f"{rec.cluster_name}, {what}"
+    if trace.get("path"):
+        where += f"; trace {trace['path']} (sha256 {str(trace.get('sha256', ''))[:8]}) iteration {trace.get('iteration')}"
+    return where
+
+
+def render_records(records: Sequence[RunRecord]) -> str:
+    """The table of one run: one row per scheme; a 'same as' column names an earlier scheme that ran
+    the very same program (identical message log)."""
+    if not records:
+        return "(no records)"
+    same = same_program(records)
+    names = [r.scheme + (" (torch)" if r.kind == "peer" else "") for r in records]
+    columns = [(h, [get(r) for r in records]) for h, get in COLUMNS]
+    columns = [(h, vals) for h, vals in columns if any(v is not None for v in vals)]
+    if same:
+        columns.append(("same as", [same.get(r.scheme, "") for r in records]))
+    rows = [[name, *(vals[i] for _, vals in columns)] for i, name in enumerate(names)]
+    return run_title(records[0]) + "\n" + format_table(rows, ["scheme", *(h for h, _ in columns)])
+
+
+def render_sweep(records: Sequence[RunRecord]) -> str:
+    """Time / dense per scheme against the first swept key, one table per combination of the other
+    swept keys (the layout of docs/results.md), with the dense time in ms as the first row."""
+    blocks = []
+    for group, x_key, points in group_sweep(records):
+        heads = [f"{x_key}={p.sweep[x_key]}" for p in points]
+        schemes = list(dict.fromkeys(r.scheme for p in points for r in p.records))
+        table: list[list[object]] = [["dense ms", *(_ms(p.dense_time()) for p in points)]]
+        table += [[name, *(p.by_scheme().get(name).vs_dense if name in p.by_scheme() else None for p in points)]
+                  for name in schemes]
+        title = f"time / dense ring all-reduce{', ' + group if group else ''}"
+        blocks.append(title + "\n" + format_table(table, ["scheme", *heads]))
+    return "\n\n".join(blocks)
+
+
+def render(records: Sequence[RunRecord]) -> str:
+    """One run's table, or a sweep's tables when the records are several points of a sweep."""
+    if len({r.point for r in records}) > 1 and all(r.sweep for r in records):
+        return render_sweep(records)
+    return "\n\n".join(render_records(run.records) for run in split_runs(records))
+
+
+def render_comparison(runs: Sequence[Run]) -> str:
+    """Runs side by side: each run's time per scheme (ms) and its ratio to the first run, then the
+    parameters that differ between the runs (what the comparison is about)."""
+    letters = run_letters(len(runs))
+    schemes = list(dict.fromkeys(r.scheme for run in runs for r in run.records))
+    heads = [f"{x} ms" for x in letters] + [f"{x}/A" for x in letters[1:]] + [f"{x} vs dense" for x in letters]
+    rows = []
+    for name in schemes:
+        recs = [run.by_scheme().get(name) for run in runs]
+        times = [None if r is None else r.time_s for r in recs]
+        ratios = [t / times[0] if t is not None and times[0] else None for t in times[1:]]
+        rows.append([name, *(_ms(t) for t in times), *ratios, *(None if r is None else r.vs_dense for r in recs)])
+    legend = "\n".join(f"{x} = {run.label}" for x, run in zip(letters, runs))
+    diff = differing(runs)
+    diffs = "\n".join(f"  {key}: " + " | ".join(f"{x}={format_cell(v)}" for x, v in zip(letters, values))
+                      for key, values in diff.items())
+    return (f"comparison of {len(runs)} runs\n{legend}\n" + format_table(rows, ["scheme", *heads])
+            + ("\nparameters that differ:\n" + diffs if diffs else "\nno parameter differs (same trace, cluster, model)"))
+
+
+__all__ = ["DENSE", "format_cell", "format_table", "render", "render_comparison", "render_records", "render_sweep",
+           "run_title"]

@@ -1,6 +1,7 @@
 """Glue: trace x scheme x cluster -> result records (`simulate`), the multi-GPU layouts, the CLI."""
 
 from zensim.net.topology import ClusterSpec
-from zensim.sim.run import SimRecord, simulate
+from zensim.report.record import RunRecord
+from zensim.sim.run import simulate
 
-__all__ = ["ClusterSpec", "SimRecord", "simulate"]
+__all__ = ["ClusterSpec", "RunRecord", "simulate"]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
@@ -13,52 +15,22 @@ from zensim.errors import ConfigError
 from zensim.net.costs import Costs
 from zensim.net.models import MODELS
 from zensim.net.profile import Profile
-from zensim.net.replay import Timing, replay
+from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
+from zensim.report.provenance import provenance as make_provenance, trace_info
+from zensim.report.record import RunRecord
 from zensim.run import MessageLog, Tables
 from zensim.schemes import CATALOG, DISTINCT, build_scheme, needs_profile, scheme_names
 from zensim.schemes.closed import measure
 from zensim.sim.layout import DENSE_BYTES, LAYOUTS, Placed, Prepared, place, prepare
 from zensim.sim.metrics import busiest_link, imbalances, stage_times
 from zensim.sparse.chunk import SparseChunk, sum_chunks
-from zensim.trace.format import Trace
+from zensim.trace.format import Trace, opened
 from zensim.trace.values import worker_chunk
 
 ALL_MODELS = (*MODELS, "analytic")
 DENSE = "dense-allreduce"
 GROUPS = {"all": scheme_names(), "presets": list(CATALOG), "distinct": [p.name for p in DISTINCT]}
-
-
-@dataclass
-class SimRecord:
-    """One scheme on one cluster under one model: times (s), bytes per rank, balance, links, stages."""
-
-    scheme: str
-    model: str
-    layout: str
-    cluster: str
-    gpus: int
-    time_s: float | None
-    vs_dense: float | None
-    bytes_sent: list[int]
-    bytes_received: list[int]
-    push_imbalance: float | None  # ZEN's: max over workers i, servers j of n |I_i^j| / |I_i| (Parallelism)
-    pull_imbalance: float | None  # ZEN's: max over servers j of n |𝕀_j| / |I| (Parallelism)
-    recv_imbalance: float | None  # max / mean over ranks of the bytes received before the pull
-    busiest_link: str | None
-    busiest_link_util: float | None
-    stage_times_s: list[float]
-    events: int
-    wall_s: float
-    values_flushed: int = 0  # non-zero values the wire's value dtype rounded to zero
-    timing: Timing | None = field(default=None, repr=False)
-    log: MessageLog | None = field(default=None, repr=False)
-
-    def to_dict(self) -> dict:
-        """JSON-ready fields (the raw timing and message log are left out)."""
-        out = asdict(replace(self, timing=None, log=None))
-        del out["timing"], out["log"]
-        return out
 
 
 def resolve_schemes(spec: str | Sequence[str]) -> list[str]:
@@ -92,10 +64,12 @@ def load_chunks(trace: Trace, iteration: int, gpus: int, values: bool = False) -
     return [worker_chunk(trace, iteration, w, values) for w in range(gpus)]
 
 
-def simulate(trace_path: str | Path, schemes: str | Sequence[str], costs: Costs | ClusterSpec, model: str = "fifo", *,
-             iteration: int = 0, layout: str = "zen", maxmin_batch: float = 1 / 64, options: dict | None = None,
-             values: bool | None = None, progress: bool = False) -> list[SimRecord]:
-    """Simulate every scheme on one iteration of a trace; records in the order of `schemes`.
+def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Costs | ClusterSpec, model: str = "fifo",
+             *, iteration: int = 0, layout: str = "zen", maxmin_batch: float = 1 / 64, options: dict | None = None,
+             values: bool | None = None, progress: bool = False,
+             provenance: dict[str, Any] | None = None) -> list[RunRecord]:
+    """Simulate every scheme on one iteration of a trace (a path or an open Trace); records in the order
+    of `schemes`.
 
     `options` go to every scheme (value_dtype, block_size, partitioner, pull, seed, ...: those its
     parts accept). `values`: carry values (the trace's, or synthetic ones) through the schemes; None
@@ -103,7 +77,8 @@ def simulate(trace_path: str | Path, schemes: str | Sequence[str], costs: Costs 
 
     `costs`: the cluster and its cost knobs (zensim.net.costs.Costs; a bare ClusterSpec means default
     work costs and an ideal host; a host is a machine). With a calibration profile:
-    `prof = load_profile(p); simulate(t, s, Costs.of(with_profile(cluster, prof), prof))`."""
+    `prof = load_profile(p); simulate(t, s, Costs.of(with_profile(cluster, prof), prof))`.
+    `provenance`: what the records say made them (default: this zensim, called from Python)."""
     if model not in ALL_MODELS:
         raise ConfigError(f"--model: unknown model {model!r} (choose from {', '.join(ALL_MODELS)})")
     if layout not in LAYOUTS:
@@ -118,15 +93,18 @@ def simulate(trace_path: str | Path, schemes: str | Sequence[str], costs: Costs 
         values = any(_needs_values(name, options) for name in names)
     costs = costs if isinstance(costs, Costs) else Costs(costs)
     cluster = costs.cluster
-    with Trace.open(trace_path) as trace:
-        chunks = load_chunks(trace, iteration, cluster.gpus, values)
-        numel = trace.numel
+    with opened(trace) as source:
+        chunks = load_chunks(source, iteration, cluster.gpus, values)
+        numel = source.numel
+        context = {"trace": trace_info(source, iteration), "cluster": cluster_info(costs),
+                   "provenance": provenance if provenance is not None else make_provenance()}
     prep = prepare(chunks, numel, cluster.machines, cluster.gpus_per_machine, layout)
     tables = Tables()
-    records: dict[str, SimRecord] = {}
+    records: dict[str, RunRecord] = {}
     for name in tqdm(runs, desc="simulate", unit="scheme", disable=None if progress else True, leave=False):
-        records[name] = _one(name, options if name in names else {}, prep, chunks, costs, model, layout,
-                             maxmin_batch, tables)
+        mine = options if name in names else {}
+        records[name] = _one(name, mine, prep, chunks, costs, model, layout, maxmin_batch, tables,
+                             {**context, "options": dict(mine), "values": bool(values)})
     dense = records[DENSE].time_s
     for rec in records.values():
         rec.vs_dense = rec.time_s / dense if rec.time_s is not None and dense else None
@@ -140,8 +118,31 @@ def _needs_values(name: str, options: dict) -> bool:
     return bool(build_scheme(name, 2, 2, **options).caps.needs_values)
 
 
+def cluster_info(costs: Costs) -> dict[str, Any]:
+    """The cluster block of a record: its description, every link parameter (bytes/s, seconds) and the
+    cost knobs (work seconds per element, NIC and host efficiency by flows, host cores; None = ideal)."""
+    c = costs
+    return {"description": c.cluster.describe(), **asdict(c.cluster),
+            "costs": {"work_seconds_per_element": dict(c.work.per_element), "host_cores": c.host_cores,
+                      "nic_efficiency": c.nic_efficiency.to_json() if c.nic_efficiency else None,
+                      "host_efficiency": c.host_efficiency.to_json() if c.host_efficiency else None,
+                      "measured_work": c.measured_work}}
+
+
+def log_digest(log: MessageLog) -> str:
+    """SHA-256 (first 16 hex digits) of everything a message log holds: each message's stage, source,
+    destination, bytes and format, and the local work. Two schemes with equal digests ran the same
+    program on this input (zensim.report marks them so)."""
+    digest = hashlib.sha256()
+    for column in (log.stage, log.src, log.dst, log.nbytes, log.fmt, log.w_stage, log.w_rank, log.w_phase,
+                   log.w_kind, log.w_elements):
+        digest.update(column.tobytes())
+    digest.update("\0".join(log.fmt_names + ("",) + log.kind_names).encode())
+    return digest.hexdigest()[:16]
+
+
 def _one(name: str, options: dict, prep: Prepared, chunks: list[SparseChunk], costs: Costs, model: str, layout: str,
-         maxmin_batch: float, tables: Tables) -> SimRecord:
+         maxmin_batch: float, tables: Tables, context: dict[str, Any]) -> RunRecord:
     """Run one scheme through the driver and the chosen model."""
     start = time.perf_counter()
     cluster = costs.cluster
@@ -161,10 +162,11 @@ def _one(name: str, options: dict, prep: Prepared, chunks: list[SparseChunk], co
         seconds = timing.makespan
         link, util = busiest_link(timing, costs.topology)
         stages, events = stage_times(timing), timing.events
-    return SimRecord(name, model, layout if gpus > 1 else "flat", cluster.describe(), cluster.gpus, seconds, None,
-                     placed.log.bytes_sent().tolist(), placed.log.bytes_received().tolist(),
-                     push, pull, recv, link, util, stages, events, time.perf_counter() - start,
-                     sum(run.context.flushed for run in placed.runs), timing, placed.log)
+    return RunRecord(
+        name, "simulated", model, layout if gpus > 1 else "flat", cluster.gpus, seconds, None,
+        placed.log.bytes_sent().tolist(), placed.log.bytes_received().tolist(), push, pull, recv, link, util,
+        stages, events, time.perf_counter() - start, program=log_digest(placed.log),
+        values_flushed=sum(run.context.flushed for run in placed.runs), timing=timing, log=placed.log, **context)
 
 
 def _analytic(placed: Placed, chunks: list[SparseChunk], numel: int, cluster: ClusterSpec,

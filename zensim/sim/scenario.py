@@ -38,7 +38,6 @@ OUTPUT_KEYS = ("json", "csv", "timeline", "plot")
 # keys a sweep may vary: every cluster key but the profile, plus these
 SWEPT_OTHER = ("model", "iteration", "maxmin_batch")
 SWEEPABLE = tuple(k for k in CLUSTER_DEFAULTS if k != "profile") + SWEPT_OTHER
-SIZE_KEYS = ("machines", "gpus_per_machine")
 
 
 @dataclass(frozen=True)
@@ -283,9 +282,6 @@ class _Loader:
         if "timeline" in out and any(p.model == "analytic" for p in points):
             raise self.fail("outputs.timeline", "the analytic model has no timeline (use fifo or maxmin)")
         if "plot" in out and len(points) > 1:
-            if not swept or swept[0] not in SIZE_KEYS:
-                raise self.fail("outputs.plot", "a sweep's plot is time / dense against the GPU count: "
-                                "make machines or gpus_per_machine the first sweep key")
             try:
                 fields = {f for _, f, _, _ in string.Formatter().parse(out["plot"]) if f is not None}
             except ValueError as exc:
@@ -301,18 +297,18 @@ class _Loader:
         folder, an input, or another output; the plot's extension is an image format."""
         files = OutputFiles(inputs=inputs, create_folders=True)
         for key, path in outputs.items():
-            paths = {plot_file(path, p, x_key) for p in points} if key == "plot" else {path}
+            paths = {plot_file(path, p.values, x_key) for p in points} if key == "plot" else {path}
             for one in sorted(paths):
                 files.add(one, f"{self.path}: outputs.{key}", plot=key == "plot")
         return files
 
 
-def plot_file(template: Path, point: Point, x_key: str | None) -> Path:
-    """The plot file of `point` in a sweep whose x axis is `x_key`: the template's {KEY} placeholders (the
-    other swept keys) filled with the point's values. Without a sweep (x_key None) the path as written."""
+def plot_file(template: Path, values: dict[str, Any], x_key: str | None) -> Path:
+    """The plot file of the sweep point with swept `values` and x axis `x_key`: the template's {KEY}
+    placeholders (the other swept keys) filled in. Without a sweep (x_key None) the path as written."""
     if x_key is None:
         return template
-    return Path(str(template).format_map({k: v for k, v in point.values.items() if k != x_key}))
+    return Path(str(template).format_map({k: v for k, v in values.items() if k != x_key}))
 
 
 def _is_int(value: Any) -> bool:
