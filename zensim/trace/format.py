@@ -13,10 +13,11 @@ Layout (all integers little-endian; see docs/trace-format.md):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -388,3 +389,14 @@ class Trace:
         if self.value_dtype is None:
             return SparseChunk(indices, None)
         return SparseChunk(indices, np.concatenate([c.values for c in chunks]))
+
+
+@contextlib.contextmanager
+def opened(source: str | os.PathLike[str] | Trace) -> Iterator[Trace]:
+    """The one input type of every function that reads a trace: a path (opened here, closed on exit) or
+    an open `Trace` (used as is and left open: its owner closes it)."""
+    if isinstance(source, Trace):
+        yield source
+        return
+    with Trace.open(source) as trace:
+        yield trace

@@ -14,6 +14,7 @@ memory stays bounded; intersections and unions are popcounts (np.bitwise_count).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +24,7 @@ from tqdm import tqdm
 
 from zensim.sparse.bits import pack_positions
 from zensim.sparse.partition import even_boundaries
-from zensim.trace.format import Trace
+from zensim.trace.format import Trace, opened
 
 DEFAULT_PAIRS = 256
 DEFAULT_SKEW_PARTS = (2, 4, 8, 16, 32, 64, 128)
@@ -148,13 +149,20 @@ class _Scope:
 
 
 def trace_stats(
-    trace: Trace,
+    trace: str | os.PathLike[str] | Trace,
     pairs: int = DEFAULT_PAIRS,
     skew_parts: Sequence[int] = DEFAULT_SKEW_PARTS,
     seed: int = 0,
     progress: bool = False,
 ) -> dict[str, Any]:
-    """Statistics of a whole trace and of each tensor (keys density, overlap, densification, skewness, tensors)."""
+    """Statistics of a whole trace (a path or an open Trace) and of each tensor (keys density, overlap,
+    densification, skewness, tensors)."""
+    with opened(trace) as source:
+        return _stats(source, pairs, skew_parts, seed, progress)
+
+
+def _stats(trace: Trace, pairs: int, skew_parts: Sequence[int], seed: int, progress: bool) -> dict[str, Any]:
+    """trace_stats of an open trace."""
     n, iters = trace.workers, trace.iterations
     pair_ab = sample_pairs(n, pairs, seed)
     ks = densification_ks(n)
