@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from zensim.errors import ConfigError
+from zensim.inputs import read_text
 from zensim.report.export import to_csv
 
 SCHEMA = "zensim-results/1"
@@ -196,14 +197,7 @@ def _parse_cell(key: str, text: str) -> Any:
 def load_results(path: str | Path) -> list[RunRecord]:
     """Records of a results file (JSON document or CSV written by zensim); one-line ConfigError otherwise."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: results file not found") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a results file (not UTF-8 text)") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    text = read_text(path, "results file")
     if text.lstrip()[:1] in ("{", "["):
         return _records_from_json(path, text)
     rows = list(csv.DictReader(io.StringIO(text)))

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from zensim.errors import ConfigError
+from zensim.inputs import read_text
 from zensim.net.profile import Profile
 from zensim.net.topology import FABRICS, ClusterSpec
 from zensim.net.units import parse_bandwidth, parse_latency
@@ -81,16 +82,9 @@ def load_scenario(path: str | Path, out_dir: str | Path | None = None) -> Scenar
     """Read and validate a scenario file; relative inputs are under the file's folder, relative outputs
     under `out_dir` (default: the current directory, as for `zensim simulate --csv`)."""
     path = Path(path)
+    text = read_text(path, "scenario")
     try:
-        raw = yaml.load(path.read_bytes().decode("utf-8"), Loader=_UniqueKeyLoader)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: scenario not found") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, expected a scenario file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read scenario ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)
     except DuplicateKey as exc:
         raise ConfigError(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
