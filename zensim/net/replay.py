@@ -68,13 +68,15 @@ class LogReplay:
 
     Rank r runs on GPU `gpu_of_rank[r]` (identity by default) and does its local work on host
     `host_of_rank[r]` (default: the machine of its GPU). Nothing happens until `start()` (all ranks,
-    now) or `start_rank(r)`; `on_done()` is called when the last rank has ended its last stage.
+    now) or `start_rank(r)`; `on_rank_done(r)` is called when rank r has ended its last stage (at once
+    by `start_rank` for a log without stages), `on_done()` when the last rank has.
     """
 
     def __init__(self, net: Network, log: MessageLog, gpu_of_rank: np.ndarray | None = None,
-                 host_of_rank: np.ndarray | None = None, on_done: Callable[[], None] | None = None) -> None:
+                 host_of_rank: np.ndarray | None = None, on_done: Callable[[], None] | None = None,
+                 on_rank_done: Callable[[int], None] | None = None) -> None:
         n, stages = log.n, log.num_stages
-        self.net, self.log, self.on_done = net, log, on_done
+        self.net, self.log, self.on_done, self.on_rank_done = net, log, on_done, on_rank_done
         self.gpu = np.arange(n) if gpu_of_rank is None else np.asarray(gpu_of_rank, dtype=np.int64)
         host = self.gpu // net.topology.spec.gpus_per_machine if host_of_rank is None else np.asarray(host_of_rank)
         self.host = host.tolist()
@@ -107,6 +109,8 @@ class LogReplay:
         """Rank r begins its first stage now."""
         if self.stages:
             self._begin(r, 0)
+        elif self.on_rank_done is not None:
+            self.on_rank_done(r)
 
     def timing(self) -> Timing:
         """Times so far (complete once the network has run out of work)."""
@@ -154,6 +158,8 @@ class LogReplay:
         if s + 1 < self.stages:
             self._begin(r, s + 1)
             return
+        if self.on_rank_done is not None:
+            self.on_rank_done(r)
         self.running -= 1
         if self.running == 0 and self.on_done is not None:
             self.on_done()

@@ -87,13 +87,18 @@ def place(prep: Prepared, build: Builder, tables: Tables | None = None, check: b
     """Run the scheme (via `build`) on every group and assemble the cluster-wide message log."""
     programs = [build(len(group), int(size), group) for group, size in zip(prep.groups, prep.sizes)]
     runs = [run_ranks(p, c, check=check, tables=tables) for p, c in zip(programs, prep.groups)]
-    if len(runs) == 1:
-        return Placed(runs[0].log, runs, programs)
-    machines, gpus = prep.machines, prep.gpus
+    return Placed(assemble(prep.machines, prep.gpus, prep.sizes, [run.log for run in runs]), runs, programs)
+
+
+def assemble(machines: int, gpus: int, sizes: np.ndarray, logs: Sequence[MessageLog]) -> MessageLog:
+    """The cluster-wide log of the group logs: the one log in the flat layout; in ZEN's layout the
+    intra-machine reduce-scatter, group l's log on the GPUs of local rank l, the all-gather."""
+    if len(logs) == 1:
+        return logs[0]
     n, offset = machines * gpus, gpus - 1
-    middle = max(run.log.num_stages for run in runs)
+    middle = max(log.num_stages for log in logs)
     stages = 2 * offset + middle
-    logs = [intra_ring(machines, gpus, prep.sizes, 0, gather=False).placed(np.arange(n), 0, n, stages)]
-    logs += [run.log.placed(np.arange(machines) * gpus + local, offset, n, stages) for local, run in enumerate(runs)]
-    logs.append(intra_ring(machines, gpus, prep.sizes, offset + middle, gather=True).placed(np.arange(n), 0, n, stages))
-    return Placed(MessageLog.concat(logs, n, stages), runs, programs)
+    out = [intra_ring(machines, gpus, sizes, 0, gather=False).placed(np.arange(n), 0, n, stages)]
+    out += [log.placed(np.arange(machines) * gpus + local, offset, n, stages) for local, log in enumerate(logs)]
+    out.append(intra_ring(machines, gpus, sizes, offset + middle, gather=True).placed(np.arange(n), 0, n, stages))
+    return MessageLog.concat(out, n, stages)

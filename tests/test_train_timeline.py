@@ -1,0 +1,150 @@
+"""The iteration timeline: closed checks (free communication, free compute, one bucket at the end of
+backward), agreement with the synchronization level, and the sizes-only dense log."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from zensim.errors import ConfigError
+from zensim.net.costs import Costs
+from zensim.net.profile import WorkCost
+from zensim.net.replay import replay
+from zensim.net.topology import ClusterSpec
+from zensim.run import run_ranks
+from zensim.schemes import build_scheme
+from zensim.sim.run import simulate
+from zensim.sparse.chunk import SparseChunk
+from zensim.train.buckets import DDPBuckets, PerTensor, Single
+from zensim.train.dense import dense_ring_log
+from zensim.train.iteration import simulate_iteration
+from zensim.train.layers import LayerProfile, ParamTime
+from zensim.train.syncs import Part, SyncLogs
+from zensim.trace.format import TensorSpec, TraceWriter
+
+GBPS = 1e9 / 8
+FREE_LINKS = 1e30  # bytes/s: communication takes no time
+
+
+@pytest.mark.parametrize("n,numel", list(itertools.product((1, 2, 3, 4, 5, 8), (1, 2, 3, 7, 10, 33, 100))))
+def test_dense_log_from_sizes_is_the_programs_own(n: int, numel: int) -> None:
+    chunks = [SparseChunk(np.arange(numel, dtype=np.int64), None) for _ in range(n)]
+    ref = run_ranks(build_scheme("dense-allreduce", n, numel), chunks, check=False).log
+    got = dense_ring_log(n, numel)
+    assert got.num_stages == ref.num_stages
+    assert sorted(got.messages) == sorted(ref.messages)
+    assert sorted(got.work) == sorted(ref.work)
+
+
+def profile(times: bool = True) -> LayerProfile:
+    """Three dense parameters and an embedding (ready last), with or without compute."""
+    f = 1.0 if times else 0.0
+    params = (ParamTime("fc2.weight", 4096, 3, 1e-4 * f, 3e-3 * f), ParamTime("fc1.weight", 8192, 2, 2e-4 * f, 2e-3 * f),
+              ParamTime("fc0.weight", 4096, 1, 1e-4 * f, 1e-3 * f), ParamTime("emb.weight", 2000, 0, 1e-5 * f, 5e-4 * f))
+    return LayerProfile(params, forward_s=4e-3 * f, backward_tail_s=1e-4 * f, optimizer_s=1e-3 * f, batch_size=8)
+
+
+def costs(machines: int, gpus: int, bandwidth: float = 10 * GBPS) -> Costs:
+    return Costs(ClusterSpec(machines, gpus, bandwidth, nvlink_bandwidth=bandwidth * 10), WorkCost.zero())
+
+
+def test_free_communication_gives_the_compute_time() -> None:
+    prof = profile()
+    # one GPU: nothing to synchronize at all
+    alone = simulate_iteration(prof, "dense-allreduce", costs(1, 1), iterations=3)
+    assert alone.iteration_s == pytest.approx(prof.compute_s, rel=1e-12)
+    assert alone.iteration_times_s == pytest.approx([prof.compute_s] * 3, rel=1e-12)
+    assert alone.exposed_comm_s == pytest.approx(0.0, abs=1e-15)
+    # a cluster with links that take no time
+    free = simulate_iteration(prof, "dense-allreduce", costs(4, 2, FREE_LINKS), iterations=3)
+    assert free.iteration_s == pytest.approx(prof.compute_s, rel=1e-12)
+    assert free.samples_per_s == pytest.approx(8 * 8 / prof.compute_s)
+
+
+@pytest.mark.parametrize("bucketing", [PerTensor(), DDPBuckets(0.01), Single()])
+def test_free_compute_gives_the_sum_of_the_buckets_synchronizations(bucketing) -> None:
+    prof = profile(times=False)
+    c = costs(4, 1)
+    rec = simulate_iteration(prof, "dense-allreduce", c, bucketing=bucketing)
+    buckets = bucketing.assign(prof.params)
+    alone = [replay(dense_ring_log(4, sum(prof.params[i].numel for i in b.members)), c).makespan for b in buckets]
+    assert rec.iteration_s == pytest.approx(sum(alone), rel=1e-12)
+    # ring all-reduce, partitions of equal size: 2 (n-1)/n M / b per bucket
+    closed = sum(2 * 3 / 4 * b.nbytes / (10 * GBPS) for b in buckets)
+    assert rec.iteration_s == pytest.approx(closed, rel=1e-12)
+    assert [b["sync_ms"] * 1e-3 for b in rec.buckets] == pytest.approx(alone, rel=1e-9)
+
+
+def test_one_bucket_at_the_end_of_backward_adds_its_synchronization_to_the_compute() -> None:
+    prof = profile()
+    c = costs(4, 2)
+    rec = simulate_iteration(prof, "dense-allreduce", c, bucketing=Single(), iterations=2)
+    logs = SyncLogs(c.cluster, "zen", "dense-allreduce", None)
+    sync = replay(logs.log(Part(False, (), prof.numel), 0), c).makespan
+    assert sync > 0
+    # the bucket is complete when the last gradient is; the tail of backward runs beside its sync
+    expected = prof.forward_s + max(prof.backward_s, float(prof.ready_s[-1]) + sync) + prof.optimizer_s
+    assert rec.iteration_s == pytest.approx(expected, rel=1e-12)
+    no_tail = LayerProfile(prof.params, prof.forward_s, 0.0, prof.optimizer_s, batch_size=8)
+    rec = simulate_iteration(no_tail, "dense-allreduce", c, bucketing=Single())
+    assert rec.iteration_s == pytest.approx(no_tail.compute_s + sync, rel=1e-12)
+
+
+def test_buckets_overlap_backward() -> None:
+    prof = profile()
+    c = costs(4, 2, 1 * GBPS)
+    single = simulate_iteration(prof, "dense-allreduce", c, bucketing=Single())
+    layerwise = simulate_iteration(prof, "dense-allreduce", c, bucketing=PerTensor())
+    assert prof.compute_s < layerwise.iteration_s < single.iteration_s
+    first = layerwise.buckets[0]
+    assert first["start_ms"] == pytest.approx(first["ready_ms"]) and first["end_ms"] < prof.backward_s * 1e3
+
+
+@pytest.fixture
+def trace_path(tmp_path):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "t.zt"
+    with TraceWriter(path, [TensorSpec("emb.weight", 2000)], workers=8, iterations=2, batch_size=8) as w:
+        for it, worker in itertools.product(range(2), range(8)):
+            w.write(it, worker, "emb.weight", np.sort(rng.choice(2000, 100 + 20 * worker, replace=False)))
+    return path
+
+
+@pytest.mark.parametrize("scheme", ["zen", "sparcml", "omnireduce"])
+@pytest.mark.parametrize("machines,gpus", [(4, 2), (8, 1)])
+def test_a_sparse_tensor_alone_takes_what_the_synchronization_level_says(trace_path, scheme, machines, gpus) -> None:
+    c = costs(machines, gpus)
+    only = LayerProfile((ParamTime("emb.weight", 2000, 0, 0.0, 0.0),), forward_s=0.0)
+    for it in (0, 1):
+        rec = simulate_iteration(only, scheme, c, trace=trace_path, first_iteration=it)
+        sim = simulate(trace_path, scheme, c, iteration=it)[0]
+        assert rec.iteration_s == pytest.approx(sim.time_s, rel=1e-12)
+        assert rec.buckets[0]["sync"] == f"{scheme}(1)"
+
+
+def test_sparse_and_dense_tensors_and_the_dense_baseline(trace_path) -> None:
+    prof = profile()
+    c = costs(4, 2)
+    rec = simulate_iteration(prof, "zen", c, trace=trace_path, iterations=3)
+    parts = [b["sync"] for b in rec.buckets]
+    assert "zen(1)" in parts and any(p.startswith("dense-allreduce") for p in parts)
+    assert rec.dense_iteration_s is not None and rec.speedup_vs_dense == pytest.approx(rec.dense_iteration_s / rec.iteration_s)
+    dense = simulate_iteration(prof, "dense-allreduce", c, trace=trace_path, iterations=3)
+    assert dense.iteration_s == pytest.approx(rec.dense_iteration_s, rel=1e-12) and dense.speedup_vs_dense == 1.0
+    fused = simulate_iteration(prof, "zen", c, trace=trace_path, sparse_buckets="fused", bucketing=Single())
+    assert [b["sync"] for b in fused.buckets] == ["zen(1) + dense-allreduce(3)"]
+
+
+def test_errors(trace_path) -> None:
+    prof = profile()
+    with pytest.raises(ConfigError, match="unknown scheme"):
+        simulate_iteration(prof, "nope", costs(2, 1))
+    with pytest.raises(ConfigError, match="8 workers, the cluster asks for 16"):
+        simulate_iteration(prof, "zen", costs(8, 2), trace=trace_path)
+    other = LayerProfile((ParamTime("x", 10, 0, 0.0, 0.0),), forward_s=0.0)
+    with pytest.raises(ConfigError, match="'emb.weight' is not a parameter"):
+        simulate_iteration(other, "zen", costs(2, 1), trace=trace_path)
+    with pytest.raises(ConfigError, match="--first-iteration 5"):
+        simulate_iteration(prof, "zen", costs(2, 1), trace=trace_path, first_iteration=5)

@@ -1,0 +1,167 @@
+"""The Python API of `zensim iteration`: profile x trace x scheme x cluster -> one record per scheme.
+
+    from zensim.net.costs import Costs
+    from zensim.net.topology import ClusterSpec
+    from zensim.train.iteration import simulate_iteration
+    from zensim.train.layers import load_layers
+    costs = Costs(ClusterSpec.parse(16, 8, "25Gbps"))
+    rec = simulate_iteration(load_layers("traces/layers/lstm-lm-b20.v100.layers.json"), "zen", costs,
+                             trace="traces/lstm-lm-128w.zt", iterations=4)
+    rec.iteration_s, rec.samples_per_s, rec.speedup_vs_dense, rec.buckets
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from zensim.errors import ConfigError
+from zensim.net.costs import Costs
+from zensim.net.models import MODELS
+from zensim.net.topology import LinkKind
+from zensim.schemes import build_scheme, needs_profile, scheme_names
+from zensim.sim.layout import LAYOUTS
+from zensim.train.buckets import DDPBuckets
+from zensim.train.layers import LayerProfile
+from zensim.train.syncs import DENSE, SPARSE_BUCKETS, SyncLogs, bucket_syncs, sparse_tensors
+from zensim.train.timeline import Run, Timeline
+from zensim.trace.format import Trace
+
+MS = 1e3
+
+
+@dataclass
+class IterationRecord:
+    """One scheme's training iterations on one cluster: times (s), throughput, per-bucket spans (ms)."""
+
+    scheme: str
+    cluster: str
+    machines: int
+    gpus: int
+    layout: str
+    model: str
+    bucketing: str
+    device: str
+    profile_kind: str
+    batch_per_gpu: int | None
+    global_batch: int | None
+    iterations: int
+    iteration_s: float
+    iteration_times_s: list[float]
+    compute_s: float
+    exposed_comm_s: float
+    samples_per_s: float | None
+    speedup_vs_dense: float | None
+    dense_iteration_s: float | None
+    nic_bytes_per_iteration: float  # bytes crossing machine boundaries (each message once)
+    busiest_link: str
+    busiest_link_util: float
+    buckets: list[dict]
+    events: int
+    wall_s: float
+    run: Run | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict:
+        """JSON-ready fields (the raw run left out)."""
+        out = asdict(replace(self, run=None))
+        del out["run"]
+        return out
+
+
+def check_scheme(scheme: str, options: Mapping[str, object] | None) -> bool:
+    """ConfigError unless `scheme` is known and accepts `options`; whether it needs values."""
+    if scheme not in scheme_names():
+        raise ConfigError(f"--scheme: unknown scheme {scheme!r} (see `zensim schemes`)")
+    if needs_profile(scheme):
+        return False
+    return bool(build_scheme(scheme, 2, 2, **dict(options or {})).caps.needs_values)
+
+
+def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trace: str | Path | Trace | None = None,
+                       model: str = "fifo", layout: str = "zen", bucketing=None, sparse_buckets: str = "own",
+                       sparse: Sequence[str] | None = None, iterations: int = 1, first_iteration: int = 0,
+                       options: Mapping[str, object] | None = None, model_options: Mapping[str, object] | None = None,
+                       dense_baseline: bool = True, dense: "IterationRecord | None" = None) -> IterationRecord:
+    """Simulate `iterations` training iterations of `profile` with `scheme` on `costs.cluster`.
+
+    The trace's tensors are synchronized sparse by `scheme` (those named in `sparse`, or all), every
+    other parameter dense (zensim.train.syncs); iteration i uses trace iteration first_iteration + i
+    (cycling). `bucketing`: a strategy of zensim.train.buckets (DDP's defaults if None). The dense DDP
+    baseline (every tensor dense, same bucketing) gives `speedup_vs_dense`; pass `dense` to reuse one."""
+    if model not in MODELS:
+        raise ConfigError(f"--model: unknown sharing model {model!r} (choose from {', '.join(MODELS)})")
+    if layout not in LAYOUTS:
+        raise ConfigError(f"--layout: unknown layout {layout!r} (choose from {', '.join(LAYOUTS)})")
+    if sparse_buckets not in SPARSE_BUCKETS:
+        raise ConfigError(f"--sparse-buckets {sparse_buckets}: choose from {', '.join(SPARSE_BUCKETS)}")
+    if iterations < 1:
+        raise ConfigError(f"--iterations {iterations}: must be at least 1")
+    values = check_scheme(scheme, options)
+    bucketing = bucketing or DDPBuckets()
+    opened = Trace.open(trace) if isinstance(trace, (str, Path)) else trace
+    try:
+        if opened is not None and not 0 <= first_iteration < opened.iterations:
+            raise ConfigError(f"--first-iteration {first_iteration}: trace {opened.path} has iterations "
+                              f"0..{opened.iterations - 1}")
+        chosen = sparse_tensors(profile, opened, scheme, sparse)
+        own = chosen if sparse_buckets == "own" else set()
+        syncs = bucket_syncs(profile, bucketing.assign(profile.params, own), chosen)
+        logs = SyncLogs(costs.cluster, layout, scheme, opened, options, values)
+        t_iters = [(first_iteration + i) % opened.iterations for i in range(iterations)] if opened else [0]
+        run = Timeline(profile, syncs, logs, costs, model, iterations, t_iters, model_options).run()
+    finally:
+        if opened is not None and opened is not trace:
+            opened.close()
+    rec = _record(profile, scheme, costs, layout if costs.cluster.gpus_per_machine > 1 else "flat", model,
+                  bucketing.describe(), syncs, run)
+    if scheme != DENSE and dense_baseline and dense is None:
+        dense = simulate_iteration(profile, DENSE, costs, model=model, layout=layout, bucketing=bucketing,
+                                   iterations=iterations, model_options=model_options, dense_baseline=False)
+    if scheme == DENSE:
+        dense = rec
+    if dense is not None:
+        rec.dense_iteration_s = dense.iteration_s
+        rec.speedup_vs_dense = dense.iteration_s / rec.iteration_s if rec.iteration_s > 0 else None
+    return rec
+
+
+def _record(profile: LayerProfile, scheme: str, costs: Costs, layout: str, model: str, bucketing: str,
+            syncs: list, run: Run) -> IterationRecord:
+    """Figures of a run: iteration times, exposed communication, throughput, buckets, links."""
+    cluster = costs.cluster
+    ends = run.iteration_end.max(axis=1)
+    times = np.diff(np.concatenate([[0.0], ends]))
+    iteration_s = float(ends[-1] / len(ends))
+    batch = profile.batch_size
+    global_batch = batch * cluster.gpus if batch else None
+    def span(x: np.ndarray) -> float:
+        """Of an (iteration, GPU) array of times: ms after each GPU's backward start, the latest GPU,
+        mean over iterations."""
+        return float((x - run.backward_start).max(axis=1).mean()) * MS
+
+    buckets = []
+    for b, sync in enumerate(syncs):
+        sync_ms = float((run.bucket_end[:, b] - run.bucket_start[:, b]).max(axis=1).mean()) * MS
+        parts = " + ".join(f"{scheme if p.sparse else DENSE}({len(p.names)})" for p in sync.parts)
+        buckets.append({"bucket": b, "params": len(sync.bucket.names), "first": sync.bucket.names[0],
+                        "last": sync.bucket.names[-1], "bytes": sync.bucket.nbytes, "sync": parts,
+                        "ready_ms": span(run.bucket_ready[:, b]), "start_ms": span(run.bucket_start[:, b]),
+                        "end_ms": span(run.bucket_end[:, b]), "sync_ms": sync_ms})
+    net = run.network
+    count = net.count
+    routes, nbytes = net.routes[:count], net.nbytes[:count]
+    links = net.num_links
+    link_bytes = np.bincount(routes.ravel(), weights=np.repeat(nbytes, routes.shape[1]), minlength=links + 1)[:links]
+    busy = link_bytes / net.capacity
+    k = int(busy.argmax()) if links else 0
+    makespan = run.makespan
+    nic_bytes = float(link_bytes[net.topology.links_of_kind(LinkKind.NIC)].sum()) / 2 if links else 0.0
+    return IterationRecord(
+        scheme, cluster.describe(), cluster.machines, cluster.gpus, layout, model, bucketing, profile.device,
+        profile.kind, batch, global_batch, len(ends), iteration_s, times.tolist(), profile.compute_s,
+        iteration_s - profile.compute_s, global_batch / iteration_s if global_batch and iteration_s > 0 else None,
+        None, None, nic_bytes / len(ends), net.topology.names[k] if links else "-",
+        float(busy[k] / makespan) if links and makespan > 0 else 0.0, buckets, run.events, run.wall_s, run)

@@ -1,0 +1,154 @@
+"""What each bucket synchronizes, and the cluster-wide message log of each synchronization.
+
+Per tensor, the scheme assignment says where its sparsity comes from (issue 10 item 4): a tensor the
+trace records (an embedding table's rows, a top-k/DGC selection) is synchronized sparse by the
+chosen scheme on the trace's indices; every other parameter is dense and goes through the dense
+ring all-reduce, as in ZEN's evaluation where only the sparse tensors use ZEN. Under
+`dense-allreduce` everything is dense (DDP as it is).
+
+A bucket becomes one or two *parts* synchronized one after the other on the communication stream:
+its sparse members (the scheme on their concatenated index space) and its dense members (the dense
+ring of their total size). With `own` sparse buckets (torch's rule for sparse gradients, the
+default) a sparse tensor is a bucket of its own; with `fused` sparse tensors join DDP's buckets.
+
+Logs are made by the synchronization level, never here: the sparse part runs the scheme's stage
+program through `zensim.sim.layout` (ZEN's multi-GPU layout or flat), the dense part is the
+dense-allreduce program's log written from sizes (`zensim.train.dense`, checked equal to the
+program's). Each log is made once per (bucket part, trace iteration).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from zensim.errors import ConfigError
+from zensim.net.topology import ClusterSpec
+from zensim.run import MessageLog, Tables
+from zensim.schemes import build_scheme, needs_profile
+from zensim.sim.layout import assemble, place, prepare
+from zensim.sparse.chunk import SparseChunk
+from zensim.sparse.partition import even_boundaries
+from zensim.train.buckets import Bucket
+from zensim.train.dense import dense_ring_log
+from zensim.train.layers import DTYPE_BYTES, LayerProfile
+from zensim.trace.format import Trace
+from zensim.trace.values import synthetic_values
+
+DENSE = "dense-allreduce"
+SPARSE_BUCKETS = ("own", "fused")
+
+
+@dataclass(frozen=True)
+class Part:
+    """One synchronization of a bucket: `sparse` (the scheme on trace indices) or dense."""
+
+    sparse: bool
+    names: tuple[str, ...]
+    numel: int
+    value_bytes: int = 4
+
+
+@dataclass(frozen=True)
+class BucketSync:
+    """A bucket, when its last gradient is ready (seconds after backward starts), and its parts."""
+
+    bucket: Bucket
+    ready_s: float
+    parts: tuple[Part, ...]
+
+
+def sparse_tensors(profile: LayerProfile, trace: Trace | None, scheme: str,
+                   only: Sequence[str] | None = None) -> set[str]:
+    """The tensors synchronized sparse: the trace's (all, or those named in `only`), none under
+    dense-allreduce; ConfigError if a trace tensor is not a parameter of the profile or differs in size."""
+    if trace is None or scheme == DENSE:
+        return set()
+    params = profile.by_name()
+    names = [t.name for t in trace.tensors]
+    for t in trace.tensors:
+        if t.name not in params:
+            raise ConfigError(f"{trace.path}: tensor {t.name!r} is not a parameter of the layer profile "
+                              f"({profile.workload or 'its workload'})")
+        if params[t.name].numel != t.numel:
+            raise ConfigError(f"{trace.path}: tensor {t.name!r} has {t.numel} elements, the layer profile "
+                              f"{params[t.name].numel}")
+    if only is not None:
+        unknown = sorted(set(only) - set(names))
+        if unknown:
+            raise ConfigError(f"--sparse-tensors: {unknown[0]!r} is not a tensor of {trace.path}")
+        names = [n for n in names if n in set(only)]
+    return set(names)
+
+
+def bucket_syncs(profile: LayerProfile, buckets: Sequence[Bucket], sparse: set[str]) -> list[BucketSync]:
+    """Each bucket's ready time and parts (sparse members first, then dense ones)."""
+    ready = profile.ready_s
+    out = []
+    for b in buckets:
+        members = [profile.params[i] for i in b.members]
+        parts = []
+        for is_sparse in (True, False):
+            mine = [p for p in members if (p.name in sparse) == is_sparse]
+            if mine:
+                parts.append(Part(is_sparse, tuple(p.name for p in mine), sum(p.numel for p in mine),
+                                  DTYPE_BYTES[mine[0].dtype]))
+        out.append(BucketSync(b, float(ready[b.members[-1]]), tuple(parts)))
+    return out
+
+
+class SyncLogs:
+    """The cluster-wide log of each part, made once per (part, trace iteration) and cached."""
+
+    def __init__(self, cluster: ClusterSpec, layout: str, scheme: str, trace: Trace | None,
+                 options: dict | None = None, values: bool = False) -> None:
+        self.cluster = cluster
+        self.layout = layout if cluster.gpus_per_machine > 1 else "flat"
+        self.scheme = scheme
+        self.trace = trace
+        self.options = dict(options or {})
+        self.values = values
+        self.tables = Tables()
+        self.cache: dict[tuple, MessageLog] = {}
+        if trace is not None and scheme != DENSE and trace.workers < cluster.gpus:
+            raise ConfigError(f"{trace.path}: trace has {trace.workers} workers, the cluster asks for {cluster.gpus} GPUs")
+
+    def log(self, part: Part, iteration: int) -> MessageLog:
+        """The log of `part` at trace iteration `iteration` (dense parts do not depend on it)."""
+        key = (part, iteration if part.sparse else None)
+        if key not in self.cache:
+            self.cache[key] = self._sparse(part, iteration) if part.sparse else self._dense(part)
+        return self.cache[key]
+
+    def _dense(self, part: Part) -> MessageLog:
+        """Dense ring all-reduce of the part's size: across all GPUs (flat), or in ZEN's layout."""
+        c = self.cluster
+        if self.layout == "flat":
+            return dense_ring_log(c.gpus, part.numel, part.value_bytes)
+        sizes = np.diff(even_boundaries(part.numel, c.gpus_per_machine))
+        groups = [dense_ring_log(c.machines, int(size), part.value_bytes) for size in sizes]
+        return assemble(c.machines, c.gpus_per_machine, sizes, groups)
+
+    def _sparse(self, part: Part, iteration: int) -> MessageLog:
+        """The scheme on the part's tensors at `iteration` (indices concatenated in member order)."""
+        assert self.trace is not None
+        c, trace = self.cluster, self.trace
+        chunks = []
+        for w in range(c.gpus):
+            idx, vals, offset = [], [], 0
+            for name in part.names:
+                idx.append(trace.indices(iteration, w, name) + offset)
+                if self.values:
+                    stored = trace.values(iteration, w, name)
+                    vals.append(stored if stored is not None else synthetic_values(len(idx[-1]), iteration, w))
+                offset += trace.tensors[trace.tensor_index(name)].numel
+            chunks.append(SparseChunk(np.concatenate(idx), np.concatenate(vals).astype(np.float32) if self.values else None))
+        prep = prepare(chunks, part.numel, c.machines, c.gpus_per_machine, self.layout)
+
+        def build(n: int, size: int, group: Sequence[SparseChunk]):
+            profile = group if needs_profile(self.scheme) else None
+            return build_scheme(self.scheme, n, size, tables=self.tables, profile=profile, **self.options)
+
+        return place(prep, build, self.tables).log

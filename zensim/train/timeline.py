@@ -1,0 +1,156 @@
+"""The training iteration on a simulated cluster: wait-free backpropagation, buckets sharing one network.
+
+Every GPU runs the layer profile's compute: forward, then backward, during which bucket b's
+gradients are all ready `ready_s` after backward starts. Each GPU has one communication stream:
+bucket b's synchronization (its parts, each the cluster-wide message log of zensim.train.syncs)
+starts on a GPU when the bucket is ready there and the GPU's stream has finished bucket b-1 (DDP
+launches buckets in order); the GPU's ranks of a log step through its stages under the timing
+contract of docs/architecture.md (zensim.net.replay.LogReplay), so a synchronization ends on each
+GPU when that GPU's part of it has. The scheme's local work (hashing, encoding, merging: the
+compression) runs on the stream with it, costed by the same `Costs` as every simulation. The
+optimizer step starts when backward is over and the GPU's last bucket is synchronized; the next
+iteration's forward follows it. All buckets of all iterations are clients of one Network, so
+buckets in flight at once (on GPUs that drifted apart) share the links.
+
+Limits: compression does not slow the backward kernels (no contention between the streams); every
+GPU runs the same profile (no stragglers); the forward does not wait for parameters by bucket.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from zensim.net.costs import Costs
+from zensim.net.network import Network
+from zensim.net.replay import LogReplay
+from zensim.train.layers import LayerProfile
+from zensim.train.syncs import BucketSync, SyncLogs
+
+
+@dataclass
+class Run:
+    """Raw times of a simulated run: per iteration x GPU, and per iteration x bucket x GPU (seconds)."""
+
+    iteration_start: np.ndarray  # (I, G)
+    backward_start: np.ndarray  # (I, G)
+    optimizer_start: np.ndarray  # (I, G)
+    iteration_end: np.ndarray  # (I, G)
+    bucket_ready: np.ndarray  # (I, B, G)
+    bucket_start: np.ndarray  # (I, B, G)
+    bucket_end: np.ndarray  # (I, B, G)
+    clients: dict = field(repr=False)  # (iteration, bucket, part) -> LogReplay
+    network: Network = field(repr=False)
+    events: int = 0
+    wall_s: float = 0.0
+
+    @property
+    def makespan(self) -> float:
+        """When the last GPU finished its last iteration."""
+        return float(self.iteration_end[-1].max())
+
+
+class Timeline:
+    """One scheme's iterations on one cluster (see the module docstring); `run()` simulates them."""
+
+    def __init__(self, profile: LayerProfile, syncs: Sequence[BucketSync], logs: SyncLogs, costs: Costs,
+                 model: str = "fifo", iterations: int = 1, trace_iterations: Sequence[int] = (0,),
+                 model_options: Mapping[str, object] | None = None) -> None:
+        self.profile = profile
+        self.syncs = list(syncs)
+        self.logs = logs
+        self.costs = costs
+        self.model = model
+        self.model_options = dict(model_options or {})
+        self.iterations = iterations
+        self.trace_iterations = list(trace_iterations)
+        self.gpus = costs.cluster.gpus
+
+    def run(self) -> Run:
+        """Simulate every iteration on every GPU; returns the raw times."""
+        start = time.perf_counter()
+        net = Network(self.costs, self.model, self.model_options)
+        prof, syncs = self.profile, self.syncs
+        nb, n_it, g = len(syncs), self.iterations, self.gpus
+        shape = (n_it, g)
+        run = Run(np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros((n_it, nb, g)),
+                  np.zeros((n_it, nb, g)), np.zeros((n_it, nb, g)), {}, net)
+        backward = prof.backward_s
+        ready_order = sorted(range(nb), key=lambda b: syncs[b].ready_s)
+        # per GPU: current iteration, next bucket to synchronize, buckets ready, stream busy, backward done
+        it = [0] * g
+        nxt = [0] * g
+        ready = [[False] * nb for _ in range(g)]
+        busy = [False] * g
+        bwd_done = [False] * g
+
+        def begin(r: int) -> None:
+            i = it[r]
+            run.iteration_start[i, r] = net.now
+            net.schedule(prof.forward_s, backward_start, r)
+
+        def backward_start(r: int) -> None:
+            i = it[r]
+            run.backward_start[i, r] = net.now
+            for b in ready_order:
+                net.schedule(syncs[b].ready_s, bucket_ready, r, b)
+            net.schedule(backward, backward_done, r)
+
+        def bucket_ready(r: int, b: int) -> None:
+            run.bucket_ready[it[r], b, r] = net.now
+            ready[r][b] = True
+            try_sync(r)
+
+        def try_sync(r: int) -> None:
+            b = nxt[r]
+            if busy[r] or b >= nb or not ready[r][b]:
+                return
+            busy[r] = True
+            run.bucket_start[it[r], b, r] = net.now
+            start_part(r, it[r], b, 0)
+
+        def start_part(r: int, i: int, b: int, k: int) -> None:
+            key = (i, b, k)
+            client = run.clients.get(key)
+            if client is None:
+                log = self.logs.log(syncs[b].parts[k], self.trace_iterations[i % len(self.trace_iterations)])
+                client = run.clients[key] = LogReplay(net, log, on_rank_done=lambda rr: part_done(rr, i, b, k))
+            client.start_rank(r)
+
+        def part_done(r: int, i: int, b: int, k: int) -> None:
+            if k + 1 < len(syncs[b].parts):
+                start_part(r, i, b, k + 1)
+                return
+            run.bucket_end[i, b, r] = net.now
+            busy[r] = False
+            nxt[r] += 1
+            try_sync(r)
+            maybe_step(r)
+
+        def backward_done(r: int) -> None:
+            bwd_done[r] = True
+            maybe_step(r)
+
+        def maybe_step(r: int) -> None:
+            if bwd_done[r] and nxt[r] == nb and not busy[r]:
+                run.optimizer_start[it[r], r] = net.now
+                bwd_done[r] = False  # the step is scheduled once
+                net.schedule(prof.optimizer_s, end, r)
+
+        def end(r: int) -> None:
+            run.iteration_end[it[r], r] = net.now
+            if it[r] + 1 < n_it:
+                it[r] += 1
+                nxt[r] = 0
+                ready[r] = [False] * nb
+                begin(r)
+
+        for r in range(g):
+            begin(r)
+        net.run()
+        run.events = net.events
+        run.wall_s = time.perf_counter() - start
+        return run
