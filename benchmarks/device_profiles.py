@@ -9,11 +9,7 @@ Run on a GPU machine (or the CPU, `--device cpu`); writes into --out:
   with `zensim.train.kineto.annotate` while the CUDA-event recorder runs too (import the trace with
   `zensim layers import` and compare the two);
 - `work.json`: seconds of torch kernels standing for each kind of a scheme's local work, at sizes
-  2^10 .. 2^--max-log2 elements (medians of --reps after a warm-up), and the time of a launch-bound
-  kernel (`launch_s`): hash = a multiplicative hash of int64 ids and a stable sort by partition (what
-  ZEN's hashing does: group ids by hashed partition), merge = concatenate sorted COO chunks, unique,
-  index_add the values, encode = gather values at ids, decode = index_add into a dense tensor,
-  copy = a device copy of float32.
+  2^10 .. 2^--max-log2 elements (zensim.train.cost.measure_work; `zensim work fit` makes a profile).
 
     python benchmarks/device_profiles.py --device cuda --out OUT [--corpus kjv.txt] [--max-log2 26] [--large]
 
@@ -28,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -38,6 +33,7 @@ import torch
 from zensim.train.clocks import clock_for, describe_device
 from zensim.train.hooks import LayerRecorder
 from zensim.train.kineto import annotate
+from zensim.train.cost import measure_work
 from zensim.train.record import record_workload, to_device
 from zensim.trace.capture.workloads import make_workload
 
@@ -49,57 +45,6 @@ LARGE = {
     "deepfm-large": dict(batch_size=4096, embed=64, hidden=1024),
     "gpt-topk-large": dict(batch_size=16, dim=1024, heads=16, layers=8, seq_len=128),
 }
-MIX = 0x9E3779B97F4A7C15 - (1 << 64)  # Fibonacci hashing constant as a signed int64
-
-
-def timed(fn, device: torch.device, reps: int) -> float:
-    """Median seconds of fn() over `reps` runs after two warm-up runs (CUDA events on a GPU)."""
-    for _ in range(2):
-        fn()
-    clock = clock_for(device)
-    samples = []
-    for _ in range(reps):
-        a = clock.mark()
-        fn()
-        b = clock.mark()
-        clock.settle()
-        samples.append(clock.seconds(a, b))
-    return statistics.median(samples)
-
-
-def work_kernels(device: torch.device, max_log2: int, reps: int, parts: int = 16) -> dict:
-    """Seconds per work kind and size."""
-    out: dict = {"device": describe_device(device), "parts": parts, "sizes": [], "seconds": {}}
-    kinds = ("hash", "merge", "encode", "decode", "copy")
-    for k in kinds:
-        out["seconds"][k] = []
-    gen = torch.Generator(device="cpu").manual_seed(0)
-    for log2 in range(10, max_log2 + 1):
-        n = 1 << log2
-        ids = torch.randint(0, 20 * n, (n,), generator=gen).unique().to(device)  # sorted, ~n distinct
-        vals = torch.rand(len(ids), generator=gen).to(device)
-        dense = torch.zeros(20 * n, device=device)
-        half = [ids[0::2], ids[1::2]]
-        halfv = [vals[0::2], vals[1::2]]
-        src, dst = torch.rand(n, device=device), torch.empty(n, device=device)
-
-        def hash_() -> None:
-            part = (ids * MIX).remainder(parts)
-            ids[torch.argsort(part, stable=True)]
-
-        def merge() -> None:
-            u, inv = torch.unique(torch.cat(half), sorted=True, return_inverse=True)
-            torch.zeros(len(u), device=device).index_add_(0, inv, torch.cat(halfv))
-
-        fns = {"hash": hash_, "merge": merge, "encode": lambda: dense[ids],
-               "decode": lambda: dense.index_add_(0, ids, vals), "copy": lambda: dst.copy_(src)}
-        out["sizes"].append(len(ids))
-        for k in kinds:
-            out["seconds"][k].append(timed(fns[k], device, reps))
-        print(f"work 2^{log2}: " + ", ".join(f"{k} {out['seconds'][k][-1] * 1e6:.1f} us" for k in kinds), flush=True)
-    one = torch.zeros(1, device=device)
-    out["launch_s"] = timed(lambda: [one.add_(1) for _ in range(1000)], device, reps) / 1000
-    return out
 
 
 def workload(name: str, batch: int | None, corpus: str | None):
@@ -200,7 +145,8 @@ def main() -> int:
         return 0
     annotated("deepfm", 1024, device, out, args.corpus)
     print("annotated trace written", flush=True)
-    (out / "work.json").write_text(json.dumps(work_kernels(device, args.max_log2, args.reps), indent=1))
+    work = measure_work(device, args.max_log2, args.reps, progress=print)
+    (out / "work.json").write_text(json.dumps(work, indent=1))
     return 0
 
 

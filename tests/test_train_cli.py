@@ -46,3 +46,78 @@ def test_errors(tmp_path, capsys, argv, message) -> None:
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not (tmp_path / "x.json").exists()
+
+
+@pytest.fixture
+def small_trace(tmp_path):
+    import itertools
+
+    import numpy as np
+
+    from zensim.trace.format import TensorSpec, TraceWriter
+    from zensim.train.layers import LayerProfile, ParamTime
+
+    rng = np.random.default_rng(1)
+    path = tmp_path / "t.zt"
+    with TraceWriter(path, [TensorSpec("emb.weight", 3000)], workers=8, iterations=2, batch_size=4, workload="toy") as w:
+        for it, worker in itertools.product(range(2), range(8)):
+            w.write(it, worker, "emb.weight", np.sort(rng.choice(3000, 150, replace=False)))
+    prof = LayerProfile((ParamTime("fc.weight", 50_000, 1, 1e-4, 2e-3), ParamTime("emb.weight", 3000, 0, 1e-5, 1e-4)),
+                        forward_s=1e-3, optimizer_s=2e-4, batch_size=4, workload="toy")
+    prof.save(tmp_path / "toy.layers.json")
+    return path
+
+
+def test_iteration_command_outputs(small_trace, tmp_path, capsys) -> None:
+    layers = tmp_path / "toy.layers.json"
+    out = {k: tmp_path / f"out.{k}" for k in ("csv", "json", "png")}
+    argv = ["iteration", "--trace", str(small_trace), "--layers", str(layers), "--scheme", "zen,sparcml",
+            "--machines", "2,4", "--gpus-per-machine", "2", "--nic", "10Gbps", "--iterations", "2",
+            "--csv", str(out["csv"]), "--timeline", str(out["json"]), "--plot", str(out["png"]), "--buckets"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "dense-allreduce" in text and "zen(1)" in text and "samples/s" in text
+    csv = out["csv"].read_text().splitlines()
+    assert len(csv) == 1 + 2 * 3 and csv[0].startswith("scheme,")
+    doc = json.loads(out["json"].read_text())
+    threads = {e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "thread_name"}
+    assert {"GPU 0 compute", "GPU 0 compression", "GPU 0 communication", "GPU 1 communication"} <= threads
+    assert any(e["ph"] == "C" and e["name"].startswith("nic-") for e in doc["traceEvents"])
+    assert any(e["ph"] == "X" and e["name"] == "compress" for e in doc["traceEvents"])
+    assert out["png"].read_bytes()[:4] == b"\x89PNG"
+    assert main(argv[:15] + ["--json"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    assert [r["scheme"] for r in records] == ["dense-allreduce", "zen", "sparcml"] * 2
+    assert all(r["samples_per_s"] == pytest.approx(r["global_batch"] / r["iteration_s"]) for r in records)
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--scheme", "nope"], "unknown scheme"),
+    (["--machines", "0"], "--machines 0"),
+    (["--iterations", "0"], "--iterations 0"),
+    (["--plot", "{tmp}/x.txt"], "extension .txt"),
+    (["--csv", "{tmp}/no/x.csv"], "x.csv"),
+])
+def test_iteration_errors(small_trace, tmp_path, capsys, extra, message) -> None:
+    argv = ["iteration", "--trace", str(small_trace), "--layers", str(tmp_path / "toy.layers.json"),
+            "--machines", "2", "--gpus-per-machine", "2", *[a.format(tmp=tmp_path) for a in extra]]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_work_fit_makes_a_profile_the_simulator_reads(tmp_path, capsys) -> None:
+    from zensim.net.profile import WORK_KINDS, load_profile
+
+    sizes = [1000, 10_000, 100_000, 1_000_000]
+    measured = {"device": "test", "sizes": sizes,
+                "seconds": {k: [2e-5 + (i + 1) * 1e-9 * x for x in sizes] for i, k in enumerate(WORK_KINDS)}}
+    (tmp_path / "m.json").write_text(json.dumps(measured))
+    assert main(["work", "fit", str(tmp_path / "m.json"), "--bandwidth-scale", "2", "-o", str(tmp_path / "p.json")]) == 0
+    prof = load_profile(tmp_path / "p.json")
+    for i, k in enumerate(WORK_KINDS):
+        assert prof.work.fixed[k] == pytest.approx(2e-5, rel=1e-6)
+        assert prof.work.per_element[k] == pytest.approx(2 * (i + 1) * 1e-9, rel=1e-6)
+        assert prof.work.seconds(k, 1000) == pytest.approx(2e-5 + 2 * (i + 1) * 1e-6, rel=1e-6)
+    assert main(["work", "fit", str(tmp_path / "missing.json"), "-o", str(tmp_path / "q.json")]) == 2
+    assert "measurements not found" in capsys.readouterr().err

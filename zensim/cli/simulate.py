@@ -21,17 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scheme", default="all", help="all | presets | distinct | NAME[,NAME...] (default all)")
     p.add_argument("--machines", type=int, default=16, help="machines (default 16)")
     p.add_argument("--gpus-per-machine", type=int, default=1, help="GPUs per machine (default 1)")
-    p.add_argument("--nic", default=None, help="NIC bandwidth per machine, e.g. 25Gbps, 12.5GB/s (default: profile or 25Gbps)")
-    p.add_argument("--nic-latency", default=None, help="per-message latency across machines, e.g. 5us (default: profile or 0)")
-    p.add_argument("--nvlink", default=None, help="per-GPU intra-machine bandwidth (default: profile or 300GB/s)")
-    p.add_argument("--nvlink-latency", default=None, help="per-message latency inside a machine (default: profile or 0)")
-    p.add_argument("--fabric", choices=FABRICS, default="switch", help="non-blocking switch or two-level leaf-spine")
-    p.add_argument("--oversub", type=float, default=None, help="leaf-spine oversubscription ratio (default 1)")
-    p.add_argument("--machines-per-leaf", type=int, default=None, help="leaf-spine: machines under one leaf (default 4)")
-    p.add_argument("--layout", choices=LAYOUTS, default="zen", help="multi-GPU layout (default zen)")
+    add_link_args(p)
     p.add_argument("--model", choices=ALL_MODELS, default="fifo", help="bandwidth sharing model (default fifo)")
-    p.add_argument("--maxmin-batch", type=float, default=1 / 64,
-                   help="maxmin: departures per re-solve as a fraction of active flows (0 = exact; default 1/64)")
     p.add_argument("--iteration", type=int, default=0, help="trace iteration (default 0)")
     p.add_argument("--options", default="{}", metavar="JSON",
                    help="scheme options as JSON, e.g. '{\"value_dtype\": \"float16\", \"pull\": \"coo\"}' "
@@ -43,11 +34,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_simulate)
 
 
-def cluster_from_args(args: argparse.Namespace) -> tuple[ClusterSpec, Profile | None]:
+def add_link_args(p: argparse.ArgumentParser) -> None:
+    """The cluster's links and fabric, the multi-GPU layout and the max-min batch (simulate, iteration)."""
+    p.add_argument("--nic", default=None, help="NIC bandwidth per machine, e.g. 25Gbps, 12.5GB/s (default: profile or 25Gbps)")
+    p.add_argument("--nic-latency", default=None, help="per-message latency across machines, e.g. 5us (default: profile or 0)")
+    p.add_argument("--nvlink", default=None, help="per-GPU intra-machine bandwidth (default: profile or 300GB/s)")
+    p.add_argument("--nvlink-latency", default=None, help="per-message latency inside a machine (default: profile or 0)")
+    p.add_argument("--fabric", choices=FABRICS, default="switch", help="non-blocking switch or two-level leaf-spine")
+    p.add_argument("--oversub", type=float, default=None, help="leaf-spine oversubscription ratio (default 1)")
+    p.add_argument("--machines-per-leaf", type=int, default=None, help="leaf-spine: machines under one leaf (default 4)")
+    p.add_argument("--layout", choices=LAYOUTS, default="zen", help="multi-GPU layout (default zen)")
+    p.add_argument("--maxmin-batch", type=float, default=1 / 64,
+                   help="maxmin: departures per re-solve as a fraction of active flows (0 = exact; default 1/64)")
+
+
+def cluster_from_args(args: argparse.Namespace, machines: int | None = None) -> tuple[ClusterSpec, Profile | None]:
     """ClusterSpec from the arguments: explicit options > profile > defaults; also the profile (or None)."""
     if args.maxmin_batch < 0 or args.maxmin_batch > 1:
         raise ConfigError(f"--maxmin-batch {args.maxmin_batch}: must be in [0, 1]")
-    return build_cluster(args.machines, args.gpus_per_machine, nic=args.nic, nic_latency=args.nic_latency,
+    return build_cluster(machines or args.machines, args.gpus_per_machine, nic=args.nic, nic_latency=args.nic_latency,
                          nvlink=args.nvlink, nvlink_latency=args.nvlink_latency, fabric=args.fabric,
                          oversub=args.oversub, machines_per_leaf=args.machines_per_leaf, profile=args.profile)
 

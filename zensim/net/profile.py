@@ -9,6 +9,7 @@ Profile schema (`zensim-profile/1`), every key but `schema` optional:
       "nvlink_bandwidth": "300GB/s",       # intra-machine link
       "nvlink_latency": "2us",
       "work_seconds_per_element": {"hash": 3e-9, "merge": 8e-9, "encode": 2e-9, "decode": 2e-9, "copy": 1e-9},
+      "work_fixed_seconds": {"hash": 1.5e-4, "merge": 2e-4},  # per piece of work (a kernel's launch)
       "nic_efficiency": {"1": 0.9, "15": 0.6}, # NIC rate factor by concurrent flows k (see NicEfficiency)
       "host_efficiency": {"1": 1.0, "240": 0.6}, # NIC rate factor by flows active at once network-wide
       "host_cores": 2,                     # local work of a host's ranks shares this many processors
@@ -49,9 +50,12 @@ _LINK_KEYS = {"nic_bandwidth": parse_bandwidth, "nic_latency": parse_latency,
 
 @dataclass(frozen=True)
 class WorkCost:
-    """Seconds per element for each kind of local work."""
+    """The time of one piece of local work of each kind: t(x) = fixed + per_element x for x elements
+    (Cupcake's h(x) = alpha + beta x; a piece is one (rank, stage, phase, kind) entry of a message
+    log). `fixed` defaults to 0 for every kind: the per-element model of the closed forms."""
 
     per_element: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WORK_COST))
+    fixed: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def zero(cls) -> "WorkCost":
@@ -59,8 +63,16 @@ class WorkCost:
         return cls({kind: 0.0 for kind in WORK_KINDS})
 
     def vector(self) -> np.ndarray:
-        """Costs in WORK_KINDS order, for vectorized timing."""
+        """Per-element costs in WORK_KINDS order, for vectorized timing."""
         return np.array([self.per_element[k] for k in WORK_KINDS], dtype=np.float64)
+
+    def fixed_vector(self) -> np.ndarray:
+        """Fixed costs per piece of work in WORK_KINDS order."""
+        return np.array([self.fixed.get(k, 0.0) for k in WORK_KINDS], dtype=np.float64)
+
+    def seconds(self, kind: str, elements: int) -> float:
+        """t(x) of one piece of `kind` on `elements` elements (0 for none)."""
+        return self.fixed.get(kind, 0.0) + self.per_element[kind] * elements if elements else 0.0
 
 
 @dataclass(frozen=True)
@@ -130,24 +142,31 @@ def parse_profile(raw: object, path: str | Path) -> Profile:
     """Validate a profile already read as JSON; errors name `path` (a file, or where the dict came from)."""
     if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
         raise ConfigError(f"{path}: not a profile (expected \"schema\": \"{SCHEMA}\")")
-    unknown = set(raw) - set(_LINK_KEYS) - {"schema", "work_seconds_per_element", "source", "nic_efficiency",
-                                            "host_cores", "host_efficiency", "cpu_slowdown"}
+    unknown = set(raw) - set(_LINK_KEYS) - {"schema", "work_seconds_per_element", "work_fixed_seconds", "source",
+                                            "nic_efficiency", "host_cores", "host_efficiency", "cpu_slowdown"}
     if unknown:
         raise ConfigError(f"{path}: unknown profile key(s) {', '.join(sorted(unknown))}")
     links = {key: parse(raw[key], f"{path}: {key}") for key, parse in _LINK_KEYS.items() if key in raw}
-    costs = dict(DEFAULT_WORK_COST)
-    work = raw.get("work_seconds_per_element", {})
+    costs = {**DEFAULT_WORK_COST, **_work_seconds(raw, "work_seconds_per_element", path)}
+    fixed = _work_seconds(raw, "work_fixed_seconds", path)
+    return Profile(links, WorkCost(costs, fixed), str(raw.get("source", "")),
+                   _efficiency(raw.get("nic_efficiency"), path, "nic_efficiency"), _cores(raw.get("host_cores"), path),
+                   _efficiency(raw.get("host_efficiency"), path, "host_efficiency"), _slowdown(raw.get("cpu_slowdown", 1.0), path))
+
+
+def _work_seconds(raw: dict, key: str, path) -> dict[str, float]:
+    """The profile's object `key` of seconds by work kind (absent: empty)."""
+    work = raw.get(key, {})
     if not isinstance(work, dict):
-        raise ConfigError(f"{path}: work_seconds_per_element must be an object")
+        raise ConfigError(f"{path}: {key} must be an object")
+    out = {}
     for kind, value in work.items():
-        if kind not in costs:
+        if kind not in WORK_KINDS:
             raise ConfigError(f"{path}: unknown work kind {kind!r} (known: {', '.join(WORK_KINDS)})")
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < float("inf"):
             raise ConfigError(f"{path}: work cost of {kind!r} must be a non-negative number of seconds, got {value!r}")
-        costs[kind] = float(value)
-    return Profile(links, WorkCost(costs), str(raw.get("source", "")),
-                   _efficiency(raw.get("nic_efficiency"), path, "nic_efficiency"), _cores(raw.get("host_cores"), path),
-                   _efficiency(raw.get("host_efficiency"), path, "host_efficiency"), _slowdown(raw.get("cpu_slowdown", 1.0), path))
+        out[kind] = float(value)
+    return out
 
 
 def _slowdown(value, path) -> float:

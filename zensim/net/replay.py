@@ -19,7 +19,7 @@ import numpy as np
 
 from zensim.net.costs import Costs
 from zensim.net.network import Network
-from zensim.net.profile import WORK_KINDS
+from zensim.net.profile import WORK_KINDS, WorkCost
 from zensim.run.log import PHASES, MessageLog
 
 
@@ -40,26 +40,27 @@ class Timing:
         return float(self.stage_end[:, -1].max()) if self.stage_end.size else 0.0
 
 
-def work_seconds(log: MessageLog, costs: Costs) -> tuple[np.ndarray, np.ndarray]:
-    """Pre and post local-work seconds per (rank, stage): element counts x `costs.work`, or with
-    `costs.measured_work` = f the seconds the log measured x f (ValueError if it measured none)."""
+def work_seconds(log: MessageLog, costs: Costs, work: WorkCost | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Pre and post local-work seconds per (rank, stage): element counts x `costs.work` (or `work`,
+    when given), or with `costs.measured_work` = f the seconds the log measured x f (ValueError if it
+    measured none)."""
     if costs.measured_work is not None:
         if log.measured is None:
             raise ValueError("this message log has no measured local work (make it with emulate.stepcost)")
         return costs.measured_work * log.measured[:, :, 0], costs.measured_work * log.measured[:, :, 1]
     pre, post = (np.zeros((log.n, log.num_stages)) for _ in PHASES)
-    if not log.work:
+    cols = log.work_arrays()
+    if not len(cols["kind"]):
         return pre, post
-    kind_index = {k: i for i, k in enumerate(WORK_KINDS)}
-    try:
-        cols = np.array([(w.stage, w.rank, PHASES.index(w.phase), kind_index[w.kind], w.elements) for w in log.work],
-                        dtype=np.int64)
-    except (KeyError, ValueError) as exc:
-        raise ValueError(f"message log has unknown work phase or kind: {exc}") from None
-    seconds = cols[:, 4] * costs.work.vector()[cols[:, 3]]
+    unknown = [k for k in log.kind_names if k not in WORK_KINDS]
+    if unknown:
+        raise ValueError(f"message log has unknown work kind {unknown[0]!r}")
+    kind = np.array([WORK_KINDS.index(k) for k in log.kind_names], np.int64)[cols["kind"]]
+    work = costs.work if work is None else work
+    seconds = cols["elements"] * work.vector()[kind] + work.fixed_vector()[kind]
     for phase, out in enumerate((pre, post)):
-        sel = cols[:, 2] == phase
-        np.add.at(out, (cols[sel, 1], cols[sel, 0]), seconds[sel])
+        sel = cols["phase"] == phase
+        np.add.at(out, (cols["rank"][sel], cols["stage"][sel]), seconds[sel])
     return pre, post
 
 
@@ -69,12 +70,13 @@ class LogReplay:
     Rank r runs on GPU `gpu_of_rank[r]` (identity by default) and does its local work on host
     `host_of_rank[r]` (default: the machine of its GPU). Nothing happens until `start()` (all ranks,
     now) or `start_rank(r)`; `on_rank_done(r)` is called when rank r has ended its last stage (at once
-    by `start_rank` for a log without stages), `on_done()` when the last rank has.
+    by `start_rank` for a log without stages), `on_done()` when the last rank has. `work` prices this
+    log's local work instead of the network's `costs.work` (a fused collective's, say).
     """
 
     def __init__(self, net: Network, log: MessageLog, gpu_of_rank: np.ndarray | None = None,
                  host_of_rank: np.ndarray | None = None, on_done: Callable[[], None] | None = None,
-                 on_rank_done: Callable[[int], None] | None = None) -> None:
+                 on_rank_done: Callable[[int], None] | None = None, work: WorkCost | None = None) -> None:
         n, stages = log.n, log.num_stages
         self.net, self.log, self.on_done, self.on_rank_done = net, log, on_done, on_rank_done
         self.gpu = np.arange(n) if gpu_of_rank is None else np.asarray(gpu_of_rank, dtype=np.int64)
@@ -82,7 +84,7 @@ class LogReplay:
         self.host = host.tolist()
         cols = log.arrays()
         stage, src, dst, nbytes = cols["stage"], cols["src"], cols["dst"], cols["nbytes"]
-        pre, post = work_seconds(log, net.costs)
+        pre, post = work_seconds(log, net.costs, work)
         self.ids = net.add_messages(self.gpu[src], self.gpu[dst], nbytes, self._delivered)
         self.first = int(self.ids[0]) if len(self.ids) else 0
         # sends of (rank, stage) as slices of one ordering; pending = messages a (rank, stage) waits for

@@ -21,6 +21,7 @@ import numpy as np
 from zensim.errors import ConfigError
 from zensim.net.costs import Costs
 from zensim.net.models import MODELS
+from zensim.net.profile import WorkCost
 from zensim.net.topology import LinkKind
 from zensim.schemes import build_scheme, needs_profile, scheme_names
 from zensim.sim.layout import LAYOUTS
@@ -31,6 +32,7 @@ from zensim.train.timeline import Run, Timeline
 from zensim.trace.format import Trace
 
 MS = 1e3
+DENSE_WORK = ("fused", "profile")
 
 
 @dataclass
@@ -84,13 +86,16 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
                        model: str = "fifo", layout: str = "zen", bucketing=None, sparse_buckets: str = "own",
                        sparse: Sequence[str] | None = None, iterations: int = 1, first_iteration: int = 0,
                        options: Mapping[str, object] | None = None, model_options: Mapping[str, object] | None = None,
-                       dense_baseline: bool = True, dense: "IterationRecord | None" = None) -> IterationRecord:
+                       dense_baseline: bool = True, dense: "IterationRecord | None" = None,
+                       dense_work: str = "fused") -> IterationRecord:
     """Simulate `iterations` training iterations of `profile` with `scheme` on `costs.cluster`.
 
     The trace's tensors are synchronized sparse by `scheme` (those named in `sparse`, or all), every
     other parameter dense (zensim.train.syncs); iteration i uses trace iteration first_iteration + i
     (cycling). `bucketing`: a strategy of zensim.train.buckets (DDP's defaults if None). The dense DDP
-    baseline (every tensor dense, same bucketing) gives `speedup_vs_dense`; pass `dense` to reuse one."""
+    baseline (every tensor dense, same bucketing) gives `speedup_vs_dense`; pass `dense` to reuse one.
+    `dense_work`: "fused" prices the dense all-reduce's merges per element only (one fused collective
+    kernel, as NCCL's ring: the work profile's fixed costs do not apply), "profile" as any work."""
     if model not in MODELS:
         raise ConfigError(f"--model: unknown sharing model {model!r} (choose from {', '.join(MODELS)})")
     if layout not in LAYOUTS:
@@ -99,6 +104,8 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
         raise ConfigError(f"--sparse-buckets {sparse_buckets}: choose from {', '.join(SPARSE_BUCKETS)}")
     if iterations < 1:
         raise ConfigError(f"--iterations {iterations}: must be at least 1")
+    if dense_work not in DENSE_WORK:
+        raise ConfigError(f"--dense-work {dense_work}: choose from {', '.join(DENSE_WORK)}")
     values = check_scheme(scheme, options)
     bucketing = bucketing or DDPBuckets()
     opened = Trace.open(trace) if isinstance(trace, (str, Path)) else trace
@@ -111,7 +118,8 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
         syncs = bucket_syncs(profile, bucketing.assign(profile.params, own), chosen)
         logs = SyncLogs(costs.cluster, layout, scheme, opened, options, values)
         t_iters = [(first_iteration + i) % opened.iterations for i in range(iterations)] if opened else [0]
-        run = Timeline(profile, syncs, logs, costs, model, iterations, t_iters, model_options).run()
+        fused = WorkCost(dict(costs.work.per_element)) if dense_work == "fused" else None
+        run = Timeline(profile, syncs, logs, costs, model, iterations, t_iters, model_options, fused).run()
     finally:
         if opened is not None and opened is not trace:
             opened.close()
@@ -119,7 +127,8 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
                   bucketing.describe(), syncs, run)
     if scheme != DENSE and dense_baseline and dense is None:
         dense = simulate_iteration(profile, DENSE, costs, model=model, layout=layout, bucketing=bucketing,
-                                   iterations=iterations, model_options=model_options, dense_baseline=False)
+                                   iterations=iterations, model_options=model_options, dense_baseline=False,
+                                   dense_work=dense_work)
     if scheme == DENSE:
         dense = rec
     if dense is not None:

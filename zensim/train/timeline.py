@@ -7,7 +7,8 @@ starts on a GPU when the bucket is ready there and the GPU's stream has finished
 launches buckets in order); the GPU's ranks of a log step through its stages under the timing
 contract of docs/architecture.md (zensim.net.replay.LogReplay), so a synchronization ends on each
 GPU when that GPU's part of it has. The scheme's local work (hashing, encoding, merging: the
-compression) runs on the stream with it, costed by the same `Costs` as every simulation. The
+compression) runs on the stream with it, costed by the same `Costs` as every simulation; a dense
+part's by `dense_work` if given (a fused collective such as NCCL's ring: no per-stage kernel). The
 optimizer step starts when backward is over and the GPU's last bucket is synchronized; the next
 iteration's forward follows it. All buckets of all iterations are clients of one Network, so
 buckets in flight at once (on GPUs that drifted apart) share the links.
@@ -26,6 +27,7 @@ import numpy as np
 
 from zensim.net.costs import Costs
 from zensim.net.network import Network
+from zensim.net.profile import WorkCost
 from zensim.net.replay import LogReplay
 from zensim.train.layers import LayerProfile
 from zensim.train.syncs import BucketSync, SyncLogs
@@ -37,6 +39,7 @@ class Run:
 
     iteration_start: np.ndarray  # (I, G)
     backward_start: np.ndarray  # (I, G)
+    backward_end: np.ndarray  # (I, G)
     optimizer_start: np.ndarray  # (I, G)
     iteration_end: np.ndarray  # (I, G)
     bucket_ready: np.ndarray  # (I, B, G)
@@ -58,8 +61,9 @@ class Timeline:
 
     def __init__(self, profile: LayerProfile, syncs: Sequence[BucketSync], logs: SyncLogs, costs: Costs,
                  model: str = "fifo", iterations: int = 1, trace_iterations: Sequence[int] = (0,),
-                 model_options: Mapping[str, object] | None = None) -> None:
+                 model_options: Mapping[str, object] | None = None, dense_work: WorkCost | None = None) -> None:
         self.profile = profile
+        self.dense_work = dense_work
         self.syncs = list(syncs)
         self.logs = logs
         self.costs = costs
@@ -76,7 +80,7 @@ class Timeline:
         prof, syncs = self.profile, self.syncs
         nb, n_it, g = len(syncs), self.iterations, self.gpus
         shape = (n_it, g)
-        run = Run(np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros((n_it, nb, g)),
+        run = Run(np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros((n_it, nb, g)),
                   np.zeros((n_it, nb, g)), np.zeros((n_it, nb, g)), {}, net)
         backward = prof.backward_s
         ready_order = sorted(range(nb), key=lambda b: syncs[b].ready_s)
@@ -116,8 +120,10 @@ class Timeline:
             key = (i, b, k)
             client = run.clients.get(key)
             if client is None:
-                log = self.logs.log(syncs[b].parts[k], self.trace_iterations[i % len(self.trace_iterations)])
-                client = run.clients[key] = LogReplay(net, log, on_rank_done=lambda rr: part_done(rr, i, b, k))
+                part = syncs[b].parts[k]
+                log = self.logs.log(part, self.trace_iterations[i % len(self.trace_iterations)])
+                client = run.clients[key] = LogReplay(net, log, on_rank_done=lambda rr: part_done(rr, i, b, k),
+                                                      work=None if part.sparse else self.dense_work)
             client.start_rank(r)
 
         def part_done(r: int, i: int, b: int, k: int) -> None:
@@ -131,6 +137,7 @@ class Timeline:
             maybe_step(r)
 
         def backward_done(r: int) -> None:
+            run.backward_end[it[r], r] = net.now
             bwd_done[r] = True
             maybe_step(r)
 

@@ -1,0 +1,173 @@
+"""`zensim iteration`: training iterations (backward overlap, buckets, compression) per scheme and cluster."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from zensim.cli.simulate import add_link_args, cluster_from_args
+from zensim.errors import ConfigError
+from zensim.net.models import MODELS
+from zensim.train.buckets import BUCKETINGS
+from zensim.train.iteration import DENSE_WORK
+from zensim.train.syncs import SPARSE_BUCKETS
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `iteration` command."""
+    p = subparsers.add_parser(
+        "iteration", help="simulate training iterations: backward overlap, buckets, compression, throughput",
+        description="Simulate training iterations of a model (its layer profile) on a cluster: backward layer by "
+        "layer, DDP buckets synchronized as they become ready (the trace's sparse tensors by the scheme, the rest "
+        "by dense all-reduce), the optimizer after the last bucket. See docs/iteration.md.")
+    p.add_argument("--trace", default=None, help="trace (.zt) of the sparse tensors (none: every tensor dense)")
+    p.add_argument("--layers", default=None, help="layer profile JSON (zensim layers record/estimate/import)")
+    p.add_argument("--device", default=None, help="instead of --layers: a GPU preset (v100, a100, h100): the "
+                   "shipped profile of the trace's workload and batch beside the trace (layers/), else an estimate")
+    p.add_argument("--corpus", default=None, help="with --device and no shipped profile: corpus of the language models")
+    p.add_argument("--scheme", default="zen", help="scheme(s) for the sparse tensors, comma-separated (default zen); "
+                   "dense-allreduce (DDP, every tensor dense) always runs first, as the baseline")
+    p.add_argument("--machines", default="16", help="machines, or a comma-separated list to sweep (default 16)")
+    p.add_argument("--gpus-per-machine", type=int, default=8, help="GPUs per machine (default 8)")
+    add_link_args(p)
+    p.add_argument("--profile", default=None, help="calibration profile JSON: links, work costs "
+                   "(work_fixed_seconds / work_seconds_per_element: the compression cost), host figures")
+    p.add_argument("--model", choices=tuple(MODELS), default="fifo", help="bandwidth sharing model (default fifo)")
+    p.add_argument("--dense-work", choices=DENSE_WORK, default="fused", help="fused (default): the dense all-reduce's "
+                   "merges cost per element only, one fused kernel as NCCL's; profile: as every local work")
+    p.add_argument("--bucketing", choices=tuple(BUCKETINGS), default="ddp", help="default ddp")
+    p.add_argument("--bucket-mb", type=float, default=None, help="DDP bucket_cap_mb in MiB (default 25, first 1)")
+    p.add_argument("--first-bucket-mb", type=float, default=None, help="DDP first bucket cap in MiB")
+    p.add_argument("--sparse-buckets", choices=SPARSE_BUCKETS, default="own",
+                   help="own: a sparse tensor is a bucket of its own (torch's rule for sparse gradients); fused")
+    p.add_argument("--sparse-tensors", default=None, help="trace tensors synchronized sparse (default: all)")
+    p.add_argument("--iterations", type=int, default=4, help="training iterations (default 4)")
+    p.add_argument("--first-iteration", type=int, default=0, help="trace iteration of the first one (default 0)")
+    p.add_argument("--options", default=None, help="scheme options as JSON, e.g. '{\"value_dtype\": \"float16\"}'")
+    p.add_argument("--buckets", action="store_true", help="also print each record's buckets")
+    p.add_argument("--json", action="store_true", help="print the records as JSON")
+    p.add_argument("--csv", default=None, metavar="FILE", help="also write the records as CSV")
+    p.add_argument("--timeline", default=None, metavar="FILE", help="also write a Chrome trace (Perfetto)")
+    p.add_argument("--timeline-gpus", type=int, default=None, help="GPUs shown in the timeline (default: machine 0's)")
+    p.add_argument("--plot", default=None, metavar="FILE", help="also write throughput against GPUs per scheme")
+    p.set_defaults(func=cmd_iteration)
+
+
+def _machines(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise ConfigError(f"--machines {text}: expected a positive integer or a comma-separated list") from None
+    if not values or min(values) < 1:
+        raise ConfigError(f"--machines {text}: machines must be positive")
+    return values
+
+
+def layer_profile(args: argparse.Namespace):
+    """The profile from --layers, or for --device the shipped one beside the trace, else an estimate."""
+    from zensim.trace.format import Trace
+    from zensim.train.devices import get_device
+    from zensim.train.layers import load_layers
+
+    if args.layers:
+        if args.device:
+            raise ConfigError("--layers and --device: give one")
+        return load_layers(args.layers)
+    if not args.device:
+        raise ConfigError("--layers FILE or --device PRESET: the model's per-layer profile is needed")
+    device = get_device(args.device)
+    if not args.trace:
+        raise ConfigError("--device needs --trace (its workload and batch choose the model)")
+    with Trace.open(args.trace) as trace:
+        workload, batch = trace.meta.get("workload"), trace.meta.get("batch_size")
+    shipped = Path(args.trace).parent / "layers" / f"{workload}-b{batch}.{device.name}.layers.json"
+    if shipped.is_file():
+        return load_layers(shipped)
+    from zensim.trace.capture.workloads import make_workload
+    from zensim.train.roofline import estimate_workload
+
+    print(f"zensim: estimating {workload} (batch {batch}) on {device.label} (no {shipped})", file=sys.stderr)
+    return estimate_workload(make_workload(workload, batch, 0, args.corpus), device)
+
+
+def cmd_iteration(args: argparse.Namespace) -> int:
+    """Run every (cluster size, scheme) and print/write the results."""
+    from tqdm import tqdm
+
+    from zensim.net.costs import Costs
+    from zensim.report.export import to_csv, to_json
+    from zensim.report.iteration import bucket_table, iteration_table, iteration_trace, throughput_figure
+    from zensim.report.outputs import OutputFiles, plot_format
+    from zensim.train.buckets import make_bucketing
+    from zensim.train.iteration import check_scheme, simulate_iteration
+    from zensim.train.syncs import DENSE
+
+    machines = _machines(args.machines)
+    schemes = [s.strip() for s in args.scheme.split(",") if s.strip()]
+    try:
+        options = json.loads(args.options) if args.options else {}
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--options: not JSON ({exc.msg})") from None
+    if not isinstance(options, dict):
+        raise ConfigError("--options: expected a JSON object")
+    for name in schemes:
+        check_scheme(name, options)
+    if not args.trace and any(s != DENSE for s in schemes):
+        raise ConfigError("--trace: needed for a sparse scheme (without a trace every tensor is dense)")
+    for flag, value, low in (("--iterations", args.iterations, 1), ("--first-iteration", args.first_iteration, 0),
+                             ("--timeline-gpus", args.timeline_gpus, 1)):
+        if value is not None and value < low:
+            raise ConfigError(f"{flag} {value}: must be at least {low}")
+    outs = OutputFiles(inputs=[args.trace, args.layers, args.profile])
+    paths = {key: outs.add(getattr(args, key), f"--{key}", plot=key == "plot")
+             for key in ("csv", "timeline", "plot") if getattr(args, key)}
+    profile = layer_profile(args)
+    bucketing = make_bucketing(args.bucketing, args.bucket_mb, args.first_bucket_mb)
+    sparse = args.sparse_tensors.split(",") if args.sparse_tensors else None
+    keep = "timeline" in paths
+    records = []
+    bar = tqdm(total=len(machines) * (len(schemes) + (DENSE not in schemes)), desc="iteration", unit="run",
+               disable=None, leave=False, file=sys.stderr)
+    for m in machines:
+        cluster, calib = cluster_from_args(args, m)
+        costs = Costs.of(cluster, calib)
+        common = dict(model=args.model, layout=args.layout, bucketing=bucketing, iterations=args.iterations,
+                      dense_work=args.dense_work,
+                      model_options={"batch": args.maxmin_batch} if args.model == "maxmin" else None)
+        dense = simulate_iteration(profile, DENSE, costs, **common)
+        records.append(dense)
+        bar.update()
+        for name in schemes:
+            if name != DENSE:
+                records.append(simulate_iteration(profile, name, costs, trace=args.trace, dense=dense,
+                                                  sparse_buckets=args.sparse_buckets, sparse=sparse,
+                                                  first_iteration=args.first_iteration, options=options, **common))
+                bar.update()
+        if not keep:
+            for rec in records:
+                rec.run = None
+    bar.close()
+    files: dict[Path, str | bytes] = {}
+    rows = [{k: v for k, v in r.to_dict().items() if k != "buckets"} for r in records]
+    if "csv" in paths:
+        files[paths["csv"]] = to_csv(rows)
+    if "timeline" in paths:
+        files[paths["timeline"]] = json.dumps(iteration_trace(records, args.timeline_gpus))
+    if "plot" in paths:
+        from zensim.report.plots import figure_bytes
+
+        title = (f"{profile.workload or 'model'} on {profile.device}, batch {profile.batch_size}/GPU, "
+                 f"{records[0].cluster.split(',', 1)[1].strip()}, {args.model}")
+        files[paths["plot"]] = figure_bytes(throughput_figure(records, title), plot_format(paths["plot"]))
+    outs.write(files)
+    if args.json:
+        print(to_json([r.to_dict() for r in records]))
+        return 0
+    print(iteration_table(records))
+    if args.buckets:
+        for rec in records:
+            print()
+            print(bucket_table(rec))
+    return 0

@@ -1,0 +1,71 @@
+"""`zensim work`: the compression cost t(x) = alpha + beta x per kind of local work (measure, fit)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from zensim.errors import ConfigError
+from zensim.report.table import format_table
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `work measure | fit`."""
+    p = subparsers.add_parser("work", help="local-work (compression) cost: measure kernels, fit t(x) = alpha + beta x",
+                              description="The cost of a scheme's local work per kind (hash, merge, encode, decode, "
+                              "copy) as t(x) = alpha + beta x, in a calibration profile. See docs/iteration.md.")
+    sub = p.add_subparsers(dest="work_command", required=True, metavar="ACTION")
+    m = sub.add_parser("measure", help="time each kind's kernel on a torch device at 2^10 .. 2^N elements")
+    m.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    m.add_argument("--max-log2", type=int, default=22, help="largest size 2^N (default 22)")
+    m.add_argument("--reps", type=int, default=10, help="timed repetitions per size (median; default 10)")
+    m.add_argument("-o", "--output", required=True, help="measurements JSON to write")
+    m.set_defaults(func=cmd_measure)
+    f = sub.add_parser("fit", help="fit alpha, beta per kind to measurements: a calibration profile")
+    f.add_argument("measurements", help="JSON written by `zensim work measure` (or benchmarks/device_profiles.py)")
+    f.add_argument("--bandwidth-scale", type=float, default=1.0,
+                   help="multiply every beta (another GPU: this memory bandwidth / that one's; default 1)")
+    f.add_argument("--source", default="", help="the profile's source text (default: says what was fitted)")
+    f.add_argument("-o", "--output", required=True, help="calibration profile JSON to write (zensim-profile/1)")
+    f.set_defaults(func=cmd_fit)
+
+
+def cmd_measure(args: argparse.Namespace) -> int:
+    """Measure on this machine."""
+    from zensim.atomic import check_output, write_atomic
+    from zensim.train.cost import measure_work
+
+    check_output(args.output, "-o")
+    if not 10 <= args.max_log2 <= 30 or args.reps < 1:
+        raise ConfigError(f"--max-log2 {args.max_log2} / --reps {args.reps}: need 10 <= N <= 30 and reps >= 1")
+    measured = measure_work(args.device, args.max_log2, args.reps, progress=lambda line: print(line, file=sys.stderr))
+    write_atomic(args.output, json.dumps(measured, indent=1) + "\n")
+    print(f"wrote {args.output}: {measured['device']}")
+    return 0
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    """Fit and write the profile; print alpha, beta and the fit's worst relative error per kind."""
+    from zensim.atomic import check_output, write_atomic
+    from zensim.net.profile import WORK_KINDS, parse_profile
+    from zensim.train.cost import fit_error, work_profile
+    from zensim.train.layers import read_json
+
+    check_output(args.output, "-o")
+    if not args.bandwidth_scale > 0:
+        raise ConfigError(f"--bandwidth-scale {args.bandwidth_scale}: must be positive")
+    measured = read_json(args.measurements, "measurements")
+    try:
+        doc = work_profile(measured, args.bandwidth_scale, args.source)
+        sizes, seconds = measured["sizes"], measured["seconds"]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"{args.measurements}: not work measurements ({exc})") from None
+    parse_profile(doc, args.output)  # what --profile will read back
+    write_atomic(args.output, json.dumps(doc, indent=1) + "\n")
+    rows = [[k, doc["work_fixed_seconds"][k] * 1e6, doc["work_seconds_per_element"][k] * 1e9,
+             fit_error(sizes, seconds[k], doc["work_fixed_seconds"][k],
+                       doc["work_seconds_per_element"][k] / args.bandwidth_scale)] for k in WORK_KINDS]
+    print(f"wrote {args.output}: {doc['source']}")
+    print(format_table(rows, ["kind", "alpha us", "beta ns/element", "worst rel. error (measured)"]))
+    return 0

@@ -1,0 +1,136 @@
+"""Reports of simulated training iterations: tables, a Chrome trace with compute / compression /
+communication tracks per GPU and link counters, and throughput against the GPU count per scheme."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from zensim.net.topology import LinkKind
+from zensim.report.table import format_table
+
+MS, US = 1e3, 1e6
+
+
+def iteration_table(records: Sequence[Any]) -> str:
+    """One row per record: iteration, compute and exposed communication (ms), samples/s, speedup."""
+    rows = [[r.scheme, r.gpus, r.iteration_s * MS, r.compute_s * MS, r.exposed_comm_s * MS, r.samples_per_s,
+             r.speedup_vs_dense, r.nic_bytes_per_iteration / 1e6, len(r.buckets), r.busiest_link, r.busiest_link_util]
+            for r in records]
+    head = ""
+    if records:
+        r = records[0]
+        head = (f"{r.device} ({r.profile_kind}), batch {r.batch_per_gpu}/GPU, {r.bucketing}, layout {r.layout}, "
+                f"model {r.model}, {r.iterations} iterations\n")
+    return head + format_table(rows, ["scheme", "GPUs", "iteration ms", "compute ms", "exposed ms", "samples/s",
+                                      "vs dense", "NIC MB/it", "buckets", "busiest link", "util"])
+
+
+def bucket_table(record: Any) -> str:
+    """Per bucket: members, bytes, synchronization, and when it was ready, started and ended (ms after
+    backward started; the latest GPU, mean over iterations)."""
+    rows = [[b["bucket"], b["params"], f"{b['first']} .. {b['last']}" if b["params"] > 1 else b["first"],
+             b["bytes"] / 2**20, b["sync"], b["ready_ms"], b["start_ms"], b["end_ms"], b["sync_ms"]]
+            for b in record.buckets]
+    return (f"{record.scheme} on {record.cluster}: buckets\n"
+            + format_table(rows, ["bucket", "params", "members", "MiB", "synchronization", "ready ms", "start ms",
+                                  "end ms", "sync ms"]))
+
+
+def _span(name: str, pid: int, tid: int, start: float, end: float, **args: Any) -> dict[str, Any]:
+    return {"name": name, "ph": "X", "pid": pid, "tid": tid, "ts": start * US, "dur": max(end - start, 0.0) * US,
+            "args": args}
+
+
+def iteration_events(pid: int, label: str, record: Any, gpus: Sequence[int], bins: int = 400) -> list[dict[str, Any]]:
+    """Trace events of one record: per GPU in `gpus` a compute, a compression and a communication track;
+    NIC link counters (Gbit/s, averaged over `bins` intervals of the run)."""
+    run = record.run
+    events: list[dict[str, Any]] = [{"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": label}}]
+    for g in gpus:
+        tracks = {"compute": 3 * g, "compression": 3 * g + 1, "communication": 3 * g + 2}
+        for what, tid in tracks.items():
+            events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": f"GPU {g} {what}"}})
+        for i in range(run.iteration_start.shape[0]):
+            events.append(_span("forward", pid, tracks["compute"], run.iteration_start[i, g], run.backward_start[i, g],
+                                iteration=i))
+            events.append(_span("backward", pid, tracks["compute"], run.backward_start[i, g], run.backward_end[i, g],
+                                iteration=i))
+            events.append(_span("optimizer", pid, tracks["compute"], run.optimizer_start[i, g], run.iteration_end[i, g],
+                                iteration=i))
+            for b, info in enumerate(record.buckets):
+                events.append(_span(f"bucket {b}", pid, tracks["communication"], run.bucket_start[i, b, g],
+                                    run.bucket_end[i, b, g], iteration=i, bytes=info["bytes"], sync=info["sync"],
+                                    ready_s=float(run.bucket_ready[i, b, g])))
+        for (i, b, k), client in run.clients.items():
+            pre, post, stages = client.pre, client.post, client.stages
+            for s in range(stages):
+                p, q = pre[g * stages + s], post[g * stages + s]
+                if p > 0:
+                    events.append(_span("compress", pid, tracks["compression"], client.stage_start[g, s],
+                                        client.stage_start[g, s] + p, iteration=i, bucket=b, part=k, stage=s))
+                if q > 0:
+                    events.append(_span("decompress", pid, tracks["compression"], client.stage_end[g, s] - q,
+                                        client.stage_end[g, s], iteration=i, bucket=b, part=k, stage=s))
+    events += link_counters(pid, run.network, run.makespan, bins)
+    return events
+
+
+def link_counters(pid: int, net: Any, makespan: float, bins: int) -> list[dict[str, Any]]:
+    """Counter events of every NIC link: Gbit/s carried, averaged over `bins` equal intervals of the run
+    (a message's bytes spread evenly over its time in the network)."""
+    if makespan <= 0 or net.count == 0:
+        return []
+    count = net.count
+    start, end = net.sent_at[:count], net.delivered_at[:count]
+    nbytes, routes = net.nbytes[:count], net.routes[:count]
+    edges = np.linspace(0.0, makespan, bins + 1)
+    out = []
+    for k in net.topology.links_of_kind(LinkKind.NIC).tolist():
+        on = (routes == k).any(axis=1)
+        if not on.any():
+            continue
+        s, e, b = start[on], end[on], nbytes[on]
+        rate = b / np.maximum(e - s, 1e-15)
+        # bytes carried before each edge: a message contributes rate x its overlap with [0, edge]
+        carried = np.array([(rate * np.clip(np.minimum(e, x) - s, 0, None)).sum() for x in edges])
+        gbps = np.diff(carried) / np.diff(edges) * 8 / 1e9
+        name = net.topology.names[k]
+        out += [{"name": name, "ph": "C", "pid": pid, "ts": t * US, "args": {"Gbit/s": float(v)}}
+                for t, v in zip(edges[:-1], gbps)]
+    return out
+
+
+def iteration_trace(records: Sequence[Any], gpus: int | None = None) -> dict[str, Any]:
+    """The Chrome trace document of several records (one process each), GPUs 0 .. gpus-1 shown
+    (default: those of the first machine)."""
+    events = []
+    for pid, r in enumerate(records):
+        shown = range(min(gpus or r.run.iteration_start.shape[1] // max(r.machines, 1), r.gpus))
+        events += iteration_events(pid, f"{r.scheme} @ {r.cluster}", r, shown)
+    return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+
+def throughput_figure(records: Sequence[Any], title: str = "") -> Any:
+    """Samples/s against the GPU count (log2 axis), one line per scheme, and each scheme's speedup over
+    dense DDP beside it."""
+    import matplotlib.pyplot as plt
+
+    from zensim.report.plots import series_styles
+
+    schemes = list(dict.fromkeys(r.scheme for r in records))
+    fig, (ax, ax_s) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for name, (colour, marker) in zip(schemes, series_styles(len(schemes))):
+        mine = sorted((r.gpus, r.samples_per_s, r.speedup_vs_dense) for r in records if r.scheme == name)
+        ax.plot([g for g, _, _ in mine], [v for _, v, _ in mine], color=colour, marker=marker, label=name)
+        ax_s.plot([g for g, _, _ in mine], [s for _, _, s in mine], color=colour, marker=marker, label=name)
+    for a, ylabel in ((ax, "samples / s"), (ax_s, "speedup over dense DDP")):
+        a.set_xscale("log", base=2)
+        a.set_xlabel("GPUs")
+        a.set_ylabel(ylabel)
+    ax_s.axhline(1.0, color="black", lw=1, ls="--")
+    ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    return fig

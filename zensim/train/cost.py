@@ -1,0 +1,110 @@
+"""Compression cost: t(x) = alpha + beta x per kind of local work, measured on a device and fitted.
+
+The simulator prices a scheme's local work (hash, merge, encode, decode, copy: the compression and
+decompression of Espresso's and Cupcake's models) with `zensim.net.profile.WorkCost`, per piece of
+work t(x) = fixed + per_element x. This module makes those figures for a device:
+
+- `measure_work(device)` times torch kernels standing for each kind at 2^10 .. 2^k elements (CUDA
+  events on a GPU, wall time on a CPU; medians): hash = a multiplicative hash of int64 ids and a
+  stable sort by partition (ZEN's grouping of ids by hashed partition), merge = concatenate two sorted
+  sparse chunks, unique, index_add the values, encode = gather values at ids, decode = index_add into
+  a dense tensor, copy = a device copy;
+- `fit(sizes, seconds)` -> (alpha, beta), both >= 0, least squares on the relative error (small and
+  large pieces count alike);
+- `work_profile(measured)` -> a calibration profile (`zensim-profile/1`, keys `work_fixed_seconds`
+  and `work_seconds_per_element`) that `--profile` takes everywhere (simulate, run, sweep, iteration).
+  `bandwidth_scale` multiplies every beta: kernels of this kind are memory-bound, so another GPU's
+  betas are this one's x (this memory bandwidth / that one's) (docs/iteration.md checks it against
+  ZEN's hashing figure on a V100).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from scipy.optimize import nnls
+
+from zensim.net.profile import SCHEMA, WORK_KINDS
+
+MIX = 0x9E3779B97F4A7C15 - (1 << 64)  # Fibonacci hashing constant as a signed int64
+
+
+def fit(sizes: Sequence[float], seconds: Sequence[float]) -> tuple[float, float]:
+    """(alpha, beta) >= 0 minimizing sum(((alpha + beta x - t) / t)^2) over the measured (x, t)."""
+    x, t = np.asarray(sizes, np.float64), np.asarray(seconds, np.float64)
+    if len(x) < 2 or (t <= 0).any():
+        raise ValueError("need at least two positive measurements")
+    (alpha, beta), _ = nnls(np.stack([1 / t, x / t], axis=1), np.ones(len(t)))
+    return float(alpha), float(beta)
+
+
+def fit_error(sizes: Sequence[float], seconds: Sequence[float], alpha: float, beta: float) -> float:
+    """Largest relative error of the fitted line over the measurements."""
+    x, t = np.asarray(sizes, np.float64), np.asarray(seconds, np.float64)
+    return float(np.abs((alpha + beta * x - t) / t).max())
+
+
+def work_profile(measured: dict[str, Any], bandwidth_scale: float = 1.0, source: str = "") -> dict[str, Any]:
+    """A `zensim-profile/1` document with the fitted fixed and per-element costs of every kind."""
+    fixed, per_element = {}, {}
+    for kind in WORK_KINDS:
+        alpha, beta = fit(measured["sizes"], measured["seconds"][kind])
+        fixed[kind], per_element[kind] = alpha, beta * bandwidth_scale
+    note = source or f"fitted t(x) = alpha + beta x to local-work kernels on {measured['device']}"
+    if bandwidth_scale != 1.0:
+        note += f"; betas x {bandwidth_scale:.4g} (memory-bandwidth ratio)"
+    return {"schema": SCHEMA, "work_fixed_seconds": fixed, "work_seconds_per_element": per_element, "source": note}
+
+
+def measure_work(device: Any = "cpu", max_log2: int = 22, reps: int = 10, min_log2: int = 10, parts: int = 16,
+                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Seconds of each kind's kernel at sizes 2^min_log2 .. 2^max_log2 on `device` (torch)."""
+    import torch
+
+    from zensim.train.clocks import clock_for, describe_device
+
+    device = torch.device(device)
+    clock = clock_for(device)
+
+    def timed(fn: Callable[[], Any]) -> float:
+        for _ in range(2):
+            fn()
+        samples = []
+        for _ in range(reps):
+            a = clock.mark("")
+            fn()
+            b = clock.mark("")
+            clock.settle()
+            samples.append(clock.seconds(a, b))
+        return statistics.median(samples)
+
+    out: dict[str, Any] = {"device": describe_device(device), "parts": parts, "reps": reps, "sizes": [],
+                           "seconds": {k: [] for k in WORK_KINDS}}
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    for log2 in range(min_log2, max_log2 + 1):
+        n = 1 << log2
+        ids = torch.randint(0, 20 * n, (n,), generator=gen).unique().to(device)  # sorted, ~n distinct
+        vals = torch.rand(len(ids), generator=gen).to(device)
+        dense = torch.zeros(20 * n, device=device)
+        halves, half_vals = (ids[0::2], ids[1::2]), (vals[0::2], vals[1::2])
+        src, dst = torch.rand(len(ids), device=device), torch.empty(len(ids), device=device)
+
+        def hash_() -> None:
+            part = (ids * MIX).remainder(parts)
+            ids[torch.argsort(part, stable=True)]
+
+        def merge() -> None:
+            u, inv = torch.unique(torch.cat(halves), sorted=True, return_inverse=True)
+            torch.zeros(len(u), device=device).index_add_(0, inv, torch.cat(half_vals))
+
+        kernels = {"hash": hash_, "merge": merge, "encode": lambda: dense[ids],
+                   "decode": lambda: dense.index_add_(0, ids, vals), "copy": lambda: dst.copy_(src)}
+        out["sizes"].append(len(ids))
+        for kind in WORK_KINDS:
+            out["seconds"][kind].append(timed(kernels[kind]))
+        if progress is not None:
+            progress(f"2^{log2}: " + ", ".join(f"{k} {out['seconds'][k][-1] * 1e6:.1f} us" for k in WORK_KINDS))
+    return out
