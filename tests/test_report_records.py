@@ -174,7 +174,7 @@ def test_report_of_a_sweep_prints_its_tables(trace, tmp_path, capsys, monkeypatc
     scn.write_text(f"trace: {trace}\nschemes: [dense-allreduce, zen]\nsweep: {{machines: [2, 4], nic: [10Gbps, 40Gbps]}}\n"
                    "outputs: {json: r.json}\n")
     loaded = load_scenario(scn, tmp_path)
-    results = sweep_mod.run_scenario(loaded)
+    results = sweep_mod.run_scenario(loaded).results
     sweep_mod.write_outputs(loaded, results)
     monkeypatch.setattr(sweep_mod, "simulate", lambda *a, **k: pytest.fail("zensim report simulated"))
     monkeypatch.setattr(run_mod, "simulate", lambda *a, **k: pytest.fail("zensim report simulated"))

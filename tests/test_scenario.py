@@ -151,7 +151,7 @@ def _comparable(row: dict) -> dict:
 
 def test_sweep_is_the_cartesian_product_and_each_row_equals_simulate(tmp_path: Path, trace: Path) -> None:
     scn = load_scenario(write_scenario(tmp_path, GOOD.format(trace=trace)))
-    table = [r.to_dict() for r in records_of(run_scenario(scn))]
+    table = [r.to_dict() for r in records_of(run_scenario(scn).results)]
     combos = list(itertools.product([2, 4, 8], ["10Gbps", "40Gbps"], ["fifo", "maxmin"]))
     assert len(table) == len(combos) * len(SCHEMES)
     for i, (machines, nic, model) in enumerate(combos):
@@ -177,15 +177,17 @@ sweep: {machines: [2, 4]}
 outputs: {json: res/r.json, csv: res/r.csv, plot: res/r.png, timeline: res/t.json}
 """)
     monkeypatch.chdir(tmp_path)  # neither the scenario's folder nor the output folder
-    assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--json"]) == 0
+    assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--json", "--workers", "0"]) == 0
     printed = json.loads(capsys.readouterr().out)
     res = tmp_path / "o" / "res"
     assert sorted(p.name for p in res.iterdir()) == ["r.csv", "r.json", "r.png", "t.json"]  # no temp files left
+    assert not (tmp_path / "o" / ".zensim").exists()  # a timeline needs timings: no point is kept
     assert printed["schema"] == "zensim-results/1"
     assert _comparable(json.loads((res / "r.json").read_text())) == _comparable(printed)
     records = printed["records"]
     assert [r["gpus"] for r in records] == [4, 4, 8, 8] and [r["sweep"]["machines"] for r in records] == [2, 2, 4, 4]
-    assert all(r["provenance"]["command"] == f"zensim sweep {path} --out {tmp_path / 'o'} --json" for r in records)
+    assert all(r["provenance"]["command"] == f"zensim sweep {path} --out {tmp_path / 'o'} --json --workers 0"
+               for r in records)
     with open(res / "r.csv") as f:
         rows = list(csv.DictReader(f))
     assert [row["scheme"] for row in rows] == ["dense-allreduce", "zen"] * 2
@@ -194,8 +196,8 @@ outputs: {json: res/r.json, csv: res/r.csv, plot: res/r.png, timeline: res/t.jso
     assert len({e["pid"] for e in json.loads((res / "t.json").read_text())["traceEvents"]}) == 4
 
 
-def test_failed_run_leaves_earlier_outputs_untouched(tmp_path: Path, trace: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_point_is_reported_keeps_the_others_and_a_rerun_resumes(
+        tmp_path: Path, trace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     path = write_scenario(tmp_path, GOOD.format(trace=trace) + "outputs: {csv: r.csv}\n")
     (tmp_path / "r.csv").write_text("earlier results\n")
     calls = []
@@ -203,22 +205,42 @@ def test_failed_run_leaves_earlier_outputs_untouched(tmp_path: Path, trace: Path
     def failing(*args: object, **kwargs: object) -> list:
         calls.append(args)
         if len(calls) == 3:
-            raise ConfigError("simulated failure at the third point")
+            raise MemoryError("simulated failure at the third point")
         return simulate(*args, **kwargs)
 
     monkeypatch.setattr(sweep_mod, "simulate", failing)
-    assert main(["run", str(path), "--out", str(tmp_path)]) == 2
-    assert (tmp_path / "r.csv").read_text() == "earlier results\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv", "scn.yaml"]
+    argv = ["run", str(path), "--out", str(tmp_path), "--workers", "0"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "point 2 (machines=2, nic=40Gbps, model=fifo): MemoryError: simulated failure at the third point" in err
+    assert "12 points: 0 kept" in err and "11 simulated" in err and "1 failed" in err
+    assert (tmp_path / "r.csv").read_text() == "earlier results\n"  # no outputs from an incomplete sweep
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".zensim", "r.csv", "scn.yaml"]
+    calls.clear()
+    monkeypatch.setattr(sweep_mod, "simulate", lambda *a, **k: calls.append(a) or simulate(*a, **k))
+    assert main(argv) == 0  # the rerun simulates only the failed point
+    assert len(calls) == 1 and "12 points: 11 kept" in capsys.readouterr().err
+    rows = list(csv.DictReader(open(tmp_path / "r.csv")))
+    assert [int(r["point"]) for r in rows] == [i for i in range(12) for _ in SCHEMES]
+    fresh = tmp_path / "fresh"
+    assert main(["run", str(path), "--out", str(fresh), "--workers", "0", "--cache", "none"]) == 0
+    capsys.readouterr()
+    again = list(csv.DictReader(open(fresh / "r.csv")))
+    drop = ("wall_s", "provenance.created", "provenance.command")
+    assert [{k: v for k, v in r.items() if k not in drop} for r in again] == \
+        [{k: v for k, v in r.items() if k not in drop} for r in rows]
+    assert not (fresh / ".zensim").exists()
 
 
-def test_single_point_scenario_prints_the_simulate_table(tmp_path: Path, trace: Path,
+def test_single_point_scenario_prints_the_simulate_table(tmp_path: Path, trace: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.chdir(tmp_path)  # the kept point goes to ./.zensim
     path = write_scenario(tmp_path, f"trace: {trace}\ncluster: {{machines: 4}}\nschemes: [zen]\nmodel: analytic\n")
     scn = load_scenario(path)
     assert not scn.is_sweep and len(scn.points) == 1
     assert main(["run", str(path)]) == 0
     out = capsys.readouterr().out
+    assert (tmp_path / ".zensim" / "points").is_dir()
     assert out.startswith("4x1 GPUs") and "model analytic" in out and "\nzen " in out
     assert main(["sweep", str(path)]) == 2
     assert "no sweep" in capsys.readouterr().err
@@ -228,7 +250,7 @@ def test_sweep_plot_per_value_of_the_other_keys(tmp_path: Path, trace: Path) -> 
     path = write_scenario(tmp_path, f"trace: {trace}\nsweep: {{machines: [2, 4]}}\nschemes: [zen-coo]\n"
                                     "model: [fifo, analytic]\noutputs: {plot: 'plots/{model}/s.png'}\n")
     scn = load_scenario(path, tmp_path)
-    write_outputs(scn, run_scenario(scn))
+    write_outputs(scn, run_scenario(scn).results)
     for model in ("fifo", "analytic"):
         assert (tmp_path / "plots" / model / "s.png").read_bytes()[:4] == b"\x89PNG"
     assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == ["analytic", "fifo"]
@@ -238,7 +260,7 @@ def test_write_outputs_creates_folders(tmp_path: Path, trace: Path) -> None:
     path = write_scenario(tmp_path, f"trace: {trace}\ncluster: {{machines: 2}}\nschemes: [zen]\n"
                                     "outputs: {json: a/b/c.json}\n")
     scn = load_scenario(path, tmp_path / "deep")
-    write_outputs(scn, run_scenario(scn))
+    write_outputs(scn, run_scenario(scn).results)
     doc = json.loads((tmp_path / "deep" / "a" / "b" / "c.json").read_text())
     assert [r["scheme"] for r in doc["records"]] == ["zen"]
 

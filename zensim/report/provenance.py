@@ -76,3 +76,13 @@ def trace_info(trace: Any, iteration: int) -> dict[str, Any]:
     workers, elements, workload."""
     return {"path": str(trace.path), "sha256": file_sha256(trace.path), "iteration": iteration,
             "workers": trace.workers, "numel": trace.numel, "workload": trace.meta.get("workload")}
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """zensim's version and a hash of all its source files ('0.1.0+src.1a2b3c4d5e6f'): what a stored result
+    or message log depends on besides its inputs (any change to the code gives another version)."""
+    digest = hashlib.sha256()
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        digest.update(str(path.relative_to(PACKAGE_DIR)).encode() + b"\0" + path.read_bytes())
+    return f"{zensim.__version__}+src.{digest.hexdigest()[:12]}"

@@ -1,45 +1,217 @@
-"""Running a scenario point by point: records per point, tables, and its outputs written all or none."""
+"""Running a scenario: every point an independent task, here in this process or on Dask, finished points
+kept in a store so that a rerun skips them; tables and outputs (written all or none) from the records.
+
+    outcome = run_scenario(scn, workers=4)                 # a local Dask cluster of 4 worker processes
+    outcome = run_scenario(scn, scheduler="tcp://h:8786")  # a running Dask scheduler (e.g. on Slurm)
+    outcome = run_scenario(scn)                            # workers=0: one after the other, here
+    outcome.results, outcome.failures, outcome.reused, outcome.computed
+
+A failed point (any exception while simulating it, a worker that died) is reported with its swept
+values and does not stop or lose the others; with a store, the finished points are kept and a rerun
+computes only what is missing (docs/scenarios.md, Sweeps on Dask).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
 from zensim.errors import ConfigError
 from zensim.net.costs import Costs
 from zensim.report.outputs import plot_format
-from zensim.report.provenance import provenance
-from zensim.report.record import RunRecord, results_csv, results_json
+from zensim.report.provenance import code_version, file_sha256, provenance
+from zensim.report.record import RunRecord, SCHEMA, results_csv, results_json
 from zensim.report.runs import group_sweep
 from zensim.report.table import render
 from zensim.sim.run import simulate
 from zensim.sim.scenario import Point, Scenario, plot_file
+from zensim.sim.store import Store, content_key
 
 Results = list[tuple[Point, list[RunRecord]]]
+CONNECT_TIMEOUT = "10s"  # how long to keep trying a --scheduler address before giving up
 
 
-def run_scenario(scn: Scenario, progress: bool = False, command: str | None = None) -> Results:
-    """Simulate every point of the scenario in order; timings and logs are kept only if a timeline is asked
-    for. Records of a sweep carry their point's index and swept values; every record names the scenario
-    (and `command`, the command line that ran it, if any) in its provenance."""
+@dataclass(frozen=True)
+class PointTask:
+    """Everything one point needs to run anywhere (a Dask worker included): picklable, self-contained."""
+
+    index: int
+    point: Point
+    trace: Path
+    schemes: tuple[str, ...]
+    options: dict[str, Any]
+    values: bool | None
+    keep_timing: bool
+    provenance: dict[str, Any]
+    is_sweep: bool
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A point that did not finish: its index, swept values and the error."""
+
+    index: int
+    label: str
+    error: str
+    detail: str = ""  # the last lines of the traceback
+
+    def line(self) -> str:
+        """'point 3 (machines=64, model=maxmin): MemoryError: ...'."""
+        return f"point {self.index} ({self.label or 'the only point'}): {self.error}"
+
+
+@dataclass
+class Outcome:
+    """What a scenario run produced: finished points in sweep order, failures, and how many points came
+    from the store (`reused`) or were simulated now (`computed`)."""
+
+    results: Results = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    reused: int = 0
+    computed: int = 0
+    wall_s: float = 0.0
+
+
+def run_point(task: PointTask) -> list[RunRecord]:
+    """Simulate one point (the function every worker runs)."""
+    p = task.point
+    records = simulate(task.trace, list(task.schemes), Costs.of(p.cluster, p.profile), p.model, iteration=p.iteration,
+                       layout=p.layout, maxmin_batch=p.maxmin_batch, options=task.options, values=task.values,
+                       provenance=task.provenance)
+    for rec in records:
+        if task.is_sweep:
+            rec.point, rec.sweep = task.index, dict(p.values)
+        if not task.keep_timing:
+            rec.timing = rec.log = None
+    return records
+
+
+def point_key(task: PointTask, trace_sha256: str) -> str:
+    """The store key of a point: everything its records depend on (trace content, iteration, cluster,
+    profile, model, layout, schemes and their options, code version); not the provenance or timings."""
+    p = task.point
+    return content_key({"trace": trace_sha256, "cluster": p.cluster, "profile": p.profile, "layout": p.layout,
+                        "model": p.model, "iteration": p.iteration, "maxmin_batch": p.maxmin_batch,
+                        "schemes": task.schemes, "options": task.options, "values": task.values,
+                        "code": code_version()})
+
+
+def run_scenario(scn: Scenario, progress: bool = False, command: str | None = None, *, workers: int = 0,
+                 scheduler: str | None = None, store: str | Path | None = None, fresh: bool = False) -> Outcome:
+    """Run every point of the scenario: here one after the other (`workers` 0), on a local Dask cluster of
+    `workers` processes, or on the Dask scheduler at `scheduler`. With `store` (a folder), finished points
+    are kept there and points already there are reused (unless `fresh`); timelines need timings, which
+    are not stored, so a scenario with a timeline output recomputes every point."""
+    if workers < 0:
+        raise ConfigError(f"--workers {workers}: must be 0 (in this process) or more")
+    start = time.perf_counter()
     keep = "timeline" in scn.outputs
     made = provenance(command, scenario=scn.path)
-    results: Results = []
-    bar = tqdm(scn.points, desc="sweep", unit="point", disable=None if progress and scn.is_sweep else True)
-    for i, point in enumerate(bar):
-        bar.set_postfix_str(point.label(), refresh=False)
-        records = simulate(scn.trace, scn.schemes, Costs.of(point.cluster, point.profile), point.model,
-                           iteration=point.iteration, layout=point.layout, maxmin_batch=point.maxmin_batch,
-                           options=scn.options, values=scn.values, progress=progress, provenance=made)
-        for rec in records:
-            if scn.is_sweep:
-                rec.point, rec.sweep = i, dict(point.values)
-            if not keep:
-                rec.timing = rec.log = None
-        results.append((point, records))
-    return results
+    tasks = [PointTask(i, p, scn.trace, tuple(scn.schemes), dict(scn.options), scn.values, keep, made, scn.is_sweep)
+             for i, p in enumerate(scn.points)]
+    kept = Store(store, "points") if store is not None else None
+    sha = file_sha256(scn.trace)
+    keys = {t.index: point_key(t, sha) for t in tasks}
+    done: dict[int, list[RunRecord]] = {}
+    if kept is not None and not fresh and not keep:
+        for t in tasks:
+            stored = _load_point(kept, keys[t.index])
+            if stored is not None:  # the same simulation, maybe of another scenario: this point's place in it
+                for rec in stored:
+                    rec.point, rec.sweep = (t.index, dict(t.point.values)) if t.is_sweep else (None, {})
+                done[t.index] = stored
+    outcome = Outcome(reused=len(done))
+    todo = [t for t in tasks if t.index not in done]
+    bar = tqdm(total=len(tasks), initial=len(done), desc="sweep", unit="point",
+               disable=None if progress and scn.is_sweep else True)
+    with bar:
+        for task, records, failure in _execute(todo, workers, scheduler, progress):
+            bar.update()
+            if failure is not None:
+                outcome.failures.append(failure)
+                continue
+            bar.set_postfix_str(task.point.label(), refresh=False)
+            done[task.index] = records
+            outcome.computed += 1
+            if kept is not None and not keep:
+                kept.put(keys[task.index], results_json(records))
+    outcome.results = [(scn.points[i], done[i]) for i in sorted(done)]
+    outcome.failures.sort(key=lambda f: f.index)
+    outcome.wall_s = time.perf_counter() - start
+    return outcome
+
+
+def _load_point(store: Store, key: str) -> list[RunRecord] | None:
+    """A stored point's records (None if absent or unreadable: it is then computed again)."""
+    data = store.get(key)
+    if data is None:
+        return None
+    try:
+        doc = json.loads(data)
+        assert doc["schema"] == SCHEMA
+        return [RunRecord.from_dict(r) for r in doc["records"]]
+    except (ValueError, KeyError, AssertionError, ConfigError):
+        return None
+
+
+def _execute(tasks: list[PointTask], workers: int, scheduler: str | None,
+             progress: bool) -> Iterator[tuple[PointTask, list[RunRecord] | None, Failure | None]]:
+    """Run the tasks, yielding (task, records, None) or (task, None, failure) as each one ends."""
+    if not tasks:
+        return
+    if workers == 0 and scheduler is None:
+        for task in tasks:
+            try:
+                yield task, run_point(task), None
+            except Exception as exc:  # a point's failure is reported; the others go on
+                yield task, None, _failure(task, exc, traceback.format_exc())
+        return
+    from distributed import as_completed
+
+    with dask_client(workers, scheduler) as client:
+        futures = {client.submit(run_point, t, key=f"zensim-point-{t.index}-{id(t):x}", pure=False): t
+                   for t in tasks}
+        for future in as_completed(futures):
+            task = futures[future]
+            try:
+                yield task, future.result(), None
+            except Exception as exc:
+                tb = future.traceback()
+                yield task, None, _failure(task, exc, "".join(traceback.format_tb(tb)) if tb else "")
+
+
+def _failure(task: PointTask, exc: BaseException, detail: str) -> Failure:
+    lines = detail.strip().splitlines()
+    return Failure(task.index, task.point.label(), f"{type(exc).__name__}: {exc}", "\n".join(lines[-6:]))
+
+
+@contextlib.contextmanager
+def dask_client(workers: int, scheduler: str | None) -> Iterator[Any]:
+    """A Dask client: of the scheduler at `scheduler` (tcp://HOST:PORT), or of a local cluster of
+    `workers` single-threaded worker processes (closed on exit, whatever ends the run)."""
+    from distributed import Client, LocalCluster
+
+    if scheduler is not None:
+        try:
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError) as exc:
+            raise ConfigError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
+        with client:
+            yield client
+        return
+    quiet = logging.ERROR
+    with LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=quiet) as cluster, Client(cluster) as client:
+        yield client
 
 
 def records_of(results: Results) -> list[RunRecord]:
@@ -86,4 +258,3 @@ def _plots(scn: Scenario, results: Results, template: Path) -> dict[Path, bytes]
             raise ConfigError(f"{path}: nothing to plot{', ' + group if group else ''} (no scheme has a time here)")
         out[path] = figure_bytes(sweep_figure(runs, x_key, group), plot_format(path))
     return out
-

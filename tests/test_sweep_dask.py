@@ -1,0 +1,89 @@
+"""Sweeps on Dask: a real local cluster of two worker processes gives every row of the sequential run; a
+failed point is reported with its values without losing the others; a rerun reuses the kept points."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from zensim.cli import main
+from zensim.errors import ConfigError
+from zensim.net.topology import ClusterSpec
+from zensim.sim.scenario import load_scenario
+from zensim.sim.sweep import dask_client, records_of, run_scenario
+from zensim.trace import TensorSpec, TraceWriter
+
+SCENARIO = """
+trace: {trace}
+schemes: [dense-allreduce, zen, sparcml, agsparse-ring]
+sweep:
+  machines: [2, 4, 8]
+  nic: [10Gbps, 40Gbps]
+model: [fifo, maxmin]
+"""
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("sweep")
+    rng = np.random.default_rng(3)
+    with TraceWriter(folder / "t.zt", [TensorSpec("w", 4000)], workers=8, iterations=1) as w:
+        for worker in range(8):
+            w.write(0, worker, 0, np.unique(rng.choice(4000, 150, replace=False)))
+    path = folder / "s.yaml"
+    path.write_text(SCENARIO.format(trace=folder / "t.zt"))
+    return path
+
+
+def comparable(outcome) -> list[dict]:
+    """Every record's fields but the seconds it took and its provenance (when and by which call)."""
+    return [{k: v for k, v in r.to_dict().items() if k not in ("wall_s", "provenance")}
+            for r in records_of(outcome.results)]
+
+
+def test_local_dask_cluster_of_two_processes_gives_the_sequential_rows(scenario):
+    scn = load_scenario(scenario)
+    sequential = run_scenario(scn)
+    on_dask = run_scenario(scn, workers=2)
+    assert not sequential.failures and not on_dask.failures
+    assert on_dask.computed == sequential.computed == 12 and on_dask.reused == 0
+    assert comparable(on_dask) == comparable(sequential)
+    combos = list(itertools.product([2, 4, 8], ["10Gbps", "40Gbps"], ["fifo", "maxmin"]))
+    assert [r.sweep for r in records_of(on_dask.results)][::4] == [dict(zip(("machines", "nic", "model"), c))
+                                                                  for c in combos]
+
+
+def test_scheduler_failures_and_resume(scenario, tmp_path, capsys):
+    """On a running scheduler (the --scheduler path): a point that fails on its worker is reported with its
+    swept values, the others finish; kept points are reused by a rerun."""
+    scn = load_scenario(scenario)
+    broken = dataclasses.replace(scn.points[5], cluster=ClusterSpec(16, 1, 1e9))  # 16 GPUs, the trace has 8
+    scn_broken = dataclasses.replace(scn, points=[*scn.points[:5], broken, *scn.points[6:]])
+    store = tmp_path / "store"
+    with dask_client(2, None) as client:
+        address = client.scheduler.address
+        first = run_scenario(scn_broken, scheduler=address, store=store)
+        assert first.computed == 11 and [f.index for f in first.failures] == [5]
+        assert first.failures[0].line().startswith("point 5 (machines=4, nic=10Gbps, model=maxmin): ConfigError: ")
+        assert "trace has 8 workers, the cluster asks for 16 GPUs" in first.failures[0].error
+        again = run_scenario(scn, scheduler=address, store=store)
+        assert again.reused == 11 and again.computed == 1 and not again.failures
+        assert comparable(again) == comparable(run_scenario(scn))
+        assert main(["sweep", str(scenario), "--scheduler", address, "--cache", str(store)]) == 0
+        assert "12 points: 12 kept" in capsys.readouterr().err
+
+
+def test_bad_scheduler_and_workers_are_one_line(scenario, capsys, monkeypatch):
+    from zensim.sim import sweep
+
+    monkeypatch.setattr(sweep, "CONNECT_TIMEOUT", "1s")
+    assert main(["sweep", str(scenario), "--workers", "-1"]) == 2
+    assert "--workers -1" in capsys.readouterr().err
+    assert main(["sweep", str(scenario), "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"]) == 2
+    assert "--workers: not with --scheduler" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="--scheduler tcp://127.0.0.1:1: cannot connect"):
+        run_scenario(load_scenario(scenario), scheduler="tcp://127.0.0.1:1")
