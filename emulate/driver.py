@@ -93,7 +93,7 @@ def run_program(prog, rank: int, chunk: SparseChunk, device: torch.device,
     record = {"stages": stages, "sent": total.sent, "received": total.received,
               "control_sent": total.control_sent, "control_received": total.control_received,
               "work": [[w.stage, w.phase, w.kind, w.elements] for w in out.log.work],
-              "digest": digest(out.results[0])}
+              "digest": digest(out.results[0]), "values_flushed": out.context.flushed}
     return record, lambda: out.results[0], out.context.meter.finished_at
 
 
