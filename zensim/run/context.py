@@ -55,7 +55,7 @@ class Meter:
 
     def step(self, stage: int, rank: int, step: int) -> None:
         """The following work belongs to (stage, rank, step); timed meters start the clocks."""
-        self.where = (stage, rank, 0 if step == PRE else 1)  # work phase: pre, or post (comm has none)
+        self.where = (stage, rank, step and 1)  # work phase: pre (0), or post (comm has none)
         if self.timed:
             self._t0, self._c0 = time.monotonic(), time.thread_time()
 

@@ -72,8 +72,11 @@ def run_ranks(program, chunks: Sequence[SparseChunk] | Mapping[int, SparseChunk]
 
 def _loop(program, chunks, transport: Transport, ranks: list[int],
           ctx: RunContext) -> tuple[MessageLog, list[SparseChunk]]:
-    """The stages: every local rank's pre step, comm step, post step (see the module docstring)."""
+    """The stages: every local rank's pre step, comm step, post step (see the module docstring).
+    Untimed runs skip the meter's clocks, and the comm step of transports that need no exchange."""
     meter, builder = ctx.meter, LogBuilder(program.n, program.num_stages)
+    timed, exchanges = meter.timed, transport.exchanges or meter.timed
+    post, take, add = transport.post, transport.take, builder.add
     states: dict[int, object] = {}
     for s in range(program.num_stages):
         for r in ranks:
@@ -85,18 +88,21 @@ def _loop(program, chunks, transport: Transport, ranks: list[int],
                 raise RuntimeError(f"{program.name}: stage {s} rank {r} sent to {list(out)}, "
                                    f"plan says {program.destinations(s, r)}")
             for dst, message in out.items():
-                builder.add(s, r, dst, transport.post(s, r, dst, message), message.fmt.name)
-            meter.done(s, r, PRE)
-        for r in ranks:
-            meter.step(s, r, COMM)
-            transport.deliver(s, r, program.sources(s, r))
-            meter.done(s, r, COMM)
+                add(s, r, dst, post(s, r, dst, message), message.fmt.name)
+            if timed:
+                meter.done(s, r, PRE)
+        if exchanges:
+            for r in ranks:
+                meter.step(s, r, COMM)
+                transport.deliver(s, r, program.sources(s, r))
+                meter.done(s, r, COMM)
         for r in ranks:
             meter.step(s, r, POST)
-            inbox = {src: transport.take(s, r, src, program, ctx) for src in program.sources(s, r)}
+            inbox = {src: take(s, r, src, program, ctx) for src in program.sources(s, r)}
             states[r] = program.receive(s, r, states[r], inbox, ctx)
-            meter.done(s, r, POST)
-    if meter.timed:
+            if timed:
+                meter.done(s, r, POST)
+    if timed:
         meter.finished_at = time.monotonic()
     log = builder.build(meter.counts)
     return log, [program.result(r, states[r], ctx) for r in ranks]

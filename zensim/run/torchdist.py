@@ -124,6 +124,8 @@ class TorchP2P:
     `deliver` runs the stage's exchange, `take` decodes. `stage_bytes` keeps each stage's counts
     (payload and header bytes, per destination)."""
 
+    exchanges = True
+
     def __init__(self, device: torch.device | None = None, channels: Channels | None = None) -> None:
         self.device = device if device is not None else torch.device("cpu")
         self.channels = channels if channels is not None else Channels()

@@ -20,7 +20,10 @@ from zensim.run.context import RunContext
 
 
 class Transport(Protocol):
-    """The three calls the driver makes (see the module docstring)."""
+    """The three calls the driver makes (see the module docstring). `exchanges`: whether `deliver`
+    does anything (the driver skips the comm step of an untimed run otherwise)."""
+
+    exchanges: bool
 
     def local_ranks(self, n: int) -> list[int]:
         """The ranks this process runs, for a program of n ranks."""
@@ -37,6 +40,8 @@ class Transport(Protocol):
 
 class InMemory:
     """Every rank in this process; payload objects handed over as they are."""
+
+    exchanges = False
 
     def __init__(self) -> None:
         self.box: dict[tuple[int, int], Any] = {}

@@ -183,13 +183,13 @@ class StageProgram:
     def receive(self, stage: int, rank: int, items: list[list[Group]], inbox: dict[int, wire.Message],
                 ctx: RunContext) -> list[list[Group]]:
         """Take every transfer's pieces as one group, then aggregate each item that became complete."""
-        touched, decoded, fmt = set(), 0, self.fmt(stage)
+        touched, decoded, fmt, bits, to_piece = set(), 0, self.fmt(stage), not ctx.values, wire.to_piece
         for src, transfers in self._in[stage].get(rank, {}).items():
             payloads, at = wire.unpack(inbox[src]), 0
             for t in transfers:
                 mine = payloads[at:at + self.aggregation.count(t, self.n)]
                 at += len(mine)
-                group = Group(t.origins, tuple(wire.to_piece(p, not ctx.values) for p in mine), mine, fmt)
+                group = Group(t.origins, tuple([to_piece(p, bits) for p in mine]), mine, fmt)
                 decoded += group.nnz
                 items[t.item].append(group)
                 touched.add(t.item)
