@@ -3,10 +3,12 @@
 `TorchP2P` is what the emulator's rank program and the training hook run stage programs over; its
 `exchange` is also what the network calibration times. The process group must be initialized.
 
-Every message is a size header (one int64, counted as control bytes) followed, when the size is
-non-zero, by the payload bytes. All headers are sent and all header receives are posted at once;
-payload receives are posted as their headers arrive. The stage ends when every receive and every
-send of this rank has completed, as the timing contract in docs/architecture.md says.
+Every message carries its size (one int64, counted as control bytes) and its payload bytes. On
+gloo both travel as one message into a receive posted before any send of the stage (`EAGER_BYTES`
+of capacity; larger payloads send their rest in a second message); on NCCL, which matches a
+receive only to a send of its size, the size header goes first and the payload's receive is posted
+when it arrives. The stage ends when every receive and every send of this rank has completed, as
+the timing contract in docs/architecture.md says.
 
 Messages from a lower to a higher rank and those the other way travel in two process groups of
 their own (`open_channels`), so each direction between two ranks has its own connection. Gloo has
@@ -66,18 +68,88 @@ class Channels:
         """The process group of messages from `src` to `dst` (None: the default group)."""
         return self.groups.get(src < dst)
 
+    def backend(self) -> str:
+        """The backend the channels run on (gloo, nccl)."""
+        return str(dist.get_backend(self.groups.get(True)))
+
 
 def _tags(stage: int) -> tuple[int, int]:
-    """Distinct gloo tags for one stage's headers and payloads."""
+    """Distinct gloo tags for one stage's first messages (size header, or eager message) and payloads."""
     return 2 * stage, 2 * stage + 1
 
 
+# gloo: a message of up to EAGER_BYTES travels as one: [int64 size | payload] into a receive posted
+# at the stage's start with this capacity (gloo accepts a message shorter than its receive). Its
+# pages are only touched as far as the message fills them.
+EAGER_BYTES = 16 << 20
+
+
 def exchange(stage: int, outbox: dict[int, bytes], sources: list[int], device: torch.device,
-             channels: Channels) -> tuple[dict[int, bytes], StageBytes]:
+             channels: Channels) -> tuple[dict[int, memoryview], StageBytes]:
     """Send `outbox[dst]` to every dst and receive one message from every rank in `sources`.
 
-    Returns the received payloads by source and the byte counts of this stage for this rank.
+    Returns the received payloads by source (read-only views) and the byte counts of this stage for
+    this rank. On gloo one message per (src, dst) (`_exchange_eager`); on other backends (NCCL
+    matches a receive to a send of the same size) a size header, then the payload.
     """
+    if device.type == "cpu" and channels.backend() == "gloo":
+        return _exchange_eager(stage, outbox, sources, channels)
+    return _exchange_sized(stage, outbox, sources, device, channels)
+
+
+def _exchange_eager(stage: int, outbox: dict[int, bytes], sources: list[int],
+                    channels: Channels) -> tuple[dict[int, memoryview], StageBytes]:
+    """One gloo message per (src, dst): [int64 size | payload]; payloads beyond EAGER_BYTES send the
+    rest as a second message, received once the first has said the size.
+
+    gloo moves a message only once its receive is posted (the receiver's notification crosses the
+    link first); a size header followed by a payload whose receive waits for the header costs two
+    such crossings per message, and a stage of the dense ring at 16 ranks then took 14 ms longer
+    (1.25x the wire bound instead of 1.06x over 30 stages). Here every receive is posted before any
+    send, so each message needs at most the one crossing, overlapped with the sender's own."""
+    head_tag, body_tag = _tags(stage)
+    me = dist.get_rank()
+    stats = StageBytes()
+    boxes = {src: torch.empty(EAGER_BYTES, dtype=torch.uint8) for src in sources}
+    firsts = {src: dist.irecv(boxes[src], src, group=channels.of(src, me), tag=head_tag) for src in sources}
+    sends = []
+    for dst, payload in outbox.items():
+        nbytes = len(payload)
+        first = min(nbytes, EAGER_BYTES - HEADER_BYTES)
+        message = np.empty(HEADER_BYTES + first, np.uint8)
+        message[:HEADER_BYTES] = np.frombuffer(np.int64(nbytes).tobytes(), np.uint8)
+        message[HEADER_BYTES:] = np.frombuffer(payload, np.uint8, first)
+        sends.append(dist.isend(torch.from_numpy(message), dst, group=channels.of(me, dst), tag=head_tag))
+        if nbytes > first:
+            rest = torch.frombuffer(bytearray(memoryview(payload)[first:]), dtype=torch.uint8)
+            sends.append(dist.isend(rest, dst, group=channels.of(me, dst), tag=body_tag))
+        stats.control_sent += HEADER_BYTES
+        stats.sent += nbytes
+        stats.sent_to[dst] = nbytes
+    inbox: dict[int, memoryview] = {}
+    for src, req in firsts.items():
+        req.wait()
+        raw = boxes[src].numpy()
+        nbytes = int(raw[:HEADER_BYTES].view(np.int64)[0])
+        first = min(nbytes, EAGER_BYTES - HEADER_BYTES)
+        if nbytes > first:
+            whole = np.empty(nbytes, np.uint8)
+            whole[:first] = raw[HEADER_BYTES:HEADER_BYTES + first]
+            dist.irecv(torch.from_numpy(whole[first:]), src, group=channels.of(src, me), tag=body_tag).wait()
+            inbox[src] = memoryview(whole).toreadonly()
+        else:
+            inbox[src] = memoryview(raw[HEADER_BYTES:HEADER_BYTES + nbytes]).toreadonly()
+        stats.control_received += HEADER_BYTES
+        stats.received += nbytes
+    for req in sends:
+        req.wait()
+    return inbox, stats
+
+
+def _exchange_sized(stage: int, outbox: dict[int, bytes], sources: list[int], device: torch.device,
+                    channels: Channels) -> tuple[dict[int, memoryview], StageBytes]:
+    """A size header (int64), then the payload when non-empty, per (src, dst); payload receives are
+    posted as their headers arrive."""
     head_tag, body_tag = _tags(stage)
     me = dist.get_rank()
     stats = StageBytes()
@@ -109,7 +181,7 @@ def exchange(stage: int, outbox: dict[int, bytes], sources: list[int], device: t
         req.wait()
     inbox = {}
     for src, body in bodies.items():
-        inbox[src] = body.cpu().numpy().tobytes()
+        inbox[src] = memoryview(body.cpu().numpy()).toreadonly()
         stats.received += len(inbox[src])
     return inbox, stats
 
