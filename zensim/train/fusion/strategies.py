@@ -1,0 +1,143 @@
+"""Fusion and compression strategies as objects of one timeline: each turns (model, cluster, costs) into a `Chain`.
+
+Every strategy sees the same tensors (gradient-ready order, dense bytes, backward seconds), the
+same cluster and the same compression costs, and is timed by the same fused-chain timeline
+(`chain.py`: backward and compression on one stream, communication on another):
+
+- `none`: no compression; DDP buckets (first 1 MB, then 25 MB) each all-reduced hierarchically;
+- `layerwise`: every tensor compressed and sent on its own (GRACE / HiPress style);
+- `behind`: sparsification-behind fusion: DDP buckets, one compression per bucket (OkTopk, OMGS);
+- `safusion`: every tensor compressed on its own right after its backward, the sparse tensors fused
+  into SAFusion's adaptive buffers (eqs. 1-3), aligned across workers;
+- `cupcake`: fuse-then-compress with Cupcake's optimal fusion.
+
+Compressed tensors take the hierarchical path the thesis uses at 25 Gbps (Cupcake §5.4.1: compress
+for inter-machine communication only): a dense reduce-scatter over NVLink, each GPU compresses its
+1/G shard (h(x) = alpha_h + beta_h x / G), all-gathers it among the N machines (G rings through one
+NIC: (N - 1) c bytes per NIC for c compressed bytes of the whole tensor), decodes the N shards it
+receives, and a dense all-gather over NVLink. Decoding is folded into the communication's beta.
+Collective times are alpha-beta ring models; all of it is affine in the dense bytes x, as eq. 5.1
+needs. The network simulator (the iteration timeline, zensim/train) times the same groups with the
+message logs of real schemes; this module is the model the optimizers reason with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from zensim.train.fusion.chain import Affine, Chain, close_at
+from zensim.train.fusion.cupcake import optimal_fusion_dp
+from zensim.train.fusion.safusion import adaptive
+
+MB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """N machines x G GPUs: NIC bandwidth per machine and NVLink per GPU (bytes/s), latencies (s)."""
+
+    machines: int
+    gpus: int
+    nic_bandwidth: float
+    nvlink_bandwidth: float = 300e9
+    nic_latency: float = 5e-6
+    nvlink_latency: float = 2e-6
+
+
+@dataclass(frozen=True)
+class Compression:
+    """A sparsifier's cost: density, wire bytes per kept element, encode and decode costs per byte."""
+
+    density: float = 0.01
+    wire_bytes: int = 8                       # COO: int32 index + float32 value per kept element
+    encode: Affine = Affine(2.5e-4, 6.25e-11)  # thesis Fig. 5.2: ~0.25 ms flat to 4 MB, then linear
+    decode_beta: float = 6.25e-11             # seconds per received compressed byte
+
+    @property
+    def ratio(self) -> float:
+        """Compressed bytes per dense fp32 byte."""
+        return self.density * self.wire_bytes / 4
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A model's tensors in gradient-ready order, its forward time and the global batch (samples)."""
+
+    name: str
+    sizes: np.ndarray        # dense bytes
+    backward: np.ndarray     # seconds
+    forward: float
+    batch_per_gpu: int
+
+
+def dense_allreduce(c: Cluster) -> Affine:
+    """Hierarchical all-reduce of x bytes: NVLink reduce-scatter, G inter-machine rings, NVLink all-gather."""
+    N, G = c.machines, c.gpus
+    alpha = 2 * (N - 1) * c.nic_latency + 2 * (G - 1) * c.nvlink_latency
+    beta = 2 * (N - 1) / (N * c.nic_bandwidth) + 2 * (G - 1) / (G * c.nvlink_bandwidth)
+    return Affine(alpha, beta)
+
+
+def sparse_allgather(c: Cluster, comp: Compression) -> Affine:
+    """Compressed path of x dense bytes: dense NVLink phases around an all-gather of shards across machines."""
+    N, G = c.machines, c.gpus
+    alpha = (N - 1) * c.nic_latency + 2 * (G - 1) * c.nvlink_latency
+    beta = (2 * (G - 1) / (G * c.nvlink_bandwidth) + (N - 1) * comp.ratio / c.nic_bandwidth
+            + comp.decode_beta * N * comp.ratio / G)
+    return Affine(alpha, beta)
+
+
+def shard_encode(c: Cluster, comp: Compression) -> Affine:
+    """Compression of a group of x dense bytes: each GPU encodes its x / G shard."""
+    return Affine(comp.encode.alpha, comp.encode.beta / c.gpus)
+
+
+def ddp_buckets(sizes: Sequence[float], cap: float = 25 * MB, first: float = 1 * MB) -> tuple[int, ...]:
+    """DDP's rule in gradient-ready order: the first bucket closes at `first` bytes, the others at `cap`."""
+    head = close_at(sizes, first)[0]
+    rest = close_at(sizes[head:], cap) if head < len(sizes) else ()
+    return (head,) + tuple(head + e for e in rest)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A strategy applied: the chain it is timed on, its groups, the iteration time and the throughput."""
+
+    strategy: str
+    chain: Chain
+    ends: tuple[int, ...]
+    iteration: float
+    samples_per_s: float
+
+    @property
+    def groups(self) -> int:
+        """Number of communicated groups (buckets, buffers)."""
+        return len(self.ends)
+
+
+STRATEGIES = ("none", "layerwise", "behind", "safusion", "cupcake")
+
+
+def plan(strategy: str, w: Workload, c: Cluster, comp: Compression) -> Plan:
+    """Apply `strategy` to workload `w` on cluster `c` with compression `comp`."""
+    sizes = w.sizes
+    if strategy == "none":
+        chain = Chain(w.backward, sizes, Affine(0.0, 0.0), dense_allreduce(c), w.forward)
+        ends = ddp_buckets(sizes)
+    elif strategy == "safusion":
+        encode = shard_encode(c, comp)
+        per_tensor = np.array([encode(x) for x in sizes])
+        # compression runs per tensor after its backward; fusing the sparse tensors costs nothing more
+        chain = Chain(w.backward + per_tensor, sizes, Affine(0.0, 0.0), sparse_allgather(c, comp), w.forward)
+        ends = adaptive(chain.backward, lambda lo, hi: chain.g(lo, hi - 1))
+    elif strategy in ("layerwise", "behind", "cupcake"):
+        chain = Chain(w.backward, sizes, shard_encode(c, comp), sparse_allgather(c, comp), w.forward)
+        ends = {"layerwise": chain.layerwise, "behind": lambda: ddp_buckets(sizes),
+                "cupcake": lambda: optimal_fusion_dp(chain).ends}[strategy]()
+    else:
+        raise ValueError(f"unknown strategy {strategy!r} (choose from {', '.join(STRATEGIES)})")
+    t = chain.time(ends)
+    return Plan(strategy, chain, ends, t, w.batch_per_gpu * c.machines * c.gpus / t)
