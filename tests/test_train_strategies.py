@@ -5,7 +5,7 @@ import pytest
 
 from zensim.train.fusion.chain import Affine
 from zensim.train.fusion.shapes import MODELS, estimate
-from zensim.train.fusion.strategies import (MB, STRATEGIES, Cluster, Compression, Workload, ddp_buckets,
+from zensim.train.fusion.strategies import (STRATEGIES, Cluster, Compression, Workload, ddp_buckets,
                                             dense_allreduce, plan)
 
 
@@ -38,6 +38,7 @@ def test_cupcake_is_never_behind_other_groupings_of_its_chain(seed):
 
 
 def test_ddp_buckets_and_allreduce_cost():
+    MB = 1 << 20
     assert ddp_buckets([0.5 * MB, 0.6 * MB, 10 * MB, 20 * MB, 1 * MB]) == (2, 4, 5)
     ar = dense_allreduce(Cluster(16, 8, 25e9 / 8, nvlink_bandwidth=300e9, nic_latency=0.0, nvlink_latency=0.0))
     assert ar(1e9) == pytest.approx(2 * 15 / 16 * 1e9 / (25e9 / 8) + 2 * 7 / 8 * 1e9 / 300e9)

@@ -26,7 +26,7 @@ reported as such).
 Lemma 4.1 says to offload the tensors *farthest* from the output, with the intuition that tensors
 offloaded earlier overlap more CPU compression with backward and communication. The earliest-ready
 tensors are the ones *nearest* the output, and on this timeline that is what wins: against brute
-force over every subset of compressed tensors (60 random small models, benchmarks/fusion.py
+force over every subset of compressed tensors (60 random small models, benchmarks/fusion_search.py
 --espresso-lemma), offloading the nearest first missed the best subset once, the farthest first 19
 times. We offload the nearest first.
 """

@@ -20,7 +20,7 @@ at small d.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -41,27 +41,36 @@ def fusion_buckets(numels: Sequence[int], degree: float, by: str = "bytes") -> t
     raise ValueError(f"fusion degree by {by!r}: expected 'bytes' or 'tensors'")
 
 
-def bucket_topk(tensors: Sequence[np.ndarray], ends: Sequence[int], density: float) -> list[np.ndarray]:
-    """Per tensor, a mask of the elements kept when each bucket keeps its top ceil(density x size) by magnitude."""
+def bucket_topk(tensors: Sequence[np.ndarray], ends: Sequence[int], density: float,
+                choose: Callable[[int, np.ndarray], np.ndarray] | None = None) -> list[np.ndarray]:
+    """Per tensor, a mask of the elements kept when each bucket keeps its top ceil(density x size) by magnitude.
+
+    `choose(bucket, values)`, if given, selects instead (positions in the bucket's flat values): a
+    sparsifier of `zensim.sparsify` such as DGC's sampled threshold.
+    """
     if not 0.0 < density <= 1.0:
         raise ValueError(f"density must be in (0, 1], got {density}")
     masks: list[np.ndarray] = []
     lo = 0
-    for hi in ends:
-        flat = np.concatenate([np.abs(np.ravel(t)) for t in tensors[lo:hi]])
-        k = max(1, math.ceil(density * flat.size))
+    for b, hi in enumerate(ends):
+        flat = np.concatenate([np.ravel(t) for t in tensors[lo:hi]])
         keep = np.zeros(flat.size, dtype=bool)
-        keep[np.argpartition(flat, flat.size - k)[flat.size - k:]] = True
+        if choose is None:
+            k = max(1, math.ceil(density * flat.size))
+            keep[np.argpartition(np.abs(flat), flat.size - k)[flat.size - k:]] = True
+        else:
+            keep[choose(b, flat)] = True
         offsets = np.cumsum([0] + [np.size(t) for t in tensors[lo:hi]])
         masks.extend(keep[offsets[i]:offsets[i + 1]] for i in range(hi - lo))
         lo = hi
     return masks
 
 
-def missing_rate(grads: Sequence[np.ndarray], degree: float, density: float, by: str = "bytes") -> float:
+def missing_rate(grads: Sequence[np.ndarray], degree: float, density: float, by: str = "bytes",
+                 choose: Callable[[int, np.ndarray], np.ndarray] | None = None) -> float:
     """Fraction of tensors with no selected element at fusion degree `degree` (one worker, one iteration)."""
     ends = fusion_buckets([np.size(g) for g in grads], degree, by)
-    return float(np.mean([not m.any() for m in bucket_topk(grads, ends, density)]))
+    return float(np.mean([not m.any() for m in bucket_topk(grads, ends, density, choose)]))
 
 
 class ErrorFeedbackMissing:

@@ -4,7 +4,7 @@ Every strategy sees the same tensors (gradient-ready order, dense bytes, backwar
 same cluster and the same compression costs, and is timed by the same fused-chain timeline
 (`chain.py`: backward and compression on one stream, communication on another):
 
-- `none`: no compression; DDP buckets (first 1 MB, then 25 MB) each all-reduced hierarchically;
+- `none`: no compression; DDP buckets (`zensim.train.buckets`) each all-reduced hierarchically;
 - `layerwise`: every tensor compressed and sent on its own (GRACE / HiPress style);
 - `behind`: sparsification-behind fusion: DDP buckets, one compression per bucket (OkTopk, OMGS);
 - `safusion`: every tensor compressed on its own right after its backward, the sparse tensors fused
@@ -28,11 +28,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zensim.train.fusion.chain import Affine, Chain, close_at
+from zensim.train.buckets import DDPBuckets
+from zensim.train.fusion.chain import Affine, Chain
 from zensim.train.fusion.cupcake import optimal_fusion_dp
 from zensim.train.fusion.safusion import adaptive
-
-MB = 1 << 20
+from zensim.train.layers import ParamTime
 
 
 @dataclass(frozen=True)
@@ -95,11 +95,10 @@ def shard_encode(c: Cluster, comp: Compression) -> Affine:
     return Affine(comp.encode.alpha, comp.encode.beta / c.gpus)
 
 
-def ddp_buckets(sizes: Sequence[float], cap: float = 25 * MB, first: float = 1 * MB) -> tuple[int, ...]:
-    """DDP's rule in gradient-ready order: the first bucket closes at `first` bytes, the others at `cap`."""
-    head = close_at(sizes, first)[0]
-    rest = close_at(sizes[head:], cap) if head < len(sizes) else ()
-    return (head,) + tuple(head + e for e in rest)
+def ddp_buckets(sizes: Sequence[float]) -> tuple[int, ...]:
+    """DDP's buckets (zensim.train.buckets: 25 MiB, the first 1 MiB) of fp32 tensors, as group ends."""
+    params = [ParamTime(f"t{i}", int(x) // 4, i, 0.0, 0.0) for i, x in enumerate(sizes)]
+    return tuple(int(e) for e in np.cumsum([len(b.members) for b in DDPBuckets().assign(params)]))
 
 
 @dataclass(frozen=True)
