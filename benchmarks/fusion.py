@@ -28,15 +28,17 @@ from pathlib import Path
 
 import numpy as np
 
+from zensim.net.topology import ClusterSpec
 from zensim.net.units import parse_bandwidth
 from zensim.report.table import format_table
 from zensim.train.background import (Checkpoint, Wire, blocking, highest_frequency, holders, idle_spans, interleave,
                                      recovery_formula, recovery_simulated)
 from zensim.train.fusion.chain import Affine
 from zensim.train.fusion.espresso import Model, System, espresso
-from zensim.train.fusion.missing import fusion_buckets, missing_rate
+from zensim.train.fusion.missing import bucket_topk, fusion_buckets, missing_rate
+from zensim.train.fusion.plots import missing_plot, throughput_plot
 from zensim.train.fusion.shapes import DEVICES, MODELS, estimate
-from zensim.train.fusion.strategies import STRATEGIES, Cluster, Compression, Workload, plan
+from zensim.train.fusion.strategies import STRATEGIES, Compression, Workload, plan
 
 DEGREES = [round(d, 2) for d in np.linspace(0, 1, 11)]
 DGC_COST = Affine(2.5e-4, 6.25e-11)        # thesis Fig. 5.2: ~0.25 ms flat to 4 MB
@@ -95,9 +97,13 @@ def resnet_gradients(steps: int, iterations: int) -> tuple[str, list[list[np.nda
     return "ResNet with BN (digits)", train_and_capture(model, loss, opt, steps, iterations)
 
 
+VECTORS: dict[int, list[bool]] = {}   # per captured model: which tensors (gradient-ready order) are 1-d
+
+
 def train_and_capture(model, loss_of, opt, steps: int, iterations: int) -> list[list[np.ndarray]]:
     """Train `steps` steps, then return `iterations` dense gradients, tensors in gradient-ready order."""
     params = [p for p in model.parameters() if p.requires_grad]
+    VECTORS[id(model)] = [p.dim() == 1 for p in params][::-1]
     out = []
     for step in range(steps + iterations):
         opt.zero_grad()
@@ -111,7 +117,7 @@ def train_and_capture(model, loss_of, opt, steps: int, iterations: int) -> list[
 def cmd_missing(args) -> dict:
     """Missing rate against fusion degree on the two models' captured gradients."""
     from zensim.sparsify import make_sparsifier
-    rows, curves = [], {}
+    rows, curves, kinds = [], {}, []
     for make in (lm_gradients, resnet_gradients):
         t0 = time.perf_counter()
         name, grads = make(args.steps, args.iterations)
@@ -133,27 +139,23 @@ def cmd_missing(args) -> dict:
                 rows.append([name, sel, by, len(grads[0])] + [round(r, 3) for r in rates])
         buckets = [len(fusion_buckets([g.size for g in grads[0]], d)) for d in DEGREES]
         rows.append([name, "(buckets)", "bytes", len(grads[0])] + buckets)
+        vectors = np.array(VECTORS.popitem()[1])
+        missed = np.mean([[not m.any() for m in bucket_topk(g, (len(g),), 0.01)] for g in grads], axis=0) > 0.5
+        kinds.append([name, len(vectors), int(vectors.sum()), int((missed & vectors).sum()), int((~vectors).sum()),
+                      int((missed & ~vectors).sum())])
     print(format_table(rows, ["model", "selection", "degree by", "tensors"] + [f"{int(d * 100)}%" for d in DEGREES]))
     print("SAFusion Fig. 3 (DGC 1%): 75% (ResNet-152) and 81% (BERT-base) missing at 100%")
-    plot_missing(curves, Path(args.out) / "missing-rate.png")
-    return {"degrees": DEGREES, "curves": curves}
+    print(format_table(kinds, ["model", "tensors", "1-d (bias, norm)", "1-d missing at 100%", "matrices, kernels",
+                               "missing at 100%"]))
+    write(Path(args.out) / "missing-rate.png",
+          missing_plot(DEGREES, curves, f"sparsification-behind fusion, density 1% ({machine()})"))
+    return {"degrees": DEGREES, "curves": curves, "missing_by_kind": kinds}
 
 
-def plot_missing(curves: dict[str, list[float]], path: Path) -> None:
-    """Missing rate against fusion degree, the paper's end points as markers."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for label, rates in curves.items():
-        ax.plot([100 * d for d in DEGREES], [100 * r for r in rates], marker="o", ms=3, label=label)
-    ax.scatter([100, 100], [75, 81], marker="*", s=120, color="k", zorder=5, label="SAFusion Fig. 3 (ResNet-152, BERT-base)")
-    ax.set_xlabel("fusion degree (%)")
-    ax.set_ylabel("tensor missing rate (%)")
-    ax.set_title(f"sparsification-behind fusion, density 1% ({machine()})", fontsize=9)
-    ax.legend(fontsize=6)
+def write(path: Path, data: bytes) -> None:
+    """Write an output file, its folder made first."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    path.write_bytes(data)
     print(f"wrote {path}")
 
 
@@ -169,7 +171,7 @@ def workload(name: str, device: str = "v100") -> Workload:
 def cmd_throughput(args) -> dict:
     """Samples/s of the five strategies, two models, two compression costs."""
     nic = parse_bandwidth(args.nic, "--nic")
-    c = Cluster(16, 8, nic)
+    c = ClusterSpec(16, 8, nic, nic_latency=5e-6, nvlink_latency=2e-6)
     rows, out = [], []
     for name in ("bert-base", "gpt2"):
         w = workload(name)
@@ -184,29 +186,11 @@ def cmd_throughput(args) -> dict:
                             "iteration_s": p.iteration, "samples_per_s": p.samples_per_s})
     print(format_table(rows, ["model", "compression cost", "strategy", "groups", "iteration ms", "samples/s", "vs none"]))
     print(f"16 x 8 GPUs, NIC {args.nic}, NVLink 300 GB/s, V100 FLOP estimate, top-k 1% COO")
-    plot_throughput(out, Path(args.out) / "throughput.png")
+    series = {f"{m} / {cost} cost": [next(r["samples_per_s"] for r in out if (r["model"], r["cost"], r["strategy"]) == (m, cost, s))
+                                     for s in STRATEGIES] for m in ("bert-base", "gpt2") for cost in ("dgc", "threshold")}
+    write(Path(args.out) / "throughput.png",
+          throughput_plot(STRATEGIES, series, f"16 x 8 GPUs, NIC {args.nic}, top-k 1% (model estimate)"))
     return {"rows": out}
-
-
-def plot_throughput(rows: list[dict], path: Path) -> None:
-    """Grouped bars: samples/s per strategy, one panel per model."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    models = sorted({r["model"] for r in rows})
-    fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 3.5))
-    for ax, m in zip(np.atleast_1d(axes), models):
-        for k, cost in enumerate(("dgc", "threshold")):
-            vals = [next(r["samples_per_s"] for r in rows if r["model"] == m and r["cost"] == cost and r["strategy"] == s)
-                    for s in STRATEGIES]
-            ax.bar(np.arange(len(STRATEGIES)) + 0.4 * k, vals, width=0.4, label=f"{cost} cost")
-        ax.set_xticks(np.arange(len(STRATEGIES)) + 0.2, STRATEGIES, fontsize=8)
-        ax.set_title(m)
-        ax.set_ylabel("samples/s")
-        ax.legend(fontsize=7)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    print(f"wrote {path}")
 
 
 # ------------------------------------------------------------------------------------------------ espresso
@@ -245,7 +229,7 @@ def cmd_gemini(args) -> dict:
     rows, out = [], []
     for nic_text in args.nic.split(","):
         nic = parse_bandwidth(nic_text, "--nic")
-        c = Cluster(machines, gpus, nic)
+        c = ClusterSpec(machines, gpus, nic, nic_latency=5e-6, nvlink_latency=2e-6)
         w = Workload("gpt-3b", e.sizes, e.backward, e.forward, 8)
         p = plan("none", w, c, Compression())
         spans = p.chain.spans(p.ends)

@@ -12,7 +12,10 @@ tensors by brute force over every subset, against Algorithm 4.2 offloading the n
 the farthest-from-output tensors of each group first (Lemma 4.1).
 
     .venv/bin/python benchmarks/fusion_search.py [--tensors 50,100,160,314] [--share 0.3,1,3]
-        [--node-limit 2000000] [--espresso-lemma] [--json]
+        [--node-limit 2000000] [--models] [--espresso-lemma] [--json]
+
+--models: the same searches on BERT-base and GPT-2 by shape (V100 FLOP estimate, 16 x 8 GPUs at
+25 Gbps, DGC's compression cost; the 'share' column names the model).
 """
 
 from __future__ import annotations
@@ -65,6 +68,30 @@ def cupcake_rows(tensors: list[int], shares: list[float], node_limit: int) -> li
     return rows
 
 
+def model_rows(node_limit: int) -> list[dict]:
+    """Cupcake's searches on BERT-base and GPT-2 (V100 FLOP estimate) at 16 x 8, 25 Gbps, DGC's cost."""
+    from zensim.train.fusion.shapes import DEVICES, MODELS, estimate
+    from zensim.net.topology import ClusterSpec
+from zensim.train.fusion.strategies import Compression, Workload, plan
+    rows = []
+    for name, tokens in (("bert-base", 32 * 128), ("gpt2", 8 * 1024)):
+        e = estimate(MODELS[name](), tokens, DEVICES["v100"])
+        cluster = ClusterSpec(16, 8, 25e9 / 8, nic_latency=5e-6, nvlink_latency=2e-6)
+        chain = plan("layerwise", Workload(name, e.sizes, e.backward, e.forward, 1), cluster, Compression()).chain
+        dp = optimal_fusion_dp(chain)
+        row = {"tensors": chain.n, "share": name, "dp_s": round(dp.seconds, 3), "groups": len(dp.ends),
+               "vs_layerwise": round(dp.time / chain.time(chain.layerwise()), 4),
+               "vs_single": round(dp.time / chain.time(chain.single()), 4)}
+        for label, kw in (("thesis", {"dominance": False}), ("thesis+dominance", {"dominance": True})):
+            try:
+                found = optimal_fusion(chain, node_limit=node_limit, **kw)
+                row[f"{label}_s"], row[f"{label}_nodes"] = round(found.seconds, 3), found.nodes
+            except SearchLimit:
+                row[f"{label}_s"], row[f"{label}_nodes"] = None, f">{node_limit}"
+        rows.append(row)
+    return rows
+
+
 def lemma_rows(models: int = 60) -> dict:
     """How often each offloading order misses the brute-force best subset."""
     rng = np.random.default_rng(1)
@@ -100,11 +127,14 @@ def main() -> None:
     ap.add_argument("--share", default="0.3,1,3")
     ap.add_argument("--node-limit", type=int, default=2_000_000)
     ap.add_argument("--espresso-lemma", action="store_true")
+    ap.add_argument("--models", action="store_true", help="BERT-base and GPT-2 shapes instead of synthetic chains")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     out = {"machine": f"{os.cpu_count()} cores"}
     if args.espresso_lemma:
         out["lemma_4_1"] = lemma_rows()
+    elif args.models:
+        out["cupcake"] = model_rows(args.node_limit)
     else:
         out["cupcake"] = cupcake_rows([int(x) for x in args.tensors.split(",")],
                                       [float(x) for x in args.share.split(",")], args.node_limit)

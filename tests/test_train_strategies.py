@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
+from zensim.net.topology import ClusterSpec
 from zensim.train.fusion.chain import Affine
 from zensim.train.fusion.shapes import MODELS, estimate
-from zensim.train.fusion.strategies import (STRATEGIES, Cluster, Compression, Workload, ddp_buckets,
+from zensim.train.fusion.strategies import (STRATEGIES, Compression, Workload, ddp_buckets,
                                             dense_allreduce, plan)
 
 
@@ -16,7 +17,7 @@ def workload(seed=0, n=40):
 
 def test_one_gpu_iteration_is_compute_plus_compression():
     w = workload()
-    c = Cluster(1, 1, 25e9 / 8)
+    c = ClusterSpec(1, 1, 25e9 / 8, nic_latency=5e-6, nvlink_latency=2e-6)
     comp = Compression(encode=Affine(1e-4, 0.0), decode_beta=0.0)
     assert plan("none", w, c, comp).iteration == pytest.approx(w.forward + w.backward.sum())
     lw = plan("layerwise", w, c, comp)
@@ -26,7 +27,7 @@ def test_one_gpu_iteration_is_compute_plus_compression():
 
 @pytest.mark.parametrize("seed", range(3))
 def test_cupcake_is_never_behind_other_groupings_of_its_chain(seed):
-    w, c, comp = workload(seed), Cluster(16, 8, 25e9 / 8), Compression()
+    w, c, comp = workload(seed), ClusterSpec(16, 8, 25e9 / 8, nic_latency=5e-6, nvlink_latency=2e-6), Compression()
     best = plan("cupcake", w, c, comp)
     for s in ("layerwise", "behind"):
         assert best.iteration <= plan(s, w, c, comp).iteration + 1e-15
@@ -40,7 +41,7 @@ def test_cupcake_is_never_behind_other_groupings_of_its_chain(seed):
 def test_ddp_buckets_and_allreduce_cost():
     MB = 1 << 20
     assert ddp_buckets([0.5 * MB, 0.6 * MB, 10 * MB, 20 * MB, 1 * MB]) == (2, 4, 5)
-    ar = dense_allreduce(Cluster(16, 8, 25e9 / 8, nvlink_bandwidth=300e9, nic_latency=0.0, nvlink_latency=0.0))
+    ar = dense_allreduce(ClusterSpec(16, 8, 25e9 / 8, nvlink_bandwidth=300e9))
     assert ar(1e9) == pytest.approx(2 * 15 / 16 * 1e9 / (25e9 / 8) + 2 * 7 / 8 * 1e9 / 300e9)
 
 

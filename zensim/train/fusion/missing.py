@@ -94,3 +94,28 @@ class ErrorFeedbackMissing:
         masks = bucket_topk(acc, self.ends, self.density)
         self.residual = [np.where(m, 0.0, a) for m, a in zip(masks, acc)]
         return np.array([int(m.sum()) for m in masks])
+
+
+def trace_curve(trace, degrees: Sequence[float], density: float, by: str = "bytes", sparsifier: str = "topk",
+                iterations: Sequence[int] = (0,), workers: Sequence[int] = (0,), reverse: bool = True) -> list[float]:
+    """Mean missing rate per fusion degree over (iteration, worker) gradients of a dense trace.
+
+    Tensors are taken in the trace's order reversed (`reverse`: definition order -> gradient-ready
+    order, as DDP sees a model's parameters); `sparsifier` is a name of `zensim.sparsify` that
+    selects in each bucket (topk, dgc, threshold: the ones that choose without the other workers).
+    """
+    from zensim.sparsify import make_sparsifier
+
+    order = list(range(len(trace.tensors)))[::-1] if reverse else list(range(len(trace.tensors)))
+    rates = np.zeros(len(degrees))
+    count = 0
+    for it in iterations:
+        for w in workers:
+            grads = [trace.dense(it, w, t).astype(np.float64) for t in order]
+            for j, d in enumerate(degrees):
+                sp = make_sparsifier(sparsifier, density, seed=it * 7919 + w)
+                choose = (None if sparsifier == "topk"
+                          else lambda b, flat, sp=sp: np.asarray(sp.propose(str(b), flat)))
+                rates[j] += missing_rate(grads, d, density, by, choose)
+            count += 1
+    return list(rates / count)

@@ -28,23 +28,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from zensim.net.topology import ClusterSpec
 from zensim.train.buckets import DDPBuckets
 from zensim.train.fusion.chain import Affine, Chain
 from zensim.train.fusion.cupcake import optimal_fusion_dp
 from zensim.train.fusion.safusion import adaptive
 from zensim.train.layers import ParamTime
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """N machines x G GPUs: NIC bandwidth per machine and NVLink per GPU (bytes/s), latencies (s)."""
-
-    machines: int
-    gpus: int
-    nic_bandwidth: float
-    nvlink_bandwidth: float = 300e9
-    nic_latency: float = 5e-6
-    nvlink_latency: float = 2e-6
 
 
 @dataclass(frozen=True)
@@ -73,26 +62,26 @@ class Workload:
     batch_per_gpu: int
 
 
-def dense_allreduce(c: Cluster) -> Affine:
+def dense_allreduce(c: ClusterSpec) -> Affine:
     """Hierarchical all-reduce of x bytes: NVLink reduce-scatter, G inter-machine rings, NVLink all-gather."""
-    N, G = c.machines, c.gpus
+    N, G = c.machines, c.gpus_per_machine
     alpha = 2 * (N - 1) * c.nic_latency + 2 * (G - 1) * c.nvlink_latency
     beta = 2 * (N - 1) / (N * c.nic_bandwidth) + 2 * (G - 1) / (G * c.nvlink_bandwidth)
     return Affine(alpha, beta)
 
 
-def sparse_allgather(c: Cluster, comp: Compression) -> Affine:
+def sparse_allgather(c: ClusterSpec, comp: Compression) -> Affine:
     """Compressed path of x dense bytes: dense NVLink phases around an all-gather of shards across machines."""
-    N, G = c.machines, c.gpus
+    N, G = c.machines, c.gpus_per_machine
     alpha = (N - 1) * c.nic_latency + 2 * (G - 1) * c.nvlink_latency
     beta = (2 * (G - 1) / (G * c.nvlink_bandwidth) + (N - 1) * comp.ratio / c.nic_bandwidth
             + comp.decode_beta * N * comp.ratio / G)
     return Affine(alpha, beta)
 
 
-def shard_encode(c: Cluster, comp: Compression) -> Affine:
+def shard_encode(c: ClusterSpec, comp: Compression) -> Affine:
     """Compression of a group of x dense bytes: each GPU encodes its x / G shard."""
-    return Affine(comp.encode.alpha, comp.encode.beta / c.gpus)
+    return Affine(comp.encode.alpha, comp.encode.beta / c.gpus_per_machine)
 
 
 def ddp_buckets(sizes: Sequence[float]) -> tuple[int, ...]:
@@ -120,7 +109,7 @@ class Plan:
 STRATEGIES = ("none", "layerwise", "behind", "safusion", "cupcake")
 
 
-def plan(strategy: str, w: Workload, c: Cluster, comp: Compression) -> Plan:
+def plan(strategy: str, w: Workload, c: ClusterSpec, comp: Compression) -> Plan:
     """Apply `strategy` to workload `w` on cluster `c` with compression `comp`."""
     sizes = w.sizes
     if strategy == "none":
@@ -139,4 +128,4 @@ def plan(strategy: str, w: Workload, c: Cluster, comp: Compression) -> Plan:
     else:
         raise ValueError(f"unknown strategy {strategy!r} (choose from {', '.join(STRATEGIES)})")
     t = chain.time(ends)
-    return Plan(strategy, chain, ends, t, w.batch_per_gpu * c.machines * c.gpus / t)
+    return Plan(strategy, chain, ends, t, w.batch_per_gpu * c.gpus / t)
