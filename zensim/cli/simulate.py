@@ -9,6 +9,7 @@ from zensim.cli import results
 from zensim.errors import ConfigError
 from zensim.sim.layout import LAYOUTS
 from zensim.sim.run import ALL_MODELS
+from zensim.net.models import MODELS
 from zensim.net.profile import Profile
 from zensim.net.topology import FABRICS, ClusterSpec
 from zensim.sim.cluster import build_cluster
@@ -44,8 +45,9 @@ def add_link_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--oversub", type=float, default=None, help="leaf-spine oversubscription ratio (default 1)")
     p.add_argument("--machines-per-leaf", type=int, default=None, help="leaf-spine: machines under one leaf (default 4)")
     p.add_argument("--layout", choices=LAYOUTS, default="zen", help="multi-GPU layout (default zen)")
-    p.add_argument("--maxmin-batch", type=float, default=1 / 64,
-                   help="maxmin: departures per re-solve as a fraction of active flows (0 = exact; default 1/64)")
+    p.add_argument("--maxmin-batch", type=float, default=MODELS["maxmin"].options["batch"],
+                   help="maxmin: service a link may lose to freed capacity left idle between solves, as a fraction "
+                        "of its work (0 = exact max-min; default 1/256)")
 
 
 def cluster_from_args(args: argparse.Namespace, machines: int | None = None) -> tuple[ClusterSpec, Profile | None]:

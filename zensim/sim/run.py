@@ -65,7 +65,7 @@ def load_chunks(trace: Trace, iteration: int, gpus: int, values: bool = False) -
 
 
 def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Costs | ClusterSpec, model: str = "fifo",
-             *, iteration: int = 0, layout: str = "zen", maxmin_batch: float = 1 / 64, options: dict | None = None,
+             *, iteration: int = 0, layout: str = "zen", maxmin_batch: float | None = None, options: dict | None = None,
              values: bool | None = None, progress: bool = False,
              provenance: dict[str, Any] | None = None) -> list[RunRecord]:
     """Simulate every scheme on one iteration of a trace (a path or an open Trace); records in the order
@@ -142,7 +142,7 @@ def log_digest(log: MessageLog) -> str:
 
 
 def _one(name: str, options: dict, prep: Prepared, chunks: list[SparseChunk], costs: Costs, model: str, layout: str,
-         maxmin_batch: float, tables: Tables, context: dict[str, Any]) -> RunRecord:
+         maxmin_batch: float | None, tables: Tables, context: dict[str, Any]) -> RunRecord:
     """Run one scheme through the driver and the chosen model."""
     start = time.perf_counter()
     cluster = costs.cluster
@@ -158,7 +158,7 @@ def _one(name: str, options: dict, prep: Prepared, chunks: list[SparseChunk], co
         seconds = _analytic(placed, chunks, prep.numel, cluster, layout)
         link, util, stages, events = None, None, [], 0
     else:
-        timing = replay(placed.log, costs, model, options={"batch": maxmin_batch})
+        timing = replay(placed.log, costs, model, options={} if maxmin_batch is None else {"batch": maxmin_batch})
         seconds = timing.makespan
         link, util = busiest_link(timing, costs.topology)
         stages, events = stage_times(timing), timing.events

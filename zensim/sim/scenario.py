@@ -19,6 +19,7 @@ import yaml
 
 from zensim.errors import ConfigError
 from zensim.inputs import read_text
+from zensim.net.models import MODELS
 from zensim.net.profile import Profile
 from zensim.net.topology import FABRICS, ClusterSpec
 from zensim.net.units import parse_bandwidth, parse_latency
@@ -29,6 +30,7 @@ from zensim.schemes import check_options
 from zensim.sim.run import ALL_MODELS, resolve_schemes
 from zensim.trace.format import Trace
 
+MAXMIN_BATCH = MODELS["maxmin"].options["batch"]  # the model's default allowance
 TOP_KEYS = ("trace", "cluster", "schemes", "options", "values", "model", "maxmin_batch", "outputs", "sweep")
 TRACE_KEYS = ("path", "iteration")
 CLUSTER_DEFAULTS: dict[str, Any] = {
@@ -153,7 +155,7 @@ class _Loader:
         base = dict(CLUSTER_DEFAULTS)
         base.update(self.mapping(top.get("cluster"), "cluster", tuple(CLUSTER_DEFAULTS)))
         base["iteration"] = trace.get("iteration", 0)
-        base["maxmin_batch"] = top.get("maxmin_batch", 1 / 64)
+        base["maxmin_batch"] = top.get("maxmin_batch", MAXMIN_BATCH)
         if base["profile"] is not None:
             base["profile"] = self.input_path("cluster.profile", base["profile"])
         sweep = self.mapping(top.get("sweep"), "sweep", SWEEPABLE)

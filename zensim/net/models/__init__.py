@@ -14,7 +14,7 @@ MODELS: dict[str, type[SharingModel]] = {
 
 
 def make_model(name: str, net: NetworkView, options: Mapping[str, object]) -> SharingModel:
-    """The model `name` on `net` with the options it accepts; options that no model accepts, or an
+    """The model `name` on `net` with the options it accepts (its defaults for the others); options that no model accepts, or an
     unknown name, are a ConfigError (a sweep over models may pass one set of options to all)."""
     if name not in MODELS:
         raise ConfigError(f"--model: unknown sharing model {name!r} (choose from {', '.join(MODELS)})")
@@ -23,4 +23,4 @@ def make_model(name: str, net: NetworkView, options: Mapping[str, object]) -> Sh
     if unknown:
         raise ConfigError(f"unknown sharing-model option(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
     cls = MODELS[name]
-    return cls(net, **{k: v for k, v in options.items() if k in cls.options})
+    return cls(net, **{**cls.options, **{k: v for k, v in options.items() if k in cls.options}})

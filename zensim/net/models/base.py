@@ -10,7 +10,7 @@ byte has left its last link the model calls `deliver_after(latency, m)`.
 The Network calls `inject(ids)` for each group of messages one sender starts at one instant (in
 send order), and `reserve(size)` before message ids up to `size` - 1 exist, so that per-message
 arrays can grow. Options (e.g. maxmin's `batch`) are keyword arguments named in `options` with
-their defaults. `zensim.net.models.conformance` lists the properties every model must satisfy.
+their defaults (the network passes every option, defaults filled in). `zensim.net.models.conformance` lists the properties every model must satisfy.
 """
 
 from __future__ import annotations
