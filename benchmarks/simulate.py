@@ -1,28 +1,127 @@
-"""Simulator speed at 128 GPUs: 128x1 and 16x8, the 15 distinct schemes, fifo and maxmin.
+"""Simulator speed: the whole pipeline (driver -> message log -> network model) per scheme and size.
 
-One iteration of a 10M-element trace at 1% density (synthetic, written to a temporary directory
-unless --trace is given). Prints driver time (stage programs producing the message logs), replay
-time per model, events per second, and peak memory (ru_maxrss). Target: <= 60 s total, <= 4 GiB.
+Default (the 128-GPU table of docs/results.md): 128x1 and 16x8 (`--shapes`), the 15 distinct
+schemes, fifo and maxmin. `--scale`: one GPU per machine at each of `--ranks` (default 64,128,256,512,1024) for
+`--schemes` (default zen,sparcml,agsparse-ring,dense-allreduce), each (size, scheme) in a process of
+its own so that its peak memory is its own; prints a table of wall time per part and the growth
+exponent of each scheme's total between successive sizes (log t2/t1 / log n2/n1). `--exact` also
+replays maxmin with batch 0 (exact max-min) to give its cost and the fast mode's error.
+
+One iteration of a 10M-element trace at 1% density (synthetic, overlap 0.3, skew 4; written once to
+a temporary directory, not timed). Peak memory: ru_maxrss of the process.
 
     .venv/bin/python benchmarks/simulate.py [--trace T] [--numel 10000000] [--density 0.01]
+    .venv/bin/python benchmarks/simulate.py --scale [--ranks 64,128,256] [--schemes zen] [--exact] [--json F]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import resource
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from zensim.net.costs import Costs
+from zensim.net.models import MODELS
 from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
+from zensim.net.waterfill import waterfill
+from zensim.run import Tables
 from zensim.schemes import build_scheme
 from zensim.sim.layout import place, prepare
 from zensim.sim.run import GROUPS, load_chunks
 from zensim.trace.format import Trace
 from zensim.trace.synth import SynthParams, synthesize
+
+
+def peak_gib() -> float:
+    """Peak resident memory of this process so far."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def measure(path: str, machines: int, gpus: int, name: str, models: list[str], exact: bool) -> dict:
+    """Driver and replay seconds of one scheme on one cluster shape (this process)."""
+    t0 = time.perf_counter()
+    with Trace.open(path) as trace:
+        chunks, numel = load_chunks(trace, 0, machines * gpus), trace.numel
+    prep = prepare(chunks, numel, machines, gpus, "zen")
+    t1 = time.perf_counter()
+    placed = place(prep, lambda n, size, part: build_scheme(name, n, size, tables=tables), tables := Tables())
+    t2 = time.perf_counter()
+    costs = Costs(ClusterSpec(machines, gpus, 25e9 / 8))
+    row = {"machines": machines, "gpus": gpus, "scheme": name, "messages": len(placed.log),
+           "load_s": t1 - t0, "driver_s": t2 - t1}
+    runs = [(m, {}) for m in models] + ([("maxmin-exact", {"batch": 0})] if exact else [])
+    waterfill(np.array([[0, 1]]), np.array([1.0, np.inf]))  # load the compiled solver before timing
+    for label, options in runs:
+        start = time.perf_counter()
+        timing = replay(placed.log, costs, label.split("-")[0], options=options)
+        seconds = time.perf_counter() - start
+        row[label] = {"wall_s": seconds, "events": timing.events, "makespan_s": timing.makespan}
+    row["peak_gib"] = peak_gib()
+    return row
+
+
+def synth(path: Path, workers: int, numel: int, density: float) -> None:
+    """The benchmark trace (not timed)."""
+    t0 = time.perf_counter()
+    synthesize(str(path), workers, [("bench", numel)], SynthParams(density=density, overlap=0.3, skew=4.0))
+    print(f"trace: {workers} workers x {numel} elements at {density:.1%} written in "
+          f"{time.perf_counter() - t0:.1f} s (not timed)", file=sys.stderr)
+
+
+def table(path: str, models: list[str], shapes: list[tuple[int, int]]) -> None:
+    """The 15 distinct schemes on each cluster shape (machines, GPUs per machine)."""
+    totals = {"driver": 0.0, **{m: 0.0 for m in models}}
+    events = {m: 0 for m in models}
+    print(f"{'cluster':8} {'scheme':34} {'driver s':>8} " + " ".join(f"{m + ' s':>9}" for m in models) + f" {'messages':>9}")
+    for machines, gpus in shapes:
+        for name in GROUPS["distinct"]:
+            row = measure(path, machines, gpus, name, models, exact=False)
+            totals["driver"] += row["driver_s"]
+            for m in models:
+                totals[m] += row[m]["wall_s"]
+                events[m] += row[m]["events"]
+            print(f"{machines}x{gpus:<5} {name:34} {row['driver_s']:8.2f} "
+                  + " ".join(f"{row[m]['wall_s']:9.2f}" for m in models) + f" {row['messages']:9d}", flush=True)
+    print(f"total {sum(totals.values()):.1f} s: " + ", ".join(f"{k} {v:.1f} s" for k, v in totals.items()))
+    for m in models:
+        print(f"{m}: {events[m]} events, {events[m] / max(totals[m], 1e-9):,.0f} events/s")
+    print(f"peak memory (ru_maxrss): {peak_gib():.2f} GiB")
+
+
+def scale(args: argparse.Namespace, path: str) -> None:
+    """One process per (size, scheme); a table and growth exponents."""
+    rows = []
+    for n in args.ranks:
+        for name in args.schemes:
+            cmd = [sys.executable, __file__, "--one", json.dumps([path, n, args.gpus, name, args.models, args.exact])]
+            out = subprocess.run(cmd, capture_output=True, text=True)
+            if out.returncode:
+                print(f"{n} {name}: failed: {out.stderr.strip().splitlines()[-1:]}", flush=True)
+                continue
+            row = json.loads(out.stdout)
+            rows.append(row)
+            parts = " ".join(f"{m} {row[m]['wall_s']:7.2f} s ({row[m]['events'] / row[m]['wall_s']:,.0f} ev/s)"
+                             for m in [*args.models, *(["maxmin-exact"] if args.exact else [])])
+            print(f"n={n * args.gpus:5} {name:16} msgs {row['messages']:8d} driver {row['driver_s']:7.2f} s {parts} "
+                  f"peak {row['peak_gib']:.2f} GiB", flush=True)
+    print("\ngrowth exponent of the total (driver + replay) between successive sizes, per model:")
+    for name in args.schemes:
+        mine = [r for r in rows if r["scheme"] == name]
+        for m in args.models:
+            total = [(r["machines"] * r["gpus"], r["driver_s"] + r[m]["wall_s"]) for r in mine]
+            exps = [f"{math.log(t2 / t1) / math.log(n2 / n1):.2f}" for (n1, t1), (n2, t2) in zip(total, total[1:])]
+            print(f"  {name:16} {m:7} " + " ".join(f"{n}:{t:.1f}s" for n, t in total) + "  exponents " + " ".join(exps))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
 
 
 def main() -> None:
@@ -31,45 +130,34 @@ def main() -> None:
     ap.add_argument("--trace", default=None)
     ap.add_argument("--numel", type=int, default=10_000_000)
     ap.add_argument("--density", type=float, default=0.01)
-    ap.add_argument("--maxmin-batch", type=float, default=1 / 64)
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--shapes", default="128x1,16x8", help="table mode: cluster shapes MACHINESxGPUS")
+    ap.add_argument("--scale", action="store_true")
+    ap.add_argument("--ranks", default="64,128,256,512,1024")
+    ap.add_argument("--gpus", type=int, default=1, help="--scale: GPUs per machine (machines = ranks)")
+    ap.add_argument("--schemes", default="zen,sparcml,agsparse-ring,dense-allreduce")
+    ap.add_argument("--exact", action="store_true")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.one:
+        path, n, gpus, name, models, exact = json.loads(args.one)
+        print(json.dumps(measure(path, n, gpus, name, models, exact)))
+        return
+    args.models = args.models.split(",")
+    args.ranks = [int(x) for x in args.ranks.split(",")]
+    args.schemes = args.schemes.split(",")
+    shapes = [tuple(int(x) for x in shape.split("x")) for shape in args.shapes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         path = args.trace
         if path is None:
             path = str(Path(tmp) / "bench.zt")
-            t0 = time.perf_counter()
-            synthesize(path, 128, [("bench", args.numel)], SynthParams(density=args.density, overlap=0.3, skew=4.0))
-            print(f"trace: 128 workers x {args.numel} elements at {args.density:.1%} written in "
-                  f"{time.perf_counter() - t0:.1f} s (not counted)")
-        with Trace.open(path) as trace:
-            chunks, numel = load_chunks(trace, 0, 128), trace.numel
-        totals = {"driver": 0.0, "fifo": 0.0, "maxmin": 0.0}
-        events = {"fifo": 0, "maxmin": 0}
-        print(f"{'cluster':8} {'scheme':34} {'driver s':>8} {'fifo s':>7} {'maxmin s':>8} {'fifo ms':>8} {'maxmin ms':>9} {'messages':>8}")
-        for machines, gpus in ((128, 1), (16, 8)):
-            costs = Costs(ClusterSpec(machines, gpus, 25e9 / 8))
-            t0 = time.perf_counter()
-            prep = prepare(chunks, numel, machines, gpus, "zen")
-            totals["driver"] += time.perf_counter() - t0
-            for name in GROUPS["distinct"]:
-                t0 = time.perf_counter()
-                placed = place(prep, lambda n, size, part, name=name: build_scheme(name, n, size))
-                t1 = time.perf_counter()
-                totals["driver"] += t1 - t0
-                row = []
-                for model in ("fifo", "maxmin"):
-                    start = time.perf_counter()
-                    timing = replay(placed.log, costs, model, options={"batch": args.maxmin_batch})
-                    totals[model] += time.perf_counter() - start
-                    events[model] += timing.events
-                    row.append((time.perf_counter() - start, timing.makespan))
-                print(f"{machines}x{gpus:<5} {name:34} {t1 - t0:8.2f} {row[0][0]:7.2f} {row[1][0]:8.2f} "
-                      f"{row[0][1] * 1e3:8.3f} {row[1][1] * 1e3:9.3f} {len(placed.log):8d}")
-    total = sum(totals.values())
-    print(f"total {total:.1f} s: driver {totals['driver']:.1f} s, fifo {totals['fifo']:.1f} s, maxmin {totals['maxmin']:.1f} s")
-    for model in ("fifo", "maxmin"):
-        print(f"{model}: {events[model]} events, {events[model] / max(totals[model], 1e-9):,.0f} events/s")
-    print(f"peak memory (ru_maxrss): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
+            synth(Path(path), max(args.ranks) * args.gpus if args.scale else max(m * g for m, g in shapes),
+                  args.numel, args.density)
+        if args.scale:
+            scale(args, path)
+        else:
+            table(path, args.models, shapes)
 
 
 if __name__ == "__main__":

@@ -191,3 +191,28 @@ def test_cli_subprocess_exit_code(skewed):
     out = subprocess.run([sys.executable, "-m", "zensim.cli", "simulate", "--trace", skewed, "--nic", "fast"],
                          capture_output=True, text=True)
     assert out.returncode == 2 and out.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("machines,gpus,layout", [(5, 1, "flat"), (3, 4, "zen"), (3, 4, "flat"), (4, 2, "zen")])
+def test_dense_baseline_is_the_dense_scheme_without_the_driver(tmp_path, machines, gpus, layout):
+    """The vs_dense reference is built from sizes alone: its messages are those of the dense-allreduce
+    scheme run through the driver (same bytes, same order of stages), and with no local work it times
+    the same on every model; a run without dense-allreduce in its list does not run that scheme."""
+    from zensim.sim.layout import dense_ring_log
+    from zensim.sim.run import dense_baseline
+
+    rng = np.random.default_rng(1)
+    n = machines * gpus
+    path = write_trace(tmp_path / "t.zt", [np.sort(rng.choice(NUMEL, 50, replace=False)) for _ in range(n)])
+    costs = Costs(ClusterSpec(machines, gpus, B, nic_latency=2e-6), WorkCost.zero())
+    chunks = [SparseChunk(np.arange(w, NUMEL, 5, dtype=np.int64), None) for w in range(n)]
+    placed = place(prepare(chunks, NUMEL, machines, gpus, layout), lambda k, size, part: build_scheme("dense-allreduce", k, size))
+    formula = dense_ring_log(machines, gpus, NUMEL, layout)
+    for col in ("stage", "src", "dst", "nbytes"):
+        assert np.array_equal(np.sort(getattr(formula, col)), np.sort(getattr(placed.log, col)))
+    assert formula.num_stages == placed.log.num_stages
+    for model in MODELS:
+        [dense] = simulate(path, "dense-allreduce", costs, model, layout=layout)
+        assert dense.vs_dense == pytest.approx(1.0, rel=1e-12)
+        [zen] = simulate(path, "zen", costs, model, layout=layout)
+        assert zen.time_s / zen.vs_dense == pytest.approx(dense_baseline(costs, NUMEL, model, layout), rel=1e-12)

@@ -64,6 +64,27 @@ def intra_ring(machines: int, gpus: int, sizes: np.ndarray, first_stage: int, ga
     return MessageLog(machines * gpus, gpus - 1, msgs, work)
 
 
+def dense_ring_log(machines: int, gpus: int, numel: int, layout: str) -> MessageLog:
+    """The dense ring all-reduce of `numel` fp32 elements, from sizes alone (no data, no driver): across
+    all GPUs (flat, or one GPU per machine), or in ZEN's layout: ring reduce-scatter inside each machine,
+    a ring all-reduce of shard l across machines per local rank l, ring all-gather inside each machine.
+    Work: a merge of each received shard (reduce-scatter), a copy (all-gather)."""
+    n = machines * gpus
+    if layout == "flat" or gpus == 1:
+        parts = np.diff(even_boundaries(numel, n))
+        return MessageLog.concat([intra_ring(1, n, parts, 0, gather=False),
+                                  intra_ring(1, n, parts, n - 1, gather=True)], n, 2 * (n - 1))
+    shards = np.diff(even_boundaries(numel, gpus))
+    offset, middle = gpus - 1, 2 * (machines - 1)
+    stages = 2 * offset + middle
+    logs = [intra_ring(machines, gpus, shards, 0, gather=False).placed(np.arange(n), 0, n, stages)]
+    for local, size in enumerate(shards.tolist()):
+        inter = dense_ring_log(machines, 1, size, "flat")
+        logs.append(inter.placed(np.arange(machines) * gpus + local, offset, n, stages))
+    logs.append(intra_ring(machines, gpus, shards, offset + middle, gather=True).placed(np.arange(n), 0, n, stages))
+    return MessageLog.concat(logs, n, stages)
+
+
 @dataclass
 class Prepared:
     """The chunks each scheme instance runs on, computed once per trace x cluster x layout."""

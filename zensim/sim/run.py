@@ -21,8 +21,9 @@ from zensim.report.provenance import provenance as make_provenance, trace_info
 from zensim.report.record import RunRecord
 from zensim.run import MessageLog, Tables
 from zensim.schemes import CATALOG, DISTINCT, build_scheme, needs_profile, scheme_names
+from zensim.schemes import closed as analytic
 from zensim.schemes.closed import measure
-from zensim.sim.layout import DENSE_BYTES, LAYOUTS, Placed, Prepared, place, prepare
+from zensim.sim.layout import DENSE_BYTES, LAYOUTS, Placed, Prepared, dense_ring_log, place, prepare
 from zensim.sim.metrics import busiest_link, imbalances, stage_times
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.trace.format import Trace, opened
@@ -85,7 +86,6 @@ def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Cos
         raise ConfigError(f"--layout: unknown layout {layout!r} (choose from {', '.join(LAYOUTS)})")
     names = resolve_schemes(schemes)
     options = dict(options or {})
-    runs = names if DENSE in names else [DENSE] + names
     for name in names:  # every scheme accepts the options (one line naming it if not), before any work
         if not needs_profile(name):
             build_scheme(name, 2, 2, **options)
@@ -100,15 +100,36 @@ def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Cos
                    "provenance": provenance if provenance is not None else make_provenance()}
     prep = prepare(chunks, numel, cluster.machines, cluster.gpus_per_machine, layout)
     tables = Tables()
-    records: dict[str, RunRecord] = {}
-    for name in tqdm(runs, desc="simulate", unit="scheme", disable=None if progress else True, leave=False):
-        mine = options if name in names else {}
-        records[name] = _one(name, mine, prep, chunks, costs, model, layout, maxmin_batch, tables,
-                             {**context, "options": dict(mine), "values": bool(values)})
-    dense = records[DENSE].time_s
-    for rec in records.values():
+    records = []
+    for name in tqdm(names, desc="simulate", unit="scheme", disable=None if progress else True, leave=False):
+        records.append(_one(name, options, prep, chunks, costs, model, layout, maxmin_batch, tables,
+                            {**context, "options": dict(options), "values": bool(values)}))
+    dense = dense_baseline(costs, numel, model, layout, maxmin_batch)
+    for rec in records:
         rec.vs_dense = rec.time_s / dense if rec.time_s is not None and dense else None
-    return [records[name] for name in names]
+    return records
+
+
+_BASELINES: dict[tuple, float] = {}
+
+
+def dense_baseline(costs: Costs, numel: int, model: str, layout: str, maxmin_batch: float | None = None) -> float:
+    """Seconds of a dense ring all-reduce of `numel` fp32 elements on the cluster (the vs_dense reference):
+    data-independent, so built from sizes (zensim.sim.layout.dense_ring_log) and replayed, or its closed
+    form under the analytic model; computed once per cluster shape, costs, model and layout in a
+    process (a sweep over iterations, schemes or traces of one size reuses it)."""
+    cluster, g = costs.cluster, costs.cluster.gpus_per_machine
+    flat = layout == "flat" or g == 1
+    if model == "analytic":
+        n = cluster.gpus if flat else cluster.machines
+        inter = analytic.dense_ring(analytic.SparsityStats(n, float(DENSE_BYTES * numel), 0.0), cluster.nic_bandwidth)
+        return inter if flat else inter + 2 * (g - 1) / g * DENSE_BYTES * numel / cluster.nvlink_bandwidth
+    key = (cluster, repr(costs.work), costs.nic_efficiency, costs.host_efficiency,
+           costs.host_cores, costs.measured_work, numel, model, "flat" if flat else layout, maxmin_batch)
+    if key not in _BASELINES:
+        log = dense_ring_log(cluster.machines, g, numel, "flat" if flat else layout)
+        _BASELINES[key] = replay(log, costs, model, options={} if maxmin_batch is None else {"batch": maxmin_batch}).makespan
+    return _BASELINES[key]
 
 
 def _needs_values(name: str, options: dict) -> bool:
