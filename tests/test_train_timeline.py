@@ -1,5 +1,5 @@
 """The iteration timeline: closed checks (free communication, free compute, one bucket at the end of
-backward), agreement with the synchronization level, and the sizes-only dense log."""
+backward), agreement with the synchronization level, shared hosts."""
 
 from __future__ import annotations
 
@@ -13,12 +13,9 @@ from zensim.net.costs import Costs
 from zensim.net.profile import WorkCost
 from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
-from zensim.run import run_ranks
-from zensim.schemes import build_scheme
 from zensim.sim.run import simulate
-from zensim.sparse.chunk import SparseChunk
 from zensim.train.buckets import DDPBuckets, PerTensor, Single
-from zensim.train.dense import dense_ring_log
+from zensim.sim.layout import dense_ring_log
 from zensim.train.iteration import simulate_iteration
 from zensim.train.layers import LayerProfile, ParamTime
 from zensim.train.syncs import Part, SyncLogs
@@ -26,16 +23,6 @@ from zensim.trace.format import TensorSpec, TraceWriter
 
 GBPS = 1e9 / 8
 FREE_LINKS = 1e30  # bytes/s: communication takes no time
-
-
-@pytest.mark.parametrize("n,numel", list(itertools.product((1, 2, 3, 4, 5, 8), (1, 2, 3, 7, 10, 33, 100))))
-def test_dense_log_from_sizes_is_the_programs_own(n: int, numel: int) -> None:
-    chunks = [SparseChunk(np.arange(numel, dtype=np.int64), None) for _ in range(n)]
-    ref = run_ranks(build_scheme("dense-allreduce", n, numel), chunks, check=False).log
-    got = dense_ring_log(n, numel)
-    assert got.num_stages == ref.num_stages
-    assert sorted(got.messages) == sorted(ref.messages)
-    assert sorted(got.work) == sorted(ref.work)
 
 
 def profile(times: bool = True) -> LayerProfile:
@@ -69,7 +56,8 @@ def test_free_compute_gives_the_sum_of_the_buckets_synchronizations(bucketing) -
     c = costs(4, 1)
     rec = simulate_iteration(prof, "dense-allreduce", c, bucketing=bucketing)
     buckets = bucketing.assign(prof.params)
-    alone = [replay(dense_ring_log(4, sum(prof.params[i].numel for i in b.members)), c).makespan for b in buckets]
+    alone = [replay(dense_ring_log(4, 1, sum(prof.params[i].numel for i in b.members), "flat"), c).makespan
+             for b in buckets]
     assert rec.iteration_s == pytest.approx(sum(alone), rel=1e-12)
     # ring all-reduce, partitions of equal size: 2 (n-1)/n M / b per bucket
     closed = sum(2 * 3 / 4 * b.nbytes / (10 * GBPS) for b in buckets)
@@ -148,3 +136,14 @@ def test_errors(trace_path) -> None:
         simulate_iteration(other, "zen", costs(2, 1), trace=trace_path)
     with pytest.raises(ConfigError, match="--first-iteration 5"):
         simulate_iteration(prof, "zen", costs(2, 1), trace=trace_path, first_iteration=5)
+
+
+def test_ranks_sharing_a_hosts_processors_slow_down_together() -> None:
+    prof = profile()
+    free = Costs(ClusterSpec(4, 1, FREE_LINKS), WorkCost.zero(), host_cores=2)
+    alone = simulate_iteration(prof, "dense-allreduce", free, iterations=2)
+    shared = simulate_iteration(prof, "dense-allreduce", free, iterations=2, shared_host=True)
+    assert alone.iteration_s == pytest.approx(prof.compute_s, rel=1e-12)
+    # 4 ranks' compute on 2 processors: each at half speed, all in step
+    assert shared.iteration_s == pytest.approx(2 * prof.compute_s, rel=1e-12)
+    assert [b["ready_ms"] for b in shared.buckets] == pytest.approx([2 * b["ready_ms"] for b in alone.buckets])

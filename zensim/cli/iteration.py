@@ -36,7 +36,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "(work_fixed_seconds / work_seconds_per_element: the compression cost), host figures")
     p.add_argument("--model", choices=tuple(MODELS), default="fifo", help="bandwidth sharing model (default fifo)")
     p.add_argument("--dense-work", choices=DENSE_WORK, default="fused", help="fused (default): the dense all-reduce's "
-                   "merges cost per element only, one fused kernel as NCCL's; profile: as every local work")
+                   "merges cost per element only, one fused kernel as NCCL's; profile: as every local work; free: none")
+    p.add_argument("--compute-scale", type=float, default=1.0, help="multiply the profile's compute times (e.g. the "
+                   "calibration's cpu_slowdown for a profile measured alone on an emulation host; default 1)")
+    p.add_argument("--shared-host", action="store_true", help="every GPU is a process of one host sharing its "
+                   "processors (--profile's host_cores) for compute and local work: CPU training, the emulator")
     p.add_argument("--bucketing", choices=tuple(BUCKETINGS), default="ddp", help="default ddp")
     p.add_argument("--bucket-mb", type=float, default=None, help="DDP bucket_cap_mb in MiB (default 25, first 1)")
     p.add_argument("--first-bucket-mb", type=float, default=None, help="DDP first bucket cap in MiB")
@@ -123,7 +127,9 @@ def cmd_iteration(args: argparse.Namespace) -> int:
     outs = OutputFiles(inputs=[args.trace, args.layers, args.profile])
     paths = {key: outs.add(getattr(args, key), f"--{key}", plot=key == "plot")
              for key in ("csv", "timeline", "plot") if getattr(args, key)}
-    profile = layer_profile(args)
+    if not args.compute_scale > 0:
+        raise ConfigError(f"--compute-scale {args.compute_scale}: must be positive")
+    profile = layer_profile(args).scaled(args.compute_scale)
     bucketing = make_bucketing(args.bucketing, args.bucket_mb, args.first_bucket_mb)
     sparse = args.sparse_tensors.split(",") if args.sparse_tensors else None
     keep = "timeline" in paths
@@ -134,7 +140,7 @@ def cmd_iteration(args: argparse.Namespace) -> int:
         cluster, calib = cluster_from_args(args, m)
         costs = Costs.of(cluster, calib)
         common = dict(model=args.model, layout=args.layout, bucketing=bucketing, iterations=args.iterations,
-                      dense_work=args.dense_work,
+                      dense_work=args.dense_work, shared_host=args.shared_host,
                       model_options={"batch": args.maxmin_batch} if args.model == "maxmin" else None)
         dense = simulate_iteration(profile, DENSE, costs, **common)
         records.append(dense)

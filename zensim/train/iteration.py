@@ -32,7 +32,7 @@ from zensim.train.timeline import Run, Timeline
 from zensim.trace.format import Trace
 
 MS = 1e3
-DENSE_WORK = ("fused", "profile")
+DENSE_WORK = ("fused", "profile", "free")
 
 
 @dataclass
@@ -87,7 +87,7 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
                        sparse: Sequence[str] | None = None, iterations: int = 1, first_iteration: int = 0,
                        options: Mapping[str, object] | None = None, model_options: Mapping[str, object] | None = None,
                        dense_baseline: bool = True, dense: "IterationRecord | None" = None,
-                       dense_work: str = "fused") -> IterationRecord:
+                       dense_work: str = "fused", shared_host: bool = False) -> IterationRecord:
     """Simulate `iterations` training iterations of `profile` with `scheme` on `costs.cluster`.
 
     The trace's tensors are synchronized sparse by `scheme` (those named in `sparse`, or all), every
@@ -95,7 +95,10 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
     (cycling). `bucketing`: a strategy of zensim.train.buckets (DDP's defaults if None). The dense DDP
     baseline (every tensor dense, same bucketing) gives `speedup_vs_dense`; pass `dense` to reuse one.
     `dense_work`: "fused" prices the dense all-reduce's merges per element only (one fused collective
-    kernel, as NCCL's ring: the work profile's fixed costs do not apply), "profile" as any work."""
+    kernel, as NCCL's ring: the work profile's fixed costs do not apply), "profile" as any work,
+    "free" none (a CPU collective's sums next to a slow network). `shared_host`: every GPU is a
+    process of one host whose `costs.host_cores` processors run all compute and local work (the
+    emulator's ranks training on its CPUs)."""
     if model not in MODELS:
         raise ConfigError(f"--model: unknown sharing model {model!r} (choose from {', '.join(MODELS)})")
     if layout not in LAYOUTS:
@@ -118,8 +121,10 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
         syncs = bucket_syncs(profile, bucketing.assign(profile.params, own), chosen)
         logs = SyncLogs(costs.cluster, layout, scheme, opened, options, values)
         t_iters = [(first_iteration + i) % opened.iterations for i in range(iterations)] if opened else [0]
-        fused = WorkCost(dict(costs.work.per_element)) if dense_work == "fused" else None
-        run = Timeline(profile, syncs, logs, costs, model, iterations, t_iters, model_options, fused).run()
+        dense_cost = {"fused": WorkCost(dict(costs.work.per_element)), "profile": None, "free": WorkCost.zero()}
+        hosts = [0] * costs.cluster.gpus if shared_host else None
+        run = Timeline(profile, syncs, logs, costs, model, iterations, t_iters, model_options,
+                       dense_cost[dense_work], hosts).run()
     finally:
         if opened is not None and opened is not trace:
             opened.close()
@@ -128,7 +133,7 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
     if scheme != DENSE and dense_baseline and dense is None:
         dense = simulate_iteration(profile, DENSE, costs, model=model, layout=layout, bucketing=bucketing,
                                    iterations=iterations, model_options=model_options, dense_baseline=False,
-                                   dense_work=dense_work)
+                                   dense_work=dense_work, shared_host=shared_host)
     if scheme == DENSE:
         dense = rec
     if dense is not None:

@@ -12,9 +12,9 @@ ring of their total size). With `own` sparse buckets (torch's rule for sparse gr
 default) a sparse tensor is a bucket of its own; with `fused` sparse tensors join DDP's buckets.
 
 Logs are made by the synchronization level, never here: the sparse part runs the scheme's stage
-program through `zensim.sim.layout` (ZEN's multi-GPU layout or flat), the dense part is the
-dense-allreduce program's log written from sizes (`zensim.train.dense`, checked equal to the
-program's). Each log is made once per (bucket part, trace iteration).
+program through `zensim.sim.layout` (ZEN's multi-GPU layout or flat), the dense part is the dense
+ring all-reduce's log written from sizes (`zensim.sim.layout.dense_ring_log`, fp32; its messages
+are the dense-allreduce program's). Each log is made once per (bucket part, trace iteration).
 """
 
 from __future__ import annotations
@@ -28,12 +28,10 @@ from zensim.errors import ConfigError
 from zensim.net.topology import ClusterSpec
 from zensim.run import MessageLog, Tables
 from zensim.schemes import build_scheme, needs_profile
-from zensim.sim.layout import assemble, place, prepare
+from zensim.sim.layout import dense_ring_log, place, prepare
 from zensim.sparse.chunk import SparseChunk
-from zensim.sparse.partition import even_boundaries
 from zensim.train.buckets import Bucket
-from zensim.train.dense import dense_ring_log
-from zensim.train.layers import DTYPE_BYTES, LayerProfile
+from zensim.train.layers import LayerProfile
 from zensim.trace.format import Trace
 from zensim.trace.values import synthetic_values
 
@@ -48,7 +46,6 @@ class Part:
     sparse: bool
     names: tuple[str, ...]
     numel: int
-    value_bytes: int = 4
 
 
 @dataclass(frozen=True)
@@ -93,8 +90,7 @@ def bucket_syncs(profile: LayerProfile, buckets: Sequence[Bucket], sparse: set[s
         for is_sparse in (True, False):
             mine = [p for p in members if (p.name in sparse) == is_sparse]
             if mine:
-                parts.append(Part(is_sparse, tuple(p.name for p in mine), sum(p.numel for p in mine),
-                                  DTYPE_BYTES[mine[0].dtype]))
+                parts.append(Part(is_sparse, tuple(p.name for p in mine), sum(p.numel for p in mine)))
         out.append(BucketSync(b, float(ready[b.members[-1]]), tuple(parts)))
     return out
 
@@ -123,13 +119,9 @@ class SyncLogs:
         return self.cache[key]
 
     def _dense(self, part: Part) -> MessageLog:
-        """Dense ring all-reduce of the part's size: across all GPUs (flat), or in ZEN's layout."""
+        """Dense ring all-reduce of the part's size (fp32) from sizes: across all GPUs (flat), or in ZEN's layout."""
         c = self.cluster
-        if self.layout == "flat":
-            return dense_ring_log(c.gpus, part.numel, part.value_bytes)
-        sizes = np.diff(even_boundaries(part.numel, c.gpus_per_machine))
-        groups = [dense_ring_log(c.machines, int(size), part.value_bytes) for size in sizes]
-        return assemble(c.machines, c.gpus_per_machine, sizes, groups)
+        return dense_ring_log(c.machines, c.gpus_per_machine, part.numel, self.layout)
 
     def _sparse(self, part: Part, iteration: int) -> MessageLog:
         """The scheme on the part's tensors at `iteration` (indices concatenated in member order)."""

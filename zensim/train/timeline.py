@@ -13,8 +13,14 @@ optimizer step starts when backward is over and the GPU's last bucket is synchro
 iteration's forward follows it. All buckets of all iterations are clients of one Network, so
 buckets in flight at once (on GPUs that drifted apart) share the links.
 
-Limits: compression does not slow the backward kernels (no contention between the streams); every
-GPU runs the same profile (no stragglers); the forward does not wait for parameters by bucket.
+With `hosts` (GPU -> host), compute runs on the hosts' processors instead: forward, backward (as
+segments between bucket-ready points) and optimizer are local work sharing `Costs.host_cores`
+processors with the schemes' local work, as ranks training on CPUs do (the emulator: every rank a
+process of one host).
+
+Limits: compression does not slow the backward kernels (no contention between the streams on a
+GPU); every GPU runs the same profile (no stragglers); the forward does not wait for parameters by
+bucket.
 """
 
 from __future__ import annotations
@@ -61,8 +67,10 @@ class Timeline:
 
     def __init__(self, profile: LayerProfile, syncs: Sequence[BucketSync], logs: SyncLogs, costs: Costs,
                  model: str = "fifo", iterations: int = 1, trace_iterations: Sequence[int] = (0,),
-                 model_options: Mapping[str, object] | None = None, dense_work: WorkCost | None = None) -> None:
+                 model_options: Mapping[str, object] | None = None, dense_work: WorkCost | None = None,
+                 hosts: Sequence[int] | None = None) -> None:
         self.profile = profile
+        self.hosts = None if hosts is None else list(hosts)
         self.dense_work = dense_work
         self.syncs = list(syncs)
         self.logs = logs
@@ -83,7 +91,8 @@ class Timeline:
         run = Run(np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros((n_it, nb, g)),
                   np.zeros((n_it, nb, g)), np.zeros((n_it, nb, g)), {}, net)
         backward = prof.backward_s
-        ready_order = sorted(range(nb), key=lambda b: syncs[b].ready_s)
+        marks = sorted((syncs[b].ready_s, b) for b in range(nb))  # backward's bucket-ready points
+        hosts = self.hosts
         # per GPU: current iteration, next bucket to synchronize, buckets ready, stream busy, backward done
         it = [0] * g
         nxt = [0] * g
@@ -91,17 +100,34 @@ class Timeline:
         busy = [False] * g
         bwd_done = [False] * g
 
+        def compute(r: int, seconds: float, then, *args) -> None:
+            """Compute of GPU r: a timer, or on a CPU host processor-shared work (`hosts`)."""
+            if seconds <= 0:
+                then(r, *args)
+            elif hosts is None:
+                net.schedule(seconds, then, r, *args)
+            else:
+                net.compute(hosts[r], seconds, then, r, *args)
+
         def begin(r: int) -> None:
             i = it[r]
             run.iteration_start[i, r] = net.now
-            net.schedule(prof.forward_s, backward_start, r)
+            compute(r, prof.forward_s, backward_start)
 
         def backward_start(r: int) -> None:
-            i = it[r]
-            run.backward_start[i, r] = net.now
-            for b in ready_order:
-                net.schedule(syncs[b].ready_s, bucket_ready, r, b)
-            net.schedule(backward, backward_done, r)
+            run.backward_start[it[r], r] = net.now
+            backward_step(r, 0, 0.0)
+
+        def backward_step(r: int, j: int, done: float) -> None:
+            """Backward from `done` seconds in to the next bucket-ready point (or to its end)."""
+            if j < nb:
+                compute(r, marks[j][0] - done, reached, j)
+            else:
+                compute(r, backward - done, backward_done)
+
+        def reached(r: int, j: int) -> None:
+            bucket_ready(r, marks[j][1])
+            backward_step(r, j + 1, marks[j][0])
 
         def bucket_ready(r: int, b: int) -> None:
             run.bucket_ready[it[r], b, r] = net.now
@@ -122,7 +148,8 @@ class Timeline:
             if client is None:
                 part = syncs[b].parts[k]
                 log = self.logs.log(part, self.trace_iterations[i % len(self.trace_iterations)])
-                client = run.clients[key] = LogReplay(net, log, on_rank_done=lambda rr: part_done(rr, i, b, k),
+                client = run.clients[key] = LogReplay(net, log, host_of_rank=None if hosts is None else np.array(hosts),
+                                                      on_rank_done=lambda rr: part_done(rr, i, b, k),
                                                       work=None if part.sparse else self.dense_work)
             client.start_rank(r)
 
@@ -145,7 +172,7 @@ class Timeline:
             if bwd_done[r] and nxt[r] == nb and not busy[r]:
                 run.optimizer_start[it[r], r] = net.now
                 bwd_done[r] = False  # the step is scheduled once
-                net.schedule(prof.optimizer_s, end, r)
+                compute(r, prof.optimizer_s, end)
 
         def end(r: int) -> None:
             run.iteration_end[it[r], r] = net.now
