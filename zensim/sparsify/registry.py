@@ -7,6 +7,7 @@ from typing import Any
 
 from zensim.errors import ConfigError
 from zensim.sparsify.base import Sparsifier
+from zensim.sparsify.blocktopk import BlockTopK
 from zensim.sparsify.cltk import CLTK
 from zensim.sparsify.dgc import DGC
 from zensim.sparsify.exdyna import ExDyna, ExDynaStatic
@@ -14,7 +15,7 @@ from zensim.sparsify.threshold import HardThreshold
 from zensim.sparsify.topk import TopK
 
 SPARSIFIERS: dict[str, type[Sparsifier]] = {
-    cls.name: cls for cls in (TopK, DGC, HardThreshold, CLTK, ExDyna, ExDynaStatic)
+    cls.name: cls for cls in (TopK, DGC, HardThreshold, CLTK, ExDyna, ExDynaStatic, BlockTopK)
 }
 _COMMON = ("density", "rank", "workers", "seed")
 

@@ -56,12 +56,14 @@ class Team:
         accs = [m.accumulate(key, g) for m, g in zip(self.memories, grads)]
         proposals = [s.propose(key, acc) for s, acc in zip(self.sparsifiers, accs)]
         counts = [len(p) for p in proposals]
+        own = [ops.to_numpy(p).astype(np.int64) for p in proposals]
         if self.combine == "union":
-            union = ops.as_index(union_indices([SparseChunk(ops.to_numpy(p)) for p in proposals]), accs[0])
+            union = ops.as_index(union_indices([SparseChunk(p) for p in own]), accs[0])
             proposals = [union] * self.workers
-        sent = []
-        for memory, acc, chosen in zip(self.memories, accs, proposals):
-            sent.append(SparseChunk(ops.to_numpy(chosen).astype(np.int64), ops.to_numpy(acc[chosen]).astype(np.float32)))
+        sent: list[SparseChunk] = []
+        for memory, acc, chosen, mine in zip(self.memories, accs, proposals, own):
+            positions, values = ops.to_numpy(chosen).astype(np.int64), ops.to_numpy(acc[chosen]).astype(np.float32)
+            sent.append(UnionChunk(positions, values, mine) if self.combine == "union" else SparseChunk(positions, values))
             memory.consume(key, chosen)
         for s in self.sparsifiers:
             s.observe(key, counts)
@@ -70,3 +72,13 @@ class Team:
     def residual(self, rank: int, key: str) -> Array:
         """Worker `rank`'s current residual of `key`."""
         return self.memories[rank].residuals[key]
+
+
+class UnionChunk(SparseChunk):
+    """A worker's values at the union of all proposals (`indices`, `values`) and, in `own`, the
+    sorted positions it proposed itself: the input of a scheme that exchanges index lists first
+    (ExDyna's padded all-gather) and then reduces the values at the union."""
+
+    def __init__(self, indices: np.ndarray, values: np.ndarray, own: np.ndarray) -> None:
+        super().__init__(indices, values)
+        object.__setattr__(self, "own", np.asarray(own, np.int64))

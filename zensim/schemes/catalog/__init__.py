@@ -5,8 +5,9 @@ entry in MODULES; tests/test_schemes_conformance.py runs every registered scheme
 checks every scheme must pass.
 """
 
-from zensim.schemes.catalog import agsparse, dense_allreduce, omnireduce, sparcml, sparse_ps, zen
+from zensim.schemes.catalog import (agsparse, dense_allreduce, exdyna, gtopk, omnireduce, sparcml, sparse_ps, spardl,
+                                    topka, zen)
 
 # The registry (order = listing order).
-MODULES = (dense_allreduce, agsparse, sparcml, sparse_ps, omnireduce, zen)
+MODULES = (dense_allreduce, agsparse, sparcml, sparse_ps, omnireduce, zen, topka, gtopk, spardl, exdyna)
 CATALOG = {s.name: s for module in MODULES for s in module.SCHEMES}

@@ -1,0 +1,210 @@
+"""SparDL (Zhao et al.): Spar-Reduce-Scatter with re-selection, Spar-All-Gather across teams, Bruck
+all-gather, and global residual collection (SEEDS.md section 4).
+
+The P ranks form d teams of p = P / d consecutive ranks (`teams=d`, d divides P). The tensor is cut
+into p contiguous blocks (items); every rank enters with at most c = ceil(k / p) elements per block
+(the `blocktopk` sparsifier with p blocks makes exactly that selection, k = density x numel).
+
+- **Spar-Reduce-Scatter** (inside every team, any p): worker w puts block w in its preservation bag
+  B_0 and blocks w + 2^(j-1) .. w + 2^j - 1 (mod p) in bag B_j, j = 1..l = ceil(log2 p), the last
+  bag partial when p is not a power of two. Round i = 1..l sends bag B_(l-i+1) to w + 2^(l-i) and
+  receives from w - 2^(l-i) (the formula; the paper's Example 2 names w + 2^(l-i) as the source by
+  mistake), blocks that the receiver still holds (Theorem 1, asserted when the plan is built). Just
+  before a block is sent (and when the last one arrives) the sum held is cut back to its top c:
+  the aggregation's hook after every merge. The worker ends with block w reduced over its team.
+- **Spar-All-Gather** across teams, between the workers at the same position: R-SAG (d a power of
+  two) by recursive doubling, re-selecting the top L = d k / P after each sum (B-SAG for other d is
+  not built: `teams` must be a power of two).
+- **Bruck all-gather** inside every team: at step s worker w sends the min(2^s, p - 2^s) blocks it
+  holds first to w - 2^s; any p.
+- **Global residual collection**: every value a re-selection drops goes to `ctx.discard(rank, ...)`
+  of the rank that dropped it (the replay returns it to that rank's residual: residuals + applied
+  = sum of the inputs, asserted every iteration). A sum held identically by the ranks of several
+  teams (R-SAG) is dropped identically by each, so each keeps 1 / (number of teams in the sum) of
+  it: the paper's "half on each side" for the first round, generalised so the total is kept once.
+
+Cost (closed form): 2 ceil(log2 p) alpha + 2 k ((2P - 2d) / P + (d / P) log2 d) beta with COO
+counted 2 units per element; for d = 1: 2 ceil(log2 P) alpha + 4 k (P - 1) / P beta. The closed
+form here is its bandwidth term in seconds (no latency, as every closed form of zensim).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from zensim.errors import ConfigError
+from zensim.run.context import RunContext, Tables
+from zensim.schemes.aggregation import Incremental
+from zensim.schemes.closed import SparsityStats
+from zensim.schemes.options import Option
+from zensim.schemes.partitioning import Parallelism
+from zensim.schemes.pieces import ChunkPiece, Piece
+from zensim.schemes.plans import Stage, Transfer, full
+from zensim.schemes.program import StageProgram, bits
+from zensim.schemes.scheme import Scheme
+from zensim.sparse.chunk import SparseChunk
+from zensim.sparse.formats import FORMATS, make_format
+from zensim.sparsify.ops import topk_indices
+
+
+def team_masks(n: int, teams: int) -> list[int]:
+    """The rank mask of every team (consecutive ranks)."""
+    p = n // teams
+    return [((1 << p) - 1) << (t * p) for t in range(teams)]
+
+
+def srs_stages(n: int, teams: int) -> list[Stage]:
+    """Spar-Reduce-Scatter inside every team: item b ends reduced over the team at position b."""
+    p = n // teams
+    levels = math.ceil(math.log2(p)) if p > 1 else 0
+    hold = [{b: 1 << r for b in range(p)} for r in range(n)]
+    stages: list[Stage] = []
+    for i in range(1, levels + 1):
+        dist = 1 << (levels - i)
+        lo, hi = dist, min(2 * dist, p)  # bag B_(l-i+1): offsets [2^(l-i), 2^(l-i+1)), cut at p
+        stage, moved = [], []
+        for r in range(n):
+            base, w = r - r % p, r % p
+            dst = base + (w + dist) % p
+            for off in range(lo, hi):
+                b = (w + off) % p
+                stage.append(Transfer(r, dst, b, hold[r][b]))
+                moved.append((r, dst, b))
+        for r, dst, b in moved:
+            if b not in hold[dst]:
+                raise AssertionError(f"spardl: rank {dst} no longer holds block {b} (Theorem 1)")
+            hold[dst][b] |= hold[r].pop(b)
+        stages.append(stage)
+    for r in range(n):
+        assert list(hold[r]) == [r % p], "spardl: a rank ended with other blocks than its own"
+    return stages
+
+
+def rsag_stages(n: int, teams: int) -> list[Stage]:
+    """Recursive doubling across teams between the workers at the same position."""
+    p = n // teams
+    masks = team_masks(n, teams)
+    stages: list[Stage] = []
+    for s in range(int(math.log2(teams))):
+        stage = []
+        for r in range(n):
+            t, w = divmod(r, p)
+            group = t - t % (1 << s)  # teams already summed with t: group .. group + 2^s - 1
+            origins = 0
+            for u in range(group, group + (1 << s)):
+                origins |= masks[u]
+            stage.append(Transfer(r, (t ^ (1 << s)) * p + w, w, origins))
+        stages.append(stage)
+    return stages
+
+
+def bruck_stages(n: int, teams: int) -> list[Stage]:
+    """Bruck all-gather of the complete blocks inside every team."""
+    p = n // teams
+    stages: list[Stage] = []
+    s = 0
+    while (1 << s) < p:
+        count = min(1 << s, p - (1 << s))
+        stages.append([Transfer(r, r - r % p + (r % p - (1 << s)) % p, (r % p + j) % p, full(n))
+                       for r in range(n) for j in range(count)])
+        s += 1
+    return stages
+
+
+class Reselect(Incremental):
+    """Incremental aggregation whose hook keeps the top `keep` of every merged block and reports
+    the rest as discarded by the merging rank (a 1 / copies share of it)."""
+
+    name = "reselect"
+    needs_values = True
+    lossless = False
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.copies = 1  # ranks holding the same merged sum (set by the program before each merge)
+
+    def after_merge(self, piece: Piece, rank: int, ctx: RunContext) -> Piece:
+        """The top `keep` magnitudes of the piece; the rest is discarded (and reported)."""
+        chunk = piece.to_chunk()
+        if chunk.nnz <= self.keep or chunk.values is None:
+            return piece
+        keep = topk_indices(np.abs(chunk.values), self.keep)
+        drop = np.ones(chunk.nnz, np.bool_)
+        drop[keep] = False
+        ctx.discard(rank, SparseChunk(chunk.indices[drop], chunk.values[drop] / np.float32(self.copies)))
+        return ChunkPiece(piece.domain, SparseChunk(chunk.indices[keep], chunk.values[keep]))
+
+
+class TeamBlocks(Parallelism):
+    """p contiguous blocks shared by the d teams (the reduce-scatter's items)."""
+
+    def split(self, rank: int, chunk: SparseChunk, ctx: RunContext) -> list[SparseChunk]:
+        """The p blocks of the rank's chunk."""
+        return self.partitioner.split(chunk)
+
+
+class SparDLProgram(StageProgram):
+    """The composed program, telling the re-selection how many ranks hold each merged sum."""
+
+    def __init__(self, *args: Any, teams: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.team_of = np.arange(self.n) // (self.n // teams)
+
+    def _merge(self, rank, cover, origins, ctx):  # type: ignore[no-untyped-def]
+        """As StageProgram's, with the share of a drop set to 1 / (teams in the sum)."""
+        self.aggregation.copies = len(set(self.team_of[bits(origins)].tolist()))
+        return super()._merge(rank, cover, origins, ctx)
+
+
+OPTIONS = (
+    Option("teams", "d: teams of P/d ranks (d divides P, a power of two: R-SAG)", 1, kind=int, minimum=1),
+    Option("density", "k / numel: every block keeps ceil(k / (P/d)) elements", 0.01, kind=float),
+    Option("value_dtype", "value type on the wire", "float32", ("float32", "float16", "bfloat16")),
+)
+
+
+def block_count(density: float, numel: int, p: int) -> int:
+    """c = ceil(k / p) with k = ceil(density x numel): elements a block keeps."""
+    return math.ceil(max(1, math.ceil(density * numel)) / p)
+
+
+def build(n: int, numel: int, *, tables: Tables | None = None, profile: Any = None, teams: int = 1,
+          density: float = 0.01, value_dtype: str = "float32") -> SparDLProgram:
+    """The SparDL program for n ranks (see the module docstring)."""
+    if n % teams or teams & (teams - 1):
+        raise ConfigError(f"scheme spardl: teams {teams} must divide the {n} ranks and be a power of two "
+                          f"(B-SAG for other team counts is not built)")
+    if not 0 < density <= 1:
+        raise ConfigError(f"scheme spardl: density {density!r} must be in (0, 1]")
+    p = n // teams
+    stages = srs_stages(n, teams) + rsag_stages(n, teams)
+    step2 = len(stages)
+    stages += bruck_stages(n, teams)
+    fmt = make_format("coo", value_dtype, 256)
+    aggregation = Reselect(block_count(density, numel, p))
+    partition = TeamBlocks("contiguous", numel, p, 0, tables if tables is not None else Tables())
+    return SparDLProgram("spardl", n, numel, stages, step2, aggregation, partition, fmt, fmt,
+                         closed_form=closed_form(teams), teams=teams)
+
+
+def closed_form(teams: int):  # type: ignore[no-untyped-def]
+    """(stats, bandwidth) -> seconds of SparDL's bandwidth term for `teams` teams."""
+
+    def seconds(st: SparsityStats, b: float) -> float:
+        k_bytes = st.d * st.dense_bytes  # k elements x 4 bytes: one unit per element
+        d, P = teams, st.n
+        return 2 * k_bytes * ((2 * P - 2 * d) / P + d / P * math.log2(d)) / b
+
+    return seconds
+
+
+SCHEMES = [
+    Scheme("spardl", "SparDL: Spar-Reduce-Scatter (bags, top-k/P re-selection), R-SAG across teams, "
+           "Bruck all-gather, global residual collection", builder=build, accepts=OPTIONS,
+           listing={"communication": "bags + Bruck", "aggregation": "incremental + re-selection",
+                    "partition": "parallelism", "balance": "n/a", "format": "coo", "partitioner": "contiguous",
+                    "collapses": []}),
+]
