@@ -11,13 +11,14 @@ import signal
 import sys
 import threading
 
-from zensim.cli import (capture, emulate, fusion, iteration, layers, partition, report, scenario, schemes, simulate, trace,
-                        work)
+from zensim.cli import (capture, converge, emulate, fusion, iteration, layers, partition, report, scenario, schemes,
+                        simulate, trace, work)
 from zensim.errors import Terminated, ZensimError
 from zensim.report.provenance import command_line, version_line
 
 # Each module has `register(subparsers)` adding its subcommands with `set_defaults(func=...)`.
-COMMAND_MODULES = (trace, simulate, scenario, report, capture, emulate, schemes, partition, layers, iteration, work, fusion)
+COMMAND_MODULES = (trace, simulate, scenario, report, capture, emulate, schemes, partition, layers, iteration, work, fusion,
+                   converge)
 
 
 class Parser(argparse.ArgumentParser):

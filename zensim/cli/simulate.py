@@ -6,6 +6,7 @@ import argparse
 
 from emulate.options import parse_options
 from zensim.cli import results
+from zensim.cli.replay import add_arguments as add_iteration_arguments
 from zensim.errors import ConfigError
 from zensim.sim.layout import LAYOUTS
 from zensim.sim.run import ALL_MODELS
@@ -32,6 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="carry values (the trace's, or synthetic ones) even where no scheme needs them")
     p.add_argument("--profile", default=None, help="calibration profile JSON (links and per-element work costs)")
     results.add_options(p, timeline=True)
+    add_iteration_arguments(p)
     p.set_defaults(func=cmd_simulate)
 
 
@@ -69,6 +71,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         raise ConfigError("--timeline: the analytic model has no timeline (use fifo or maxmin)")
     cluster, profile = cluster_from_args(args)
     outs, paths = results.plan(args, inputs=[args.trace, args.profile])
+    if args.iterations is not None:
+        from zensim.cli.replay import cmd_replay
+        return cmd_replay(args, cluster, profile, outs, paths)
     records = simulate(args.trace, args.scheme, Costs.of(cluster, profile), args.model, iteration=args.iteration,
                        options=parse_options(args.options), values=True if args.values else None,
                        layout=args.layout, maxmin_batch=args.maxmin_batch, progress=True,

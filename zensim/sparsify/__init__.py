@@ -4,7 +4,7 @@
     sp = make_sparsifier("exdyna", density=0.01, rank=3, workers=16)
     acc = memory.accumulate("flat", grad); chosen = sp.propose("flat", acc); ...; sp.observe("flat", counts)
 
-Names: `SPARSIFIERS` (topk, dgc, threshold, cltk, exdyna, exdyna-static); the protocol in
+Names: `SPARSIFIERS` (topk, dgc, threshold, cltk, exdyna, exdyna-static, blocktopk); the protocol in
 `zensim.sparsify.base`; numpy arrays and torch tensors alike (`zensim.sparsify.ops`).
 """
 

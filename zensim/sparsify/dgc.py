@@ -31,7 +31,7 @@ class DGC(Sparsifier):
 
     def choose(self, key: str, acc: Array, state: KeyState) -> Array:
         """Threshold from a random sample's top quantile, then the top-k of what passes."""
-        mag = ops.magnitude(acc)
+        mag = self.magnitude(acc, state)
         numel = len(mag)
         k = target_count(self.density, numel)
         rng = state.extra.get("rng")

@@ -23,7 +23,7 @@ along the ring, then copied).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -93,6 +93,7 @@ class State:
     lists: dict[int, np.ndarray]
     values: np.ndarray | None = None
     union: np.ndarray | None = None
+    padded: dict[int, np.ndarray] = field(default_factory=dict)  # the padded lists as sent
 
 
 class ExDynaProgram:
@@ -155,11 +156,13 @@ class ExDynaProgram:
             return {dst: Raw(COUNTS, np.array([state.counts[r] for r in ranks], np.int32))}
         if phase == "index":
             origin = (rank - s) % self.n
-            longest = max(state.counts.values())
-            padded = np.full(longest, PAD, np.int32)
-            padded[: state.counts[origin]] = state.lists[origin]
-            ctx.add("encode", longest)
-            return {dst: Raw(INDEX, padded)}
+            if origin not in state.padded:  # this rank's own list, padded once it knows the longest
+                longest = max(state.counts.values())
+                padded = np.full(longest, PAD, np.int32)
+                padded[: state.counts[origin]] = state.lists[origin]
+                state.padded[origin] = padded
+                ctx.add("encode", longest)
+            return {dst: Raw(INDEX, state.padded[origin])}  # forwarded as received
         if s == 0 and state.values is None:
             self._to_values(rank, state, ctx)
         codec = self.values_kind.codec
@@ -182,7 +185,8 @@ class ExDynaProgram:
                 state.counts[(src + j) % self.n] = int(value)
         elif phase == "index":
             origin = (rank - 1 - s) % self.n
-            state.lists[origin] = message.array[: state.counts[origin]].astype(np.int64)
+            state.padded[origin] = message.array
+            state.lists[origin] = message.array[: state.counts[origin]]
             ctx.add("decode", len(message.array))
         elif s < self.n - 1:  # reduce-scatter: add the segment that arrived (ring order: canonical)
             segment = self._segment(rank - 2 - s, state)
@@ -205,8 +209,11 @@ class ExDynaProgram:
 
     def _to_values(self, rank: int, state: State, ctx: RunContext) -> None:
         """Once every list is in: the union, checked against the input, and this rank's values there."""
-        lists = [SparseChunk(state.lists[r]) for r in range(self.n)]
-        union = union_indices(lists)
+        lists = [state.lists[r] for r in range(self.n)]
+        # in memory every rank holds the same list objects (each padded once, then forwarded): the
+        # union is computed once per run, keyed by them; after a bytes transport each rank has its own
+        key = ("exdyna-union", *(id(state.padded.get(r, state.lists[r])) for r in range(self.n)))
+        union = ctx.remember(key, lambda: union_indices([SparseChunk(np.asarray(x, np.int64)) for x in lists]))
         chunk = state.chunk
         if hasattr(chunk, "own"):
             if not np.array_equal(union, chunk.indices):
