@@ -70,7 +70,7 @@ def test_one_bucket_at_the_end_of_backward_adds_its_synchronization_to_the_compu
     c = costs(4, 2)
     rec = simulate_iteration(prof, "dense-allreduce", c, bucketing=Single(), iterations=2)
     logs = SyncLogs(c.cluster, "zen", "dense-allreduce", None)
-    sync = replay(logs.log(Part(False, (), prof.numel), 0), c).makespan
+    sync = replay(logs.steps(Part(False, (), prof.numel), 0)[0].log, c).makespan
     assert sync > 0
     # the bucket is complete when the last gradient is; the tail of backward runs beside its sync
     expected = prof.forward_s + max(prof.backward_s, float(prof.ready_s[-1]) + sync) + prof.optimizer_s

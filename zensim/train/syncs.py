@@ -28,7 +28,7 @@ from zensim.errors import ConfigError
 from zensim.net.topology import ClusterSpec
 from zensim.run import MessageLog, Tables
 from zensim.schemes import build_scheme, needs_profile
-from zensim.sim.layout import dense_ring_log, place, prepare
+from zensim.sim.layout import dense_ring_log, intra_ring, place, prepare
 from zensim.sparse.chunk import SparseChunk
 from zensim.train.buckets import Bucket
 from zensim.train.layers import LayerProfile
@@ -95,8 +95,22 @@ def bucket_syncs(profile: LayerProfile, buckets: Sequence[Bucket], sparse: set[s
     return out
 
 
+@dataclass(frozen=True)
+class Step:
+    """One log a GPU's communication stream runs through; `compression`: its local work is the
+    scheme's (priced by the work profile), not a dense collective's (one fused kernel)."""
+
+    log: MessageLog
+    compression: bool
+
+
 class SyncLogs:
-    """The cluster-wide log of each part, made once per (part, trace iteration) and cached."""
+    """The logs each part runs through, made once per (part, trace iteration) and cached.
+
+    A dense part is one step, the dense ring all-reduce. A sparse part in ZEN's layout is three,
+    one after the other on each GPU's stream exactly as the assembled log's stages would run: the
+    dense reduce-scatter inside each machine, the scheme across machines (one instance per local rank,
+    all at once), the dense all-gather; flat, it is the scheme alone."""
 
     def __init__(self, cluster: ClusterSpec, layout: str, scheme: str, trace: Trace | None,
                  options: dict | None = None, values: bool = False) -> None:
@@ -107,23 +121,23 @@ class SyncLogs:
         self.options = dict(options or {})
         self.values = values
         self.tables = Tables()
-        self.cache: dict[tuple, MessageLog] = {}
+        self.cache: dict[tuple, list[Step]] = {}
         if trace is not None and scheme != DENSE and trace.workers < cluster.gpus:
             raise ConfigError(f"{trace.path}: trace has {trace.workers} workers, the cluster asks for {cluster.gpus} GPUs")
 
-    def log(self, part: Part, iteration: int) -> MessageLog:
-        """The log of `part` at trace iteration `iteration` (dense parts do not depend on it)."""
+    def steps(self, part: Part, iteration: int) -> list[Step]:
+        """The steps of `part` at trace iteration `iteration` (dense parts do not depend on it)."""
         key = (part, iteration if part.sparse else None)
         if key not in self.cache:
             self.cache[key] = self._sparse(part, iteration) if part.sparse else self._dense(part)
         return self.cache[key]
 
-    def _dense(self, part: Part) -> MessageLog:
+    def _dense(self, part: Part) -> list[Step]:
         """Dense ring all-reduce of the part's size (fp32) from sizes: across all GPUs (flat), or in ZEN's layout."""
         c = self.cluster
-        return dense_ring_log(c.machines, c.gpus_per_machine, part.numel, self.layout)
+        return [Step(dense_ring_log(c.machines, c.gpus_per_machine, part.numel, self.layout), False)]
 
-    def _sparse(self, part: Part, iteration: int) -> MessageLog:
+    def _sparse(self, part: Part, iteration: int) -> list[Step]:
         """The scheme on the part's tensors at `iteration` (indices concatenated in member order)."""
         assert self.trace is not None
         c, trace = self.cluster, self.trace
@@ -143,4 +157,12 @@ class SyncLogs:
             profile = group if needs_profile(self.scheme) else None
             return build_scheme(self.scheme, n, size, tables=self.tables, profile=profile, **self.options)
 
-        return place(prep, build, self.tables).log
+        placed = place(prep, build, self.tables)
+        if len(placed.runs) == 1:
+            return [Step(placed.log, True)]
+        m, g = c.machines, c.gpus_per_machine
+        n, middle = m * g, max(run.log.num_stages for run in placed.runs)
+        across = MessageLog.concat([run.log.placed(np.arange(m) * g + local, 0, n, middle)
+                                    for local, run in enumerate(placed.runs)], n, middle)
+        return [Step(intra_ring(m, g, prep.sizes, 0, gather=False), False), Step(across, True),
+                Step(intra_ring(m, g, prep.sizes, 0, gather=True), False)]

@@ -7,8 +7,9 @@ starts on a GPU when the bucket is ready there and the GPU's stream has finished
 launches buckets in order); the GPU's ranks of a log step through its stages under the timing
 contract of docs/architecture.md (zensim.net.replay.LogReplay), so a synchronization ends on each
 GPU when that GPU's part of it has. The scheme's local work (hashing, encoding, merging: the
-compression) runs on the stream with it, costed by the same `Costs` as every simulation; a dense
-part's by `dense_work` if given (a fused collective such as NCCL's ring: no per-stage kernel). The
+compression) runs on the stream with it, costed by the same `Costs` as every simulation; the work of
+dense collectives (dense parts, and the intra-machine rings of ZEN's layout) by `dense_work` if
+given (a fused collective such as NCCL's ring: no per-stage kernel). The
 optimizer step starts when backward is over and the GPU's last bucket is synchronized; the next
 iteration's forward follows it. All buckets of all iterations are clients of one Network, so
 buckets in flight at once (on GPUs that drifted apart) share the links.
@@ -51,7 +52,7 @@ class Run:
     bucket_ready: np.ndarray  # (I, B, G)
     bucket_start: np.ndarray  # (I, B, G)
     bucket_end: np.ndarray  # (I, B, G)
-    clients: dict = field(repr=False)  # (iteration, bucket, part) -> LogReplay
+    clients: dict = field(repr=False)  # (iteration, bucket, step) -> LogReplay
     network: Network = field(repr=False)
     events: int = 0
     wall_s: float = 0.0
@@ -142,19 +143,24 @@ class Timeline:
             run.bucket_start[it[r], b, r] = net.now
             start_part(r, it[r], b, 0)
 
+        steps: dict[tuple[int, int], list] = {}  # (iteration, bucket) -> its parts' steps, in order
+
         def start_part(r: int, i: int, b: int, k: int) -> None:
+            mine = steps.get((i, b))
+            if mine is None:
+                t_it = self.trace_iterations[i % len(self.trace_iterations)]
+                mine = steps[(i, b)] = [st for part in syncs[b].parts for st in self.logs.steps(part, t_it)]
             key = (i, b, k)
             client = run.clients.get(key)
             if client is None:
-                part = syncs[b].parts[k]
-                log = self.logs.log(part, self.trace_iterations[i % len(self.trace_iterations)])
-                client = run.clients[key] = LogReplay(net, log, host_of_rank=None if hosts is None else np.array(hosts),
+                step = mine[k]
+                client = run.clients[key] = LogReplay(net, step.log, host_of_rank=None if hosts is None else np.array(hosts),
                                                       on_rank_done=lambda rr: part_done(rr, i, b, k),
-                                                      work=None if part.sparse else self.dense_work)
+                                                      work=None if step.compression else self.dense_work)
             client.start_rank(r)
 
         def part_done(r: int, i: int, b: int, k: int) -> None:
-            if k + 1 < len(syncs[b].parts):
+            if k + 1 < len(steps[(i, b)]):
                 start_part(r, i, b, k + 1)
                 return
             run.bucket_end[i, b, r] = net.now
