@@ -147,3 +147,17 @@ def test_ranks_sharing_a_hosts_processors_slow_down_together() -> None:
     # 4 ranks' compute on 2 processors: each at half speed, all in step
     assert shared.iteration_s == pytest.approx(2 * prof.compute_s, rel=1e-12)
     assert [b["ready_ms"] for b in shared.buckets] == pytest.approx([2 * b["ready_ms"] for b in alone.buckets])
+
+
+def test_fixed_work_costs_apply_to_the_schemes_work_not_to_fused_collectives(trace_path) -> None:
+    prof = profile()
+    cluster = ClusterSpec(4, 2, 10 * GBPS, nvlink_bandwidth=100 * GBPS)
+    plain = Costs(cluster, WorkCost.zero())
+    fixed = Costs(cluster, WorkCost(dict(WorkCost.zero().per_element), {"merge": 1e-3, "copy": 1e-3, "hash": 1e-3,
+                                                                        "encode": 1e-3, "decode": 1e-3}))
+    dense = [simulate_iteration(prof, "dense-allreduce", c) for c in (plain, fixed)]
+    assert dense[1].iteration_s == pytest.approx(dense[0].iteration_s, rel=1e-12)  # fused: no fixed cost
+    priced = simulate_iteration(prof, "dense-allreduce", fixed, dense_work="profile")
+    assert priced.iteration_s > dense[0].iteration_s + 1e-3
+    sparse = [simulate_iteration(prof, "zen", c, trace=trace_path, dense_baseline=False) for c in (plain, fixed)]
+    assert sparse[1].iteration_s > sparse[0].iteration_s + 1e-3  # the scheme's own work pays them
