@@ -104,6 +104,7 @@ def cmd_iteration(args: argparse.Namespace) -> int:
     from zensim.report.export import to_csv, to_json
     from zensim.report.iteration import bucket_table, iteration_table, iteration_trace, throughput_figure
     from zensim.report.outputs import OutputFiles, plot_format
+    from zensim.report.provenance import provenance
     from zensim.train.buckets import make_bucketing
     from zensim.train.iteration import check_scheme, simulate_iteration
     from zensim.train.syncs import DENSE
@@ -155,6 +156,9 @@ def cmd_iteration(args: argparse.Namespace) -> int:
             for rec in records:
                 rec.run = None
     bar.close()
+    made = provenance(getattr(args, "command_line", None))
+    for rec in records:
+        rec.provenance = made
     files: dict[Path, str | bytes] = {}
     rows = [{k: v for k, v in r.to_dict().items() if k != "buckets"} for r in records]
     if "csv" in paths:

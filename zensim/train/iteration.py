@@ -23,6 +23,7 @@ from zensim.net.costs import Costs
 from zensim.net.models import MODELS
 from zensim.net.profile import WorkCost
 from zensim.net.topology import LinkKind
+from zensim.report.provenance import trace_info
 from zensim.schemes import build_scheme, needs_profile, scheme_names
 from zensim.sim.layout import LAYOUTS
 from zensim.train.buckets import DDPBuckets
@@ -64,6 +65,8 @@ class IterationRecord:
     buckets: list[dict]
     events: int
     wall_s: float
+    inputs: dict = field(default_factory=dict)  # the trace (path, sha256, first iteration) and the layer profile
+    provenance: dict = field(default_factory=dict)  # zensim, commit, command, created (zensim.report.provenance)
     run: Run | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
@@ -125,11 +128,14 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
         hosts = [0] * costs.cluster.gpus if shared_host else None
         run = Timeline(profile, syncs, logs, costs, model, iterations, t_iters, model_options,
                        dense_cost[dense_work], hosts).run()
+        trace_block = trace_info(opened, first_iteration) if opened is not None and chosen else None
     finally:
         if opened is not None and opened is not trace:
             opened.close()
     rec = _record(profile, scheme, costs, layout if costs.cluster.gpus_per_machine > 1 else "flat", model,
                   bucketing.describe(), syncs, run)
+    rec.inputs = {"layers": {"workload": profile.workload, "kind": profile.kind, "device": profile.device,
+                             "source": profile.source}, "trace": trace_block}
     if scheme != DENSE and dense_baseline and dense is None:
         dense = simulate_iteration(profile, DENSE, costs, model=model, layout=layout, bucketing=bucketing,
                                    iterations=iterations, model_options=model_options, dense_baseline=False,
@@ -178,4 +184,4 @@ def _record(profile: LayerProfile, scheme: str, costs: Costs, layout: str, model
         profile.kind, batch, global_batch, len(ends), iteration_s, times.tolist(), profile.compute_s,
         iteration_s - profile.compute_s, global_batch / iteration_s if global_batch and iteration_s > 0 else None,
         None, None, nic_bytes / len(ends), net.topology.names[k] if links else "-",
-        float(busy[k] / makespan) if links and makespan > 0 else 0.0, buckets, run.events, run.wall_s, run)
+        float(busy[k] / makespan) if links and makespan > 0 else 0.0, buckets, run.events, run.wall_s, run=run)
