@@ -36,18 +36,18 @@ def loss_of(model, ids: torch.Tensor) -> torch.Tensor:
     return model(ids).pow(2).mean()
 
 
-def train(rank: int, world: int, hook) -> dict[str, torch.Tensor]:
+def train(rank: int, world: int, hook, device: str = "cpu") -> dict[str, torch.Tensor]:
     """STEPS of SGD on this rank's batches, DDP with `hook` (None: DDP's default); final parameters."""
-    model = make_model()
-    ddp = DistributedDataParallel(model, bucket_cap_mb=0.001)  # tiny buckets: one per parameter
+    model = make_model().to(device)
+    ddp = DistributedDataParallel(model, bucket_cap_mb=0.001)
     if hook is not None:
         ddp.register_comm_hook(None, hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.5)
     for step in range(STEPS):
         opt.zero_grad(set_to_none=True)
-        loss_of(ddp, batch(step, rank)).backward()
+        loss_of(ddp, batch(step, rank).to(device)).backward()
         opt.step()
-    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+    return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
 
 
 def rank_main(rank: int, world: int, tmp: str) -> None:
@@ -130,6 +130,26 @@ def test_torch_fp16_wrapper_composes(trained):
     world, ranks = trained
     for key, want in ranks[0]["fp16-default"].items():
         torch.testing.assert_close(ranks[0]["fp16-zen"][key], want, rtol=2e-3, atol=1e-4)
+
+
+def cuda_rank(rank: int, world: int, tmp: str) -> None:
+    """On the GPU (every rank on device 0, gloo): the default hook and zen, final parameters saved."""
+    os.environ["GLOO_SOCKET_IFNAME"] = "lo"
+    dist.init_process_group("gloo", init_method=f"file://{tmp}/rendezvous", rank=rank, world_size=world)
+    try:
+        torch.save({"default": train(rank, world, None, "cuda"), "zen": train(rank, world, zensim_hook("zen"), "cuda")},
+                   f"{tmp}/cuda{rank}.pt")
+    finally:
+        gc.collect()
+        dist.destroy_process_group()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+def test_on_cuda_trains_as_the_default_hook(tmp_path):
+    mp.spawn(cuda_rank, args=(2, str(tmp_path)), nprocs=2, join=True)
+    runs = torch.load(tmp_path / "cuda0.pt")
+    for key, want in runs["default"].items():
+        assert torch.equal(runs["zen"][key], want), key
 
 
 def test_bad_arguments_are_one_line_errors():

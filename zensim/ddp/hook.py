@@ -142,7 +142,9 @@ class ZensimHook:
         chunk, positions = self._select(buffer, grads)
         values = (chunk.values / self.world).astype(np.float32)
         program = self._program(buffer.numel(), self.options.get("value_dtype", dtype))
-        transport = TorchP2P(buffer.device, self.channels)
+        # NCCL moves device tensors; gloo's point-to-point moves host memory (the payload bytes are there)
+        wire = buffer.device if self.channels.backend() == "nccl" else torch.device("cpu")
+        transport = TorchP2P(wire, self.channels)
         out = run_ranks(program, {self.rank: SparseChunk(chunk.indices, values)}, transport, check=False,
                         tables=self.tables)
         total = out.results[0]
