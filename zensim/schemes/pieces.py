@@ -1,9 +1,12 @@
 """Pieces: immutable sparse sets over a domain, the unit a stage program holds, merges and sends.
 
-Two representations with the same operations, chosen by whether values are carried:
+Three representations with the same operations:
 
 - `ChunkPiece` wraps a `SparseChunk` (global ids, values or None): exact values, used whenever
   values are carried (checks, value-dependent schemes, the emulator);
+- `DensePiece` holds a value for every position of its domain (0.0 where absent): what a rank
+  holds, with values, once it has received a dense payload; a sum of two is one array addition
+  (the dense ring all-reduce: no ids to sort, merge or search);
 - `BitPiece` is a packed bitset (numpy uint64 words, bit p = domain position p): indices-only
   mode at scale, where a union is one `np.bitwise_or` and a count one `np.bitwise_count`.
 
@@ -77,7 +80,38 @@ class BitPiece:
         return chunk
 
 
-Piece = ChunkPiece | BitPiece
+class DensePiece:
+    """A piece held as float32 values of every position of its domain, 0.0 where absent (values
+    only). A sum with another piece adds into a copy: the float32 sum of two values is correctly
+    rounded, as the float64 sum of the sparse path rounded to float32 is, so both give the same bits."""
+
+    __slots__ = ("domain", "values", "serial", "_nnz")
+
+    def __init__(self, domain: Domain, values: np.ndarray) -> None:
+        self.domain, self.values, self.serial = domain, values, next(_serials)
+        self._nnz: int | None = None
+
+    @property
+    def nnz(self) -> int:
+        """Number of non-zero positions (counted on first use: a pass over every position)."""
+        if self._nnz is None:
+            self._nnz = int(np.count_nonzero(self.values))
+        return self._nnz
+
+    @classmethod
+    def of(cls, piece: ChunkPiece) -> "DensePiece":
+        """A chunk piece laid out densely over its domain (explicit zeros become absent)."""
+        values = np.zeros(piece.domain.size, np.float32)
+        values[piece.domain.positions(piece.chunk.indices)] = piece.chunk.values
+        return cls(piece.domain, values)
+
+    def to_chunk(self, ctx: RunContext | None = None) -> SparseChunk:
+        """The non-zero positions as a chunk of global ids."""
+        pos = np.flatnonzero(self.values)
+        return SparseChunk(self.domain.ids(pos), np.asarray(self.values[pos], np.float32))
+
+
+Piece = ChunkPiece | BitPiece | DensePiece
 
 
 def popcount(words: np.ndarray) -> int:
@@ -125,14 +159,38 @@ def _union(pieces: Sequence[Piece]) -> Piece:
         for p in pieces[2:]:
             np.bitwise_or(words, p.words, out=words)
         return BitPiece(first.domain, words)
+    if len(pieces) == 2 and any(isinstance(p, DensePiece) for p in pieces):
+        return _dense_sum(pieces[0], pieces[1])
     with np.errstate(over="ignore"):  # an overflow is reported below, as a user error
-        out = sum_chunks([p.chunk for p in pieces])
+        out = sum_chunks([p.to_chunk() for p in pieces])
     if out.values is not None and not np.isfinite(out.values).all():
         bad = int(np.flatnonzero(~np.isfinite(out.values))[0])
-        if all(np.isfinite(p.chunk.values).all() for p in pieces if p.chunk.values is not None):
-            raise ValueRangeError(f"a sum of values overflows float32 at element {int(out.indices[bad])} "
-                                  "(gradients of this magnitude cannot be aggregated in float32)")
+        if all(np.isfinite(p.to_chunk().values).all() for p in pieces if not isinstance(p, BitPiece)):
+            _overflow(int(out.indices[bad]))
     return ChunkPiece(first.domain, out)
+
+
+def _overflow(element: int) -> None:
+    raise ValueRangeError(f"a sum of values overflows float32 at element {element} "
+                          "(gradients of this magnitude cannot be aggregated in float32)")
+
+
+def _dense_sum(a: Piece, b: Piece) -> DensePiece:
+    """a + b as a dense piece (at least one of them dense), in float32 (see DensePiece)."""
+    first, second = (a, b) if isinstance(a, DensePiece) else (b, a)
+    out = np.array(first.values, np.float32)  # a writable copy (received values may be a read-only view)
+    with np.errstate(over="ignore"):  # an overflow is reported below, as a user error
+        if isinstance(second, DensePiece):
+            np.add(out, second.values, out=out)
+        else:
+            pos = first.domain.positions(second.chunk.indices)
+            out[pos] += second.chunk.values
+    if not np.isfinite(out).all():
+        bad = int(np.flatnonzero(~np.isfinite(out))[0])
+        theirs = second.values if isinstance(second, DensePiece) else second.chunk.values
+        if np.isfinite(first.values).all() and np.isfinite(theirs).all():
+            _overflow(int(first.domain.ids(np.array([bad]))[0]))
+    return DensePiece(first.domain, out)
 
 
 def assemble(pieces: Sequence[Piece], ctx: RunContext) -> SparseChunk:

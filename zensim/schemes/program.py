@@ -83,8 +83,9 @@ class Group:
         if self._wire is None or self._wire[0] != id(fmt):
             payloads = tuple(wire.encode(p, fmt, ctx) for p in self.pieces)
             self._wire = (id(fmt), payloads)
-            if any(isinstance(p, ChunkPiece) and e.chunk is not p.chunk for p, e in zip(self.pieces, payloads)):
-                self.pieces = tuple(wire.to_piece(e, False) for e in payloads)
+            held = tuple(wire.as_sent(p, e) for p, e in zip(self.pieces, payloads))
+            if any(h is not p for h, p in zip(held, self.pieces)):
+                self.pieces = held
                 self.nnz = sum(p.nnz for p in self.pieces)
         return self._wire[1]
 
@@ -259,9 +260,7 @@ class StageProgram:
                 merged = self._merge(rank, cover, everyone, ctx)
                 if ctx.values:  # the aggregate in the wire's value dtype on every rank, sent or not
                     piece = merged.pieces[0]
-                    chunk, flushed = self.pull.received(piece.chunk)
-                    ctx.flushed += flushed
-                    merged = Group(everyone, (piece if chunk is piece.chunk else ChunkPiece(piece.domain, chunk),))
+                    merged = Group(everyone, (wire.received(piece, self.pull, ctx),))
                 items[j] = [merged]
 
 

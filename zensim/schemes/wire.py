@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zensim.run.context import RunContext
-from zensim.schemes.pieces import BitPiece, ChunkPiece, Piece, make_piece
+from zensim.schemes.pieces import BitPiece, ChunkPiece, DensePiece, Piece, make_piece
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.domain import Domain
-from zensim.sparse.formats import Encoded, Format
+from zensim.sparse.formats import Dense, Encoded, Format
+from zensim.sparse.formats.dense import DenseEncoded
 
 BUNDLE_HEADER = 4  # bytes per part: uint32 length
 
@@ -46,7 +47,7 @@ class BitEncoded:
         return self.fmt.encode(self.chunk, self.domain).to_bytes()
 
 
-Payload = Encoded | BitEncoded
+Payload = Encoded | BitEncoded | DenseEncoded
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,13 @@ Message = Payload | Bundle
 
 def encode(piece: Piece, fmt: Format, ctx: RunContext) -> Payload:
     """`piece` in format `fmt`, sized exactly by the format; values the wire dtype flushes to zero
-    are counted in `ctx.flushed`."""
+    are counted in `ctx.flushed`. A dense piece in the dense format stays dense."""
+    if isinstance(piece, DensePiece):
+        if isinstance(fmt, Dense):
+            payload, flushed = fmt.encode_dense(piece.values, piece.domain)
+            ctx.flushed += flushed
+            return payload
+        piece = ChunkPiece(piece.domain, piece.to_chunk())
     if isinstance(piece, ChunkPiece):
         chunk, flushed = fmt.received(piece.chunk)
         ctx.flushed += flushed
@@ -96,12 +103,41 @@ def unpack(message: Message) -> tuple[Payload, ...]:
 
 
 def to_piece(payload: Payload, bits: bool) -> Piece:
-    """The piece a receiver holds after decoding `payload` (a bitset when `bits`)."""
+    """The piece a receiver holds after decoding `payload` (a bitset when `bits`); a dense payload
+    with values gives a dense piece, whichever transport carried it (objects or bytes)."""
     if isinstance(payload, BitEncoded):
         return payload.piece
     if bits:
         return make_piece(payload.chunk, payload.domain, True)
-    return ChunkPiece(payload.domain, payload.chunk)
+    if isinstance(payload, DenseEncoded):
+        return DensePiece(payload.domain, payload.values)
+    piece = ChunkPiece(payload.domain, payload.chunk)
+    return DensePiece.of(piece) if isinstance(payload.fmt, Dense) else piece
+
+
+def received(piece: Piece, fmt: Format, ctx: RunContext) -> Piece:
+    """`piece` as `fmt` would deliver it (values rounded to the wire dtype, flushed ones counted in
+    `ctx.flushed`, zeros dropped where the format has no ids), without sizing or serializing it."""
+    if isinstance(piece, DensePiece) and isinstance(fmt, Dense):
+        return as_sent(piece, encode(piece, fmt, ctx))  # dense values: a rounding at most
+    if isinstance(piece, BitPiece):
+        return piece
+    chunk = piece.chunk if isinstance(piece, ChunkPiece) else piece.to_chunk()
+    out, flushed = fmt.received(chunk)
+    ctx.flushed += flushed
+    return piece if out is chunk else ChunkPiece(piece.domain, out)
+
+
+def as_sent(piece: Piece, payload: Payload) -> Piece:
+    """The piece a sender holds after sending `payload` of `piece`: the piece itself when the payload
+    carries exactly its values, else what the receivers hold (rounded, zeros dropped)."""
+    if isinstance(piece, BitPiece):
+        return piece
+    if isinstance(piece, ChunkPiece) and isinstance(payload, Encoded) and payload.chunk is piece.chunk:
+        return piece
+    if isinstance(piece, DensePiece) and isinstance(payload, DenseEncoded) and payload.values is piece.values:
+        return piece
+    return to_piece(payload, False)
 
 
 def from_bytes(buf: bytes, layout: Sequence[tuple[Format, Domain]], with_values: bool) -> Message:

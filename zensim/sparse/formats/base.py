@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,22 +93,27 @@ class Format:
         values = chunk.values
         if values is None:
             return chunk, 0
-        flushed = 0
-        if self.value.name != "float32":
-            with np.errstate(over="ignore"):  # beyond the range: reported below, as a user error
-                rounded = self.value.quantize(values)
-            over = np.isinf(rounded) & np.isfinite(values)
-            if over.any():
-                at = int(np.flatnonzero(over)[0])
-                raise ValueRangeError(f"value {float(values[at]):.6g} at element {int(chunk.indices[at])} is beyond "
-                                      f"{self.value.name}'s range (largest {self.value.max:.6g})")
-            flushed = int(np.count_nonzero((rounded == 0) & (values != 0)))
-            values = rounded
+        values, flushed = self.rounded(values, lambda at: int(chunk.indices[at]))
         if not self.keeps_zeros:
             keep = values != 0
             if not keep.all():
                 return SparseChunk(chunk.indices[keep], values[keep]), flushed
         return (chunk if values is chunk.values else SparseChunk(chunk.indices, values)), flushed
+
+    def rounded(self, values: np.ndarray, element: Callable[[int], int]) -> tuple[np.ndarray, int]:
+        """`values` rounded to the wire dtype (the same array for float32) and how many non-zeros it
+        flushed to zero; a finite value beyond the dtype's range is a ValueRangeError naming its element
+        (`element(i)` is the id of values[i])."""
+        if self.value.name == "float32":
+            return values, 0
+        with np.errstate(over="ignore"):  # beyond the range: reported below, as a user error
+            rounded = self.value.quantize(values)
+        over = np.isinf(rounded) & np.isfinite(values)
+        if over.any():
+            at = int(np.flatnonzero(over)[0])
+            raise ValueRangeError(f"value {float(values[at]):.6g} at element {element(at)} is beyond "
+                                  f"{self.value.name}'s range (largest {self.value.max:.6g})")
+        return rounded, int(np.count_nonzero((rounded == 0) & (values != 0)))
 
     def serialize(self, chunk: SparseChunk, domain: Domain) -> bytes:
         """The wire bytes of `chunk` over `domain` (ValueError if an id lies outside it)."""

@@ -1,12 +1,48 @@
-"""Dense: every position of the domain carries a value (no ids)."""
+"""Dense: every position of the domain carries a value (no ids).
+
+With values, a dense payload can stay dense on both ends (`DenseEncoded`: the values of every
+position, 0.0 where absent): `from_bytes` returns one (for float32 a view of the received bytes, no
+copy) and `encode_dense` makes one from held dense values, so that a dense aggregation (a ring
+all-reduce) adds arrays instead of merging sorted ids (zensim.schemes.pieces.DensePiece).
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from zensim.sparse.domain import Domain
 from zensim.sparse.chunk import SparseChunk
-from zensim.sparse.formats.base import Format
+from zensim.sparse.formats.base import Encoded, Format
+
+
+@dataclass(frozen=True)
+class DenseEncoded:
+    """Dense values over a domain's positions (0.0 where absent), exactly as a receiver decodes them;
+    the chunk of ids is made only if asked for."""
+
+    fmt: "Dense"
+    nbytes: int
+    values: np.ndarray
+    domain: Domain
+
+    @property
+    def chunk(self) -> SparseChunk:
+        """The non-zero positions as a chunk of global ids."""
+        pos = np.flatnonzero(self.values)
+        return SparseChunk(self.domain.ids(pos), np.asarray(self.values[pos], np.float32))
+
+    @property
+    def nnz(self) -> int:
+        """Number of non-zero positions."""
+        return int(np.count_nonzero(self.values))
+
+    def to_bytes(self) -> bytes | memoryview:
+        """The exact wire bytes (float32: a read-only view of the values, no copy)."""
+        if self.fmt.value.name == "float32":
+            return memoryview(np.ascontiguousarray(self.values, "<f4")).cast("B").toreadonly()
+        return self.fmt.value.pack(self.values)
 
 
 class Dense(Format):
@@ -22,6 +58,27 @@ class Dense(Format):
         dense = np.zeros(domain.size, np.float32)
         dense[domain.positions(chunk.indices)] = self._wire_values(chunk)
         return self.value.pack(dense)
+
+    def encode_dense(self, values: np.ndarray, domain: Domain) -> tuple[DenseEncoded, int]:
+        """Held dense values (float32, one per position) as a receiver decodes them, and how many
+        non-zeros the wire dtype flushed."""
+        rounded, flushed = self.rounded(values, lambda at: int(domain.ids(np.array([at]))[0]))
+        return DenseEncoded(self, domain.size * self.value.itemsize, rounded, domain), flushed
+
+    def from_bytes(self, buf: bytes, domain: Domain, n_values: int | None = None,
+                   *, with_values: bool = True) -> Encoded | DenseEncoded:
+        """With values, a DenseEncoded (float32: a read-only view of `buf`); indices-only, an Encoded."""
+        if not with_values:
+            return super().from_bytes(buf, domain, n_values, with_values=False)
+        self._check_length(memoryview(buf), domain.size * self.value.itemsize)
+        if self.value.name == "float32":
+            values = np.frombuffer(buf, "<f4", domain.size)
+        else:
+            values = self.value.unpack(buf, domain.size)
+        out = DenseEncoded(self, len(buf), values, domain)
+        if n_values is not None and out.nnz != n_values:
+            raise ValueError(f"{self.name}: decoded {out.nnz} values, expected {n_values}")
+        return out
 
     def _decode(self, buf: memoryview, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
         self._check_length(buf, domain.size * self.value.itemsize)
