@@ -146,7 +146,7 @@ def test_leafspine_keys_without_a_leafspine_are_refused(tmp_path: Path, trace: P
 
 def _comparable(row: dict) -> dict:
     """A record's fields without the wall-clock time it took, its sweep point and its provenance."""
-    return {k: v for k, v in row.items() if k not in ("wall_s", "point", "sweep", "provenance")}
+    return {k: v for k, v in row.items() if k not in ("wall_s", "driver_s", "log_cached", "point", "sweep", "provenance")}
 
 
 def test_sweep_is_the_cartesian_product_and_each_row_equals_simulate(tmp_path: Path, trace: Path) -> None:
@@ -181,7 +181,7 @@ outputs: {json: res/r.json, csv: res/r.csv, plot: res/r.png, timeline: res/t.jso
     printed = json.loads(capsys.readouterr().out)
     res = tmp_path / "o" / "res"
     assert sorted(p.name for p in res.iterdir()) == ["r.csv", "r.json", "r.png", "t.json"]  # no temp files left
-    assert not (tmp_path / "o" / ".zensim").exists()  # a timeline needs timings: no point is kept
+    assert not (tmp_path / "o" / ".zensim" / "points").exists()  # a timeline needs timings: no point is kept
     assert printed["schema"] == "zensim-results/1"
     assert _comparable(json.loads((res / "r.json").read_text())) == _comparable(printed)
     records = printed["records"]
@@ -226,7 +226,7 @@ def test_failed_point_is_reported_keeps_the_others_and_a_rerun_resumes(
     assert main(["run", str(path), "--out", str(fresh), "--workers", "0", "--cache", "none"]) == 0
     capsys.readouterr()
     again = list(csv.DictReader(open(fresh / "r.csv")))
-    drop = ("wall_s", "provenance.created", "provenance.command")
+    drop = ("wall_s", "driver_s", "log_cached", "provenance.created", "provenance.command")
     assert [{k: v for k, v in r.items() if k not in drop} for r in again] == \
         [{k: v for k, v in r.items() if k not in drop} for r in rows]
     assert not (fresh / ".zensim").exists()

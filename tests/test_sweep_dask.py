@@ -41,7 +41,7 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def comparable(outcome) -> list[dict]:
     """Every record's fields but the seconds it took and its provenance (when and by which call)."""
-    return [{k: v for k, v in r.to_dict().items() if k not in ("wall_s", "provenance")}
+    return [{k: v for k, v in r.to_dict().items() if k not in ("wall_s", "driver_s", "log_cached", "provenance")}
             for r in records_of(outcome.results)]
 
 
@@ -70,6 +70,9 @@ def test_scheduler_failures_and_resume(scenario, tmp_path, capsys):
         assert first.computed == 11 and [f.index for f in first.failures] == [5]
         assert first.failures[0].line().startswith("point 5 (machines=4, nic=10Gbps, model=maxmin): ConfigError: ")
         assert "trace has 8 workers, the cluster asks for 16 GPUs" in first.failures[0].error
+        # concurrent workers shared the log cache: one driver run per (machines, scheme), never torn
+        logs = [p for p in (store / "logs").rglob("*") if p.is_file()]
+        assert len(logs) == 3 * 4 and not any(p.name.endswith(".tmp") for p in logs)
         again = run_scenario(scn, scheduler=address, store=store)
         assert again.reused == 11 and again.computed == 1 and not again.failures
         assert comparable(again) == comparable(run_scenario(scn))

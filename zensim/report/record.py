@@ -48,6 +48,8 @@ class RunRecord:
     stage_times_s: list[float] = field(default_factory=list)  # per stage, the longest any rank spent in it
     events: int = 0  # simulated events
     wall_s: float = 0.0  # seconds this record took to compute (simulated) or the emulation's wall time
+    driver_s: float = 0.0  # simulated: the part of wall_s in the stage-program driver (or loading its cached log)
+    log_cached: bool = False  # simulated: the message log came from the cache (zensim.sim.logcache)
     values_flushed: int = 0  # non-zero values the wire's value dtype rounded to zero
     program: str = ""  # digest of the message log; two schemes with equal digests ran the same program
     options: dict[str, Any] = field(default_factory=dict)  # the scheme's options (value_dtype, pull, ...)

@@ -23,7 +23,8 @@ from zensim.run import MessageLog, Tables
 from zensim.schemes import CATALOG, DISTINCT, build_scheme, needs_profile, scheme_names
 from zensim.schemes import closed as analytic
 from zensim.schemes.closed import measure
-from zensim.sim.layout import DENSE_BYTES, LAYOUTS, Placed, Prepared, dense_ring_log, place, prepare
+from zensim.sim.layout import DENSE_BYTES, LAYOUTS, Prepared, dense_ring_log, place, prepare
+from zensim.sim.logcache import Driven, LogCache, driver_key
 from zensim.sim.metrics import busiest_link, imbalances, stage_times
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.trace.format import Trace, opened
@@ -67,8 +68,8 @@ def load_chunks(trace: Trace, iteration: int, gpus: int, values: bool = False) -
 
 def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Costs | ClusterSpec, model: str = "fifo",
              *, iteration: int = 0, layout: str = "zen", maxmin_batch: float | None = None, options: dict | None = None,
-             values: bool | None = None, progress: bool = False,
-             provenance: dict[str, Any] | None = None) -> list[RunRecord]:
+             values: bool | None = None, progress: bool = False, provenance: dict[str, Any] | None = None,
+             cache: LogCache | str | Path | None = None) -> list[RunRecord]:
     """Simulate every scheme on one iteration of a trace (a path or an open Trace); records in the order
     of `schemes`.
 
@@ -79,7 +80,9 @@ def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Cos
     `costs`: the cluster and its cost knobs (zensim.net.costs.Costs; a bare ClusterSpec means default
     work costs and an ideal host; a host is a machine). With a calibration profile:
     `prof = load_profile(p); simulate(t, s, Costs.of(with_profile(cluster, prof), prof))`.
-    `provenance`: what the records say made them (default: this zensim, called from Python)."""
+    `provenance`: what the records say made them (default: this zensim, called from Python).
+    `cache`: a message-log cache (a LogCache or its folder): each scheme's driver runs once per trace,
+    iteration, cluster shape, options and code version, whatever the links, latencies or model."""
     if model not in ALL_MODELS:
         raise ConfigError(f"--model: unknown model {model!r} (choose from {', '.join(ALL_MODELS)})")
     if layout not in LAYOUTS:
@@ -100,10 +103,12 @@ def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Cos
                    "provenance": provenance if provenance is not None else make_provenance()}
     prep = prepare(chunks, numel, cluster.machines, cluster.gpus_per_machine, layout)
     tables = Tables()
+    if cache is not None and not isinstance(cache, LogCache):
+        cache = LogCache(cache)
     records = []
     for name in tqdm(names, desc="simulate", unit="scheme", disable=None if progress else True, leave=False):
         records.append(_one(name, options, prep, chunks, costs, model, layout, maxmin_batch, tables,
-                            {**context, "options": dict(options), "values": bool(values)}))
+                            {**context, "options": dict(options), "values": bool(values)}, cache))
     dense = dense_baseline(costs, numel, model, layout, maxmin_batch)
     for rec in records:
         rec.vs_dense = rec.time_s / dense if rec.time_s is not None and dense else None
@@ -163,8 +168,8 @@ def log_digest(log: MessageLog) -> str:
 
 
 def _one(name: str, options: dict, prep: Prepared, chunks: list[SparseChunk], costs: Costs, model: str, layout: str,
-         maxmin_batch: float | None, tables: Tables, context: dict[str, Any]) -> RunRecord:
-    """Run one scheme through the driver and the chosen model."""
+         maxmin_batch: float | None, tables: Tables, context: dict[str, Any], cache: LogCache | None) -> RunRecord:
+    """Run one scheme through the driver (or take its log from the cache) and the chosen model."""
     start = time.perf_counter()
     cluster = costs.cluster
     gpus = cluster.gpus_per_machine
@@ -172,29 +177,38 @@ def _one(name: str, options: dict, prep: Prepared, chunks: list[SparseChunk], co
     def build(n: int, size: int, part: Sequence[SparseChunk]):
         return build_scheme(name, n, size, tables=tables, profile=part if needs_profile(name) else None, **options)
 
-    placed = place(prep, build, tables)
-    push, pull, recv = imbalances(placed)
+    def drive() -> Driven:
+        placed = place(prep, build, tables)
+        return Driven(placed.log, *imbalances(placed), sum(run.context.flushed for run in placed.runs))
+
+    if cache is None:
+        driven, cached = drive(), False
+    else:
+        key = driver_key(context["trace"]["sha256"], context["trace"]["iteration"], cluster.machines, gpus, layout,
+                         context["values"], name, options)
+        driven, cached = cache.get_or_run(key, drive)
+    driver_s = time.perf_counter() - start
     timing = None
     if model == "analytic":
-        seconds = _analytic(placed, chunks, prep.numel, cluster, layout)
+        program = build(len(prep.groups[0]), int(prep.sizes[0]), prep.groups[0])
+        seconds = _analytic(program.caps.closed_form, chunks, prep.numel, cluster, layout)
         link, util, stages, events = None, None, [], 0
     else:
-        timing = replay(placed.log, costs, model, options={} if maxmin_batch is None else {"batch": maxmin_batch})
+        timing = replay(driven.log, costs, model, options={} if maxmin_batch is None else {"batch": maxmin_batch})
         seconds = timing.makespan
         link, util = busiest_link(timing, costs.topology)
         stages, events = stage_times(timing), timing.events
     return RunRecord(
         name, "simulated", model, layout if gpus > 1 else "flat", cluster.gpus, seconds, None,
-        placed.log.bytes_sent().tolist(), placed.log.bytes_received().tolist(), push, pull, recv, link, util,
-        stages, events, time.perf_counter() - start, program=log_digest(placed.log),
-        values_flushed=sum(run.context.flushed for run in placed.runs), timing=timing, log=placed.log, **context)
+        driven.log.bytes_sent().tolist(), driven.log.bytes_received().tolist(), driven.push, driven.pull,
+        driven.recv, link, util, stages, events, time.perf_counter() - start, driver_s=driver_s,
+        log_cached=cached, program=log_digest(driven.log), values_flushed=driven.flushed, timing=timing,
+        log=driven.log, **context)
 
 
-def _analytic(placed: Placed, chunks: list[SparseChunk], numel: int, cluster: ClusterSpec,
-              layout: str) -> float | None:
-    """The scheme's closed form across endpoints; in ZEN's layout on machine sums plus the dense
-    NVLink collectives (None when the scheme has no closed form)."""
-    formula = placed.programs[0].caps.closed_form
+def _analytic(formula, chunks: list[SparseChunk], numel: int, cluster: ClusterSpec, layout: str) -> float | None:
+    """The scheme's closed form (`formula`, a program's caps.closed_form) across endpoints; in ZEN's layout
+    on machine sums plus the dense NVLink collectives (None when the scheme has no closed form)."""
     if formula is None:
         return None
     g = cluster.gpus_per_machine

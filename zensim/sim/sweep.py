@@ -53,6 +53,7 @@ class PointTask:
     keep_timing: bool
     provenance: dict[str, Any]
     is_sweep: bool
+    cache: Path | None = None  # the cache folder: message logs under cache/logs
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def run_point(task: PointTask) -> list[RunRecord]:
     p = task.point
     records = simulate(task.trace, list(task.schemes), Costs.of(p.cluster, p.profile), p.model, iteration=p.iteration,
                        layout=p.layout, maxmin_batch=p.maxmin_batch, options=task.options, values=task.values,
-                       provenance=task.provenance)
+                       provenance=task.provenance, cache=task.cache)
     for rec in records:
         if task.is_sweep:
             rec.point, rec.sweep = task.index, dict(p.values)
@@ -109,16 +110,18 @@ def run_scenario(scn: Scenario, progress: bool = False, command: str | None = No
                  scheduler: str | None = None, store: str | Path | None = None, fresh: bool = False) -> Outcome:
     """Run every point of the scenario: here one after the other (`workers` 0), on a local Dask cluster of
     `workers` processes, or on the Dask scheduler at `scheduler`. With `store` (a folder), finished points
-    are kept there and points already there are reused (unless `fresh`); timelines need timings, which
-    are not stored, so a scenario with a timeline output recomputes every point."""
+    are kept there and points already there are reused (unless `fresh`), and message logs are cached
+    there (zensim.sim.logcache: each scheme's driver runs once per cluster shape); timelines need
+    timings, which are not stored, so a scenario with a timeline output recomputes every point."""
     if workers < 0:
         raise ConfigError(f"--workers {workers}: must be 0 (in this process) or more")
     start = time.perf_counter()
     keep = "timeline" in scn.outputs
     made = provenance(command, scenario=scn.path)
-    tasks = [PointTask(i, p, scn.trace, tuple(scn.schemes), dict(scn.options), scn.values, keep, made, scn.is_sweep)
-             for i, p in enumerate(scn.points)]
-    kept = Store(store, "points") if store is not None else None
+    root = Path(store).absolute() if store is not None else None
+    tasks = [PointTask(i, p, scn.trace, tuple(scn.schemes), dict(scn.options), scn.values, keep, made, scn.is_sweep,
+                       root) for i, p in enumerate(scn.points)]
+    kept = Store(root, "points") if root is not None else None
     sha = file_sha256(scn.trace)
     keys = {t.index: point_key(t, sha) for t in tasks}
     done: dict[int, list[RunRecord]] = {}
