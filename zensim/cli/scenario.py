@@ -55,8 +55,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                            scheduler=args.scheduler, store=store, fresh=args.fresh)
     where = (f"Dask scheduler {args.scheduler}" if args.scheduler else
              f"local Dask cluster of {workers} workers" if workers else "this process")
-    print(f"{len(scn.points)} points: {outcome.reused} kept from {store}, {outcome.computed} simulated "
-          f"({where}), {len(outcome.failures)} failed; {outcome.wall_s:.1f} s", file=sys.stderr)
+    count = len(scn.points)
+    kept = f"{outcome.reused} kept from {store}" if store else "no cache"
+    print(f"{count} point{'s' if count > 1 else ''}: {kept}, {outcome.computed} simulated ({where}), "
+          f"{len(outcome.failures)} failed; {outcome.wall_s:.1f} s", file=sys.stderr)
     if outcome.failures:
         for failure in outcome.failures:
             print(f"zensim: error: {scn.path}: {failure.line()}", file=sys.stderr)

@@ -12,7 +12,8 @@ from zensim.sim.layout import LAYOUTS
 from zensim.sim.run import ALL_MODELS
 from zensim.net.models import MODELS
 from zensim.net.profile import Profile
-from zensim.net.topology import FABRICS, ClusterSpec
+from zensim.net.presets import PRESETS
+from zensim.net.topology import FABRICS, NIC_LAYOUTS, TRANSPORTS, ClusterSpec
 from zensim.sim.cluster import build_cluster
 
 
@@ -22,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--trace", required=True, help="trace file (.zt)")
     p.add_argument("--scheme", default="all", help="all | presets | distinct | NAME[,NAME...] (default all)")
     p.add_argument("--machines", type=int, default=16, help="machines (default 16)")
-    p.add_argument("--gpus-per-machine", type=int, default=1, help="GPUs per machine (default 1)")
+    p.add_argument("--gpus-per-machine", type=int, default=None, help="GPUs per machine (default: the preset's or 1)")
     add_link_args(p)
     p.add_argument("--model", choices=ALL_MODELS, default="fifo", help="bandwidth sharing model (default fifo)")
     p.add_argument("--iteration", type=int, default=0, help="trace iteration (default 0)")
@@ -39,10 +40,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def add_link_args(p: argparse.ArgumentParser) -> None:
     """The cluster's links and fabric, the multi-GPU layout and the max-min batch (simulate, iteration)."""
-    p.add_argument("--nic", default=None, help="NIC bandwidth per machine, e.g. 25Gbps, 12.5GB/s (default: profile or 25Gbps)")
-    p.add_argument("--nic-latency", default=None, help="per-message latency across machines, e.g. 5us (default: profile or 0)")
-    p.add_argument("--nvlink", default=None, help="per-GPU intra-machine bandwidth (default: profile or 300GB/s)")
-    p.add_argument("--nvlink-latency", default=None, help="per-message latency inside a machine (default: profile or 0)")
+    p.add_argument("--preset", default=None, choices=list(PRESETS),
+                   help="machine type: GPUs, NVLink, NICs, transport and NIC latency (docs/simulator.md, Presets); "
+                        "explicit options win")
+    p.add_argument("--nic", default=None, help="bandwidth of one NIC, e.g. 25Gbps, 12.5GB/s (default: profile, preset or 25Gbps)")
+    p.add_argument("--nics", choices=NIC_LAYOUTS, default=None,
+                   help="one NIC per machine, or one per GPU on rail-optimized switches (default: preset's or machine)")
+    p.add_argument("--transport", choices=TRANSPORTS, default=None,
+                   help="tcp or rdma: the default NIC latency (tcp 25us, rdma 2us; default: preset's or tcp)")
+    p.add_argument("--nic-latency", default=None,
+                   help="per-message latency across machines, e.g. 5us (default: profile, preset or by --transport)")
+    p.add_argument("--nvlink", default=None, help="per-GPU intra-machine bandwidth (default: profile, preset or 300GB/s)")
+    p.add_argument("--nvlink-latency", default=None, help="per-message latency inside a machine (default: profile or 1us)")
     p.add_argument("--fabric", choices=FABRICS, default="switch", help="non-blocking switch or two-level leaf-spine")
     p.add_argument("--oversub", type=float, default=None, help="leaf-spine oversubscription ratio (default 1)")
     p.add_argument("--machines-per-leaf", type=int, default=None, help="leaf-spine: machines under one leaf (default 4)")
@@ -58,7 +67,8 @@ def cluster_from_args(args: argparse.Namespace, machines: int | None = None) -> 
         raise ConfigError(f"--maxmin-batch {args.maxmin_batch}: must be in [0, 1]")
     return build_cluster(machines or args.machines, args.gpus_per_machine, nic=args.nic, nic_latency=args.nic_latency,
                          nvlink=args.nvlink, nvlink_latency=args.nvlink_latency, fabric=args.fabric,
-                         oversub=args.oversub, machines_per_leaf=args.machines_per_leaf, profile=args.profile)
+                         oversub=args.oversub, machines_per_leaf=args.machines_per_leaf, profile=args.profile,
+                         preset=args.preset, nics=args.nics, transport=args.transport)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

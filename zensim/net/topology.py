@@ -5,7 +5,9 @@ in bytes/s, a one-way latency in seconds and a *kind* (`LinkKind`: what the link
 never has to read names):
 
 - `nvl-up g`, `nvl-down g` (NVLINK): GPU g <-> its machine's NVSwitch, one pair per GPU;
-- `nic-up m`, `nic-down m` (NIC): machine m's NIC, full duplex, shared by all of m's GPUs;
+- `nic-up m`, `nic-down m` (NIC): machine m's NIC, full duplex, shared by all of m's GPUs; or, with
+  `nics="gpu"` (one NIC per GPU, rail-optimized: the NICs of local rank l of every machine form rail
+  l, one non-blocking switch), `nic-up g`, `nic-down g` for GPU g;
 - leaf-spine only, `leaf-up j`, `leaf-down j` (FABRIC): leaf j <-> the spine layer, aggregated into
   one link per direction of capacity (machines on the leaf) x NIC bandwidth / oversubscription.
 
@@ -15,6 +17,11 @@ from the structure, with no search: GPUs of one machine talk over NVLink (`nvl-u
 (`leaf-up`, `leaf-down`) when the machines sit under different leaves. Link ids are laid out per
 machine (its GPUs' NVLink pairs, then its NIC pair), then the leaf pairs, so that a link's id is a
 closed formula of the GPU, machine or leaf it belongs to.
+
+One NIC per GPU (rails): GPUs of the same local rank on two machines talk NIC to NIC over their rail;
+GPUs of different local ranks take NCCL's PXN path: NVLink to the GPU of the destination's local
+rank in the source machine, then that GPU's NIC and rail (`nvl-up src`, `nvl-down relay`,
+`nic-up relay`, `nic-down dst`), so no traffic crosses rails and no spine is needed.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ from zensim.errors import ConfigError
 from zensim.net.units import format_bandwidth, parse_bandwidth, parse_latency
 
 FABRICS = ("switch", "leafspine")
+NIC_LAYOUTS = ("machine", "gpu")  # one NIC per machine (shared by its GPUs) | one NIC per GPU, rail-optimized
+TRANSPORTS = ("tcp", "rdma")  # what carries inter-machine messages: sets the default per-message latency
 
 
 class LinkKind(enum.IntEnum):
@@ -52,6 +61,8 @@ class ClusterSpec:
     fabric: str = "switch"
     oversub: float = 1.0
     machines_per_leaf: int = 4
+    nics: str = "machine"  # NIC_LAYOUTS
+    transport: str = "tcp"  # TRANSPORTS (descriptive here: zensim.sim.cluster picks the latency from it)
 
     def __post_init__(self) -> None:
         for name in ("machines", "gpus_per_machine", "machines_per_leaf"):
@@ -62,6 +73,12 @@ class ClusterSpec:
             raise ConfigError(f"fabric: unknown fabric {self.fabric!r} (choose from {', '.join(FABRICS)})")
         if not self.oversub >= 1.0 or math.isinf(self.oversub):
             raise ConfigError(f"oversub: oversubscription ratio must be a finite number >= 1, got {self.oversub!r}")
+        if self.nics not in NIC_LAYOUTS:
+            raise ConfigError(f"nics: unknown NIC layout {self.nics!r} (choose from {', '.join(NIC_LAYOUTS)})")
+        if self.nics == "gpu" and self.fabric != "switch":
+            raise ConfigError("nics: one NIC per GPU is rail-optimized (one switch per rail): fabric must be switch")
+        if self.transport not in TRANSPORTS:
+            raise ConfigError(f"transport: unknown transport {self.transport!r} (choose from {', '.join(TRANSPORTS)})")
 
     @property
     def gpus(self) -> int:
@@ -71,17 +88,20 @@ class ClusterSpec:
     @classmethod
     def parse(cls, machines: int, gpus_per_machine: int, nic: str | float, nic_latency: str | float = 0.0,
               nvlink: str | float = "300GB/s", nvlink_latency: str | float = 0.0, fabric: str = "switch",
-              oversub: float = 1.0, machines_per_leaf: int = 4) -> "ClusterSpec":
+              oversub: float = 1.0, machines_per_leaf: int = 4, nics: str = "machine",
+              transport: str = "tcp") -> "ClusterSpec":
         """Build from unit strings (`25Gbps`, `5us`, ...), raising ConfigError naming the bad argument."""
         return cls(machines, gpus_per_machine, parse_bandwidth(nic, "--nic"), parse_latency(nic_latency, "--nic-latency"),
                    parse_bandwidth(nvlink, "--nvlink"), parse_latency(nvlink_latency, "--nvlink-latency"),
-                   fabric, float(oversub), machines_per_leaf)
+                   fabric, float(oversub), machines_per_leaf, nics, transport)
 
     def describe(self) -> str:
-        """One line for reports: '16x8 GPUs, NIC 25Gbps, NVLink 2400Gbps, switch'."""
+        """One line for reports: '16x8 GPUs, NIC 25Gbps tcp 25us, NVLink 2.4Tbps 0us, switch'."""
         fabric = self.fabric if self.fabric == "switch" else f"leafspine 1:{self.oversub:g} ({self.machines_per_leaf}/leaf)"
-        return (f"{self.machines}x{self.gpus_per_machine} GPUs, NIC {format_bandwidth(self.nic_bandwidth)}, "
-                f"NVLink {format_bandwidth(self.nvlink_bandwidth)}, {fabric}")
+        nic = "NIC" if self.nics == "machine" else "NIC per GPU (rails)"
+        return (f"{self.machines}x{self.gpus_per_machine} GPUs, {nic} {format_bandwidth(self.nic_bandwidth)} "
+                f"{self.transport} {self.nic_latency * 1e6:g}us, NVLink {format_bandwidth(self.nvlink_bandwidth)} "
+                f"{self.nvlink_latency * 1e6:g}us, {fabric}")
 
 
 class Topology:
@@ -90,20 +110,23 @@ class Topology:
     def __init__(self, spec: ClusterSpec) -> None:
         self.spec = spec
         g, machines = spec.gpus_per_machine, spec.machines
-        self._block = 2 * g + 2  # links per machine: g NVLink pairs, one NIC pair
+        self.rails = spec.nics == "gpu"
+        nics = g if self.rails else 1  # NIC pairs per machine
+        self._block = 2 * g + 2 * nics  # links per machine: g NVLink pairs, then its NIC pairs
         self.leaves = -(-machines // spec.machines_per_leaf) if spec.fabric == "leafspine" else 0
         names: list[str] = []
         for m in range(machines):
             for gpu in range(m * g, (m + 1) * g):
                 names += [f"nvl-up {gpu}", f"nvl-down {gpu}"]
-            names += [f"nic-up {m}", f"nic-down {m}"]
+            for nic in (range(m * g, (m + 1) * g) if self.rails else [m]):
+                names += [f"nic-up {nic}", f"nic-down {nic}"]
         for j in range(self.leaves):
             names += [f"leaf-up {j}", f"leaf-down {j}"]
         self.names = names
-        per_machine = np.array([LinkKind.NVLINK] * 2 * g + [LinkKind.NIC] * 2, dtype=np.int8)
+        per_machine = np.array([LinkKind.NVLINK] * 2 * g + [LinkKind.NIC] * 2 * nics, dtype=np.int8)
         self.kind = np.concatenate([np.tile(per_machine, machines), np.full(2 * self.leaves, LinkKind.FABRIC, np.int8)])
-        bw = np.array([spec.nvlink_bandwidth] * 2 * g + [spec.nic_bandwidth] * 2)
-        lat = np.array([spec.nvlink_latency, 0.0] * g + [spec.nic_latency, 0.0])  # latency on the egress link
+        bw = np.array([spec.nvlink_bandwidth] * 2 * g + [spec.nic_bandwidth] * 2 * nics)
+        lat = np.array([spec.nvlink_latency, 0.0] * g + [spec.nic_latency, 0.0] * nics)  # latency on the egress link
         leaf_size = np.minimum(spec.machines_per_leaf, machines - np.arange(self.leaves) * spec.machines_per_leaf)
         self.capacity = np.concatenate([np.tile(bw, machines),
                                         np.repeat(leaf_size * spec.nic_bandwidth / spec.oversub, 2)])
@@ -117,7 +140,12 @@ class Topology:
     @property
     def route_width(self) -> int:
         """The most links a route crosses (the column count of `route_matrix`)."""
-        return 4 if self.leaves else 2
+        return 4 if self.leaves or self.rails else 2
+
+    def machine_of_link(self) -> np.ndarray:
+        """The machine each link belongs to (-1 for fabric links)."""
+        per = np.repeat(np.arange(self.spec.machines), self._block)
+        return np.concatenate([per, np.full(2 * self.leaves, -1)])
 
     def links_of_kind(self, kind: LinkKind) -> np.ndarray:
         """Ids of the links of one kind, ascending."""
@@ -141,6 +169,8 @@ class Topology:
         out[near, 0] = ms[near] * block + 2 * (src[near] % g)
         out[near, 1] = md[near] * block + 2 * (dst[near] % g) + 1
         far = ms != md
+        if self.rails:
+            return self._rail_routes(src, dst, ms, md, far, out)
         out[far, 0] = ms[far] * block + 2 * g  # nic-up of the source machine
         last = np.full(src.size, 1)
         if self.leaves:
@@ -151,4 +181,20 @@ class Topology:
             out[spine, 2] = base + 2 * (md[spine] // per) + 1
             last[spine] = 3
         out[np.flatnonzero(far), last[far]] = md[far] * block + 2 * g + 1  # nic-down of the destination
+        return out
+
+    def _rail_routes(self, src: np.ndarray, dst: np.ndarray, ms: np.ndarray, md: np.ndarray, far: np.ndarray,
+                     out: np.ndarray) -> np.ndarray:
+        """Routes between machines with one NIC per GPU: same local rank, NIC to NIC on its rail; another
+        local rank, PXN: NVLink to the source machine's GPU of the destination's local rank first."""
+        g, block = self.spec.gpus_per_machine, self._block
+        ls, ld = src % g, dst % g
+        direct = far & (ls == ld)
+        out[direct, 0] = ms[direct] * block + 2 * g + 2 * ls[direct]  # nic-up of the source GPU
+        out[direct, 1] = md[direct] * block + 2 * g + 2 * ld[direct] + 1  # nic-down of the destination GPU
+        pxn = far & (ls != ld)
+        out[pxn, 0] = ms[pxn] * block + 2 * ls[pxn]  # nvl-up of the source GPU
+        out[pxn, 1] = ms[pxn] * block + 2 * ld[pxn] + 1  # nvl-down of the relay (same machine, dst's local rank)
+        out[pxn, 2] = ms[pxn] * block + 2 * g + 2 * ld[pxn]  # the relay's nic-up
+        out[pxn, 3] = md[pxn] * block + 2 * g + 2 * ld[pxn] + 1  # the destination's nic-down
         return out

@@ -1,38 +1,53 @@
-"""A ClusterSpec from link figures given explicitly, a calibration profile's, or the defaults."""
+"""A ClusterSpec from link figures given explicitly, a calibration profile's, a machine preset's, or the
+defaults."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from zensim.errors import ConfigError
+from zensim.net.presets import NVLINK_LATENCY, TRANSPORT_LATENCY, machine_preset
 from zensim.net.profile import Profile, load_profile
 from zensim.net.topology import ClusterSpec
 
 
-def build_cluster(machines: int, gpus_per_machine: int, *, nic: str | float | None = None,
+def build_cluster(machines: int, gpus_per_machine: int | None = None, *, nic: str | float | None = None,
                   nic_latency: str | float | None = None, nvlink: str | float | None = None,
                   nvlink_latency: str | float | None = None, fabric: str = "switch", oversub: float | None = None,
                   machines_per_leaf: int | None = None, profile: str | Path | None = None,
+                  preset: str | None = None, nics: str | None = None, transport: str | None = None,
                   names: dict[str, str] | None = None) -> tuple[ClusterSpec, Profile | None]:
-    """ClusterSpec from link figures given explicitly (None = not given) > the profile's > the defaults.
+    """ClusterSpec from figures given explicitly (None = not given) > the profile's > the preset's
+    (zensim.net.presets) > the defaults: 1 GPU per machine, 25Gbps and one NIC per machine, tcp, NIC
+    latency by transport (tcp 25us, rdma 2us), NVLink 300GB/s and 1us.
 
     `oversub` and `machines_per_leaf` describe a leaf-spine: given with another fabric they are an
-    error, not ignored. `names` maps 'oversub'/'machines_per_leaf' to the names errors use (an option
-    or a scenario key; default the command line's)."""
-    names = {"oversub": "--oversub", "machines_per_leaf": "--machines-per-leaf", **(names or {})}
+    error, not ignored. `names` maps 'oversub'/'machines_per_leaf'/'preset' to the names errors use
+    (an option or a scenario key; default the command line's)."""
+    names = {"oversub": "--oversub", "machines_per_leaf": "--machines-per-leaf", "preset": "--preset", **(names or {})}
     if fabric != "leafspine":
         for key, value in (("oversub", oversub), ("machines_per_leaf", machines_per_leaf)):
             if value is not None:
                 raise ConfigError(f"{names[key]}: only for a leaf-spine fabric (fabric is {fabric!r}; "
                                   "a leaf-spine with oversubscription 1 is non-blocking)")
+    base = machine_preset(preset, names["preset"]) if preset else None
     prof = load_profile(profile) if profile else None
     links = dict(prof.links) if prof else {}
 
-    def pick(key: str, given: str | float | None, default: str | float) -> str | float:
-        return given if given is not None else links.get(key, default)
+    def pick(key: str, given, preset_value, default):
+        if given is not None:
+            return given
+        if key in links:
+            return links[key]
+        return preset_value if preset_value is not None else default
 
-    spec = ClusterSpec.parse(machines, gpus_per_machine, pick("nic_bandwidth", nic, "25Gbps"),
-                             pick("nic_latency", nic_latency, 0.0), pick("nvlink_bandwidth", nvlink, "300GB/s"),
-                             pick("nvlink_latency", nvlink_latency, 0.0), fabric, 1.0 if oversub is None else oversub,
-                             4 if machines_per_leaf is None else machines_per_leaf)
+    transport = pick("transport", transport, base and base.transport, "tcp")
+    spec = ClusterSpec.parse(
+        machines, pick("gpus", gpus_per_machine, base and base.gpus_per_machine, 1),
+        pick("nic_bandwidth", nic, base and base.nic, "25Gbps"),
+        pick("nic_latency", nic_latency, base and base.nic_latency, TRANSPORT_LATENCY.get(transport, 0.0)),
+        pick("nvlink_bandwidth", nvlink, base and base.nvlink, "300GB/s"),
+        pick("nvlink_latency", nvlink_latency, None, NVLINK_LATENCY), fabric, 1.0 if oversub is None else oversub,
+        4 if machines_per_leaf is None else machines_per_leaf, pick("nics", nics, base and base.nics, "machine"),
+        transport)
     return spec, prof

@@ -21,7 +21,8 @@ from zensim.errors import ConfigError
 from zensim.inputs import read_text
 from zensim.net.models import MODELS
 from zensim.net.profile import Profile
-from zensim.net.topology import FABRICS, ClusterSpec
+from zensim.net.presets import PRESETS
+from zensim.net.topology import FABRICS, NIC_LAYOUTS, TRANSPORTS, ClusterSpec
 from zensim.net.units import parse_bandwidth, parse_latency
 from zensim.report.outputs import OutputFiles
 from zensim.sim.cluster import build_cluster
@@ -34,7 +35,7 @@ MAXMIN_BATCH = MODELS["maxmin"].options["batch"]  # the model's default allowanc
 TOP_KEYS = ("trace", "cluster", "schemes", "options", "values", "model", "maxmin_batch", "outputs", "sweep")
 TRACE_KEYS = ("path", "iteration")
 CLUSTER_DEFAULTS: dict[str, Any] = {
-    "machines": 16, "gpus_per_machine": 1, "nic": None, "nic_latency": None, "nvlink": None,
+    "machines": 16, "gpus_per_machine": None, "preset": None, "nics": None, "transport": None, "nic": None, "nic_latency": None, "nvlink": None,
     "nvlink_latency": None, "fabric": "switch", "oversubscription": None, "machines_per_leaf": None,
     "layout": "zen", "profile": None}
 OUTPUT_KEYS = ("json", "csv", "timeline", "plot")
@@ -242,8 +243,9 @@ class _Loader:
             raise self.fail(where("oversubscription"), f"must be a finite number >= 1, got {s['oversubscription']!r}")
         if not 0 <= s["maxmin_batch"] <= 1:
             raise self.fail(where("maxmin_batch"), f"must be in [0, 1], got {s['maxmin_batch']!r}")
-        for key, choices in (("fabric", FABRICS), ("layout", LAYOUTS), ("model", ALL_MODELS)):
-            if s[key] not in choices:
+        for key, choices in (("fabric", FABRICS), ("layout", LAYOUTS), ("model", ALL_MODELS), ("preset", PRESETS),
+                             ("nics", NIC_LAYOUTS), ("transport", TRANSPORTS)):
+            if (s[key] is not None or key in ("fabric", "layout", "model")) and s[key] not in choices:
                 raise self.fail(where(key), f"unknown {key} {s[key]!r} (choose from {', '.join(choices)})")
         links = {}
         for key, parse in (("nic", parse_bandwidth), ("nic_latency", parse_latency),
@@ -256,7 +258,8 @@ class _Loader:
                  "machines_per_leaf": f"{self.path}: {where('machines_per_leaf')}"}
         cluster, profile = build_cluster(s["machines"], s["gpus_per_machine"], **links, fabric=s["fabric"],
                                          oversub=s["oversubscription"], machines_per_leaf=s["machines_per_leaf"],
-                                         profile=s["profile"], names=names)
+                                         profile=s["profile"], preset=s["preset"], nics=s["nics"],
+                                         transport=s["transport"], names=names)
         return Point(values, cluster, profile, s["layout"], s["model"], s["iteration"], float(s["maxmin_batch"]))
 
     def check_trace(self, trace: Path, points: list[Point]) -> None:
