@@ -67,6 +67,8 @@ class IterationRecord:
     wall_s: float
     inputs: dict = field(default_factory=dict)  # the trace (path, sha256, first iteration) and the layer profile
     provenance: dict = field(default_factory=dict)  # zensim, commit, command, created (zensim.report.provenance)
+    compression_s: float = 0.0  # per iteration, a fusion strategy's selection on the compute stream
+    strategy: dict = field(default_factory=dict)  # the fusion strategy (zensim.train.fusion.schedule), if any
     run: Run | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
@@ -90,7 +92,7 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
                        sparse: Sequence[str] | None = None, iterations: int = 1, first_iteration: int = 0,
                        options: Mapping[str, object] | None = None, model_options: Mapping[str, object] | None = None,
                        dense_baseline: bool = True, dense: "IterationRecord | None" = None,
-                       dense_work: str = "fused", shared_host: bool = False) -> IterationRecord:
+                       dense_work: str = "fused", shared_host: bool = False, strategy=None) -> IterationRecord:
     """Simulate `iterations` training iterations of `profile` with `scheme` on `costs.cluster`.
 
     The trace's tensors are synchronized sparse by `scheme` (those named in `sparse`, or all), every
@@ -101,7 +103,9 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
     kernel, as NCCL's ring: the work profile's fixed costs do not apply), "profile" as any work,
     "free" none (a CPU collective's sums next to a slow network). `shared_host`: every GPU is a
     process of one host whose `costs.host_cores` processors run all compute and local work (the
-    emulator's ranks training on its CPUs)."""
+    emulator's ranks training on its CPUs). `strategy`: a fusion strategy (zensim.train.fusion.schedule)
+    decides the buckets, the selection of a dense trace's gradients and its compression instead of
+    `bucketing` and `sparse_buckets`; the dense baseline then has DDP's default buckets."""
     if model not in MODELS:
         raise ConfigError(f"--model: unknown sharing model {model!r} (choose from {', '.join(MODELS)})")
     if layout not in LAYOUTS:
@@ -113,6 +117,8 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
     if dense_work not in DENSE_WORK:
         raise ConfigError(f"--dense-work {dense_work}: choose from {', '.join(DENSE_WORK)}")
     values = check_scheme(scheme, options)
+    if strategy is not None and bucketing is not None:
+        raise ConfigError("--bucketing: not with a fusion strategy (the strategy decides the buckets)")
     bucketing = bucketing or DDPBuckets()
     opened = Trace.open(trace) if isinstance(trace, (str, Path)) else trace
     try:
@@ -121,21 +127,30 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
                               f"0..{opened.iterations - 1}")
         chosen = sparse_tensors(profile, opened, scheme, sparse)
         own = chosen if sparse_buckets == "own" else set()
-        syncs = bucket_syncs(profile, bucketing.assign(profile.params, own), chosen)
-        logs = SyncLogs(costs.cluster, layout, scheme, opened, options, values)
+        logs = SyncLogs(costs.cluster, layout, scheme, opened, options, values,
+                        strategy.selection if strategy is not None else None)
         t_iters = [(first_iteration + i) % opened.iterations for i in range(iterations)] if opened else [0]
         dense_cost = {"fused": WorkCost(dict(costs.work.per_element)), "profile": None, "free": WorkCost.zero()}
         hosts = [0] * costs.cluster.gpus if shared_host else None
-        run = Timeline(profile, syncs, logs, costs, model, iterations, t_iters, model_options,
-                       dense_cost[dense_work], hosts).run()
+
+        def timeline(syncs: list, prof: LayerProfile = profile, n: int = iterations) -> Timeline:
+            return Timeline(prof, syncs, logs, costs, model, n, t_iters, model_options, dense_cost[dense_work], hosts)
+
+        if strategy is None:
+            syncs = bucket_syncs(profile, bucketing.assign(profile.params, own), chosen)
+        else:
+            syncs = strategy.syncs(profile, chosen, logs, timeline)
+        run = timeline(syncs).run()
         trace_block = trace_info(opened, first_iteration) if opened is not None and chosen else None
     finally:
         if opened is not None and opened is not trace:
             opened.close()
     rec = _record(profile, scheme, costs, layout if costs.cluster.gpus_per_machine > 1 else "flat", model,
-                  bucketing.describe(), syncs, run)
+                  strategy.describe() if strategy is not None else bucketing.describe(), syncs, run)
     rec.inputs = {"layers": {"workload": profile.workload, "kind": profile.kind, "device": profile.device,
                              "source": profile.source}, "trace": trace_block}
+    if strategy is not None:
+        rec.strategy = strategy.summary(syncs, logs)
     if scheme != DENSE and dense_baseline and dense is None:
         dense = simulate_iteration(profile, DENSE, costs, model=model, layout=layout, bucketing=bucketing,
                                    iterations=iterations, model_options=model_options, dense_baseline=False,
@@ -184,4 +199,5 @@ def _record(profile: LayerProfile, scheme: str, costs: Costs, layout: str, model
         profile.kind, batch, global_batch, len(ends), iteration_s, times.tolist(), profile.compute_s,
         iteration_s - profile.compute_s, global_batch / iteration_s if global_batch and iteration_s > 0 else None,
         None, None, nic_bytes / len(ends), net.topology.names[k] if links else "-",
-        float(busy[k] / makespan) if links and makespan > 0 else 0.0, buckets, run.events, run.wall_s, run=run)
+        float(busy[k] / makespan) if links and makespan > 0 else 0.0, buckets, run.events, run.wall_s,
+        compression_s=float(run.compression.max(axis=1).mean()), run=run)

@@ -28,7 +28,7 @@ from zensim.errors import ConfigError
 from zensim.net.topology import ClusterSpec
 from zensim.run import MessageLog, Tables
 from zensim.schemes import build_scheme, needs_profile
-from zensim.sim.layout import dense_ring_log, intra_ring, place, prepare
+from zensim.sim.layout import Prepared, dense_ring_log, intra_ring, place, prepare
 from zensim.sparse.chunk import SparseChunk
 from zensim.train.buckets import Bucket
 from zensim.train.layers import LayerProfile
@@ -50,11 +50,16 @@ class Part:
 
 @dataclass(frozen=True)
 class BucketSync:
-    """A bucket, when its last gradient is ready (seconds after backward starts), and its parts."""
+    """A bucket, when its last gradient is ready (seconds after backward starts), and its parts.
+
+    `compress`: the bucket's compression on the compute stream, (seconds into backward, seconds)
+    pairs (a fusion strategy's selection: per tensor after each gradient, or per bucket after the
+    last); they delay the rest of backward, and the bucket is ready once the last one is done."""
 
     bucket: Bucket
     ready_s: float
     parts: tuple[Part, ...]
+    compress: tuple[tuple[float, float], ...] = ()
 
 
 def sparse_tensors(profile: LayerProfile, trace: Trace | None, scheme: str,
@@ -113,13 +118,15 @@ class SyncLogs:
     all at once), the dense all-gather; flat, it is the scheme alone."""
 
     def __init__(self, cluster: ClusterSpec, layout: str, scheme: str, trace: Trace | None,
-                 options: dict | None = None, values: bool = False) -> None:
+                 options: dict | None = None, values: bool = False, selection=None) -> None:
         self.cluster = cluster
         self.layout = layout if cluster.gpus_per_machine > 1 else "flat"
         self.scheme = scheme
         self.trace = trace
         self.options = dict(options or {})
         self.values = values
+        # a dense trace's sparse chunks by a selection (zensim.train.fusion.selection), else the recorded indices
+        self.selection = selection if selection is not None and selection.applies(trace) else None
         self.tables = Tables()
         self.cache: dict[tuple, list[Step]] = {}
         if trace is not None and scheme != DENSE and trace.workers < cluster.gpus:
@@ -140,6 +147,27 @@ class SyncLogs:
     def _sparse(self, part: Part, iteration: int) -> list[Step]:
         """The scheme on the part's tensors at `iteration` (indices concatenated in member order)."""
         assert self.trace is not None
+        if self.selection is not None:
+            prep = self.selection.prepared(self.trace, part.names, iteration, self.cluster, self.layout, self.values)
+        else:
+            prep = self._recorded(part, iteration)
+
+        def build(n: int, size: int, group: Sequence[SparseChunk]):
+            profile = group if needs_profile(self.scheme) else None
+            return build_scheme(self.scheme, n, size, tables=self.tables, profile=profile, **self.options)
+
+        placed = place(prep, build, self.tables)
+        if len(placed.runs) == 1:
+            return [Step(placed.log, True)]
+        m, g = self.cluster.machines, self.cluster.gpus_per_machine
+        n, middle = m * g, max(run.log.num_stages for run in placed.runs)
+        across = MessageLog.concat([run.log.placed(np.arange(m) * g + local, 0, n, middle)
+                                    for local, run in enumerate(placed.runs)], n, middle)
+        return [Step(intra_ring(m, g, prep.sizes, 0, gather=False), False), Step(across, True),
+                Step(intra_ring(m, g, prep.sizes, 0, gather=True), False)]
+
+    def _recorded(self, part: Part, iteration: int) -> Prepared:
+        """The chunks of the part's tensors as the trace recorded them, laid out for the cluster."""
         c, trace = self.cluster, self.trace
         chunks = []
         for w in range(c.gpus):
@@ -151,18 +179,4 @@ class SyncLogs:
                     vals.append(stored if stored is not None else synthetic_values(len(idx[-1]), iteration, w))
                 offset += trace.tensors[trace.tensor_index(name)].numel
             chunks.append(SparseChunk(np.concatenate(idx), np.concatenate(vals).astype(np.float32) if self.values else None))
-        prep = prepare(chunks, part.numel, c.machines, c.gpus_per_machine, self.layout)
-
-        def build(n: int, size: int, group: Sequence[SparseChunk]):
-            profile = group if needs_profile(self.scheme) else None
-            return build_scheme(self.scheme, n, size, tables=self.tables, profile=profile, **self.options)
-
-        placed = place(prep, build, self.tables)
-        if len(placed.runs) == 1:
-            return [Step(placed.log, True)]
-        m, g = c.machines, c.gpus_per_machine
-        n, middle = m * g, max(run.log.num_stages for run in placed.runs)
-        across = MessageLog.concat([run.log.placed(np.arange(m) * g + local, 0, n, middle)
-                                    for local, run in enumerate(placed.runs)], n, middle)
-        return [Step(intra_ring(m, g, prep.sizes, 0, gather=False), False), Step(across, True),
-                Step(intra_ring(m, g, prep.sizes, 0, gather=True), False)]
+        return prepare(chunks, part.numel, c.machines, c.gpus_per_machine, self.layout)

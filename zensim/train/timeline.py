@@ -19,9 +19,13 @@ segments between bucket-ready points) and optimizer are local work sharing `Cost
 processors with the schemes' local work, as ranks training on CPUs do (the emulator: every rank a
 process of one host).
 
-Limits: compression does not slow the backward kernels (no contention between the streams on a
-GPU); every GPU runs the same profile (no stragglers); the forward does not wait for parameters by
-bucket.
+A fusion strategy's selection (BucketSync.compress) runs on the compute stream at its points of
+backward, delaying the rest of it, as in Cupcake's timeline (thesis Fig. 5.1c); the bucket is ready
+when its last compression is done.
+
+Limits: the scheme's local work on the communication stream does not slow the backward kernels (no
+contention between the streams on a GPU); every GPU runs the same profile (no stragglers); the
+forward does not wait for parameters by bucket.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ class Run:
     bucket_ready: np.ndarray  # (I, B, G)
     bucket_start: np.ndarray  # (I, B, G)
     bucket_end: np.ndarray  # (I, B, G)
+    compression: np.ndarray  # (I, G): seconds of compression on the compute stream (BucketSync.compress)
     clients: dict = field(repr=False)  # (iteration, bucket, step) -> LogReplay
     network: Network = field(repr=False)
     events: int = 0
@@ -90,9 +95,11 @@ class Timeline:
         nb, n_it, g = len(syncs), self.iterations, self.gpus
         shape = (n_it, g)
         run = Run(np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros((n_it, nb, g)),
-                  np.zeros((n_it, nb, g)), np.zeros((n_it, nb, g)), {}, net)
+                  np.zeros((n_it, nb, g)), np.zeros((n_it, nb, g)), np.zeros(shape), {}, net)
         backward = prof.backward_s
-        marks = sorted((syncs[b].ready_s, b) for b in range(nb))  # backward's bucket-ready points
+        # backward's stops: (seconds into backward, bucket, 0 = a compression of `seconds` / 1 = the bucket ready)
+        marks = sorted([(at, b, 0, seconds) for b in range(nb) for at, seconds in syncs[b].compress]
+                       + [(syncs[b].ready_s, b, 1, 0.0) for b in range(nb)])
         hosts = self.hosts
         # per GPU: current iteration, next bucket to synchronize, buckets ready, stream busy, backward done
         it = [0] * g
@@ -120,15 +127,20 @@ class Timeline:
             backward_step(r, 0, 0.0)
 
         def backward_step(r: int, j: int, done: float) -> None:
-            """Backward from `done` seconds in to the next bucket-ready point (or to its end)."""
-            if j < nb:
+            """Backward from `done` seconds in to the next stop (or to its end)."""
+            if j < len(marks):
                 compute(r, marks[j][0] - done, reached, j)
             else:
                 compute(r, backward - done, backward_done)
 
         def reached(r: int, j: int) -> None:
-            bucket_ready(r, marks[j][1])
-            backward_step(r, j + 1, marks[j][0])
+            at, b, ready_, seconds = marks[j]
+            if ready_:
+                bucket_ready(r, b)
+                backward_step(r, j + 1, at)
+            else:  # compression on the compute stream: the rest of backward waits for it
+                run.compression[it[r], r] += seconds
+                compute(r, seconds, backward_step, j + 1, at)
 
         def bucket_ready(r: int, b: int) -> None:
             run.bucket_ready[it[r], b, r] = net.now

@@ -109,20 +109,24 @@ class Plan:
 STRATEGIES = ("none", "layerwise", "behind", "safusion", "cupcake")
 
 
-def plan(strategy: str, w: Workload, c: ClusterSpec, comp: Compression) -> Plan:
-    """Apply `strategy` to workload `w` on cluster `c` with compression `comp`."""
+def plan(strategy: str, w: Workload, c: ClusterSpec, comp: Compression, *, communicate: Affine | None = None,
+         encode: Affine | None = None) -> Plan:
+    """Apply `strategy` to workload `w` on cluster `c` with compression `comp`. `communicate` and
+    `encode` replace the compressed path's g and the per-GPU compression h (e.g. g fitted to the
+    iteration timeline's synchronizations: zensim.train.fusion.schedule)."""
     sizes = w.sizes
+    g = communicate or sparse_allgather(c, comp)
+    h = encode or shard_encode(c, comp)
     if strategy == "none":
         chain = Chain(w.backward, sizes, Affine(0.0, 0.0), dense_allreduce(c), w.forward)
         ends = ddp_buckets(sizes)
     elif strategy == "safusion":
-        encode = shard_encode(c, comp)
-        per_tensor = np.array([encode(x) for x in sizes])
+        per_tensor = np.array([h(x) for x in sizes])
         # compression runs per tensor after its backward; fusing the sparse tensors costs nothing more
-        chain = Chain(w.backward + per_tensor, sizes, Affine(0.0, 0.0), sparse_allgather(c, comp), w.forward)
+        chain = Chain(w.backward + per_tensor, sizes, Affine(0.0, 0.0), g, w.forward)
         ends = adaptive(chain.backward, lambda lo, hi: chain.g(lo, hi - 1))
     elif strategy in ("layerwise", "behind", "cupcake"):
-        chain = Chain(w.backward, sizes, shard_encode(c, comp), sparse_allgather(c, comp), w.forward)
+        chain = Chain(w.backward, sizes, h, g, w.forward)
         ends = {"layerwise": chain.layerwise, "behind": lambda: ddp_buckets(sizes),
                 "cupcake": lambda: optimal_fusion_dp(chain).ends}[strategy]()
     else:
