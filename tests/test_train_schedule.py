@@ -44,59 +44,52 @@ def gradients(t: Trace, names, it: int, w: int) -> list[np.ndarray]:
     return [t.dense(it, w, n) for n in names]
 
 
+def ready_order(t: Trace) -> tuple[list[str], np.ndarray]:
+    """The trace's tensors in gradient-ready order and their offsets in the concatenation."""
+    names = [x.name for x in t.tensors][::-1]
+    return names, np.concatenate([[0], np.cumsum([t.tensors[t.tensor_index(n)].numel for n in names])])
+
+
+def expected_chunk(vector: np.ndarray, lo: int, hi: int, offsets: np.ndarray, unit: str, density: float) -> np.ndarray:
+    """What a GPU holding vector[lo:hi] keeps: one top-k over it, or one per tensor's piece of it."""
+    if unit == "bucket":
+        return stable_topk(vector[lo:hi], density)
+    cuts = np.unique(np.clip(offsets, lo, hi)) - lo
+    return np.concatenate([stable_topk(vector[lo:hi][a:b], density) + a for a, b in zip(cuts[:-1], cuts[1:])])
+
+
 @pytest.mark.parametrize("unit", ["bucket", "tensor"])
-def test_flat_selection_is_each_gpus_topk_of_the_bucket_or_of_each_tensor(unit):
-    sel = Selection(unit, "topk", 0.01)
-    cluster = ClusterSpec(16, 1, 25 * GBPS)
+@pytest.mark.parametrize("layout", ["flat", "zen"])
+def test_selection_is_the_sparsifier_on_what_each_gpu_holds(layout, unit):
+    """Flat: each GPU's own gradient; ZEN's layout: GPU l of machine m holds shard l of m's summed gradient."""
+    density, cluster = (0.01, ClusterSpec(16, 1, 25 * GBPS)) if layout == "flat" else (0.1, ClusterSpec(2, 8, 25 * GBPS))
+    sel = Selection(unit, "topk", density)
+    g = cluster.gpus_per_machine
     with Trace.open(TRACE) as t:
-        names = [x.name for x in t.tensors][::-1]
-        prep = sel.prepared(t, names, 3, cluster, "flat", values=True)
-        sizes = [x.numel for x in t.tensors][::-1]
-        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        names, offsets = ready_order(t)
+        numel = int(offsets[-1])
+        prep = sel.prepared(t, names, 3, cluster, layout, values=True)
+        bounds = even_boundaries(numel, g)
+        assert list(prep.sizes) == list(np.diff(bounds))
         missed = 0
-        for w, chunk in enumerate(prep.groups[0]):
-            grads = gradients(t, names, 3, w)
-            flat = np.concatenate(grads)
-            if unit == "bucket":
-                want = stable_topk(flat, 0.01)
-            else:
-                want = np.concatenate([stable_topk(g, 0.01) + off for g, off in zip(grads, offsets)])
-            assert np.array_equal(chunk.indices, want)
-            assert np.array_equal(chunk.values, flat[want])
-            missed += sum(not np.any((want >= lo) & (want < hi)) for lo, hi in zip(offsets[:-1], offsets[1:]))
+        for m in range(cluster.machines):
+            vector = sum(np.concatenate(gradients(t, names, 3, m * g + local)) for local in range(g))
+            kept = []
+            for local in range(g):
+                lo, hi = int(bounds[local]), int(bounds[local + 1])
+                want = expected_chunk(vector, lo, hi, offsets, unit, density)
+                chunk = prep.groups[local][m] if layout == "zen" else prep.groups[0][m]
+                assert np.array_equal(chunk.indices, want)
+                assert np.allclose(chunk.values, vector[lo:hi][want], rtol=1e-6)
+                kept.append(want + lo)
+            kept = np.concatenate(kept)
+            missed += sum(not np.any((kept >= lo) & (kept < hi)) for lo, hi in zip(offsets[:-1], offsets[1:]))
     m = sel.missing_of()
-    assert (m.missing, m.tensors) == (missed, 8 * 16)
+    assert (m.missing, m.tensors) == (missed, 8 * cluster.machines)
     if unit == "tensor":
         assert m.missing == 0  # every tensor keeps at least one element of its own
-    else:
+    elif layout == "flat":
         assert m.missing > 0   # one top-1% over the bucket leaves small tensors out
-
-
-@pytest.mark.parametrize("unit", ["bucket", "tensor"])
-def test_zen_selection_is_on_each_machines_summed_shard(unit):
-    sel = Selection(unit, "topk", 0.1)
-    cluster = ClusterSpec(2, 8, 25 * GBPS)
-    with Trace.open(TRACE) as t:
-        names = [x.name for x in t.tensors][::-1]
-        sizes = [x.numel for x in t.tensors][::-1]
-        offsets = np.concatenate([[0], np.cumsum(sizes)])
-        numel = int(offsets[-1])
-        prep = sel.prepared(t, names, 0, cluster, "zen", values=True)
-        bounds = even_boundaries(numel, 8)
-        assert list(prep.sizes) == list(np.diff(bounds))
-        for m in range(2):
-            total = sum(np.concatenate(gradients(t, names, 0, m * 8 + g)) for g in range(8))
-            for local in range(8):
-                lo, hi = bounds[local], bounds[local + 1]
-                shard = total[lo:hi]
-                if unit == "bucket":
-                    want = stable_topk(shard, 0.1)
-                else:
-                    cuts = np.unique(np.clip(offsets, lo, hi)) - lo
-                    want = np.concatenate([stable_topk(shard[a:b], 0.1) + a for a, b in zip(cuts[:-1], cuts[1:])])
-                chunk = prep.groups[local][m]
-                assert np.array_equal(chunk.indices, want)
-                assert np.allclose(chunk.values, shard[want], rtol=1e-6)
 
 
 def test_compression_on_the_compute_stream_adds_to_compute_when_links_are_free():
