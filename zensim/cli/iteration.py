@@ -41,11 +41,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "calibration's cpu_slowdown for a profile measured alone on an emulation host; default 1)")
     p.add_argument("--shared-host", action="store_true", help="every GPU is a process of one host sharing its "
                    "processors (--profile's host_cores) for compute and local work: CPU training, the emulator")
-    p.add_argument("--bucketing", choices=tuple(BUCKETINGS), default="ddp", help="default ddp")
+    p.add_argument("--bucketing", choices=tuple(BUCKETINGS), default=None, help="default ddp")
     p.add_argument("--bucket-mb", type=float, default=None, help="DDP bucket_cap_mb in MiB (default 25, first 1)")
     p.add_argument("--first-bucket-mb", type=float, default=None, help="DDP first bucket cap in MiB")
-    p.add_argument("--sparse-buckets", choices=SPARSE_BUCKETS, default="own",
+    p.add_argument("--sparse-buckets", choices=SPARSE_BUCKETS, default=None,
                    help="own: a sparse tensor is a bucket of its own (torch's rule for sparse gradients); fused")
+    add_strategy_args(p)
     p.add_argument("--sparse-tensors", default=None, help="trace tensors synchronized sparse (default: all)")
     p.add_argument("--iterations", type=int, default=4, help="training iterations (default 4)")
     p.add_argument("--first-iteration", type=int, default=0, help="trace iteration of the first one (default 0)")
@@ -57,6 +58,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--timeline-gpus", type=int, default=None, help="GPUs shown in the timeline (default: machine 0's)")
     p.add_argument("--plot", default=None, metavar="FILE", help="also write throughput against GPUs per scheme")
     p.set_defaults(func=cmd_iteration)
+
+
+def add_strategy_args(p: argparse.ArgumentParser) -> None:
+    """Fusion strategies (docs/fusion.md): which, the selection of a dense trace, its cost, fusion degrees."""
+    from zensim.train.fusion.schedule import COSTS, STRATEGIES
+
+    p.add_argument("--strategy", default=None, help=f"fusion strategies, comma-separated or all ({', '.join(STRATEGIES)}): "
+                   "buckets, selection and compression decided by each (none = dense DDP); instead of --bucketing")
+    p.add_argument("--sparsifier", default="topk", help="with --strategy, on a dense trace: the selection (default topk)")
+    p.add_argument("--density", type=float, default=0.01, help="with --strategy: selection density (default 0.01)")
+    p.add_argument("--compression-cost", default="dgc", help=f"with --strategy: seconds per selection, "
+                   f"{' or '.join(COSTS)} or ALPHA,BETA (s, s per dense byte); default dgc")
+    p.add_argument("--fusion-degree", default=None, help="with --strategy: behind's (and none's) bucket cap as a fraction "
+                   "of the model's bytes, comma-separated to sweep (0 = a bucket per tensor, 1 = one bucket)")
 
 
 def _machines(text: str) -> list[int]:
@@ -96,6 +111,56 @@ def layer_profile(args: argparse.Namespace):
     return estimate_workload(make_workload(workload, batch, 0, args.corpus), device)
 
 
+def strategy_runs(args: argparse.Namespace, schemes: list[str]) -> list[tuple[str, str, dict]]:
+    """(strategy, scheme, run_strategy keywords) of every run --strategy asks for, checked before any runs."""
+    from zensim.train.fusion.chain import Affine
+    from zensim.train.fusion.schedule import COSTS, STRATEGIES, Strategy
+    from zensim.train.fusion.strategies import Compression
+    from zensim.train.syncs import DENSE
+
+    names = list(STRATEGIES) if args.strategy == "all" else [s.strip() for s in args.strategy.split(",") if s.strip()]
+    for flag in ("bucketing", "sparse_buckets"):
+        if getattr(args, flag) is not None:
+            raise ConfigError(f"--{flag.replace('_', '-')}: not with --strategy (each strategy decides its buckets)")
+    if args.compression_cost in COSTS:
+        cost = COSTS[args.compression_cost]
+    else:
+        try:
+            alpha, beta = (float(x) for x in args.compression_cost.split(","))
+            cost = Affine(alpha, beta)
+        except ValueError:
+            raise ConfigError(f"--compression-cost {args.compression_cost}: {' or '.join(COSTS)}, or ALPHA,BETA "
+                              "(non-negative seconds and seconds per byte)") from None
+    comp = Compression(density=args.density, encode=cost)
+    degrees = [None] if args.fusion_degree is None else _numbers(args.fusion_degree, "--fusion-degree")
+    if any(d is not None and not 0 <= d <= 1 for d in degrees):
+        raise ConfigError(f"--fusion-degree {args.fusion_degree}: each must be in [0, 1]")
+    if args.fusion_degree is not None and args.bucket_mb is not None:
+        raise ConfigError("--bucket-mb and --fusion-degree: give one")
+    if args.first_bucket_mb is not None:
+        raise ConfigError("--first-bucket-mb: not with --strategy (behind's first bucket has the cap of the others)")
+    sparse_schemes = [s for s in schemes if s != DENSE] or [DENSE]
+    runs = []
+    for name in names:
+        if name != "none":
+            Strategy(name, comp, args.sparsifier, args.bucket_mb if name == "behind" else None)  # checks now
+        for degree in degrees if name in ("none", "behind") else [None]:
+            kw = dict(compression=comp, sparsifier=args.sparsifier, degree=degree,
+                      bucket_mb=args.bucket_mb if name in ("none", "behind") else None)
+            for scheme in sparse_schemes if name != "none" else [DENSE]:
+                if scheme == DENSE and name != "none":
+                    raise ConfigError(f"--strategy {name}: needs a sparse --scheme for the compressed buckets")
+                runs.append((name, scheme, kw))
+    return runs
+
+
+def _numbers(text: str, flag: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",")]
+    except ValueError:
+        raise ConfigError(f"{flag} {text}: expected numbers separated by commas") from None
+
+
 def cmd_iteration(args: argparse.Namespace) -> int:
     """Run every (cluster size, scheme) and print/write the results."""
     from tqdm import tqdm
@@ -105,6 +170,7 @@ def cmd_iteration(args: argparse.Namespace) -> int:
     from zensim.report.iteration import bucket_table, iteration_table, iteration_trace, throughput_figure
     from zensim.report.outputs import OutputFiles, plot_format
     from zensim.report.provenance import provenance
+    from zensim.report.record import flatten
     from zensim.train.buckets import make_bucketing
     from zensim.train.iteration import check_scheme, simulate_iteration
     from zensim.train.syncs import DENSE
@@ -131,25 +197,35 @@ def cmd_iteration(args: argparse.Namespace) -> int:
     if not args.compute_scale > 0:
         raise ConfigError(f"--compute-scale {args.compute_scale}: must be positive")
     profile = layer_profile(args).scaled(args.compute_scale)
-    bucketing = make_bucketing(args.bucketing, args.bucket_mb, args.first_bucket_mb)
+    runs = strategy_runs(args, schemes) if args.strategy else None
+    bucketing = make_bucketing(args.bucketing or "ddp", args.bucket_mb if runs is None else None, args.first_bucket_mb)
     sparse = args.sparse_tensors.split(",") if args.sparse_tensors else None
     keep = "timeline" in paths
     records = []
-    bar = tqdm(total=len(machines) * (len(schemes) + (DENSE not in schemes)), desc="iteration", unit="run",
-               disable=None, leave=False, file=sys.stderr)
+    per_cluster = len(runs) if runs is not None else len(schemes) + (DENSE not in schemes)
+    bar = tqdm(total=len(machines) * per_cluster, desc="iteration", unit="run", disable=None, leave=False,
+               file=sys.stderr)
     for m in machines:
         cluster, calib = cluster_from_args(args, m)
         costs = Costs.of(cluster, calib)
-        common = dict(model=args.model, layout=args.layout, bucketing=bucketing, iterations=args.iterations,
+        common = dict(model=args.model, layout=args.layout, iterations=args.iterations,
                       dense_work=args.dense_work, shared_host=args.shared_host,
                       model_options={"batch": args.maxmin_batch} if args.model == "maxmin" else None)
-        dense = simulate_iteration(profile, DENSE, costs, **common)
-        records.append(dense)
-        bar.update()
-        for name in schemes:
+        dense = simulate_iteration(profile, DENSE, costs, bucketing=bucketing, **common)
+        if runs is not None:
+            from zensim.train.fusion.schedule import run_strategy
+
+            for name, scheme, kw in runs:
+                records.append(run_strategy(name, profile, scheme, costs, dense=dense, trace=args.trace, sparse=sparse,
+                                            first_iteration=args.first_iteration, options=options, **kw, **common))
+                bar.update()
+        else:
+            records.append(dense)
+            bar.update()
+        for name in schemes if runs is None else ():
             if name != DENSE:
-                records.append(simulate_iteration(profile, name, costs, trace=args.trace, dense=dense,
-                                                  sparse_buckets=args.sparse_buckets, sparse=sparse,
+                records.append(simulate_iteration(profile, name, costs, trace=args.trace, dense=dense, bucketing=bucketing,
+                                                  sparse_buckets=args.sparse_buckets or "own", sparse=sparse,
                                                   first_iteration=args.first_iteration, options=options, **common))
                 bar.update()
         if not keep:
@@ -160,7 +236,8 @@ def cmd_iteration(args: argparse.Namespace) -> int:
     for rec in records:
         rec.provenance = made
     files: dict[Path, str | bytes] = {}
-    rows = [{k: v for k, v in r.to_dict().items() if k != "buckets"} for r in records]
+    rows = [{k: v for k, v in r.to_dict().items() if k not in ("buckets", "strategy")}
+            | {f"strategy.{k}": v for k, v in flatten(r.strategy).items()} for r in records]
     if "csv" in paths:
         files[paths["csv"]] = to_csv(rows)
     if "timeline" in paths:
@@ -170,7 +247,12 @@ def cmd_iteration(args: argparse.Namespace) -> int:
 
         title = (f"{profile.workload or 'model'} on {profile.device}, batch {profile.batch_size}/GPU, "
                  f"{records[0].cluster.split(',', 1)[1].strip()}, {args.model}")
-        files[paths["plot"]] = figure_bytes(throughput_figure(records, title), plot_format(paths["plot"]))
+        if runs is not None:
+            from zensim.train.fusion.plots import strategy_plot
+
+            files[paths["plot"]] = strategy_plot(records, title, plot_format(paths["plot"]))
+        else:
+            files[paths["plot"]] = figure_bytes(throughput_figure(records, title), plot_format(paths["plot"]))
     outs.write(files)
     if args.json:
         print(to_json([r.to_dict() for r in records]))

@@ -15,17 +15,28 @@ MS, US = 1e3, 1e6
 
 
 def iteration_table(records: Sequence[Any]) -> str:
-    """One row per record: iteration, compute and exposed communication (ms), samples/s, speedup."""
+    """One row per record: iteration, compute and exposed communication (ms), samples/s, speedup; with
+    fusion strategies also each one's fusion degree, compression (ms) and tensor missing rate."""
+    strategies = any(r.strategy for r in records)
     rows = [[r.scheme, r.gpus, r.iteration_s * MS, r.compute_s * MS, r.exposed_comm_s * MS, r.samples_per_s,
              r.speedup_vs_dense, r.nic_bytes_per_iteration / 1e6, len(r.buckets), r.busiest_link, r.busiest_link_util]
             for r in records]
-    head = ""
+    head = ["scheme", "GPUs", "iteration ms", "compute ms", "exposed ms", "samples/s", "vs dense", "NIC MB/it",
+            "buckets", "busiest link", "util"]
+    if strategies:
+        for row, r in zip(rows, records):
+            st = r.strategy
+            degree = st.get("degree") if st.get("degree") is not None else st.get("bucket_mb")
+            row[1:1] = [st.get("name", "-"), "-" if degree is None else degree, r.compression_s * MS,
+                        st.get("missing_rate")]
+        head[1:1] = ["strategy", "degree/MiB", "compress ms", "missing"]
+    title = ""
     if records:
         r = records[0]
-        head = (f"{r.device} ({r.profile_kind}), batch {r.batch_per_gpu}/GPU, {r.bucketing}, layout {r.layout}, "
-                f"model {r.model}, {r.iterations} iterations\n")
-    return head + format_table(rows, ["scheme", "GPUs", "iteration ms", "compute ms", "exposed ms", "samples/s",
-                                      "vs dense", "NIC MB/it", "buckets", "busiest link", "util"])
+        buckets = "" if strategies else f"{r.bucketing}, "
+        title = (f"{r.device} ({r.profile_kind}), batch {r.batch_per_gpu}/GPU, {buckets}layout {r.layout}, "
+                 f"model {r.model}, {r.iterations} iterations\n")
+    return title + format_table(rows, head)
 
 
 def bucket_table(record: Any) -> str:

@@ -43,6 +43,55 @@ def throughput_plot(strategies: Sequence[str], series: Mapping[str, Sequence[flo
     return _image(fig, fmt)
 
 
+def strategy_label(rec) -> str:
+    """'behind d=0.5 (agsparse-ring)': a record's strategy, its fusion degree or cap, and its scheme."""
+    st = rec.strategy
+    size = f" d={st['degree']:g}" if st.get("degree") is not None else (
+        f" {st['bucket_mb']:g} MiB" if st.get("bucket_mb") is not None else "")
+    return f"{st['name']}{size}" + ("" if st["name"] == "none" else f" ({rec.scheme})")
+
+
+def strategy_plot(records: Sequence, title: str, fmt: str = "png") -> bytes:
+    """Samples/s and tensor missing rate per strategy, one series per GPU count; with several fusion
+    degrees, both against the degree (behind and none as lines, the other strategies as levels)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    runs = [r for r in records if r.strategy]
+    gpus = sorted({r.gpus for r in runs})
+    degrees = sorted({r.strategy["degree"] for r in runs if r.strategy.get("degree") is not None})
+    fig, (ax, ax_m) = plt.subplots(1, 2, figsize=(12, 4.5))
+    if len(degrees) > 1:
+        swept = [r for r in runs if r.strategy.get("degree") is not None]
+        for key in dict.fromkeys((r.gpus, r.strategy["name"], r.scheme) for r in swept):
+            line = sorted((r.strategy["degree"], r.samples_per_s, r.strategy["missing_rate"] or 0.0)
+                          for r in swept if (r.gpus, r.strategy["name"], r.scheme) == key)
+            label = f"{key[1]}" + ("" if key[1] == "none" else f" ({key[2]})") + f", {key[0]} GPUs"
+            ax.plot([100 * d for d, _, _ in line], [v for _, v, _ in line], marker="o", label=label)
+            ax_m.plot([100 * d for d, _, _ in line], [100 * m for _, _, m in line], marker="o", label=label)
+        for k, r in enumerate(r for r in runs if r.strategy.get("degree") is None):
+            ax.axhline(r.samples_per_s, ls="--", lw=1, color=f"C{(k + 3) % 10}", label=f"{strategy_label(r)}, {r.gpus} GPUs")
+        ax.set_xlabel("fusion degree (% of the model's bytes per bucket)")
+        ax_m.set_xlabel("fusion degree (%)")
+    else:
+        labels = list(dict.fromkeys(strategy_label(r) for r in runs))
+        width = 0.8 / max(1, len(gpus))
+        for k, g in enumerate(gpus):
+            by = {strategy_label(r): r for r in runs if r.gpus == g}
+            x = np.arange(len(labels)) + width * k
+            ax.bar(x, [by[lb].samples_per_s if lb in by else 0 for lb in labels], width=width, label=f"{g} GPUs")
+            ax_m.bar(x, [100 * (by[lb].strategy.get("missing_rate") or 0) if lb in by else 0 for lb in labels],
+                     width=width, label=f"{g} GPUs")
+        for a in (ax, ax_m):
+            a.set_xticks(np.arange(len(labels)) + width * (len(gpus) - 1) / 2, labels, fontsize=7, rotation=20, ha="right")
+    ax.set_ylabel("samples/s")
+    ax_m.set_ylabel("tensor missing rate (%)")
+    ax.legend(fontsize=6)
+    fig.suptitle(title, fontsize=9)
+    return _image(fig, fmt)
+
+
 def _image(fig, fmt: str) -> bytes:
     """The figure as image bytes in `fmt`; the figure is closed."""
     import matplotlib.pyplot as plt

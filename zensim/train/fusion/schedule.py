@@ -150,7 +150,7 @@ class Strategy:
         names = {part.names for s in syncs for part in s.parts if part.sparse}
         missing = self.selection.missing_of(names) if logs.selection is not None else None
         h = self.compression.encode
-        return {"name": self.name, "groups": len(syncs),
+        return {"name": self.name, "groups": len(syncs), "degree": self.degree, "bucket_mb": self.bucket_mb,
                 "selection": self.selection.describe() if logs.selection is not None else "trace indices",
                 "missing_rate": missing.rate if missing is not None else None,
                 "compress_alpha_s": h.alpha, "compress_beta_s_per_byte": h.beta,
@@ -192,7 +192,7 @@ def run_strategy(name: str, profile: LayerProfile, scheme: str, costs: Costs, *,
             rec = simulate_iteration(profile, DENSE, costs, bucketing=ddp_buckets(profile, bucket_mb, degree), **common)
             if dense is not None:
                 rec.dense_iteration_s, rec.speedup_vs_dense = dense.iteration_s, dense.iteration_s / rec.iteration_s
-        return replace(rec, strategy={"name": "none", "groups": len(rec.buckets), "selection": "none (dense)",
-                                      "missing_rate": 0.0})
+        return replace(rec, strategy={"name": "none", "groups": len(rec.buckets), "degree": degree,
+                                      "bucket_mb": bucket_mb, "selection": "none (dense)", "missing_rate": 0.0})
     strategy = Strategy(name, compression, sparsifier, bucket_mb, degree, dict(options or {}))
     return simulate_iteration(profile, scheme, costs, strategy=strategy, dense=dense, **common)
