@@ -89,7 +89,11 @@ model: [fifo, maxmin]
 ])
 def test_schema_errors_name_file_and_key(tmp_path: Path, trace: Path, body: str, key: str,
                                          capsys: pytest.CaptureFixture) -> None:
-    path = write_scenario(tmp_path, body.replace("{path: T", f"{{path: {trace}"))
+    assert_refused(write_scenario(tmp_path, body.replace("{path: T", f"{{path: {trace}")), key, capsys)
+
+
+def assert_refused(path: Path, key: str, capsys: pytest.CaptureFixture) -> None:
+    """Loading the scenario is a one-line ConfigError naming the file and `key`; `zensim run` exits 2."""
     with pytest.raises(ConfigError) as err:
         load_scenario(path)
     message = str(err.value)

@@ -86,8 +86,8 @@ def _machines(text: str) -> list[int]:
 
 def layer_profile(args: argparse.Namespace):
     """The profile from --layers, or for --device the shipped one beside the trace, else an estimate."""
-    from zensim.trace.format import Trace
     from zensim.train.devices import get_device
+    from zensim.train.shipped import device_layers
     from zensim.train.layers import load_layers
 
     if args.layers:
@@ -96,19 +96,10 @@ def layer_profile(args: argparse.Namespace):
         return load_layers(args.layers)
     if not args.device:
         raise ConfigError("--layers FILE or --device PRESET: the model's per-layer profile is needed")
-    device = get_device(args.device)
+    get_device(args.device)
     if not args.trace:
         raise ConfigError("--device needs --trace (its workload and batch choose the model)")
-    with Trace.open(args.trace) as trace:
-        workload, batch = trace.meta.get("workload"), trace.meta.get("batch_size")
-    shipped = Path(args.trace).parent / "layers" / f"{workload}-b{batch}.{device.name}.layers.json"
-    if shipped.is_file():
-        return load_layers(shipped)
-    from zensim.trace.capture.workloads import make_workload
-    from zensim.train.roofline import estimate_workload
-
-    print(f"zensim: estimating {workload} (batch {batch}) on {device.label} (no {shipped})", file=sys.stderr)
-    return estimate_workload(make_workload(workload, batch, 0, args.corpus), device)
+    return device_layers(args.trace, args.device, args.corpus)
 
 
 def strategy_runs(args: argparse.Namespace, schemes: list[str]) -> list[tuple[str, str, dict]]:
@@ -167,12 +158,12 @@ def cmd_iteration(args: argparse.Namespace) -> int:
 
     from zensim.net.costs import Costs
     from zensim.report.export import to_csv, to_json
-    from zensim.report.iteration import bucket_table, iteration_table, iteration_trace, throughput_figure
+    from zensim.report.iteration import (bucket_table, iteration_rows, iteration_table, iteration_trace,
+                                         throughput_figure)
     from zensim.report.outputs import OutputFiles, plot_format
     from zensim.report.provenance import provenance
-    from zensim.report.record import flatten
     from zensim.train.buckets import make_bucketing
-    from zensim.train.iteration import check_scheme, simulate_iteration
+    from zensim.train.iteration import check_scheme, iteration_records, simulate_iteration
     from zensim.train.syncs import DENSE
 
     machines = _machines(args.machines)
@@ -220,14 +211,11 @@ def cmd_iteration(args: argparse.Namespace) -> int:
                                             first_iteration=args.first_iteration, options=options, **kw, **common))
                 bar.update()
         else:
-            records.append(dense)
+            records += iteration_records(profile, schemes, costs, dense=dense, done=bar.update, trace=args.trace,
+                                         bucketing=bucketing, sparse_buckets=args.sparse_buckets or "own",
+                                         sparse=sparse, first_iteration=args.first_iteration, options=options,
+                                         **common)
             bar.update()
-        for name in schemes if runs is None else ():
-            if name != DENSE:
-                records.append(simulate_iteration(profile, name, costs, trace=args.trace, dense=dense, bucketing=bucketing,
-                                                  sparse_buckets=args.sparse_buckets or "own", sparse=sparse,
-                                                  first_iteration=args.first_iteration, options=options, **common))
-                bar.update()
         if not keep:
             for rec in records:
                 rec.run = None
@@ -236,10 +224,8 @@ def cmd_iteration(args: argparse.Namespace) -> int:
     for rec in records:
         rec.provenance = made
     files: dict[Path, str | bytes] = {}
-    rows = [{k: v for k, v in r.to_dict().items() if k not in ("buckets", "strategy")}
-            | {f"strategy.{k}": v for k, v in flatten(r.strategy).items()} for r in records]
     if "csv" in paths:
-        files[paths["csv"]] = to_csv(rows)
+        files[paths["csv"]] = to_csv(iteration_rows(records))
     if "timeline" in paths:
         files[paths["timeline"]] = json.dumps(iteration_trace(records, args.timeline_gpus))
     if "plot" in paths:

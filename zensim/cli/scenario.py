@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 from zensim.errors import ConfigError
-from zensim.report.record import results_json
 from zensim.sim.scenario import load_scenario
-from zensim.sim.sweep import records_of, render_results, run_scenario, write_outputs
+from zensim.sim.sweep import records_of, render_results, results_document, run_scenario, write_outputs
 
 STORE = ".zensim"  # under --out: finished points (and cached message logs)
 
@@ -66,5 +65,5 @@ def cmd_run(args: argparse.Namespace) -> int:
               + (f" in {store}: a rerun simulates only the failed ones" if store else ""), file=sys.stderr)
         return 1
     write_outputs(scn, outcome.results)
-    print(results_json(records_of(outcome.results)) if args.json else render_results(outcome.results))
+    print(results_document(records_of(outcome.results)) if args.json else render_results(outcome.results))
     return 0

@@ -16,7 +16,8 @@ MS, US = 1e3, 1e6
 
 def iteration_table(records: Sequence[Any]) -> str:
     """One row per record: iteration, compute and exposed communication (ms), samples/s, speedup; with
-    fusion strategies also each one's fusion degree, compression (ms) and tensor missing rate."""
+    fusion strategies also each one's fusion degree, compression (ms) and tensor missing rate; in a
+    scenario's sweep the swept values first."""
     strategies = any(r.strategy for r in records)
     rows = [[r.scheme, r.gpus, r.iteration_s * MS, r.compute_s * MS, r.exposed_comm_s * MS, r.samples_per_s,
              r.speedup_vs_dense, r.nic_bytes_per_iteration / 1e6, len(r.buckets), r.busiest_link, r.busiest_link_util]
@@ -30,13 +31,27 @@ def iteration_table(records: Sequence[Any]) -> str:
             row[1:1] = [st.get("name", "-"), "-" if degree is None else degree, r.compression_s * MS,
                         st.get("missing_rate")]
         head[1:1] = ["strategy", "degree/MiB", "compress ms", "missing"]
+    swept = list(dict.fromkeys(k for r in records for k in r.sweep))
+    if swept:  # a scenario's sweep: its values first
+        rows = [[r.sweep.get(k, "-") for k in swept] + row for row, r in zip(rows, records)]
+        head = swept + head
     title = ""
     if records:
         r = records[0]
-        buckets = "" if strategies else f"{r.bucketing}, "
+        buckets = "" if strategies or len({x.bucketing for x in records}) > 1 else f"{r.bucketing}, "
         title = (f"{r.device} ({r.profile_kind}), batch {r.batch_per_gpu}/GPU, {buckets}layout {r.layout}, "
                  f"model {r.model}, {r.iterations} iterations\n")
     return title + format_table(rows, head)
+
+
+def iteration_rows(records: Sequence[Any]) -> list[dict[str, Any]]:
+    """CSV rows of records: their fields without the buckets, the fusion strategy as `strategy.*` and a
+    sweep's values as `sweep.*` columns."""
+    from zensim.report.record import flatten
+
+    return [{k: v for k, v in r.to_dict().items() if k not in ("buckets", "strategy", "sweep")}
+            | {f"strategy.{k}": v for k, v in flatten(r.strategy).items()}
+            | {f"sweep.{k}": v for k, v in r.sweep.items()} for r in records]
 
 
 def bucket_table(record: Any) -> str:

@@ -1,7 +1,9 @@
 """YAML scenarios: one experiment (trace x cluster x schemes x models, optional sweep) written down once.
 
 A scenario expands into *points*: the cartesian product of its `sweep:` lists (in the order written)
-and, last, its `model:` list. Each point is one `simulate()` call. Every key and every value of every
+and, last, its `model:` list. Each point is one `simulate()` call, or with a `training:` section
+(docs/scenarios.md) the training iterations of every scheme (`zensim.train.iteration`, as `zensim
+iteration`). Every key and every value of every
 point is validated when the file is loaded, before anything runs; a problem is a one-line ConfigError
 naming the file and the key. Schema and path rules: docs/scenarios.md.
 """
@@ -30,9 +32,14 @@ from zensim.sim.layout import LAYOUTS
 from zensim.schemes import check_options
 from zensim.sim.run import ALL_MODELS, resolve_schemes
 from zensim.trace.format import Trace
+from zensim.train.buckets import BUCKETINGS, make_bucketing
+from zensim.train.shipped import device_layers
+from zensim.train.iteration import DENSE_WORK
+from zensim.train.layers import LayerProfile, load_layers
+from zensim.train.syncs import SPARSE_BUCKETS, sparse_tensors
 
 MAXMIN_BATCH = MODELS["maxmin"].options["batch"]  # the model's default allowance
-TOP_KEYS = ("trace", "cluster", "schemes", "options", "values", "model", "maxmin_batch", "outputs", "sweep")
+TOP_KEYS = ("trace", "cluster", "schemes", "options", "values", "model", "maxmin_batch", "outputs", "sweep", "training")
 TRACE_KEYS = ("path", "iteration")
 CLUSTER_DEFAULTS: dict[str, Any] = {
     "machines": 16, "gpus_per_machine": None, "preset": None, "nics": None, "transport": None, "nic": None, "nic_latency": None, "nvlink": None,
@@ -42,6 +49,28 @@ OUTPUT_KEYS = ("json", "csv", "timeline", "plot")
 # keys a sweep may vary: every cluster key but the profile, plus these
 SWEPT_OTHER = ("model", "iteration", "maxmin_batch")
 SWEEPABLE = tuple(k for k in CLUSTER_DEFAULTS if k != "profile") + SWEPT_OTHER
+# the training section (zensim iteration's options): keys, defaults, those a sweep may vary
+TRAINING_DEFAULTS: dict[str, Any] = {
+    "layers": None, "device": None, "corpus": None, "iterations": 4, "bucketing": "ddp", "bucket_mb": None,
+    "first_bucket_mb": None, "sparse_buckets": "own", "sparse_tensors": None, "dense_work": "fused",
+    "compute_scale": 1.0, "shared_host": False}
+TRAINING_SWEPT = ("bucketing", "bucket_mb", "first_bucket_mb", "sparse_buckets", "dense_work")
+GPU_KEYS = ("machines", "gpus_per_machine", "preset")  # what a throughput-against-GPUs plot has on its x axis
+
+
+@dataclass(frozen=True)
+class Training:
+    """A point's training iterations (the scenario's `training:` section, swept keys applied): the
+    options of `zensim iteration`; the layer profile is the scenario's."""
+
+    iterations: int
+    bucketing: str
+    bucket_mb: float | None
+    first_bucket_mb: float | None
+    sparse_buckets: str
+    sparse_tensors: tuple[str, ...] | None
+    dense_work: str
+    shared_host: bool
 
 
 @dataclass(frozen=True)
@@ -55,6 +84,7 @@ class Point:
     model: str
     iteration: int
     maxmin_batch: float
+    training: Training | None = None  # training iterations instead of one synchronization
 
     def label(self) -> str:
         """'machines=8, model=fifo' (empty for a scenario without a sweep)."""
@@ -74,6 +104,7 @@ class Scenario:
     files: OutputFiles = field(default_factory=OutputFiles)  # every output path, checked at load
     options: dict[str, Any] = field(default_factory=dict)  # scheme options, for every scheme
     values: bool | None = None  # carry values; None = only where a scheme needs them
+    layers: LayerProfile | None = None  # with a training: section, the model's layer profile
 
     @property
     def is_sweep(self) -> bool:
@@ -125,6 +156,7 @@ class _Loader:
     def __init__(self, path: Path, out_dir: Path) -> None:
         self.path, self.base, self.out_dir = path, path.parent, out_dir
         self.sweep_keys: set[str] = set()
+        self.training = False
 
     def fail(self, key: str, problem: str) -> ConfigError:
         """The one-line error for `key`."""
@@ -159,7 +191,11 @@ class _Loader:
         base["maxmin_batch"] = top.get("maxmin_batch", MAXMIN_BATCH)
         if base["profile"] is not None:
             base["profile"] = self.input_path("cluster.profile", base["profile"])
-        sweep = self.mapping(top.get("sweep"), "sweep", SWEEPABLE)
+        self.training = top.get("training") is not None
+        if self.training:
+            base.update(self.mapping(top["training"], "training", tuple(TRAINING_DEFAULTS)))
+            base.update({k: v for k, v in TRAINING_DEFAULTS.items() if k not in base})
+        sweep = self.mapping(top.get("sweep"), "sweep", SWEEPABLE + (TRAINING_SWEPT if self.training else ()))
         outputs = self.mapping(top.get("outputs"), "outputs", OUTPUT_KEYS)
         names = self.schemes(top.get("schemes", "all"))
         options = self.options(top.get("options"), names)
@@ -177,11 +213,39 @@ class _Loader:
             base["model"] = model
         points = [self.point(base, dict(zip(axes, combo))) for combo in itertools.product(*axes.values())]
         self.check_trace(trace_path, points)
+        layers = self.layers(base, trace_path, points) if self.training else None
         paths = self.outputs(outputs, list(axes), points)
-        x_key = next(iter(axes)) if len(points) > 1 else None
-        inputs = [self.path, trace_path] + ([base["profile"]] if base["profile"] is not None else [])
+        x_keys = self.x_keys(list(axes)) if len(points) > 1 else None
+        inputs = [self.path, trace_path] + [base[k] for k in ("profile", "layers") if base.get(k) is not None]
         return Scenario(self.path, trace_path, names, list(axes), points, paths,
-                        self.files(paths, points, x_key, inputs), options, values or None)
+                        self.files(paths, points, x_keys, inputs), options, values or None, layers)
+
+    def x_keys(self, swept: list[str]) -> tuple[str, ...]:
+        """The swept keys along a plot's x axis: the first one, or for training the keys that set the GPU
+        count (throughput against GPUs); the other swept keys make one plot each."""
+        return tuple(k for k in swept if k in GPU_KEYS) if self.training else tuple(swept[:1])
+
+    def layers(self, base: dict[str, Any], trace: Path, points: list[Point]) -> LayerProfile:
+        """The training section's layer profile (`layers: FILE` or `device: PRESET`), scaled by
+        compute_scale; the trace's tensors must be parameters of it."""
+        if (base["layers"] is None) == (base["device"] is None):
+            raise self.fail("training", "give one of layers (a layer profile file) or device (v100, a100, h100)")
+        scale = base["compute_scale"]
+        if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not 0 < scale < float("inf"):
+            raise self.fail("training.compute_scale", f"expected a positive number, got {scale!r}")
+        try:
+            if base["layers"] is not None:
+                prof = load_layers(self.input_path("training.layers", base["layers"]))
+            else:
+                corpus = self.input_path("training.corpus", base["corpus"]) if base["corpus"] is not None else None
+                prof = device_layers(trace, base["device"], corpus and str(corpus), f"{self.path}: training.device")
+            with Trace.open(trace) as t:
+                for p in points:
+                    sparse_tensors(prof, t, "zen", p.training.sparse_tensors)
+        except ConfigError as exc:
+            text = str(exc)
+            raise (exc if text.startswith(str(self.path)) else self.fail("training", text)) from None
+        return prof.scaled(float(scale))
 
     def schemes(self, raw: Any) -> list[str]:
         """all | presets | distinct | a list of names -> scheme names."""
@@ -260,7 +324,35 @@ class _Loader:
                                          oversub=s["oversubscription"], machines_per_leaf=s["machines_per_leaf"],
                                          profile=s["profile"], preset=s["preset"], nics=s["nics"],
                                          transport=s["transport"], names=names)
-        return Point(values, cluster, profile, s["layout"], s["model"], s["iteration"], float(s["maxmin_batch"]))
+        training = self.training_of(s, where) if self.training else None
+        return Point(values, cluster, profile, s["layout"], s["model"], s["iteration"], float(s["maxmin_batch"]),
+                     training)
+
+    def training_of(self, s: dict[str, Any], where) -> Training:
+        """A point's Training from its settings; each value checked (sharing model, buckets, counts)."""
+        if s["model"] not in MODELS:
+            raise self.fail(where("model"), f"training iterations need a network model with a timeline "
+                            f"({', '.join(MODELS)}), not {s['model']!r}")
+        spot = {k: where(k) if k in self.sweep_keys else f"training.{k}" for k in TRAINING_DEFAULTS}
+        if not _is_int(s["iterations"]) or s["iterations"] < 1:
+            raise self.fail(spot["iterations"], f"expected a positive integer, got {s['iterations']!r}")
+        for key, choices in (("bucketing", BUCKETINGS), ("sparse_buckets", SPARSE_BUCKETS), ("dense_work", DENSE_WORK)):
+            if s[key] not in choices:
+                raise self.fail(spot[key], f"unknown {key} {s[key]!r} (choose from {', '.join(choices)})")
+        for key in ("bucket_mb", "first_bucket_mb"):
+            if s[key] is not None and (not isinstance(s[key], (int, float)) or isinstance(s[key], bool)):
+                raise self.fail(spot[key], f"expected a number of MiB, got {s[key]!r}")
+        try:
+            make_bucketing(s["bucketing"], s["bucket_mb"], s["first_bucket_mb"])
+        except ConfigError as exc:
+            raise self.fail(spot["bucket_mb"], str(exc)) from None
+        only = s["sparse_tensors"]
+        if only is not None and (not isinstance(only, list) or not all(isinstance(n, str) for n in only)):
+            raise self.fail(spot["sparse_tensors"], f"expected a list of tensor names, got {only!r}")
+        if not isinstance(s["shared_host"], bool):
+            raise self.fail(spot["shared_host"], f"expected true or false, got {s['shared_host']!r}")
+        return Training(s["iterations"], s["bucketing"], s["bucket_mb"], s["first_bucket_mb"], s["sparse_buckets"],
+                        tuple(only) if only is not None else None, s["dense_work"], s["shared_host"])
 
     def check_trace(self, trace: Path, points: list[Point]) -> None:
         """Every point fits the trace: enough workers for its GPUs, an iteration the trace has."""
@@ -285,29 +377,33 @@ class _Loader:
                 fields = {f for _, f, _, _ in string.Formatter().parse(out["plot"]) if f is not None}
             except ValueError as exc:
                 raise self.fail("outputs.plot", f"bad {{placeholder}} in {out['plot']!r} ({exc})") from None
-            if fields != set(swept[1:]):
-                want = " ".join(f"{{{k}}}" for k in swept[1:]) or "no placeholder"
+            others = [k for k in swept if k not in self.x_keys(swept)]
+            if fields != set(others):
+                want = " ".join(f"{{{k}}}" for k in others) or "no placeholder"
                 raise self.fail("outputs.plot", f"{out['plot']!r}: one plot per value of the other swept keys: "
                                 f"the name needs {want}")
         return {k: Path(v) if Path(v).is_absolute() else self.out_dir / v for k, v in out.items()}
 
-    def files(self, outputs: dict[str, Path], points: list[Point], x_key: str | None, inputs: list[Path]) -> OutputFiles:
+    def files(self, outputs: dict[str, Path], points: list[Point], x_keys: tuple[str, ...] | None,
+              inputs: list[Path]) -> OutputFiles:
         """Every output path (each plot of a sweep) checked now, before any point runs: none is a
         folder, an input, or another output; the plot's extension is an image format."""
         files = OutputFiles(inputs=inputs, create_folders=True)
         for key, path in outputs.items():
-            paths = {plot_file(path, p.values, x_key) for p in points} if key == "plot" else {path}
+            paths = {plot_file(path, p.values, x_keys) for p in points} if key == "plot" else {path}
             for one in sorted(paths):
                 files.add(one, f"{self.path}: outputs.{key}", plot=key == "plot")
         return files
 
 
-def plot_file(template: Path, values: dict[str, Any], x_key: str | None) -> Path:
-    """The plot file of the sweep point with swept `values` and x axis `x_key`: the template's {KEY}
-    placeholders (the other swept keys) filled in. Without a sweep (x_key None) the path as written."""
-    if x_key is None:
+def plot_file(template: Path, values: dict[str, Any], x_keys: str | tuple[str, ...] | None) -> Path:
+    """The plot file of the sweep point with swept `values` and x axis `x_keys` (a key, or the keys
+    that set a throughput plot's GPU count): the template's {KEY} placeholders (the other swept keys)
+    filled in. Without a sweep (x_keys None) the path as written."""
+    if x_keys is None:
         return template
-    return Path(str(template).format_map({k: v for k, v in values.items() if k != x_key}))
+    along = (x_keys,) if isinstance(x_keys, str) else x_keys
+    return Path(str(template).format_map({k: v for k, v in values.items() if k not in along}))
 
 
 def _is_int(value: Any) -> bool:

@@ -6,6 +6,10 @@ kept in a store so that a rerun skips them; tables and outputs (written all or n
     outcome = run_scenario(scn)                            # workers=0: one after the other, here
     outcome.results, outcome.failures, outcome.reused, outcome.computed
 
+A scenario with a `training:` section runs, per point, the training iterations of every scheme
+(`zensim.train.iteration.iteration_records`: dense DDP first, the baseline) and reports them as
+`zensim iteration` does: its table, JSON and CSV rows, Chrome trace and throughput-against-GPUs plot.
+
 A failed point (any exception while simulating it, a worker that died) is reported with its swept
 values and does not stop or lose the others; with a store, the finished points are kept and a rerun
 computes only what is missing (docs/scenarios.md, Sweeps on Dask).
@@ -33,10 +37,14 @@ from zensim.report.record import RunRecord, SCHEMA, results_csv, results_json
 from zensim.report.runs import group_sweep
 from zensim.report.table import render
 from zensim.sim.run import simulate
-from zensim.sim.scenario import Point, Scenario, plot_file
+from zensim.sim.scenario import GPU_KEYS, Point, Scenario, plot_file
 from zensim.sim.store import Store, content_key
+from zensim.train.buckets import make_bucketing
+from zensim.train.iteration import IterationRecord, iteration_records
+from zensim.train.layers import LayerProfile
 
-Results = list[tuple[Point, list[RunRecord]]]
+Results = list[tuple[Point, list[RunRecord]]]  # with a training: section, IterationRecords
+ITERATION_SCHEMA = "zensim-iterations/1"  # a stored point's iteration records
 CONNECT_TIMEOUT = "10s"  # how long to keep trying a --scheduler address before giving up
 
 
@@ -54,6 +62,7 @@ class PointTask:
     provenance: dict[str, Any]
     is_sweep: bool
     cache: Path | None = None  # the cache folder: message logs under cache/logs
+    layers: LayerProfile | None = None  # with a training: section, the model's layer profile
 
 
 @dataclass(frozen=True)
@@ -82,9 +91,11 @@ class Outcome:
     wall_s: float = 0.0
 
 
-def run_point(task: PointTask) -> list[RunRecord]:
+def run_point(task: PointTask) -> list[RunRecord] | list[IterationRecord]:
     """Simulate one point (the function every worker runs)."""
     p = task.point
+    if p.training is not None:
+        return _run_training(task)
     records = simulate(task.trace, list(task.schemes), Costs.of(p.cluster, p.profile), p.model, iteration=p.iteration,
                        layout=p.layout, maxmin_batch=p.maxmin_batch, options=task.options, values=task.values,
                        provenance=task.provenance, cache=task.cache)
@@ -96,6 +107,24 @@ def run_point(task: PointTask) -> list[RunRecord]:
     return records
 
 
+def _run_training(task: PointTask) -> list[IterationRecord]:
+    """A training point: dense DDP and every scheme on the point's cluster, as `zensim iteration`."""
+    p, t = task.point, task.point.training
+    records = iteration_records(
+        task.layers, task.schemes, Costs.of(p.cluster, p.profile), trace=task.trace, model=p.model, layout=p.layout,
+        iterations=t.iterations, first_iteration=p.iteration, options=task.options, dense_work=t.dense_work,
+        shared_host=t.shared_host, sparse_buckets=t.sparse_buckets, sparse=t.sparse_tensors,
+        bucketing=make_bucketing(t.bucketing, t.bucket_mb, t.first_bucket_mb),
+        model_options={"batch": p.maxmin_batch} if p.model == "maxmin" else None)
+    for rec in records:
+        rec.provenance = task.provenance
+        if task.is_sweep:
+            rec.point, rec.sweep = task.index, dict(p.values)
+        if not task.keep_timing:
+            rec.run = None
+    return records
+
+
 def point_key(task: PointTask, trace_sha256: str) -> str:
     """The store key of a point: everything its records depend on (trace content, iteration, cluster,
     profile, model, layout, schemes and their options, code version); not the provenance or timings."""
@@ -103,7 +132,7 @@ def point_key(task: PointTask, trace_sha256: str) -> str:
     return content_key({"trace": trace_sha256, "cluster": p.cluster, "profile": p.profile, "layout": p.layout,
                         "model": p.model, "iteration": p.iteration, "maxmin_batch": p.maxmin_batch,
                         "schemes": task.schemes, "options": task.options, "values": task.values,
-                        "code": code_version()})
+                        "training": p.training, "layers": task.layers, "code": code_version()})
 
 
 def run_scenario(scn: Scenario, progress: bool = False, command: str | None = None, *, workers: int = 0,
@@ -120,7 +149,7 @@ def run_scenario(scn: Scenario, progress: bool = False, command: str | None = No
     made = provenance(command, scenario=scn.path)
     root = Path(store).absolute() if store is not None else None
     tasks = [PointTask(i, p, scn.trace, tuple(scn.schemes), dict(scn.options), scn.values, keep, made, scn.is_sweep,
-                       root) for i, p in enumerate(scn.points)]
+                       root, scn.layers) for i, p in enumerate(scn.points)]
     kept = Store(root, "points") if root is not None else None
     sha = file_sha256(scn.trace)
     keys = {t.index: point_key(t, sha) for t in tasks}
@@ -146,24 +175,34 @@ def run_scenario(scn: Scenario, progress: bool = False, command: str | None = No
             done[task.index] = records
             outcome.computed += 1
             if kept is not None and not keep:
-                kept.put(keys[task.index], results_json(records))
+                kept.put(keys[task.index], results_document(records))
     outcome.results = [(scn.points[i], done[i]) for i in sorted(done)]
     outcome.failures.sort(key=lambda f: f.index)
     outcome.wall_s = time.perf_counter() - start
     return outcome
 
 
-def _load_point(store: Store, key: str) -> list[RunRecord] | None:
+def _load_point(store: Store, key: str) -> list[RunRecord] | list[IterationRecord] | None:
     """A stored point's records (None if absent or unreadable: it is then computed again)."""
     data = store.get(key)
     if data is None:
         return None
     try:
         doc = json.loads(data)
+        if doc["schema"] == ITERATION_SCHEMA:
+            return [IterationRecord(**r) for r in doc["records"]]
         assert doc["schema"] == SCHEMA
         return [RunRecord.from_dict(r) for r in doc["records"]]
-    except (ValueError, KeyError, AssertionError, ConfigError):
+    except (ValueError, KeyError, TypeError, AssertionError, ConfigError):
         return None
+
+
+def results_document(records: list[RunRecord] | list[IterationRecord]) -> str:
+    """The records as JSON: a zensim-results/1 document (docs/reports.md), or for training iterations a
+    zensim-iterations/1 document ({"schema", "records": [IterationRecord fields]})."""
+    if records and isinstance(records[0], IterationRecord):
+        return json.dumps({"schema": ITERATION_SCHEMA, "records": [r.to_dict() for r in records]}, indent=1)
+    return results_json(records)
 
 
 def _execute(tasks: list[PointTask], workers: int, scheduler: str | None,
@@ -224,8 +263,14 @@ def records_of(results: Results) -> list[RunRecord]:
 
 def render_results(results: Results) -> str:
     """The simulate table for one point; for a sweep, time / dense per scheme against the first swept key,
-    one table per combination of the other swept keys."""
-    return render(records_of(results))
+    one table per combination of the other swept keys. Training iterations: `zensim iteration`'s table,
+    a row per (point, scheme), the swept values first."""
+    records = records_of(results)
+    if records and isinstance(records[0], IterationRecord):
+        from zensim.report.iteration import iteration_table
+
+        return iteration_table(records)
+    return render(records)
 
 
 def write_outputs(scn: Scenario, results: Results) -> None:
@@ -233,6 +278,10 @@ def write_outputs(scn: Scenario, results: Results) -> None:
     Every path was checked when the scenario loaded."""
     records = records_of(results)
     files: dict[Path, str | bytes] = {}
+    if scn.layers is not None:
+        files.update(_training_outputs(scn, results))
+        scn.files.write(files)
+        return
     if "json" in scn.outputs:
         files[scn.outputs["json"]] = results_json(records)
     if "csv" in scn.outputs:
@@ -245,6 +294,36 @@ def write_outputs(scn: Scenario, results: Results) -> None:
     if "plot" in scn.outputs:
         files.update(_plots(scn, results, scn.outputs["plot"]))
     scn.files.write(files)
+
+
+def _training_outputs(scn: Scenario, results: Results) -> dict[Path, str | bytes]:
+    """A training scenario's files: JSON and CSV of the iteration records, the Chrome trace (compute,
+    compression and communication per GPU, link counters), throughput against the GPU count per scheme
+    (one plot per combination of the swept keys that do not set the GPU count)."""
+    from zensim.report.export import to_csv
+    from zensim.report.iteration import iteration_rows, iteration_trace, throughput_figure
+    from zensim.report.plots import figure_bytes
+
+    records = records_of(results)
+    files: dict[Path, str | bytes] = {}
+    if "json" in scn.outputs:
+        files[scn.outputs["json"]] = results_document(records)
+    if "csv" in scn.outputs:
+        files[scn.outputs["csv"]] = to_csv(iteration_rows(records))
+    if "timeline" in scn.outputs:
+        files[scn.outputs["timeline"]] = json.dumps(iteration_trace(records))
+    if "plot" in scn.outputs:
+        x_keys = tuple(k for k in scn.swept if k in GPU_KEYS)
+        groups: dict[Path, list[IterationRecord]] = {}
+        for point, recs in results:
+            path = plot_file(scn.outputs["plot"], point.values, x_keys if scn.is_sweep else None)
+            groups.setdefault(path, []).extend(recs)
+        prof = scn.layers
+        for path, recs in groups.items():
+            title = (f"{prof.workload or 'model'} on {prof.device}, batch {prof.batch_size}/GPU, "
+                     f"{recs[0].cluster.split(',', 1)[-1].strip()}, {recs[0].model}")
+            files[path] = figure_bytes(throughput_figure(recs, title), plot_format(path))
+    return files
 
 
 def _plots(scn: Scenario, results: Results, template: Path) -> dict[Path, bytes]:

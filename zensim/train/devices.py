@@ -65,9 +65,10 @@ DEVICES = {d.name: d for d in (
 )}
 
 
-def get_device(name: str) -> Device:
-    """A preset by name (v100, a100, h100); ConfigError naming the choices otherwise."""
+def get_device(name: str, what: str = "--device") -> Device:
+    """A preset by name (v100, a100, h100); ConfigError naming the choices (and `what`, the option or
+    key) otherwise."""
     try:
-        return DEVICES[name.lower()]
+        return DEVICES[str(name).lower()]
     except KeyError:
-        raise ConfigError(f"--device {name}: unknown device (choose from {', '.join(DEVICES)})") from None
+        raise ConfigError(f"{what} {name}: unknown device (choose from {', '.join(DEVICES)})") from None

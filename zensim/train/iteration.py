@@ -69,6 +69,8 @@ class IterationRecord:
     provenance: dict = field(default_factory=dict)  # zensim, commit, command, created (zensim.report.provenance)
     compression_s: float = 0.0  # per iteration, a fusion strategy's selection on the compute stream
     strategy: dict = field(default_factory=dict)  # the fusion strategy (zensim.train.fusion.schedule), if any
+    point: int | None = None  # in a scenario's sweep: the point's index
+    sweep: dict = field(default_factory=dict)  # in a sweep: each swept key with its value as written
     run: Run | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
@@ -161,6 +163,26 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
         rec.dense_iteration_s = dense.iteration_s
         rec.speedup_vs_dense = dense.iteration_s / rec.iteration_s if rec.iteration_s > 0 else None
     return rec
+
+
+def iteration_records(profile: LayerProfile, schemes: Sequence[str], costs: Costs, *,
+                      dense: IterationRecord | None = None, done=None, **kw) -> list[IterationRecord]:
+    """Dense DDP (the baseline: `dense`, or simulated here with kw's bucketing) and every other scheme of
+    `schemes`, in that order, each with its speedup over the baseline; `kw` as simulate_iteration's;
+    `done()` is called after each record (a progress bar)."""
+    if dense is None:
+        base = {k: v for k, v in kw.items() if k not in ("trace", "sparse_buckets", "sparse", "first_iteration",
+                                                          "options")}
+        dense = simulate_iteration(profile, DENSE, costs, **base)
+        if done:
+            done()
+    records = [dense]
+    for name in schemes:
+        if name != DENSE:
+            records.append(simulate_iteration(profile, name, costs, dense=dense, **kw))
+            if done:
+                done()
+    return records
 
 
 def _record(profile: LayerProfile, scheme: str, costs: Costs, layout: str, model: str, bucketing: str,
