@@ -11,7 +11,7 @@ the predictions with their error.
 
     flock /tmp/zsim-netns.lock .venv/bin/python benchmarks/iteration_vs_emulation.py \\
         [--workload lstm-lm] [--batch-size 20] [--bucket-mb 25] [--ranks 4] [--bandwidth 200mbit] \\
-        [--calibration docs/validation-data/profile-n4.json]
+        [--calibration docs/validation-data/profile-n4.json] [--save-layers FILE]
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=15)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--calibration", default="docs/validation-data/profile-n4.json")
+    p.add_argument("--save-layers", default=None, metavar="FILE", help="also keep the layer profile measured here")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         layers = Path(tmp) / "layers.json"
@@ -59,6 +60,8 @@ def main() -> int:
                               *script], check=True, capture_output=True, text=True)
         measured = json.loads(out.stdout)
         profile = load_layers(layers)
+        if args.save_layers:
+            profile.save(args.save_layers)
     calib = load_profile(args.calibration)
     cluster, _ = build_cluster(args.ranks, 1, nic=args.bandwidth, profile=args.calibration)
     costs = Costs.of(cluster, calib)
