@@ -53,9 +53,11 @@ def _graph_routes(spec):
 
     graph, g = nx.DiGraph(), spec.gpus_per_machine
     names = {}
+    tiers = spec.switch_tiers()
+    spans = np.cumprod([size for size, _ in tiers]).tolist()
     for m in range(spec.machines):
         host, nvsw = ("host", m), ("nvsw", m)
-        fabric = ("leaf", m // spec.machines_per_leaf) if spec.fabric == "leafspine" else ("switch",)
+        fabric = ("group", 1, m // spans[0]) if tiers else ("switch",)
         for gpu in range(m * g, (m + 1) * g):
             graph.add_edge(("gpu", gpu), nvsw, weight=1, name=f"nvl-up {gpu}")
             graph.add_edge(nvsw, ("gpu", gpu), weight=1, name=f"nvl-down {gpu}")
@@ -63,10 +65,12 @@ def _graph_routes(spec):
             graph.add_edge(host, ("gpu", gpu), weight=2, name=None)
         graph.add_edge(host, fabric, weight=1, name=f"nic-up {m}")
         graph.add_edge(fabric, host, weight=1, name=f"nic-down {m}")
-    if spec.fabric == "leafspine":
-        for j in range(-(-spec.machines // spec.machines_per_leaf)):
-            graph.add_edge(("leaf", j), ("spine",), weight=1, name=f"leaf-up {j}")
-            graph.add_edge(("spine",), ("leaf", j), weight=1, name=f"leaf-down {j}")
+    for t, span in enumerate(spans, 1):  # group j of tier t under group j * span // next span of tier t + 1
+        tier = {1: "leaf", 2: "pod"}.get(t, f"tier{t}")
+        for j in range(-(-spec.machines // span)):
+            above = ("group", t + 1, j * span // spans[t]) if t < len(spans) else ("core",)
+            graph.add_edge(("group", t, j), above, weight=1, name=f"{tier}-up {j}")
+            graph.add_edge(above, ("group", t, j), weight=1, name=f"{tier}-down {j}")
     for s in range(spec.gpus):
         paths = nx.single_source_dijkstra_path(graph, ("gpu", s), weight="weight")
         for d in range(spec.gpus):
@@ -76,9 +80,13 @@ def _graph_routes(spec):
 
 
 @pytest.mark.parametrize("machines,gpus,fabric,per", [(3, 4, "switch", 4), (7, 2, "leafspine", 2),
-                                                      (9, 1, "leafspine", 4), (1, 8, "switch", 4)])
+                                                      (9, 1, "leafspine", 4), (1, 8, "switch", 4),
+                                                      (11, 2, "2:1,2:3", 0), (13, 1, "2:2,3:1,2:4", 0)])
 def test_routes_by_formula_are_the_shortest_paths(machines, gpus, fabric, per):
-    spec = ClusterSpec(machines, gpus, 1e9, fabric=fabric, oversub=2.0, machines_per_leaf=per)
+    if ":" in fabric:  # a fat-tree's tiers
+        spec = ClusterSpec.parse(machines, gpus, "8Gbps", fabric="fattree", tiers=fabric)
+    else:
+        spec = ClusterSpec(machines, gpus, 1e9, fabric=fabric, oversub=2.0, machines_per_leaf=per)
     topo = Topology(spec)
     want = _graph_routes(spec)
     src, dst = np.divmod(np.arange(spec.gpus ** 2), spec.gpus)

@@ -148,6 +148,19 @@ def test_leafspine_keys_without_a_leafspine_are_refused(tmp_path: Path, trace: P
     assert load_scenario(ok).points[0].cluster.oversub == 2.0
 
 
+def test_fattree_tiers_are_a_cluster_key_and_sweepable(tmp_path: Path, trace: Path) -> None:
+    body = f"trace: {trace}\ncluster: {{machines: 8, fabric: fattree}}\nsweep: {{tiers: ['2:1,2:1', '2:1,2:4']}}\n"
+    scn = load_scenario(write_scenario(tmp_path, body))
+    assert [p.cluster.tiers for p in scn.points] == [((2, 1.0), (2, 1.0)), ((2, 1.0), (2, 4.0))]
+    for bad, message in (("cluster: {machines: 8, fabric: fattree}\n", "cluster.tiers: a fat-tree needs its tiers"),
+                         ("cluster: {machines: 8, tiers: '2:1'}\n", "cluster.tiers: only for a fat-tree fabric"),
+                         ("cluster: {machines: 8, fabric: fattree, tiers: [2, 1]}\n", "cluster.tiers: expected"),
+                         ("cluster: {machines: 8, fabric: fattree, tiers: '2x1'}\n", "cluster.tiers: cannot parse")):
+        path = write_scenario(tmp_path, f"trace: {trace}\n" + bad, "bad.yaml")
+        with pytest.raises(ConfigError, match=rf"^{path}: {message}"):
+            load_scenario(path)
+
+
 def _comparable(row: dict) -> dict:
     """A record's fields without the wall-clock time it took, its sweep point and its provenance."""
     return {k: v for k, v in row.items() if k not in ("wall_s", "driver_s", "log_cached", "point", "sweep", "provenance")}

@@ -52,9 +52,13 @@ def add_link_args(p: argparse.ArgumentParser) -> None:
                    help="per-message latency across machines, e.g. 5us (default: profile, preset or by --transport)")
     p.add_argument("--nvlink", default=None, help="per-GPU intra-machine bandwidth (default: profile, preset or 300GB/s)")
     p.add_argument("--nvlink-latency", default=None, help="per-message latency inside a machine (default: profile or 1us)")
-    p.add_argument("--fabric", choices=FABRICS, default="switch", help="non-blocking switch or two-level leaf-spine")
+    p.add_argument("--fabric", choices=FABRICS, default="switch",
+                   help="non-blocking switch, two-level leaf-spine, or multi-tier fat-tree (with --tiers)")
     p.add_argument("--oversub", type=float, default=None, help="leaf-spine oversubscription ratio (default 1)")
     p.add_argument("--machines-per-leaf", type=int, default=None, help="leaf-spine: machines under one leaf (default 4)")
+    p.add_argument("--tiers", default=None, metavar="M:O[,M:O...]",
+                   help="fat-tree tiers from the bottom, members per group : oversubscription of its uplinks, e.g. "
+                        "4:1,8:2 = leaves of 4 machines (1:1), pods of 8 leaves (2:1), a non-blocking core")
     p.add_argument("--layout", choices=LAYOUTS, default="zen", help="multi-GPU layout (default zen)")
     p.add_argument("--maxmin-batch", type=float, default=MODELS["maxmin"].options["batch"],
                    help="maxmin: service a link may lose to freed capacity left idle between solves, as a fraction "
@@ -68,7 +72,7 @@ def cluster_from_args(args: argparse.Namespace, machines: int | None = None) -> 
     return build_cluster(machines or args.machines, args.gpus_per_machine, nic=args.nic, nic_latency=args.nic_latency,
                          nvlink=args.nvlink, nvlink_latency=args.nvlink_latency, fabric=args.fabric,
                          oversub=args.oversub, machines_per_leaf=args.machines_per_leaf, profile=args.profile,
-                         preset=args.preset, nics=args.nics, transport=args.transport)
+                         preset=args.preset, nics=args.nics, transport=args.transport, tiers=args.tiers)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ transport; explicit options and scenario keys still win over each of its figures
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from zensim.errors import ConfigError
@@ -54,8 +55,26 @@ def machine_preset(name: str, what: str = "--preset") -> MachinePreset:
         raise ConfigError(f"{what}: unknown preset {name!r} (choose from {', '.join(PRESETS)})") from None
 
 
+def ring_bandwidth(machines: int, nic_bw: float, tiers: Sequence[tuple[int, float]] = ()) -> float:
+    """The bandwidth of the slowest hop of a ring over machines 0, 1, ..., n-1 on a fat-tree of these
+    switch tiers (per tier from the bottom: members per group, oversubscription): each hop is one flow
+    at a time on every link of its route, so it runs at min(B, C_t over the tiers t it crosses), where
+    group uplinks have C_t = span_t B / (o_1 ... o_t) (span_t: machines under a group of tier t); the
+    hop from n-1 back to 0 crosses every tier that has more than one group. Exact when every crossed
+    tier's groups are full (ValueError otherwise)."""
+    bw, span, ratio = nic_bw, 1, 1.0
+    for size, oversub in tiers:
+        span, ratio = span * size, ratio * oversub
+        if machines > span:  # more than one group: the ring crosses this tier
+            if machines % span:
+                raise ValueError(f"no closed form: {machines} machines do not fill groups of {span}")
+            bw = min(bw, span * nic_bw / ratio)
+    return bw
+
+
 def ring_allreduce_seconds(numel: int, machines: int, gpus: int, nvlink_bw: float, nvlink_lat: float, nic_bw: float,
-                           nic_lat: float, nic_per_gpu: bool, model: str = "maxmin", value_bytes: int = 4) -> float:
+                           nic_lat: float, nic_per_gpu: bool, model: str = "maxmin", value_bytes: int = 4,
+                           tiers: Sequence[tuple[int, float]] = ()) -> float:
     """Closed form of a dense all-reduce of `numel` values as ZEN's layout runs it, ring over NVLink then
     NIC: a ring reduce-scatter inside each machine (g-1 steps of M/g bytes over NVLink), a ring
     all-reduce of each GPU's shard M/g across the machines (2(n-1) steps of s = M/(g n) bytes), a ring
@@ -66,8 +85,16 @@ def ring_allreduce_seconds(numel: int, machines: int, gpus: int, nvlink_bw: floa
     first come first served serves the g first messages one after the other, which staggers the rings
     by s/B each, and when the latency hides the others' messages (L >= (g-1) s/B) they never meet
     again: 2(n-1)(L + s/B) + (g-1) s/B (ValueError for fifo when L < (g-1) s/B, where no closed form is
-    given). Exact when g divides numel and n divides numel / g."""
+    given). Exact when g divides numel and n divides numel / g.
+
+    On a fat-tree (`tiers`, one NIC per machine) B is the ring's slowest hop, `ring_bandwidth`: the g
+    rings' flows of a hop share its links as they share the NIC (fifo: only where no tier is slower
+    than the NIC, ValueError otherwise)."""
     m = value_bytes * numel
+    slowest = ring_bandwidth(machines, nic_bw, tiers)
+    if slowest < nic_bw and model == "fifo" and gpus > 1:
+        raise ValueError("fifo with a shared NIC: no closed form when a fabric tier is slower than the NIC")
+    nic_bw = slowest
     intra = 2 * (gpus - 1) * (nvlink_lat + m / gpus / nvlink_bw) if gpus > 1 else 0.0
     if machines == 1:
         return intra

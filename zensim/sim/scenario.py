@@ -44,7 +44,7 @@ TRACE_KEYS = ("path", "iteration")
 CLUSTER_DEFAULTS: dict[str, Any] = {
     "machines": 16, "gpus_per_machine": None, "preset": None, "nics": None, "transport": None, "nic": None, "nic_latency": None, "nvlink": None,
     "nvlink_latency": None, "fabric": "switch", "oversubscription": None, "machines_per_leaf": None,
-    "layout": "zen", "profile": None}
+    "tiers": None, "layout": "zen", "profile": None}
 OUTPUT_KEYS = ("json", "csv", "timeline", "plot")
 # keys a sweep may vary: every cluster key but the profile, plus these
 SWEPT_OTHER = ("model", "iteration", "maxmin_batch")
@@ -318,12 +318,16 @@ class _Loader:
                 if isinstance(s[key], (int, float)):  # a bare YAML number has no unit: reject, as the CLI does
                     raise self.fail(where(key), f"{s[key]!r} has no unit (e.g. 25Gbps, 5us)")
                 links[key] = parse(s[key], f"{self.path}: {where(key)}")
+        if s["tiers"] is not None and not isinstance(s["tiers"], str):
+            raise self.fail(where("tiers"), f"expected MEMBERS:OVERSUB[,MEMBERS:OVERSUB...] as text, e.g. '4:1,8:2', "
+                            f"got {s['tiers']!r}")
         names = {"oversub": f"{self.path}: {where('oversubscription')}",
-                 "machines_per_leaf": f"{self.path}: {where('machines_per_leaf')}"}
+                 "machines_per_leaf": f"{self.path}: {where('machines_per_leaf')}",
+                 "tiers": f"{self.path}: {where('tiers')}"}
         cluster, profile = build_cluster(s["machines"], s["gpus_per_machine"], **links, fabric=s["fabric"],
                                          oversub=s["oversubscription"], machines_per_leaf=s["machines_per_leaf"],
                                          profile=s["profile"], preset=s["preset"], nics=s["nics"],
-                                         transport=s["transport"], names=names)
+                                         transport=s["transport"], tiers=s["tiers"], names=names)
         training = self.training_of(s, where) if self.training else None
         return Point(values, cluster, profile, s["layout"], s["model"], s["iteration"], float(s["maxmin_batch"]),
                      training)
