@@ -12,7 +12,7 @@ from zensim.net.costs import Costs
 from zensim.net.profile import WorkCost
 from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
-from zensim.report.chrome import chrome_trace
+from zensim.report.chrome import Track, chrome_trace
 from zensim.report.export import to_csv, to_json, write_atomic
 from zensim.run.log import Message, MessageLog
 
@@ -38,10 +38,10 @@ def test_atomic_write(tmp_path):
 def test_chrome_trace_tracks():
     log = MessageLog(3, 2, [Message(0, 0, 1, 1000, "coo"), Message(1, 1, 2, 2000, "coo")])
     timing = replay(log, Costs(ClusterSpec(3, 1, 1e9), WorkCost.zero()))
-    doc = json.loads(json.dumps(chrome_trace([("x", timing, log), ("y", timing, log)])))
-    spans = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    doc = json.loads(json.dumps(chrome_trace([Track("x", timing, log), Track("y", timing, log)])))
+    spans = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] == "stage"]
     assert len(spans) == 2 * 3 * 2
-    assert {(e["pid"], e["tid"]) for e in spans} == {(p, r) for p in range(2) for r in range(3)}
+    assert {(e["pid"], e["tid"]) for e in spans} == {(p, r) for p in (0, 2) for r in range(3)}  # odd pids: counters
     stage1_rank2 = next(e for e in spans if e["pid"] == 0 and e["tid"] == 2 and e["name"] == "stage 1")
     assert stage1_rank2["args"]["received_bytes"] == 2000
     assert stage1_rank2["ts"] + stage1_rank2["dur"] == pytest.approx(timing.stage_end[2, 1] * 1e6)

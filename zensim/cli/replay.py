@@ -32,8 +32,9 @@ def cmd_replay(args: argparse.Namespace, cluster, profile, outs, paths) -> int: 
     from zensim.trace import Trace
     from zensim.trace.gradients import TraceGradients
 
-    if args.timeline:
-        raise ConfigError("--timeline: not with --iterations")
+    for option in ("timeline", "links", "traffic", "link_plot"):
+        if getattr(args, option, None):
+            raise ConfigError(f"--{option.replace('_', '-')}: not with --iterations")
     if not 0 < args.density <= 1:
         raise ConfigError(f"--density {args.density}: must be in (0, 1]")
     source = TraceGradients(Trace.open(args.trace))

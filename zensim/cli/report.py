@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results files (.json or .csv)")
     p.add_argument("--labels", default=None, help="comma-separated names of the files in the comparison "
                    "(default: the file names)")
-    results.add_options(p)
+    results.add_options(p, links=True)
     p.set_defaults(func=cmd_report)
 
 

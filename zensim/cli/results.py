@@ -1,6 +1,7 @@
 """The result options every command with records shares (`simulate`, `emulate`, `report`): --json,
---csv, --plot, and --timeline where a run has timings; outputs checked before the work, written all or
-none after it, through the one report path (zensim.report)."""
+--csv, --plot, --timeline where a run has timings, and --links, --traffic, --link-plot where records
+carry per-link figures; outputs checked before the work, written all or none after it, through the one
+report path (zensim.report)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,19 @@ import argparse
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from zensim.report.outputs import OutputFiles, plot_format
+from zensim.report.links import link_files
+from zensim.report.outputs import OutputFiles, plot_format, table_format
 from zensim.report.record import RunRecord, results_csv, results_json
 from zensim.report.table import render
 
-OUTPUTS = ("csv", "plot", "timeline")
+OUTPUTS = ("csv", "plot", "timeline", "links", "traffic", "link_plot")
+PLOTS = ("plot", "link_plot")
+TABLES = ("links", "traffic")  # .csv or .json, by the extension (zensim.report.links)
 
 
-def add_options(p: argparse.ArgumentParser, timeline: bool = False) -> None:
-    """--json (print the results document), --csv FILE, --plot FILE[, --timeline FILE]."""
+def add_options(p: argparse.ArgumentParser, timeline: bool = False, links: bool = False) -> None:
+    """--json (print the results document), --csv FILE, --plot FILE[, --timeline FILE][, --links FILE,
+    --traffic FILE, --link-plot FILE]."""
     p.add_argument("--json", action="store_true", help="print the records as a zensim-results/1 JSON document")
     p.add_argument("--csv", default=None, metavar="FILE", help="also write the records as CSV (zensim report reads it)")
     p.add_argument("--plot", default=None, metavar="FILE",
@@ -24,13 +29,23 @@ def add_options(p: argparse.ArgumentParser, timeline: bool = False) -> None:
                         ".png, .pdf, .svg, ...)")
     if timeline:
         p.add_argument("--timeline", default=None, metavar="FILE", help="also write a Chrome trace (Perfetto) timeline")
+    if links:
+        p.add_argument("--links", default=None, metavar="FILE",
+                       help="also write bytes and mean utilization of every link, per scheme (.csv or .json)")
+        p.add_argument("--traffic", default=None, metavar="FILE",
+                       help="also write the traffic matrix between machines, per scheme (.csv or .json)")
+        p.add_argument("--link-plot", default=None, metavar="FILE",
+                       help="also plot every link's utilization and the traffic matrix, one row per scheme")
 
 
 def plan(args: argparse.Namespace, inputs: Iterable[str | Path | None]) -> tuple[OutputFiles, dict[str, Path]]:
     """Check the output options before the work: {option: path} of those given."""
     outs = OutputFiles(inputs=inputs)
-    paths = {key: outs.add(getattr(args, key), f"--{key}", plot=key == "plot")
+    paths = {key: outs.add(getattr(args, key), "--" + key.replace("_", "-"), plot=key in PLOTS)
              for key in OUTPUTS if getattr(args, key, None)}
+    for key in TABLES:
+        if key in paths:
+            table_format(paths[key], f"--{key}")
     return outs, paths
 
 
@@ -46,9 +61,11 @@ def finish(args: argparse.Namespace, records: Sequence[RunRecord], outs: OutputF
     if "timeline" in paths:
         import json
 
-        from zensim.report.chrome import chrome_trace
-        files[paths["timeline"]] = json.dumps(chrome_trace([(r.scheme, r.timing, r.log) for r in records]))
+        from zensim.report.chrome import chrome_trace, track_of
+        files[paths["timeline"]] = json.dumps(chrome_trace([track_of(r) for r in records]))
     if "plot" in paths:
         files[paths["plot"]] = figure_bytes((figure or run_figure)(records), plot_format(paths["plot"]))
+    files.update(link_files(records, paths, lambda key: "--" + key.replace("_", "-")))
     outs.write(files)
     print(results_json(records) if args.json else text if text is not None else render(records))
+

@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--values", action="store_true",
                    help="carry values (the trace's, or synthetic ones) even where no scheme needs them")
     p.add_argument("--profile", default=None, help="calibration profile JSON (links and per-element work costs)")
-    results.add_options(p, timeline=True)
+    results.add_options(p, timeline=True, links=True)
     add_iteration_arguments(p)
     p.set_defaults(func=cmd_simulate)
 
@@ -81,8 +81,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from zensim.report.provenance import provenance
     from zensim.sim.run import simulate
 
-    if args.timeline and args.model == "analytic":
-        raise ConfigError("--timeline: the analytic model has no timeline (use fifo or maxmin)")
+    for option in ("timeline", "links", "traffic", "link_plot"):
+        if getattr(args, option) and args.model == "analytic":
+            raise ConfigError(f"--{option.replace('_', '-')}: the analytic model has no timeline nor per-link "
+                              "figures (use fifo or maxmin)")
     cluster, profile = cluster_from_args(args)
     outs, paths = results.plan(args, inputs=[args.trace, args.profile])
     if args.iterations is not None:

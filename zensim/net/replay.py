@@ -25,14 +25,20 @@ from zensim.run.log import PHASES, MessageLog
 
 @dataclass
 class Timing:
-    """When everything happened (seconds): per rank x stage, per message, per link."""
+    """When everything happened (seconds): per rank x stage, per message, per link; and what the network
+    carried: bytes per link and between machines."""
 
     stage_start: np.ndarray  # (n, S)
     stage_end: np.ndarray  # (n, S)
     msg_start: np.ndarray  # injection time per message (log order)
     msg_end: np.ndarray  # delivery time per message
-    link_bytes: np.ndarray  # bytes carried per link
+    link_bytes: np.ndarray  # bytes carried per link (topology link ids)
     events: int
+    transfer_start: np.ndarray | None = None  # (n, S): the rank's pre work done, its sends injected
+    transfer_end: np.ndarray | None = None  # (n, S): its messages of the stage all delivered, post work begins
+    machine_bytes: np.ndarray | None = None  # (machines, machines): bytes from machine i to j (i == j: inside)
+    msg_links: np.ndarray | None = None  # (messages, width): each message's route, padded with len(link_bytes)
+    msg_bytes: np.ndarray | None = None  # bytes per message (log order)
 
     @property
     def makespan(self) -> float:
@@ -99,6 +105,10 @@ class LogReplay:
         self.stages = stages
         self.stage_start = np.zeros((n, stages))
         self.stage_end = np.zeros((n, stages))
+        self.transfer_start = np.zeros((n, stages))
+        self.transfer_end = np.zeros((n, stages))
+        g = net.topology.spec.gpus_per_machine
+        self.src_machine, self.dst_machine = self.gpu[src] // g, self.gpu[dst] // g
         self.sent = [False] * (n * stages)
         self.running = n if stages else 0
 
@@ -122,8 +132,12 @@ class LogReplay:
         links = self.net.num_links
         link_bytes = np.bincount(routes.ravel(), weights=np.repeat(nbytes, routes.shape[1]),
                                  minlength=links + 1)[:links]
+        machines = self.net.topology.spec.machines
+        pair = self.src_machine * machines + self.dst_machine
+        machine_bytes = np.bincount(pair, weights=nbytes, minlength=machines * machines).reshape(machines, machines)
         return Timing(self.stage_start, self.stage_end, self.net.sent_at[ids].copy(),
-                      self.net.delivered_at[ids].copy(), link_bytes, self.net.events)
+                      self.net.delivered_at[ids].copy(), link_bytes, self.net.events, self.transfer_start,
+                      self.transfer_end, machine_bytes, routes, nbytes)
 
     def _begin(self, r: int, s: int) -> None:
         self.stage_start[r, s] = self.net.now
@@ -137,6 +151,7 @@ class LogReplay:
             then(r, s)
 
     def _send(self, r: int, s: int) -> None:
+        self.transfer_start[r, s] = self.net.now
         slot = r * self.stages + s
         self.sent[slot] = True
         self.net.start(self.order[self.bounds[slot]: self.bounds[slot + 1]])
@@ -153,6 +168,7 @@ class LogReplay:
                 self._finish(r, s)
 
     def _finish(self, r: int, s: int) -> None:
+        self.transfer_end[r, s] = self.net.now
         self._work(r, s, self.post[r * self.stages + s], self._end)
 
     def _end(self, r: int, s: int) -> None:

@@ -29,6 +29,14 @@ def plot_format(path: str | os.PathLike[str], what: str = "--plot") -> str:
     return suffix
 
 
+def table_format(path: str | os.PathLike[str], what: str) -> str:
+    """'csv' or 'json', from the extension of `path`; a one-line ConfigError for another."""
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in ("csv", "json"):
+        raise ConfigError(f"{what}: {path}: name the format with the extension (.csv or .json)")
+    return suffix
+
+
 class OutputFiles:
     """Paths a command will write, checked when added; `write` writes them all or none.
 

@@ -61,7 +61,8 @@ def trace_title(rec: RunRecord) -> str:
     return f"trace {Path(trace['path']).name} (sha256 {str(trace.get('sha256', ''))[:8]}), iteration {trace.get('iteration')}"
 
 
-def _title(rec: RunRecord, extra: str = "") -> str:
+def figure_title(rec: RunRecord, extra: str = "") -> str:
+    """The title lines of a figure of one run: its trace, then its cluster and model (and `extra`)."""
     what = rec.model if rec.source == "simulated" else "emulated"
     parts = [trace_title(rec), f"{rec.cluster_name}, {what}" + (f", {extra}" if extra else "")]
     return "\n".join(p for p in parts if p)
@@ -93,7 +94,7 @@ def run_figure(records: Sequence[RunRecord]) -> Any:
     axes[0].set_yticks(list(y), labels)
     axes[0].invert_yaxis()
     if records:
-        fig.suptitle(_title(records[0]), fontsize=9)
+        fig.suptitle(figure_title(records[0]), fontsize=9)
     return fig
 
 

@@ -46,6 +46,9 @@ class RunRecord:
     busiest_link: str | None = None
     busiest_link_util: float | None = None
     stage_times_s: list[float] = field(default_factory=list)  # per stage, the longest any rank spent in it
+    stage_phases: list[str] = field(default_factory=list)  # simulated: per stage, its phase (zensim.sim.layout.PHASES)
+    link_bytes: list[int] = field(default_factory=list)  # simulated: bytes per link of the cluster (link id order)
+    traffic: list[list[int]] = field(default_factory=list)  # simulated: [src machine, dst machine, bytes], non-zero
     events: int = 0  # simulated events
     wall_s: float = 0.0  # seconds this record took to compute (simulated) or the emulation's wall time
     driver_s: float = 0.0  # simulated: the part of wall_s in the stage-program driver (or loading its cached log)
@@ -154,7 +157,7 @@ def results_json(records: Iterable[RunRecord]) -> str:
 # CSV cells of these fields are ';'-joined numbers; other lists and dicts are JSON text; a nested field
 # whose value is None is 'null' (pandas reads it as NaN), an empty cell a field the record does not have
 NULL = "null"
-NUMBER_LISTS = {"bytes_sent": int, "bytes_received": int, "stage_times_s": float, "times_s": float}
+NUMBER_LISTS = {"bytes_sent": int, "bytes_received": int, "stage_times_s": float, "times_s": float, "link_bytes": int}
 
 
 def results_csv(records: Iterable[RunRecord]) -> str:

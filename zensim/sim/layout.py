@@ -23,6 +23,7 @@ from zensim.sparse.partition import even_boundaries
 
 DENSE_BYTES = 4
 LAYOUTS = ("zen", "flat")
+PHASES = ("intra-machine reduce-scatter", "push", "pull", "intra-machine all-gather")
 Builder = Callable[[int, int, Sequence[SparseChunk]], object]  # (n, numel, chunks) -> program
 
 
@@ -123,3 +124,15 @@ def assemble(machines: int, gpus: int, sizes: np.ndarray, logs: Sequence[Message
     out += [log.placed(np.arange(machines) * gpus + local, offset, n, stages) for local, log in enumerate(logs)]
     out.append(intra_ring(machines, gpus, sizes, offset + middle, gather=True).placed(np.arange(n), 0, n, stages))
     return MessageLog.concat(out, n, stages)
+
+
+def stage_phases(placed: Placed) -> list[str]:
+    """The phase of each stage of the cluster-wide log (PHASES): in ZEN's layout the intra-machine
+    reduce-scatter, then the scheme's stages, then the intra-machine all-gather; the scheme's stages are
+    push (step 1) before its `step2_start`, pull after (a program without a second step: all push)."""
+    offset = len(placed.programs) - 1 if len(placed.programs) > 1 else 0
+    program = placed.programs[0]
+    step2 = getattr(program, "step2_start", program.num_stages)
+    middle = placed.log.num_stages - 2 * offset
+    return ([PHASES[0]] * offset + [PHASES[1] if s < step2 else PHASES[2] for s in range(middle)]
+            + [PHASES[3]] * offset)

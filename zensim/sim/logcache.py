@@ -24,13 +24,15 @@ from zensim.sim.store import Store, content_key
 @dataclass
 class Driven:
     """One scheme's driver run on one cluster shape: the cluster-wide message log and the figures that
-    need the runs themselves (ZEN's push and pull imbalance, received-bytes imbalance, flushed values)."""
+    need the runs themselves (ZEN's push and pull imbalance, received-bytes imbalance, flushed values,
+    the phase of each stage)."""
 
     log: MessageLog
     push: float | None
     pull: float | None
     recv: float | None
     flushed: int
+    phases: list[str]
 
 
 def driver_key(trace_sha256: str, iteration: int, machines: int, gpus_per_machine: int, layout: str, values: bool,

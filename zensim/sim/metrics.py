@@ -53,3 +53,9 @@ def busiest_link(timing: Timing, topology: Topology) -> tuple[str, float]:
 def stage_times(timing: Timing) -> list[float]:
     """Per stage, the longest any rank spent in it (seconds)."""
     return (timing.stage_end - timing.stage_start).max(axis=0).tolist() if timing.stage_end.size else []
+
+
+def traffic_entries(machine_bytes: np.ndarray) -> list[list[int]]:
+    """The non-zero entries of a machines x machines byte matrix as [src, dst, bytes], row-major."""
+    src, dst = np.nonzero(machine_bytes)
+    return np.stack([src, dst, machine_bytes[src, dst].round().astype(np.int64)], axis=1).tolist()

@@ -9,6 +9,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tqdm import tqdm
 
 from zensim.errors import ConfigError
@@ -23,9 +24,9 @@ from zensim.run import MessageLog, Tables
 from zensim.schemes import CATALOG, DISTINCT, build_scheme, needs_profile, scheme_names
 from zensim.schemes import closed as analytic
 from zensim.schemes.closed import measure
-from zensim.sim.layout import DENSE_BYTES, LAYOUTS, Prepared, dense_ring_log, place, prepare
+from zensim.sim.layout import DENSE_BYTES, LAYOUTS, Prepared, dense_ring_log, place, prepare, stage_phases
 from zensim.sim.logcache import Driven, LogCache, driver_key
-from zensim.sim.metrics import busiest_link, imbalances, stage_times
+from zensim.sim.metrics import busiest_link, imbalances, stage_times, traffic_entries
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.trace.format import Trace, opened
 from zensim.trace.values import worker_chunk
@@ -179,7 +180,8 @@ def _one(name: str, options: dict, prep: Prepared, chunks: list[SparseChunk], co
 
     def drive() -> Driven:
         placed = place(prep, build, tables)
-        return Driven(placed.log, *imbalances(placed), sum(run.context.flushed for run in placed.runs))
+        return Driven(placed.log, *imbalances(placed), sum(run.context.flushed for run in placed.runs),
+                      stage_phases(placed))
 
     if cache is None:
         driven, cached = drive(), False
@@ -192,18 +194,19 @@ def _one(name: str, options: dict, prep: Prepared, chunks: list[SparseChunk], co
     if model == "analytic":
         program = build(len(prep.groups[0]), int(prep.sizes[0]), prep.groups[0])
         seconds = _analytic(program.caps.closed_form, chunks, prep.numel, cluster, layout)
-        link, util, stages, events = None, None, [], 0
+        link, util, stages, events, link_bytes, traffic = None, None, [], 0, [], []
     else:
         timing = replay(driven.log, costs, model, options={} if maxmin_batch is None else {"batch": maxmin_batch})
         seconds = timing.makespan
         link, util = busiest_link(timing, costs.topology)
         stages, events = stage_times(timing), timing.events
+        link_bytes, traffic = timing.link_bytes.round().astype(np.int64).tolist(), traffic_entries(timing.machine_bytes)
     return RunRecord(
         name, "simulated", model, layout if gpus > 1 else "flat", cluster.gpus, seconds, None,
         driven.log.bytes_sent().tolist(), driven.log.bytes_received().tolist(), driven.push, driven.pull,
-        driven.recv, link, util, stages, events, time.perf_counter() - start, driver_s=driver_s,
-        log_cached=cached, program=log_digest(driven.log), values_flushed=driven.flushed, timing=timing,
-        log=driven.log, **context)
+        driven.recv, link, util, stages, stage_phases=list(driven.phases), link_bytes=link_bytes, traffic=traffic,
+        events=events, wall_s=time.perf_counter() - start, driver_s=driver_s, log_cached=cached,
+        program=log_digest(driven.log), values_flushed=driven.flushed, timing=timing, log=driven.log, **context)
 
 
 def _analytic(formula, chunks: list[SparseChunk], numel: int, cluster: ClusterSpec, layout: str) -> float | None:

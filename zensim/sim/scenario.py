@@ -26,7 +26,7 @@ from zensim.net.profile import Profile
 from zensim.net.presets import PRESETS
 from zensim.net.topology import FABRICS, NIC_LAYOUTS, TRANSPORTS, ClusterSpec
 from zensim.net.units import parse_bandwidth, parse_latency
-from zensim.report.outputs import OutputFiles
+from zensim.report.outputs import OutputFiles, table_format
 from zensim.sim.cluster import build_cluster
 from zensim.sim.layout import LAYOUTS
 from zensim.schemes import check_options
@@ -45,7 +45,7 @@ CLUSTER_DEFAULTS: dict[str, Any] = {
     "machines": 16, "gpus_per_machine": None, "preset": None, "nics": None, "transport": None, "nic": None, "nic_latency": None, "nvlink": None,
     "nvlink_latency": None, "fabric": "switch", "oversubscription": None, "machines_per_leaf": None,
     "tiers": None, "layout": "zen", "profile": None}
-OUTPUT_KEYS = ("json", "csv", "timeline", "plot")
+OUTPUT_KEYS = ("json", "csv", "timeline", "plot", "links", "traffic", "link_plot")
 # keys a sweep may vary: every cluster key but the profile, plus these
 SWEPT_OTHER = ("model", "iteration", "maxmin_batch")
 SWEEPABLE = tuple(k for k in CLUSTER_DEFAULTS if k != "profile") + SWEPT_OTHER
@@ -374,8 +374,16 @@ class _Loader:
         for key, value in out.items():
             if not isinstance(value, str) or not value:
                 raise self.fail(f"outputs.{key}", f"expected a file path, got {value!r}")
-        if "timeline" in out and any(p.model == "analytic" for p in points):
-            raise self.fail("outputs.timeline", "the analytic model has no timeline (use fifo or maxmin)")
+        for key in ("timeline", "links", "traffic", "link_plot"):
+            if key in out and any(p.model == "analytic" for p in points):
+                raise self.fail(f"outputs.{key}", "the analytic model has no timeline nor per-link figures "
+                                "(use fifo or maxmin)")
+        for key in ("links", "traffic"):
+            if key in out:
+                table_format(out[key], f"{self.path}: outputs.{key}")
+        if "link_plot" in out and len(points) > 1:
+            raise self.fail("outputs.link_plot", "one point only (a row of panels per scheme); for a sweep, write "
+                            "outputs.links and outputs.traffic, or `zensim report --link-plot` a results file")
         if "plot" in out and len(points) > 1:
             try:
                 fields = {f for _, f, _, _ in string.Formatter().parse(out["plot"]) if f is not None}
@@ -396,7 +404,7 @@ class _Loader:
         for key, path in outputs.items():
             paths = {plot_file(path, p.values, x_keys) for p in points} if key == "plot" else {path}
             for one in sorted(paths):
-                files.add(one, f"{self.path}: outputs.{key}", plot=key == "plot")
+                files.add(one, f"{self.path}: outputs.{key}", plot=key in ("plot", "link_plot"))
         return files
 
 

@@ -31,6 +31,7 @@ from tqdm import tqdm
 
 from zensim.errors import ConfigError
 from zensim.net.costs import Costs
+from zensim.report.links import link_files
 from zensim.report.outputs import plot_format
 from zensim.report.provenance import code_version, file_sha256, provenance
 from zensim.report.record import RunRecord, SCHEMA, results_csv, results_json
@@ -287,12 +288,12 @@ def write_outputs(scn: Scenario, results: Results) -> None:
     if "csv" in scn.outputs:
         files[scn.outputs["csv"]] = results_csv(records)
     if "timeline" in scn.outputs:
-        from zensim.report.chrome import chrome_trace
-        tracks = [(f"{r.scheme} @ {p.label()}" if p.values else r.scheme, r.timing, r.log)
-                  for p, recs in results for r in recs]
+        from zensim.report.chrome import chrome_trace, track_of
+        tracks = [track_of(r, f"{r.scheme} @ {p.label()}" if p.values else r.scheme) for p, recs in results for r in recs]
         files[scn.outputs["timeline"]] = json.dumps(chrome_trace(tracks))
     if "plot" in scn.outputs:
         files.update(_plots(scn, results, scn.outputs["plot"]))
+    files.update(link_files(records, scn.outputs, lambda key: f"{scn.path}: outputs.{key}"))
     scn.files.write(files)
 
 
