@@ -378,6 +378,10 @@ class _Loader:
             if key in out and any(p.model == "analytic" for p in points):
                 raise self.fail(f"outputs.{key}", "the analytic model has no timeline nor per-link figures "
                                 "(use fifo or maxmin)")
+        for key in ("links", "traffic", "link_plot"):
+            if key in out and self.training:
+                raise self.fail(f"outputs.{key}", "per-link figures are for synchronization scenarios, not for a "
+                                "training: section")
         for key in ("links", "traffic"):
             if key in out:
                 table_format(out[key], f"{self.path}: outputs.{key}")
