@@ -210,7 +210,9 @@ outputs: {json: res/r.json, csv: res/r.csv, plot: res/r.png, timeline: res/t.jso
     assert [row["scheme"] for row in rows] == ["dense-allreduce", "zen"] * 2
     assert [row["sweep.machines"] for row in rows] == ["2", "2", "4", "4"]
     assert (res / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert len({e["pid"] for e in json.loads((res / "t.json").read_text())["traceEvents"]}) == 4
+    events = json.loads((res / "t.json").read_text())["traceEvents"]
+    assert len({e["pid"] for e in events if e["ph"] == "X"}) == 4  # one process of rank tracks per (point, scheme)
+    assert len({e["pid"] for e in events if e["ph"] == "C"}) == 4  # and one of link counters
 
 
 def test_failed_point_is_reported_keeps_the_others_and_a_rerun_resumes(
