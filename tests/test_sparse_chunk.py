@@ -35,3 +35,16 @@ def test_unique_sorted_and_run_starts() -> None:
     assert unique_sorted(np.empty(0, np.int64)).tolist() == []
     assert run_starts(np.array([2, 2, 3, 7, 7, 7])).tolist() == [True, False, True, True, False, False]
     assert run_starts(np.empty(0)).tolist() == []
+
+
+def test_two_chunks_sum_to_the_rounded_float64_sum() -> None:
+    """The two-chunk path adds in float32: the bits of the float64 sum rounded to float32."""
+    rng = np.random.default_rng(3)
+    ids = [np.sort(rng.choice(5000, 2000, replace=False)) for _ in range(2)]
+    values = [(rng.standard_normal(2000) * 10.0 ** rng.integers(-8, 8, 2000)).astype(np.float32) for _ in range(2)]
+    total = sum_chunks([SparseChunk(i, v) for i, v in zip(ids, values)])
+    dense = np.zeros(5000)
+    for i, v in zip(ids, values):
+        dense[i] += v.astype(np.float64)
+    assert total.indices.tolist() == union_indices([SparseChunk(i) for i in ids]).tolist()
+    assert np.array_equal(total.values.view(np.int32), dense[total.indices].astype(np.float32).view(np.int32))

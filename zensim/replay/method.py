@@ -107,15 +107,14 @@ class Method:
     def step(self, grads: list[np.ndarray]) -> StepResult:
         """One iteration on every worker's gradient (see the module docstring)."""
         if not self.sparsifiers:
-            accs = [m.accumulate(KEY, g) for m, g in zip(self.memories, grads)]
-            proposals = [np.arange(self.numel, dtype=np.int64)] * self.n
-        else:  # each worker's accumulate + propose on its own (numpy releases the GIL: the cores share them)
+            whole = np.arange(self.numel, dtype=np.int64)
+            local = lambda r: self._take(r, self.memories[r].accumulate(KEY, grads[r]), whole)  # noqa: E731
+        else:  # each worker's accumulate + propose (+ take) on its own (numpy releases the GIL: the cores share them)
             local = lambda r: self._propose(r, grads[r])  # noqa: E731
-            accs, proposals = map(list, zip(*POOL.map(local, range(self.n))))
+        proposals, chunks = map(list, zip(*POOL.map(local, range(self.n))))
         counts = [len(p) for p in proposals]
-        chunks = self._chunks(accs, proposals)
-        for memory, chunk in zip(self.memories, chunks):
-            memory.consume(KEY, chunk.indices)
+        if self.combine == "union":
+            chunks = self._union_chunks(proposals)
         run = run_ranks(self.program, chunks, check=self.check, tables=self.tables)
         dropped = 0
         for rank, parts in run.context.discarded.items():
@@ -126,17 +125,30 @@ class Method:
             s.observe(KEY, counts)
         return StepResult(run.results[0], counts, run, dropped)
 
-    def _propose(self, rank: int, grad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Worker `rank`'s accumulated gradient and proposal."""
+    def _propose(self, rank: int, grad: np.ndarray) -> tuple[np.ndarray, SparseChunk | None]:
+        """Worker `rank`'s proposal, and its chunk unless the proposals are combined (a union)."""
         acc = self.memories[rank].accumulate(KEY, grad)
-        return acc, self.sparsifiers[rank].propose(KEY, acc)
+        proposal = self.sparsifiers[rank].propose(KEY, acc)
+        if self.combine == "union":
+            return proposal, None
+        return self._take(rank, acc, proposal)
 
-    def _chunks(self, accs: list[np.ndarray], proposals: list[np.ndarray]) -> list[SparseChunk]:
-        """Each worker's chunk: its values at its own proposal, or at the union of all."""
-        if self.combine != "union":
-            return [SparseChunk(p, acc[p].astype(np.float32)) for p, acc in zip(proposals, accs)]
+    def _take(self, rank: int, acc: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, SparseChunk]:
+        """Worker `rank`'s values of `acc` at `positions` as its chunk; they leave its residual."""
+        chunk = SparseChunk(positions, acc[positions].astype(np.float32, copy=False))
+        self.memories[rank].consume(KEY, positions)
+        return positions, chunk
+
+    def _union_chunks(self, proposals: list[np.ndarray]) -> list[SparseChunk]:
+        """Each worker's values at the union of all proposals (with its own proposal); they leave
+        its residual."""
         union = union_indices([SparseChunk(p) for p in proposals])
-        return [UnionChunk(union, acc[union].astype(np.float32), p) for p, acc in zip(proposals, accs)]
+        chunks = []
+        for rank, proposal in enumerate(proposals):
+            residual = self.memories[rank].residuals[KEY]
+            chunks.append(UnionChunk(union, residual[union].astype(np.float32), proposal))
+            self.memories[rank].consume(KEY, union)
+        return chunks
 
 
 def make_methods(spec: str, sparsifier: str | None, density: float, n: int, numel: int, seed: int,

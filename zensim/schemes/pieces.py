@@ -210,8 +210,10 @@ def _assemble(pieces: Sequence[Piece]) -> SparseChunk:
         return SparseChunk(np.flatnonzero(present), None)
     chunks = [p.to_chunk() for p in pieces]
     ids = np.concatenate([c.indices for c in chunks])
-    order = np.argsort(ids, kind="stable")
     values = None
     if all(c.values is not None for c in chunks):
-        values = np.concatenate([c.values for c in chunks])[order]
-    return SparseChunk(ids[order], values)
+        values = np.concatenate([c.values for c in chunks])
+    if len(ids) > 1 and not (ids[1:] > ids[:-1]).all():  # domains out of order (hashed partitions)
+        order = np.argsort(ids, kind="stable")
+        ids, values = ids[order], values[order] if values is not None else None
+    return SparseChunk(ids, values)

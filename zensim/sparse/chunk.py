@@ -67,6 +67,8 @@ def sum_chunks(chunks: list[SparseChunk]) -> SparseChunk:
         return SparseChunk.empty(with_values)
     if len(nonempty) == 1:
         return nonempty[0]
+    if with_values and len(nonempty) == 2:
+        return _sum_two(*nonempty)
     idx = np.concatenate([c.indices for c in nonempty])
     if not with_values:
         return SparseChunk(unique_sorted(idx), None)
@@ -75,3 +77,20 @@ def sum_chunks(chunks: list[SparseChunk]) -> SparseChunk:
     starts = np.flatnonzero(run_starts(idx))
     vals = np.concatenate([c.values for c in nonempty]).astype(np.float64)[order]
     return SparseChunk(idx[starts], np.add.reduceat(vals, starts).astype(np.float32))
+
+
+def _sum_two(a: SparseChunk, b: SparseChunk) -> SparseChunk:
+    """a + b: the sorted concatenation (two sorted runs: a linear merge), each shared id's pair
+    added in float32. The float32 sum of two float32 values is correctly rounded, so it has the
+    bits of the general path's float64 sum rounded to float32 (and is commutative)."""
+    idx = np.concatenate([a.indices, b.indices])
+    order = np.argsort(idx, kind="stable")
+    idx = idx[order]
+    values = np.concatenate([a.values, b.values], dtype=np.float32)[order]
+    first = np.flatnonzero(idx[1:] == idx[:-1])  # each id is at most once in a and once in b
+    if not len(first):
+        return SparseChunk(idx, values)
+    values[first] += values[first + 1]
+    keep = np.ones(len(idx), np.bool_)
+    keep[first + 1] = False
+    return SparseChunk(idx[keep], values[keep])

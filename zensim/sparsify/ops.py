@@ -16,7 +16,8 @@ import numpy as np
 
 Array = Any  # np.ndarray or torch.Tensor
 
-_SAMPLE = 1 << 16  # elements sampled to guess the k-th magnitude before the exact selection
+_SAMPLE = 1 << 16  # at most this many elements sampled to guess the k-th magnitude before the exact selection
+_EXPECTED = 64  # elements above the k-th the sample is sized to hold (the guess then errs low at > 4 sigma)
 
 
 def is_torch(x: Array) -> bool:
@@ -56,6 +57,17 @@ def as_index(indices: np.ndarray, like: Array) -> Array:
 def to_numpy(x: Array) -> np.ndarray:
     """A numpy view (CPU) or copy (other devices) of `x`."""
     return x.detach().cpu().numpy() if is_torch(x) else np.asarray(x)
+
+
+def concat(parts: list[Array], like: Array) -> Array:
+    """The concatenation of index arrays (already in order: no sort)."""
+    if not parts:
+        return empty_index(like)
+    if is_torch(like):
+        import torch
+
+        return torch.cat(parts)
+    return np.concatenate(parts)
 
 
 def concat_sorted(parts: list[Array], like: Array) -> Array:
@@ -112,8 +124,11 @@ def topk_indices(mag: Array, k: int) -> Array:
 
 def _candidates(mag: np.ndarray, k: int) -> np.ndarray | None:
     """Positions whose magnitude is at least a sampled guess of the k-th largest, if they are at
-    least k (so that they contain the top k); None when the guess was too high."""
-    stride = len(mag) // _SAMPLE
+    least k (so that they contain the top k); None when the guess was too high. The sample holds
+    about _EXPECTED elements above the k-th (at most _SAMPLE elements, at least 1 in 4): smaller
+    for a larger k / n, which is where the partition of the sample would cost most."""
+    size = min(_SAMPLE, max(len(mag) // 4, 1), max(4096, _EXPECTED * len(mag) // k))
+    stride = max(1, len(mag) // size)
     sample = mag[::stride]
     want = min(len(sample), math.ceil(k / len(mag) * len(sample) * 1.25) + 16)
     guess = np.partition(sample, len(sample) - want)[len(sample) - want]
@@ -124,6 +139,8 @@ def _candidates(mag: np.ndarray, k: int) -> np.ndarray | None:
 def _with_ties(mag: Array, kth: float, k: int, positions: np.ndarray | None) -> Array:
     """Positions with magnitude > kth, plus the lowest-positioned ones equal to kth up to k in all."""
     above = nonzero(mag > kth)
+    if len(above) == k:  # no tie taken (the usual case): already sorted
+        return positions[above] if positions is not None else above
     ties = nonzero(mag == kth)[: k - len(above)]
     if positions is not None:
         above, ties = positions[above], positions[ties]
