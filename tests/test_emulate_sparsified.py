@@ -4,6 +4,8 @@ the simulation's (in-memory driver) and every rank's result bit for bit."""
 
 from __future__ import annotations
 
+import pytest
+
 from emulate.driver import digest
 from test_run_torchdist import RANKS, run_gloo_ranks, write_trace
 from zensim.run import run_ranks
@@ -14,14 +16,17 @@ from zensim.trace.values import worker_chunk
 SCHEMES = ["spardl", "exdyna", "gtopk", "topka"]
 
 
-def test_emulated_bytes_equal_simulated(tmp_path):
-    options = {"value_dtype": "float32"}
+@pytest.mark.parametrize("schemes,extra", [(SCHEMES, {}), (["spardl"], {"teams": 4, "sag": "bsag"})],
+                         ids=["all", "spardl-bsag"])
+def test_emulated_bytes_equal_simulated(tmp_path, schemes, extra):
+    """B-SAG with 4 teams of one rank: top-h, a Bruck step of one team and one of a bundle of two."""
+    options = {"value_dtype": "float32", **extra}
     trace = write_trace(tmp_path / "t.zt")
-    outs = run_gloo_ranks(tmp_path, trace, SCHEMES, options)
+    outs = run_gloo_ranks(tmp_path, trace, schemes, options)
     with Trace.open(trace) as t:
         chunks = [worker_chunk(t, 0, w, True) for w in range(RANKS)]
         numel = t.numel
-    for name in SCHEMES:
+    for name in schemes:
         memory = run_ranks(build_scheme(name, RANKS, numel, **options), chunks, check=False)
         want = {}
         for m in memory.log.messages:

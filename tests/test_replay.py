@@ -50,6 +50,19 @@ def test_densities_build_up_or_not(digits_records) -> None:
     assert rows["dense-allreduce"]["global_error_mean"] == 0.0
 
 
+@pytest.mark.parametrize("workers,teams,sag", [(12, 3, "auto"), (16, 4, "bsag"), (16, 16, "bsag")])
+def test_spardl_bsag_keeps_every_value_and_the_users_density(workers: int, teams: int, sag: str) -> None:
+    """B-SAG over iterations of the shipped dense trace: the invariant every iteration (asserted by
+    replay_iterations), every block at most L = ceil(k / p) after the SAG, h inside [k/P, dk/P]."""
+    source = TraceGradients(Trace.open(DIGITS))
+    method = Method("spardl", "blocktopk", 0.01, workers, source.numel, scheme_options={"teams": teams, "sag": sag})
+    records = replay_iterations(source, [method], 0, 12, Costs(ClusterSpec.parse(workers, 1, "10Gbps")))
+    p, c = workers // teams, method.program.block
+    assert max(r.actual_density for r in records) <= p * c / source.numel
+    assert all(c / teams <= ctl.h <= c for ctl in method.program.controllers)
+    assert max(r.conservation for r in records) < 1e-5
+
+
 def test_a_lost_value_is_caught(monkeypatch) -> None:
     source = SyntheticGradients(4, 3, 4096, seed=1)
     method = Method("spardl", "blocktopk", 0.05, 4, 4096)

@@ -1,6 +1,7 @@
 """SparDL: the bag schedule for any P (Theorem 1 asserted while planning), bytes equal to its formula
-4k(P-1)/P units at P = 5, 8, 14 (and R-SAG's with teams), bit-identical replicas, every dropped value
-reported (global residual collection: applied + discarded = sum of the inputs), bytes transport equal."""
+4k(P-1)/P units at P = 5, 8, 14 (and R-SAG's with teams, B-SAG's with its h), bit-identical replicas,
+every dropped value reported (global residual collection: applied + discarded = sum of the inputs),
+bytes transport equal; B-SAG's h controller (Algorithm 2) moves h against N_t - L."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from zensim.errors import ConfigError
 from zensim.run import run_ranks
 from zensim.run.transports import InBytes
 from zensim.schemes import build_scheme
-from zensim.schemes.catalog.spardl import block_count, bruck_stages, srs_stages
+from zensim.schemes.catalog.spardl import HController, block_count, bruck_stages, bsag_stages, srs_stages
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparsify import make_sparsifier
 
@@ -21,12 +22,14 @@ NUMEL = 14_000
 UNIT = 4  # bytes: SparDL counts COO as 2 units per element (int32 id + fp32 value)
 
 
-def selected(P: int, teams: int, density: float, seed: int = 0) -> list[SparseChunk]:
-    """Every rank's blocktopk selection of a random dense gradient (one block per team rank)."""
+def selected(P: int, teams: int, density: float, seed: int = 0, shared: float = 0.0) -> list[SparseChunk]:
+    """Every rank's blocktopk selection of a random dense gradient (one block per team rank), with a
+    common component of weight `shared` (the ranks' selections then overlap)."""
     rng = np.random.default_rng([P, teams, seed])
+    common = rng.standard_normal(NUMEL)
     out = []
     for r in range(P):
-        acc = rng.standard_normal(NUMEL).astype(np.float32)
+        acc = (shared * common + rng.standard_normal(NUMEL)).astype(np.float32)
         idx = make_sparsifier("blocktopk", density, r, P, blocks=P // teams).propose("w", acc)
         out.append(SparseChunk(idx, acc[idx]))
     return out
@@ -82,11 +85,12 @@ def test_rsag_bytes_equal_the_formula(P: int, teams: int) -> None:
     assert payload_bytes(out.log, k // (P // teams)) == P * units * UNIT
 
 
-@pytest.mark.parametrize("P,teams", [(5, 1), (14, 1), (8, 2), (16, 4)])
-def test_replicas_identical_and_every_drop_reported(P: int, teams: int) -> None:
+@pytest.mark.parametrize("P,teams,sag", [(5, 1, "auto"), (14, 1, "auto"), (8, 2, "auto"), (16, 4, "auto"),
+                                         (12, 3, "auto"), (14, 7, "auto"), (6, 6, "auto"), (8, 2, "bsag")])
+def test_replicas_identical_and_every_drop_reported(P: int, teams: int, sag: str) -> None:
     density = 0.03
     chunks = selected(P, teams, density, seed=1)
-    prog = build_scheme("spardl", P, NUMEL, density=density, teams=teams)
+    prog = build_scheme("spardl", P, NUMEL, density=density, teams=teams, sag=sag)
     assert prog.caps.needs_values and not prog.caps.lossless
     out = run_ranks(prog, chunks, check=False)
     first = out.results[0]
@@ -103,13 +107,70 @@ def test_replicas_identical_and_every_drop_reported(P: int, teams: int) -> None:
         for part in parts:
             np.add.at(kept, part.indices, part.values)
     np.testing.assert_allclose(kept, inputs, rtol=0, atol=1e-5)
-    wire = run_ranks(prog, chunks, InBytes(), check=False)
+    fresh = build_scheme("spardl", P, NUMEL, density=density, teams=teams, sag=sag)  # B-SAG's h moved after a run
+    wire = run_ranks(fresh, chunks, InBytes(), check=False)
     assert np.array_equal(wire.log.bytes_received(), out.log.bytes_received())
     assert np.array_equal(wire.results[3].values, first.values)
 
 
 def test_bad_teams_is_one_line() -> None:
-    with pytest.raises(ConfigError, match="teams 3 must divide the 12 ranks and be a power of two"):
-        build_scheme("spardl", 12, 1000, teams=3)
+    with pytest.raises(ConfigError, match="sag rsag needs teams a power of two, got 3"):
+        build_scheme("spardl", 12, 1000, teams=3, sag="rsag")
     with pytest.raises(ConfigError, match="teams 4 must divide the 6 ranks"):
         build_scheme("spardl", 6, 1000, teams=4)
+
+
+def header_bytes(P: int, teams: int) -> int:
+    """The bundle headers (4 bytes per part of a message of several parts) of SRS, B-SAG and the
+    final Bruck all-gather, from the plans (a B-SAG transfer carries one part per team)."""
+    p = P // teams
+    total = 0
+    for stages, parts in ((srs_stages(P, teams), lambda t: 1), (bsag_stages(P, teams), lambda t: t.origins.bit_count() // p),
+                          (bruck_stages(P, teams), lambda t: 1)):
+        for stage in stages:
+            per_message: dict[tuple[int, int], int] = {}
+            for t in stage:
+                per_message[t.src, t.dst] = per_message.get((t.src, t.dst), 0) + parts(t)
+            total += sum(4 * m for m in per_message.values() if m > 1)
+    return total
+
+
+@pytest.mark.parametrize("P,teams", [(12, 3), (14, 7), (6, 6), (10, 5)])
+def test_bsag_bytes_follow_h(P: int, teams: int) -> None:
+    """Every rank receives p - 1 blocks of c = ceil(k/p) (SRS), d - 1 pieces of its position's h (B-SAG)
+    and the p - 1 other final blocks (Bruck), over three iterations while h moves."""
+    density = 0.03
+    p = P // teams
+    prog = build_scheme("spardl", P, NUMEL, density=density, teams=teams)
+    c = block_count(density, NUMEL, p)
+    bounds = np.linspace(0, NUMEL, p + 1)  # the contiguous partition (NUMEL divisible by these p)
+    hs = []
+    for it in range(3):
+        h = [ctl.count for ctl in prog.controllers]
+        hs.append(h)
+        out = run_ranks(prog, selected(P, teams, density, seed=it, shared=3.0), check=False)
+        final = np.histogram(out.results[0].indices, bounds)[0]  # elements of each block after the SAG
+        assert (final <= c).all()
+        elements = sum((p - 1) * c + (teams - 1) * h[r] + final.sum() - final[r % p] for r in range(P))
+        assert int(out.log.bytes_received().sum()) == 2 * UNIT * elements + header_bytes(P, teams)
+    assert all(len(set(h[w::p])) == 1 for h in hs for w in range(p))  # one h per position
+    assert all(a < b for a, b in zip(hs[0], hs[-1]))  # overlapping teams: N_t < L, so h grew
+
+
+def test_h_controller_follows_algorithm_2() -> None:
+    ctl = HController(per_block=1000, teams=4)  # L = 1000, h starts at k/P = 250, step 0.01 k (d-1)/P = 7.5
+    assert (ctl.count, ctl.step) == (250, 7.5)
+    ctl.observe(900)  # N <= L with a positive step: same direction, the first time: no doubling
+    assert (ctl.h, ctl.flag) == (257.5, True)
+    ctl.observe(950)  # the second time in a row: the step doubles
+    assert (ctl.h, ctl.step, ctl.flag) == (272.5, 15.0, False)
+    ctl.observe(1200)  # N > L with a positive step: the step turns and halves (h shrinks)
+    assert (ctl.h, ctl.step) == (265.0, -7.5)
+    ctl.observe(1100)  # still above L, shrinking: keep going
+    assert ctl.h == 257.5
+    for _ in range(20):
+        ctl.observe(5000)
+    assert ctl.h == 250.0  # kept at k / P
+    for _ in range(40):
+        ctl.observe(10)
+    assert ctl.h == 1000.0  # kept at d k / P = L

@@ -61,18 +61,21 @@ class Capabilities:
 
 class Group:
     """Held pieces and the mask of ranks whose contributions they carry: one merged piece, or under
-    One-shot the separate pieces of those ranks in ascending rank order (payloads cached)."""
+    One-shot the separate pieces of those ranks in ascending rank order (payloads cached). `keys`,
+    when given, names each piece's lowest origin rank (a bundle of merged pieces, e.g. one per team)."""
 
-    __slots__ = ("origins", "pieces", "nnz", "_wire")
+    __slots__ = ("origins", "pieces", "nnz", "_wire", "keys")
 
     def __init__(self, origins: int, pieces: tuple[Piece, ...], payloads: tuple | None = None,
-                 fmt: Format | None = None) -> None:
-        self.origins, self.pieces = origins, pieces
+                 fmt: Format | None = None, keys: Sequence[int] | None = None) -> None:
+        self.origins, self.pieces, self.keys = origins, pieces, keys
         self.nnz = sum(p.nnz for p in pieces)
         self._wire: tuple[int, tuple] | None = (id(fmt), payloads) if payloads is not None else None
 
     def keyed(self) -> list[tuple[int, Piece]]:
         """(origin rank, piece) pairs: a merged piece is keyed by its lowest origin."""
+        if self.keys is not None:
+            return list(zip(self.keys, self.pieces))
         if len(self.pieces) == 1:
             return [(lowest(self.origins), self.pieces[0])]
         return list(zip(bits(self.origins), self.pieces))
@@ -188,9 +191,9 @@ class StageProgram:
         for src, transfers in self._in[stage].get(rank, {}).items():
             payloads, at = wire.unpack(inbox[src]), 0
             for t in transfers:
-                mine = payloads[at:at + self.aggregation.count(t, self.n)]
+                mine = payloads[at:at + self.count(t)]
                 at += len(mine)
-                group = Group(t.origins, tuple([to_piece(p, bits) for p in mine]), mine, fmt)
+                group = Group(t.origins, tuple([to_piece(p, bits) for p in mine]), mine, fmt, self.piece_keys(t))
                 decoded += group.nnz
                 items[t.item].append(group)
                 touched.add(t.item)
@@ -205,8 +208,21 @@ class StageProgram:
         """Decode the bytes `src` sent `rank` at `stage` (the bytes transports)."""
         fmt = self.fmt(stage)
         layout = [(fmt, self._domains[t.item])
-                  for t in self._in[stage][rank][src] for _ in range(self.aggregation.count(t, self.n))]
+                  for t in self._in[stage][rank][src] for _ in range(self.count(t))]
         return wire.from_bytes(buf, layout, with_values=ctx.values)
+
+    def count(self, t: Transfer) -> int:
+        """Number of pieces transfer `t` carries (the aggregation's; programs may bundle otherwise)."""
+        return self.aggregation.count(t, self.n)
+
+    def piece_keys(self, t: Transfer) -> Sequence[int] | None:
+        """The lowest origin rank of each piece of `t` when it is neither one piece nor one per
+        origin rank (None: the default keys, see Group.keyed)."""
+        return None
+
+    def bundles(self, t: Transfer) -> bool:
+        """Whether `t` sends the held groups side by side instead of merging them (One-shot)."""
+        return self.aggregation.one_shot
 
     def result(self, rank: int, items: list[list[Group]], ctx: RunContext) -> SparseChunk:
         """The rank's aggregated tensor (every item must be complete)."""
@@ -228,7 +244,7 @@ class StageProgram:
         if cover is None:
             raise RuntimeError(f"{self.name}: rank {rank} cannot send item {t.item} "
                                f"with origins {t.origins:#x} (holds {[hex(g.origins) for g in groups]})")
-        if len(cover) > 1 and not self.aggregation.one_shot:
+        if len(cover) > 1 and not self.bundles(t):
             merged = self._merge(rank, cover, t.origins, ctx)
             groups[:] = [groups[0]] + [g for g in groups[1:] if g.origins & ~t.origins] + [merged]
             cover = [merged]
