@@ -1,14 +1,16 @@
 """Sweeps: Dask against one process, resume after a kill, and the message-log cache.
 
-    .venv/bin/python benchmarks/sweep.py dask  [--workers 2]   # >= 200 points: sequential vs a local Dask
+    .venv/bin/python benchmarks/sweep.py dask  [--workers 2]   # 200 points: sequential vs a local Dask
                                                                # cluster (ratio), then kill a Dask run half-way
                                                                # (SIGKILL to its process group) and resume it
     .venv/bin/python benchmarks/sweep.py cache                 # scenarios/scaling-lstm.yaml with a NIC axis:
                                                                # no cache, cold cache, warm cache
 
 Every figure is measured in this one run, back to back; rows are compared without the fields that
-say when and how fast they were made (wall_s, driver_s, log_cached, provenance). Run it under
-`flock /tmp/zsim-bench.lock` on the shared machine.
+say when and how fast they were made (wall_s, driver_s, log_cached, provenance). CPU seconds (user +
+system, this process and its reaped children: the Dask workers and the sweep subprocesses) are printed
+beside wall seconds, with the load average. Run it under `flock /tmp/zsim-bench.lock` on the shared
+machine.
 """
 
 from __future__ import annotations
@@ -31,13 +33,23 @@ from zensim.sim.sweep import records_of, run_scenario
 ROOT = Path(__file__).resolve().parents[1]
 VOLATILE = ("wall_s", "driver_s", "log_cached", "provenance")
 
-DASK_SCENARIO = {  # 4 x 5 x 5 x 2 = 200 points on the shipped 16-worker LSTM trace
-    "trace": str(ROOT / "traces" / "lstm-lm-16w.zt"),
+# 4 x 5 x 5 x 2 = 200 points of the 128-worker LSTM trace at 2-16 machines x 2 GPUs (ZEN's layout), five
+# schemes, no cache: each point runs the driver and replays five logs (about a second of CPU), so the
+# cluster's start and the per-task traffic are small beside the work
+DASK_SCENARIO = {
+    "trace": str(ROOT / "traces" / "lstm-lm-128w.zt"),
+    "cluster": {"gpus_per_machine": 2},
     "schemes": ["dense-allreduce", "zen", "sparcml", "agsparse-ring", "sparse-ps"],
     "sweep": {"machines": [2, 4, 8, 16], "nic": ["10Gbps", "25Gbps", "50Gbps", "100Gbps", "200Gbps"],
-              "nic_latency": ["0us", "2us", "5us", "10us", "20us"], "model": ["fifo", "maxmin"]},
+              "nic_latency": ["2us", "5us", "10us", "25us", "50us"], "model": ["fifo", "maxmin"]},
     "outputs": {"csv": "rows.csv"},
 }
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and of its children that were waited for."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def stable(outcome) -> list[dict]:
@@ -63,17 +75,20 @@ def bench_dask(workers: int) -> None:
         scn_path.write_text(yaml.safe_dump(DASK_SCENARIO))
         scn = load_scenario(scn_path, tmp / "seq")
         points = len(scn.points)
-        t0 = time.perf_counter()
+        print(f"{points} points x {len(scn.schemes)} schemes, no cache, {os.cpu_count()} cores (shared); "
+              f"load average {os.getloadavg()[0]:.1f}", flush=True)
+        t0, c0 = time.perf_counter(), cpu_seconds()
         seq = run_scenario(scn)
-        t_seq = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        t_seq, c_seq = time.perf_counter() - t0, cpu_seconds() - c0
+        print(f"  sequential (one process)        {t_seq:7.1f} s wall {c_seq:7.1f} s CPU   load {os.getloadavg()[0]:.1f}",
+              flush=True)
+        t0, c0 = time.perf_counter(), cpu_seconds()
         dask = run_scenario(scn, workers=workers)
-        t_dask = time.perf_counter() - t0
+        t_dask, c_dask = time.perf_counter() - t0, cpu_seconds() - c0
         same = stable(seq) == stable(dask)
-        print(f"{points} points x {len(scn.schemes)} schemes, no cache, {os.cpu_count()} cores (shared)")
-        print(f"  sequential (one process)        {t_seq:7.1f} s")
-        print(f"  local Dask cluster, {workers} workers   {t_dask:7.1f} s   ratio Dask / sequential {t_dask / t_seq:.3f}"
-              f"   rows identical: {same}")
+        print(f"  local Dask cluster, {workers} workers   {t_dask:7.1f} s wall {c_dask:7.1f} s CPU   load "
+              f"{os.getloadavg()[0]:.1f}   ratio Dask / sequential (wall) {t_dask / t_seq:.3f}   rows identical: {same}",
+              flush=True)
         # kill a Dask run half-way (the whole process group, SIGKILL: no cleanup), then resume it
         from zensim.report.record import results_csv
         (tmp / "seq").mkdir(exist_ok=True)
@@ -88,11 +103,12 @@ def bench_dask(workers: int) -> None:
         proc.wait()
         time.sleep(1.0)  # let orphaned workers notice
         killed_at = kept_points(store)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu_seconds()
         rerun = subprocess.run(cmd, capture_output=True, text=True)
-        t_rerun = time.perf_counter() - t0
+        t_rerun, c_rerun = time.perf_counter() - t0, cpu_seconds() - c0
         summary = next(line for line in rerun.stderr.splitlines() if line.startswith(f"{points} points:"))
-        print(f"  killed (SIGKILL) with {killed_at} of {points} points kept; rerun ({t_rerun:.1f} s): {summary}")
+        print(f"  killed (SIGKILL) with {killed_at} of {points} points kept; rerun ({t_rerun:.1f} s wall, {c_rerun:.1f} s "
+              f"CPU): {summary}")
         print(f"  resumed rows identical to the sequential run: {csv_rows(out / 'rows.csv') == csv_rows(tmp / 'seq' / 'rows.csv')}")
         leftovers = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout.split()
         print(f"  processes left in the killed run's process group: {len(leftovers)}")
