@@ -22,7 +22,7 @@ from zensim.atomic import write_atomic
 from zensim.errors import ConfigError
 from zensim.net.models import MODELS
 from zensim.net.profile import Profile, parse_profile
-from zensim.trace import Trace
+from zensim.trace import Trace, trace_path
 
 
 def run_args(trace: str, schemes: list[str], repeats: int, peers: str, iteration: int, options: dict,
@@ -47,13 +47,15 @@ def preflight(trace: str, ranks: int, schemes: list[str], iteration: int, option
                 build_scheme(name, ranks, t.numel, **(options or {}))
 
 
-def emulate_trace(trace: str, ranks: int, rate_bps: float, schemes: list[str], repeats: int = 1,
+def emulate_trace(trace: str | Path | Trace, ranks: int, rate_bps: float, schemes: list[str], repeats: int = 1,
                   peers: str = "dense,sparse", iteration: int = 0, options: dict | None = None,
                   timeout: float = 900.0, wait_lock: float = 0.0) -> tuple[list[dict], list[dict], dict]:
-    """Emulate `schemes` (and the torch peers) on `ranks` namespaces shaped to `rate_bps` bit/s per NIC.
+    """Emulate `schemes` (and the torch peers) on `ranks` namespaces shaped to `rate_bps` bit/s per NIC;
+    the trace is a path or an open Trace (the rank processes reopen its file).
 
     Returns (records per scheme/peer, raw rank outputs, cluster description).
     """
+    trace = trace_path(trace)
     preflight(trace, ranks, schemes, iteration, options)
     with LocalCluster(ranks, int(rate_bps), wait_lock=wait_lock) as cluster:
         outs = launch_local(cluster, run_args(trace, schemes, repeats, peers, iteration, options or {}, timeout),

@@ -225,6 +225,15 @@ def test_run_and_comparison_figures(records, trace):
     runs = split_runs(records, "sim") + split_runs(emulated(trace), "emu")
     fig = comparison_figure(runs)
     assert len(fig.axes[0].containers) == 2
+    assert [ax.get_xlabel() for ax in fig.axes[:4]] == ["time (ms)", "time / run A's time",
+                                                        "time / dense ring all-reduce", "max MB sent per rank"]
+    title = fig._suptitle.get_text()
+    assert "trace t.zt" in title and "A: 4x2 GPUs" in title and "B: emulated 2 ranks" in title
+    # the same program in both simulated runs of a comparison of two clusters: marked
+    other = simulate(trace, SCHEMES, build_cluster(4, 2, nic="40Gbps")[0], "maxmin", iteration=1)
+    fig = comparison_figure(split_runs(records, "a") + split_runs(other, "b"))
+    assert "hier-central = sparcml" in [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert len({tuple(bar.get_facecolor()) for c in fig.axes[0].containers for bar in c}) == 2
 
 
 def test_emulated_records_go_through_the_same_table(trace):

@@ -144,27 +144,43 @@ def sweep_figure(runs: Sequence[Run], x_key: str, group: str = "") -> Any:
 
 
 def comparison_figure(runs: Sequence[Run]) -> Any:
-    """Runs side by side: grouped bars of time (ms) per scheme, one colour per run, and each run's time
-    over the first run's."""
+    """Runs side by side, grouped bars per scheme (one colour per run): time (ms), each run's time over
+    the first run's, time / dense ring all-reduce in its own run, max MB sent per rank. Schemes that
+    are the same program in every run are labelled '= <that scheme>' and hatched; the title names
+    the trace(s) and each run's cluster."""
     schemes = list(dict.fromkeys(r.scheme for run in runs for r in run.records))
     letters = run_letters(len(runs))
-    fig, (ax_t, ax_r) = plt.subplots(1, 2, figsize=(14, 0.35 * len(schemes) * max(1, len(runs) / 2) + 2), sharey=True)
+    same = same_program_in(runs)
+    labels, marked = _labels(schemes, same)
+    fig, axes = plt.subplots(1, 4, figsize=(18, 0.35 * len(schemes) * max(1, len(runs) / 2) + 2.4), sharey=True)
     height = 0.8 / len(runs)
     styles = series_styles(len(runs))
     first = {s: r.time_s for s, r in runs[0].by_scheme().items()}
+    panels = [("time (ms)", lambda s, r: None if r.time_s is None else r.time_s * 1e3),
+              (f"time / run {letters[0]}'s time", lambda s, r: r.time_s / first[s] if r.time_s is not None and first.get(s) else None),
+              ("time / dense ring all-reduce", lambda s, r: r.vs_dense),
+              ("max MB sent per rank", lambda s, r: max(r.bytes_sent) / 1e6 if r.bytes_sent else None)]
     for k, (run, letter, (colour, _)) in enumerate(zip(runs, letters, styles)):
         recs = run.by_scheme()
         y = [i + (k - (len(runs) - 1) / 2) * height for i in range(len(schemes))]
-        times = [recs[s].time_s * 1e3 if s in recs and recs[s].time_s is not None else 0 for s in schemes]
-        ax_t.barh(y, times, height=height, color=colour, label=f"{letter}: {run.label}")
-        ratios = [recs[s].time_s / first[s] if s in recs and recs[s].time_s is not None and first.get(s) else 0
-                  for s in schemes]
-        ax_r.barh(y, ratios, height=height, color=colour)
-    ax_t.set_yticks(range(len(schemes)), schemes)
-    ax_t.invert_yaxis()
-    ax_t.set_xlabel("time (ms)")
-    ax_r.set_xlabel(f"time / run {letters[0]}'s time")
-    ax_r.axvline(1.0, color="black", lw=1, ls="--")
+        hatch = ["//" if s in marked else "" for s in schemes]
+        for ax, (_, get) in zip(axes, panels):
+            values = [get(s, recs[s]) if s in recs else None for s in schemes]
+            ax.barh(y, [v if v is not None else 0 for v in values], height=height, color=colour, hatch=hatch,
+                    edgecolor="white", label=f"{letter}: {run.label}" if ax is axes[0] else None)
+    for ax, (xlabel, _) in zip(axes, panels):
+        ax.set_xlabel(xlabel)
+    for ax in axes[1:3]:
+        ax.axvline(1.0, color="black", lw=1, ls="--")
+    axes[0].set_yticks(range(len(schemes)), labels)
+    axes[0].invert_yaxis()
     fig.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, -0.05), ncol=1)
-    fig.suptitle("\n".join(dict.fromkeys(trace_title(run.records[0]) for run in runs)), fontsize=9)
+    traces = list(dict.fromkeys(trace_title(run.records[0]) for run in runs))
+    clusters: dict[str, list[str]] = {}
+    for letter, run in zip(letters, runs):
+        rec = run.records[0]
+        what = rec.model if rec.source == "simulated" else "emulated"
+        clusters.setdefault(f"{rec.cluster_name}, {what}", []).append(letter)
+    lines = [t for t in traces if t] + [f"{', '.join(who)}: {where}" for where, who in clusters.items()]
+    fig.suptitle("\n".join(lines), fontsize=9)
     return fig

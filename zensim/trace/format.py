@@ -391,6 +391,12 @@ class Trace:
         return SparseChunk(indices, np.concatenate([c.values for c in chunks]))
 
 
+
+def trace_path(source: str | os.PathLike[str] | Trace) -> str:
+    """The file of a trace input (a path, or an open `Trace`): for what must reopen it elsewhere (rank
+    processes) or find files beside it."""
+    return source.path if isinstance(source, Trace) else os.fspath(source)
+
 @contextlib.contextmanager
 def opened(source: str | os.PathLike[str] | Trace) -> Iterator[Trace]:
     """The one input type of every function that reads a trace: a path (opened here, closed on exit) or
