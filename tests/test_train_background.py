@@ -1,13 +1,12 @@
 """Gemini: placement (Alg. 6.1), recovery probability (Corollary 6.1) against simulated failures, and
-the checkpoint partition (Alg. 6.2) with its interleaved and blocking schedules."""
+the checkpoint partition (Alg. 6.2); on the timeline: tests/test_train_gemini.py."""
 
 import math
 
 import numpy as np
 import pytest
 
-from zensim.train.background import (Checkpoint, Wire, blocking, blocking_time, highest_frequency, holders,
-                                     idle_spans, interleave, partition, placement, recovery_enumerated,
+from zensim.train.background import (Checkpoint, Wire, holders, idle_spans, partition, placement, recovery_enumerated,
                                      recovery_formula, recovery_group_exact, recovery_simulated)
 
 
@@ -73,29 +72,10 @@ def test_partition_fills_spans_then_spills_into_the_last():
     assert {c.copy for c in chunks} == {0, 1}
 
 
-def test_interleave_overhead_and_idle_time():
-    wire = Wire(bandwidth=1e9, alpha=0.0)
-    busy = [(0.2, 0.5), (0.6, 0.9)]                  # iteration of 1 s: idle 0.2 + 0.1 + 0.1 = 0.4 s
+def test_idle_spans_and_occupancy():
+    busy = [(0.6, 0.9), (0.2, 0.5), (0.3, 0.4)]                 # any order, overlapping
     assert [pytest.approx(s) for s in idle_spans(busy, 0.0, 1.0)] == [(0, 0.2), (0.5, 0.6), (0.9, 1.0)]
-    small = interleave(busy, 1.0, Checkpoint(1e8, replicas=2, mu=1.0), wire)
-    assert small.overhead == 0.0 and small.idle_after == pytest.approx(0.3)
-    big = interleave(busy, 1.0, Checkpoint(1e9, replicas=2, mu=1.0), wire)   # 1 s of traffic, 0.4 s idle
-    assert big.overhead == pytest.approx(0.6)
-    assert big.idle_after == pytest.approx(0.0, abs=1e-12)
-    spread = interleave(busy, 1.0, Checkpoint(1e9, replicas=2, mu=1.0), wire, every=3)
-    assert spread.overhead == pytest.approx(0.0) and spread.idle_before == pytest.approx(1.2)
-
-
-def test_blocking_and_frequency():
-    wire = Wire(bandwidth=1e9)
-    ckpt = Checkpoint(5e8, replicas=2)
-    assert blocking_time(ckpt, wire) == pytest.approx(0.5)
-    # two transfers ready at 0.3 and 0.6, 0.2 s each: the checkpoint pushes the last end from 0.8 to 0.9
-    assert blocking([(0.3, 0.2), (0.6, 0.2)], 0.1, ckpt, wire) == pytest.approx(0.1)
-    k = highest_frequency(lambda every: 0.1, iteration=1.0, budget=0.01)
-    assert k == 11                                                     # 0.1 / k < 0.01
-    assert highest_frequency(lambda every: 0.0, iteration=1.0) == 1
-    assert highest_frequency(lambda every: 1e9, iteration=1.0, longest=100) is None
     slow_copy = Wire(bandwidth=1e9, copy_bandwidth=1e9)
     assert slow_copy.occupancy(1e8, 1) == pytest.approx(0.2)          # no pipeline: wire, then copy
     assert slow_copy.occupancy(1e8, 2) == pytest.approx(0.1)          # pipelined
+    assert slow_copy.fits(0.2, 1) == pytest.approx(1e8)

@@ -7,18 +7,16 @@ Three pieces, each usable on its own:
   and the probability that training recovers from CPU memory when k machines fail at once: the
   thesis' Corollary 6.1 formula, the exact count, and a Monte Carlo simulation of random failures;
 - **partition** (Algorithm 6.2): a checkpoint cut into chunks that fit the network's idle spans of
-  an iteration (spans scaled by mu, chunks at most one sub-buffer R/p, f(s) = alpha + s/B);
-- **schedules**: the checkpoint interleaved into the idle spans versus sent at once at the start of
-  an iteration (blocking), their iteration-time overheads, and the highest checkpoint frequency
-  that costs less than a given fraction of the iteration time.
+  an iteration (spans scaled by mu, chunks at most one sub-buffer R/p, f(s) = alpha + s/B).
+
+`zensim.train.gemini` runs the partition on the iteration timeline: the idle spans the timeline's
+NICs really have, and the checkpoint as a client of the same network model as the training traffic
+(interleaved, or sent at once), its overhead measured there.
 
 Decisions where the thesis is silent or misprinted (docs/fusion.md repeats them):
 - Algorithm 6.2 line 15 subtracts f(remain_size) from the span; the chunk just placed is `size`,
   so we subtract f(size). A span with no room for even alpha is left (the printed loop would not end).
-- the last idle span is infinite (line 2): traffic that does not fit delays the optimizer step,
-  so whatever spills past the real end of the last span is the iteration-time overhead.
-- a checkpoint taken every k iterations is sent from a snapshot (the local CPU replica Gemini keeps
-  anyway), so its traffic may use the idle spans of the k iterations until the next one.
+- the last idle span is infinite (line 2): what does not fit is placed there.
 - one sub-buffer (p = 1) cannot overlap the receiver's GPU-to-CPU copy with the next chunk, so a
   chunk then occupies its span for f(s) + s / copy_bandwidth; with p >= 2 the pipeline hides the
   copy behind the network while the copy is not the slower of the two (s / min(B, copy)).
@@ -230,76 +228,3 @@ def idle_spans(busy: Sequence[tuple[float, float]], start: float, end: float) ->
     if at < end:
         spans.append((at, end))
     return [(lo, hi) for lo, hi in spans if hi > lo]
-
-
-@dataclass(frozen=True)
-class Interleaved:
-    """Gemini's schedule of one checkpoint: its chunks, the overhead, idle time before and after."""
-
-    chunks: list[Chunk]
-    overhead: float               # seconds past the end of the last real idle span (delays the update)
-    idle_before: float            # network idle seconds in the iterations the checkpoint spans, without it
-    idle_after: float             # and with it
-    iterations: int               # the checkpoint's traffic was spread over this many iterations
-
-
-def interleave(busy: Sequence[tuple[float, float]], iteration: float, ckpt: Checkpoint, wire: Wire,
-               every: int = 1) -> Interleaved:
-    """Place one checkpoint into the idle spans of `every` consecutive iterations of this timeline.
-
-    `busy` are the training traffic's intervals on the machine's NIC within one iteration [0, iteration).
-    The last span (after the last iteration's last training transfer) is open-ended: chunks placed
-    there delay the optimizer step, and their time beyond that span's real length is the overhead.
-    """
-    if every < 1:
-        raise ValueError(f"checkpoint period must be >= 1 iteration, got {every}")
-    one = idle_spans(busy, 0.0, iteration)
-    lengths = [hi - lo for lo, hi in one] * every
-    if not lengths:
-        lengths = [0.0]
-    chunks = partition(lengths, ckpt, wire)
-    used = np.zeros(len(lengths))
-    for c in chunks:
-        used[c.span] += wire.occupancy(c.nbytes, ckpt.buffers)
-    overhead = max(0.0, used[-1] - lengths[-1])
-    idle = float(sum(lengths))
-    return Interleaved(chunks, overhead, idle, idle - float(used.sum()) + overhead, every)
-
-
-def blocking_time(ckpt: Checkpoint, wire: Wire) -> float:
-    """Seconds the whole remote checkpoint holds the NIC when sent at once in sub-buffer chunks."""
-    full, rest = divmod(ckpt.remote_bytes, ckpt.chunk)
-    return full * wire.occupancy(ckpt.chunk, ckpt.buffers) + wire.occupancy(rest, ckpt.buffers)
-
-
-def blocking(transfers: Sequence[tuple[float, float]], tail: float, ckpt: Checkpoint, wire: Wire) -> float:
-    """Iteration-time overhead of a checkpoint sent at the start of an iteration, ahead of training traffic.
-
-    `transfers` are the training transfers of the iteration in order, (ready time, duration) on one
-    FIFO NIC; `tail` the compute after the last transfer (the optimizer step). The checkpoint holds
-    the NIC from 0, so each transfer starts at max(ready, previous end).
-    """
-    def finish(free: float) -> float:
-        for ready, duration in transfers:
-            free = max(free, ready) + duration
-        return free
-
-    return finish(blocking_time(ckpt, wire)) - finish(0.0) if transfers else max(0.0, blocking_time(ckpt, wire) - tail)
-
-
-def highest_frequency(overhead_of, iteration: float, budget: float = 0.01, longest: int = 10_000) -> int | None:
-    """The smallest period k (a checkpoint every k iterations) whose overhead per iteration is < budget.
-
-    `overhead_of(k)` gives one checkpoint's overhead in seconds when checkpoints are k iterations
-    apart; the overhead per iteration is overhead_of(k) / (k x iteration). None if no k <= longest fits.
-    """
-    lo, hi = 1, longest
-    if overhead_of(hi) / (hi * iteration) >= budget:
-        return None
-    while lo < hi:  # overhead_of(k) / k is non-increasing in k for both schedules
-        mid = (lo + hi) // 2
-        if overhead_of(mid) / (mid * iteration) < budget:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo

@@ -94,7 +94,8 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
                        sparse: Sequence[str] | None = None, iterations: int = 1, first_iteration: int = 0,
                        options: Mapping[str, object] | None = None, model_options: Mapping[str, object] | None = None,
                        dense_baseline: bool = True, dense: "IterationRecord | None" = None,
-                       dense_work: str = "fused", shared_host: bool = False, strategy=None) -> IterationRecord:
+                       dense_work: str = "fused", shared_host: bool = False, strategy=None,
+                       background=None) -> IterationRecord:
     """Simulate `iterations` training iterations of `profile` with `scheme` on `costs.cluster`.
 
     The trace's tensors are synchronized sparse by `scheme` (those named in `sparse`, or all), every
@@ -107,7 +108,9 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
     process of one host whose `costs.host_cores` processors run all compute and local work (the
     emulator's ranks training on its CPUs). `strategy`: a fusion strategy (zensim.train.fusion.schedule)
     decides the buckets, the selection of a dense trace's gradients and its compression instead of
-    `bucketing` and `sparse_buckets`; the dense baseline then has DDP's default buckets."""
+    `bucketing` and `sparse_buckets`; the dense baseline then has DDP's default buckets. `background`:
+    a client of the run's network called as each GPU begins an iteration (zensim.train.timeline,
+    e.g. zensim.train.gemini's checkpoint traffic); the dense baseline runs without it."""
     if model not in MODELS:
         raise ConfigError(f"--model: unknown sharing model {model!r} (choose from {', '.join(MODELS)})")
     if layout not in LAYOUTS:
@@ -142,7 +145,9 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
             syncs = bucket_syncs(profile, bucketing.assign(profile.params, own), chosen)
         else:
             syncs = strategy.syncs(profile, chosen, logs, timeline)
-        run = timeline(syncs).run()
+        main = timeline(syncs)
+        main.on_iteration = background
+        run = main.run()
         trace_block = trace_info(opened, first_iteration) if opened is not None and chosen else None
     finally:
         if opened is not None and opened is not trace:

@@ -19,6 +19,10 @@ segments between bucket-ready points) and optimizer are local work sharing `Cost
 processors with the schemes' local work, as ranks training on CPUs do (the emulator: every rank a
 process of one host).
 
+Background traffic (Gemini's checkpoints, zensim.train.gemini) is another client of the same
+Network: `on_iteration(net, gpu, iteration)` is called as each GPU begins an iteration, and what it
+sends shares the links with the buckets.
+
 A fusion strategy's selection (BucketSync.compress) runs on the compute stream at its points of
 backward, delaying the rest of it, as in Cupcake's timeline (thesis Fig. 5.1c); the bucket is ready
 when its last compression is done.
@@ -31,7 +35,7 @@ forward does not wait for parameters by bucket.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -74,8 +78,10 @@ class Timeline:
     def __init__(self, profile: LayerProfile, syncs: Sequence[BucketSync], logs: SyncLogs, costs: Costs,
                  model: str = "fifo", iterations: int = 1, trace_iterations: Sequence[int] = (0,),
                  model_options: Mapping[str, object] | None = None, dense_work: WorkCost | None = None,
-                 hosts: Sequence[int] | None = None) -> None:
+                 hosts: Sequence[int] | None = None,
+                 on_iteration: Callable[[Network, int, int], None] | None = None) -> None:
         self.profile = profile
+        self.on_iteration = on_iteration
         self.hosts = None if hosts is None else list(hosts)
         self.dense_work = dense_work
         self.syncs = list(syncs)
@@ -120,6 +126,8 @@ class Timeline:
         def begin(r: int) -> None:
             i = it[r]
             run.iteration_start[i, r] = net.now
+            if self.on_iteration is not None:
+                self.on_iteration(net, r, i)
             compute(r, prof.forward_s, backward_start)
 
         def backward_start(r: int) -> None:

@@ -10,8 +10,12 @@ workloads use the per-layer profiles of `zensim.train` (docs/iteration.md) inste
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from zensim.train.layers import LayerProfile
 
 # datasheet dense FLOP/s: V100 fp32 (the thesis' testbeds), A100 bf16 tensor cores (Gemini's p4d)
 DEVICES = {"v100": 15.7e12, "a100-bf16": 312e12}
@@ -67,3 +71,20 @@ def estimate(tensors: list[Tensor], tokens: int, flops: float, efficiency: float
     back = np.array([4.0 * tokens * t.numel / rate if t.matmul else 0.0 for t in ready])
     fwd = sum(2.0 * tokens * t.numel for t in tensors if t.matmul) / rate
     return Estimate([t.name for t in ready], np.array([float(t.numel * grad_bytes) for t in ready]), back, fwd)
+
+
+def shape_profile(name: str, tokens: int, device: str, batch: int, optimizer_s: float = 0.0,
+                  efficiency: float = 0.4) -> "LayerProfile":
+    """A model of MODELS as a layer profile for the iteration timeline (kind `estimate`): the FLOP
+    estimate's backward seconds per tensor in gradient-ready order, fp32 gradients (mixed precision
+    keeps fp32 gradients, and the timeline's dense all-reduce is fp32), the forward and `optimizer_s`."""
+    from zensim.train.layers import LayerProfile, ParamTime
+
+    tensors = MODELS[name]()
+    e = estimate(tensors, tokens, DEVICES[device], efficiency)
+    index = {t.name: i for i, t in enumerate(tensors)}
+    params = tuple(ParamTime(n, int(size) // 4, index[n], 0.0, float(b)) for n, size, b in zip(e.names, e.sizes, e.backward))
+    return LayerProfile(params, e.forward, optimizer_s=optimizer_s, kind="estimate", device=f"{device} (datasheet x {efficiency})",
+                        workload=name, batch_size=batch,
+                        source=f"zensim.train.fusion.shapes: {name} by shape, {tokens} tokens per GPU, 2 T n forward and "
+                        f"4 T n backward FLOPs per weight matrix at {DEVICES[device]:.3g} FLOP/s x {efficiency}")
