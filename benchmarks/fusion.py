@@ -241,7 +241,7 @@ def cmd_gemini(args) -> dict:
         def simulate(n: int, background=None):
             return simulate_iteration(profile, DENSE, costs, bucketing=bucketing, iterations=n, background=background).run
 
-        probe = simulate(3)
+        probe = simulate(3)  # iteration 1 is a steady one: its NIC idle spans
         iteration = float(probe.iteration_end[1].max() - probe.iteration_end[0].max())
         spans, _ = iteration_spans(probe, 0, 1, gpus)
         wire = Wire(costs.cluster.nic_bandwidth, costs.cluster.nic_latency)
@@ -253,23 +253,23 @@ def cmd_gemini(args) -> dict:
         def cost(mode: str, k: int):
             nonlocal baseline
             if (mode, k) not in cache:
-                if len(baseline.iteration_end) < k + 2:
-                    baseline = simulate(k + 2)
+                if len(baseline.iteration_end) < 1 + 2 * k:
+                    baseline = simulate(1 + 2 * k)
                 cache[mode, k] = measure(simulate, costs, ckpt, every=k, mode=mode, baseline=baseline)
             return cache[mode, k]
 
         one_inter, one_block = cost("interleaved", 1), cost("blocking", 1)
-        found_i = first_period_under(lambda k: cost("interleaved", k), iteration, start=start)
-        # blocking: one checkpoint's overhead does not shrink with the period; start where it would fit
-        found_b = first_period_under(lambda k: cost("blocking", k), iteration,
-                                     start=max(1, int(one_block.overhead_s / (0.01 * iteration)) + 1))
+        found_i = first_period_under(lambda k: cost("interleaved", k), iteration, start=max(1, start - 1))
+        # blocking: the checkpoint is sent within one iteration, so its overhead per checkpoint is the
+        # one measured at k = 1 whatever the period; the period follows from it
+        k_b = int(one_block.overhead_s / (0.01 * iteration)) + 1
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        k_i, k_b = (found_i[0] if found_i else None), (found_b[0] if found_b else None)
+        k_i = found_i[0] if found_i else None
         rows.append([nic_text, round(iteration, 3), round(one_inter.idle_s, 3), round(states / 1e9, 2),
                      round(one_inter.overhead_s, 3), round(100 * one_inter.fraction, 2), round(one_inter.idle_after_s, 3),
                      round(one_block.overhead_s, 3), round(100 * one_block.fraction, 2), k_i,
                      round(100 * found_i[1].fraction, 2) if found_i else None, k_b,
-                     round(100 * found_b[1].fraction, 2) if found_b else None, round(wall), round(cpu)])
+                     round(100 * one_block.overhead_s / (k_b * iteration), 2), round(wall), round(cpu)])
         out.append({"nic": nic_text, "iteration_s": iteration, "idle_s": one_inter.idle_s,
                     "checkpoint_bytes_per_machine": states, "measured": [vars(v) for v in cache.values()],
                     "every_k_interleaved": k_i, "every_k_blocking": k_b, "wall_s": wall, "cpu_s": cpu})

@@ -17,8 +17,9 @@ buckets' synchronizations (one `Network`, two kinds of clients):
    the other, none before its span's offset. *Blocking*: the whole checkpoint injected at once at the
    start of the iteration, ahead of that iteration's training traffic on FIFO links.
 
-The overhead of one checkpoint is the extra time the run takes to finish the iterations it spans
-plus one (so traffic spilling past its last span is counted where it delays training). The
+The overhead of a checkpoint is measured in steady state: checkpoints every k iterations, the second
+period's extra length over the checkpoint-free run (it carries what the first checkpoint spilled into
+it, where that delays training, and its own traffic). The
 receiver's GPU-to-CPU copy is not on the network and is not modelled here (with Gemini's four
 sub-buffers it pipelines behind the NIC at these speeds).
 """
@@ -156,7 +157,7 @@ class CheckpointCost:
 
     mode: str                # "interleaved" or "blocking"
     every: int               # iterations between checkpoints
-    overhead_s: float        # extra seconds to finish the `every` + 1 iterations the checkpoint affects
+    overhead_s: float        # extra seconds per checkpoint period in steady state (measure)
     iteration_s: float       # the checkpoint-free iteration
     predicted_s: float       # Algorithm 6.2's own estimate (what spills past the open last span), interleaved only
     chunks: int
@@ -171,13 +172,16 @@ class CheckpointCost:
 
 def measure(simulate, costs: Costs, ckpt: Checkpoint, *, every: int, mode: str, baseline: Run,
             first: int = 1, min_gap: float = MIN_GAP) -> CheckpointCost:
-    """Overhead of one checkpoint (`mode` interleaved or blocking, period `every`) on the timeline.
+    """Overhead per checkpoint (`mode` interleaved or blocking, one every `every` iterations) in steady state.
 
     `simulate(iterations, background)` runs the timeline (everything else fixed) and returns its Run;
-    `baseline` is a checkpoint-free run of at least `first` + `every` + 1 iterations. The checkpoint
-    starts at iteration `first` (a steady one), whose idle spans the partition uses."""
+    `baseline` is a checkpoint-free run of at least `first` + 2 `every` iterations. Checkpoints start
+    at iteration `first` (whose idle spans the partition uses) and recur every `every` iterations; the
+    overhead is how much longer the second period is than without checkpoints: it carries what the
+    first checkpoint spilled into it and its own checkpoint, less what that one spills on, as every
+    period does in steady state."""
     c = costs.cluster
-    n = first + every + 1
+    n = first + 2 * every
     if len(baseline.iteration_end) < n:
         raise ValueError(f"the baseline has {len(baseline.iteration_end)} iterations, {n} are needed")
     spans, length = iteration_spans(baseline, 0, first, c.gpus_per_machine, min_gap)
@@ -188,13 +192,19 @@ def measure(simulate, costs: Costs, ckpt: Checkpoint, *, every: int, mode: str, 
         plan, predicted = blocking_plan(ckpt), float("nan")
     else:
         raise ValueError(f"checkpoint mode {mode!r}: interleaved or blocking")
-    traffic = CheckpointTraffic(c, plan, every, replicas=ckpt.replicas, first=first, at_once=mode == "blocking")
+    traffic = CheckpointTraffic(c, plan, every, replicas=ckpt.replicas, first=first, count=2,
+                                at_once=mode == "blocking")
     run = simulate(n, traffic)
+
+    def period(r: Run) -> float:
+        """The second period: from the end of iteration first + every - 1 to that of first + 2 every - 1."""
+        return float(r.iteration_end[n - 1].max() - r.iteration_end[first + every - 1].max())
+
     idle = sum(hi - lo for lo, hi in spans)
-    after = [sum(hi - lo for lo, hi in iteration_spans(run, 0, first + i, c.gpus_per_machine, min_gap)[0])
+    after = [sum(hi - lo for lo, hi in iteration_spans(run, 0, first + every + i, c.gpus_per_machine, min_gap)[0])
              for i in range(every)]
-    overhead = float(run.iteration_end[n - 1].max() - baseline.iteration_end[n - 1].max())
-    return CheckpointCost(mode, every, overhead, length, predicted, len(plan), idle, float(np.mean(after)))
+    return CheckpointCost(mode, every, period(run) - period(baseline), length, predicted, len(plan), idle,
+                          float(np.mean(after)))
 
 
 def first_period_under(cost_of, iteration_s: float, start: int = 1, budget: float = 0.01,
