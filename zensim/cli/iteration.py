@@ -104,8 +104,7 @@ def layer_profile(args: argparse.Namespace):
 
 def strategy_runs(args: argparse.Namespace, schemes: list[str]) -> list[tuple[str, str, dict]]:
     """(strategy, scheme, run_strategy keywords) of every run --strategy asks for, checked before any runs."""
-    from zensim.train.fusion.chain import Affine
-    from zensim.train.fusion.schedule import COSTS, STRATEGIES, Strategy
+    from zensim.train.fusion.schedule import STRATEGIES, Strategy, compression_cost
     from zensim.train.fusion.strategies import Compression
     from zensim.train.syncs import DENSE
 
@@ -113,15 +112,7 @@ def strategy_runs(args: argparse.Namespace, schemes: list[str]) -> list[tuple[st
     for flag in ("bucketing", "sparse_buckets"):
         if getattr(args, flag) is not None:
             raise ConfigError(f"--{flag.replace('_', '-')}: not with --strategy (each strategy decides its buckets)")
-    if args.compression_cost in COSTS:
-        cost = COSTS[args.compression_cost]
-    else:
-        try:
-            alpha, beta = (float(x) for x in args.compression_cost.split(","))
-            cost = Affine(alpha, beta)
-        except ValueError:
-            raise ConfigError(f"--compression-cost {args.compression_cost}: {' or '.join(COSTS)}, or ALPHA,BETA "
-                              "(non-negative seconds and seconds per byte)") from None
+    cost = compression_cost(args.compression_cost, "--compression-cost")
     comp = Compression(density=args.density, encode=cost)
     degrees = [None] if args.fusion_degree is None else _numbers(args.fusion_degree, "--fusion-degree")
     if any(d is not None and not 0 <= d <= 1 for d in degrees):

@@ -53,8 +53,13 @@ SWEEPABLE = tuple(k for k in CLUSTER_DEFAULTS if k != "profile") + SWEPT_OTHER
 TRAINING_DEFAULTS: dict[str, Any] = {
     "layers": None, "device": None, "corpus": None, "iterations": 4, "bucketing": "ddp", "bucket_mb": None,
     "first_bucket_mb": None, "sparse_buckets": "own", "sparse_tensors": None, "dense_work": "fused",
-    "compute_scale": 1.0, "shared_host": False}
-TRAINING_SWEPT = ("bucketing", "bucket_mb", "first_bucket_mb", "sparse_buckets", "dense_work")
+    "compute_scale": 1.0, "shared_host": False,
+    # a fusion strategy (zensim.train.fusion.schedule; zensim iteration --strategy) and its selection and cost
+    "strategy": None, "fusion_degree": None, "compression_cost": "dgc", "density": 0.01, "sparsifier": "topk"}
+STRATEGY_KEYS = ("strategy", "fusion_degree")  # swept, they are drawn in one plot (per strategy, against the degree)
+TRAINING_SWEPT = ("bucketing", "bucket_mb", "first_bucket_mb", "sparse_buckets", "dense_work") + STRATEGY_KEYS
+DEGREE_STRATEGIES = ("none", "behind")  # the strategies a fusion degree (DDP's bucket cap) applies to
+BUCKET_KEYS = ("bucketing", "first_bucket_mb", "sparse_buckets")  # what a strategy decides itself
 GPU_KEYS = ("machines", "gpus_per_machine", "preset")  # what a throughput-against-GPUs plot has on its x axis
 
 
@@ -71,6 +76,11 @@ class Training:
     sparse_tensors: tuple[str, ...] | None
     dense_work: str
     shared_host: bool
+    strategy: str | None = None  # a fusion strategy instead of the bucketing (run_strategy)
+    fusion_degree: float | None = None  # none's and behind's bucket cap as a fraction of the model's bytes
+    compression_cost: str = "dgc"  # the strategy's selection cost (COSTS or ALPHA,BETA)
+    density: float = 0.01
+    sparsifier: str = "topk"
 
 
 @dataclass(frozen=True)
@@ -212,6 +222,13 @@ class _Loader:
         else:
             base["model"] = model
         points = [self.point(base, dict(zip(axes, combo))) for combo in itertools.product(*axes.values())]
+        if self.training:
+            once: dict[tuple, Point] = {}  # a degree is dropped where a strategy has none: such points run once
+            for p in points:
+                once.setdefault(tuple(p.values.items()), p)
+            points = list(once.values())
+            if any(p.training.strategy not in (None, "none") for p in points) and set(names) <= {"dense-allreduce"}:
+                raise self.fail("schemes", "a strategy other than none needs a sparse scheme for its compressed buckets")
         self.check_trace(trace_path, points)
         layers = self.layers(base, trace_path, points) if self.training else None
         paths = self.outputs(outputs, list(axes), points)
@@ -223,7 +240,7 @@ class _Loader:
     def x_keys(self, swept: list[str]) -> tuple[str, ...]:
         """The swept keys along a plot's x axis: the first one, or for training the keys that set the GPU
         count (throughput against GPUs); the other swept keys make one plot each."""
-        return tuple(k for k in swept if k in GPU_KEYS) if self.training else tuple(swept[:1])
+        return tuple(k for k in swept if k in GPU_KEYS + STRATEGY_KEYS) if self.training else tuple(swept[:1])
 
     def layers(self, base: dict[str, Any], trace: Path, points: list[Point]) -> LayerProfile:
         """The training section's layer profile (`layers: FILE` or `device: PRESET`), scaled by
@@ -329,6 +346,8 @@ class _Loader:
                                          profile=s["profile"], preset=s["preset"], nics=s["nics"],
                                          transport=s["transport"], tiers=s["tiers"], names=names)
         training = self.training_of(s, where) if self.training else None
+        if training is not None and training.strategy not in (None,) + DEGREE_STRATEGIES:
+            values = {k: v for k, v in values.items() if k != "fusion_degree"}
         return Point(values, cluster, profile, s["layout"], s["model"], s["iteration"], float(s["maxmin_batch"]),
                      training)
 
@@ -356,7 +375,41 @@ class _Loader:
         if not isinstance(s["shared_host"], bool):
             raise self.fail(spot["shared_host"], f"expected true or false, got {s['shared_host']!r}")
         return Training(s["iterations"], s["bucketing"], s["bucket_mb"], s["first_bucket_mb"], s["sparse_buckets"],
-                        tuple(only) if only is not None else None, s["dense_work"], s["shared_host"])
+                        tuple(only) if only is not None else None, s["dense_work"], s["shared_host"],
+                        *self.strategy_of(s, spot))
+
+    def strategy_of(self, s: dict[str, Any], spot: dict[str, str]) -> tuple:
+        """A point's fusion strategy, degree (None where it does not apply), compression cost, density
+        and sparsifier, each checked."""
+        from zensim.train.fusion.schedule import STRATEGIES, Strategy, compression_cost
+        from zensim.train.fusion.strategies import Compression
+
+        name, degree = s["strategy"], s["fusion_degree"]
+        if name is None:
+            if degree is not None:
+                raise self.fail(spot["fusion_degree"], "only with a strategy (training.strategy)")
+            return ()
+        if name not in STRATEGIES:
+            raise self.fail(spot["strategy"], f"unknown strategy {name!r} (choose from {', '.join(STRATEGIES)})")
+        for key in BUCKET_KEYS:
+            if s[key] != TRAINING_DEFAULTS[key]:
+                raise self.fail(spot[key], "not with a strategy (each strategy decides its buckets)")
+        if degree is not None and (not isinstance(degree, (int, float)) or isinstance(degree, bool) or not 0 <= degree <= 1):
+            raise self.fail(spot["fusion_degree"], f"expected a number in [0, 1], got {degree!r}")
+        if degree is not None and s["bucket_mb"] is not None:
+            raise self.fail(spot["fusion_degree"], "and bucket_mb: give one")
+        density = s["density"]
+        if not isinstance(density, (int, float)) or isinstance(density, bool) or not 0 < density <= 1:
+            raise self.fail(spot["density"], f"expected a number in (0, 1], got {density!r}")
+        cost = str(s["compression_cost"])
+        compression_cost(cost, f"{self.path}: {spot['compression_cost']}")
+        if name != "none":
+            try:
+                Strategy(name, Compression(density=float(density)), str(s["sparsifier"]))
+            except ConfigError as exc:
+                raise self.fail(spot["sparsifier"], str(exc)) from None
+        return (name, None if degree is None or name not in DEGREE_STRATEGIES else float(degree), cost,
+                float(density), str(s["sparsifier"]))
 
     def check_trace(self, trace: Path, points: list[Point]) -> None:
         """Every point fits the trace: enough workers for its GPUs, an iteration the trace has."""

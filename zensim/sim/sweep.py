@@ -38,11 +38,12 @@ from zensim.report.record import RunRecord, SCHEMA, results_csv, results_json
 from zensim.report.runs import group_sweep
 from zensim.report.table import render
 from zensim.sim.run import simulate
-from zensim.sim.scenario import GPU_KEYS, Point, Scenario, plot_file
+from zensim.sim.scenario import GPU_KEYS, STRATEGY_KEYS, Point, Scenario, plot_file
 from zensim.sim.store import Store, content_key
 from zensim.train.buckets import make_bucketing
 from zensim.train.iteration import IterationRecord, iteration_records
 from zensim.train.layers import LayerProfile
+from zensim.train.syncs import DENSE
 
 Results = list[tuple[Point, list[RunRecord]]]  # with a training: section, IterationRecords
 ITERATION_SCHEMA = "zensim-iterations/1"  # a stored point's iteration records
@@ -109,14 +110,26 @@ def run_point(task: PointTask) -> list[RunRecord] | list[IterationRecord]:
 
 
 def _run_training(task: PointTask) -> list[IterationRecord]:
-    """A training point: dense DDP and every scheme on the point's cluster, as `zensim iteration`."""
+    """A training point: dense DDP and every scheme on the point's cluster, as `zensim iteration`; with a
+    fusion strategy, the strategy with every sparse scheme (`none`: dense DDP), as `zensim iteration
+    --strategy`."""
     p, t = task.point, task.point.training
-    records = iteration_records(
-        task.layers, task.schemes, Costs.of(p.cluster, p.profile), trace=task.trace, model=p.model, layout=p.layout,
-        iterations=t.iterations, first_iteration=p.iteration, options=task.options, dense_work=t.dense_work,
-        shared_host=t.shared_host, sparse_buckets=t.sparse_buckets, sparse=t.sparse_tensors,
-        bucketing=make_bucketing(t.bucketing, t.bucket_mb, t.first_bucket_mb),
-        model_options={"batch": p.maxmin_batch} if p.model == "maxmin" else None)
+    common = dict(trace=task.trace, model=p.model, layout=p.layout, iterations=t.iterations, first_iteration=p.iteration,
+                  options=task.options, dense_work=t.dense_work, shared_host=t.shared_host, sparse=t.sparse_tensors,
+                  model_options={"batch": p.maxmin_batch} if p.model == "maxmin" else None)
+    costs = Costs.of(p.cluster, p.profile)
+    if t.strategy is None:
+        records = iteration_records(task.layers, task.schemes, costs, sparse_buckets=t.sparse_buckets,
+                                    bucketing=make_bucketing(t.bucketing, t.bucket_mb, t.first_bucket_mb), **common)
+    else:
+        from zensim.train.fusion.schedule import compression_cost, run_strategy
+        from zensim.train.fusion.strategies import Compression
+
+        comp = Compression(density=t.density, encode=compression_cost(t.compression_cost))
+        schemes = [DENSE] if t.strategy == "none" else [s for s in task.schemes if s != DENSE]
+        records = [run_strategy(t.strategy, task.layers, scheme, costs, compression=comp, sparsifier=t.sparsifier,
+                                degree=t.fusion_degree, bucket_mb=t.bucket_mb if t.strategy in ("none", "behind")
+                                else None, **common) for scheme in schemes]
     for rec in records:
         rec.provenance = task.provenance
         if task.is_sweep:
@@ -314,7 +327,7 @@ def _training_outputs(scn: Scenario, results: Results) -> dict[Path, str | bytes
     if "timeline" in scn.outputs:
         files[scn.outputs["timeline"]] = json.dumps(iteration_trace(records))
     if "plot" in scn.outputs:
-        x_keys = tuple(k for k in scn.swept if k in GPU_KEYS)
+        x_keys = tuple(k for k in scn.swept if k in GPU_KEYS + STRATEGY_KEYS)
         groups: dict[Path, list[IterationRecord]] = {}
         for point, recs in results:
             path = plot_file(scn.outputs["plot"], point.values, x_keys if scn.is_sweep else None)
@@ -323,7 +336,12 @@ def _training_outputs(scn: Scenario, results: Results) -> dict[Path, str | bytes
         for path, recs in groups.items():
             title = (f"{prof.workload or 'model'} on {prof.device}, batch {prof.batch_size}/GPU, "
                      f"{recs[0].cluster.split(',', 1)[-1].strip()}, {recs[0].model}")
-            files[path] = figure_bytes(throughput_figure(recs, title), plot_format(path))
+            if any(r.strategy for r in recs):  # samples/s and tensor missing rate per strategy (against the degree)
+                from zensim.train.fusion.plots import strategy_plot
+
+                files[path] = strategy_plot(recs, title, plot_format(path))
+            else:
+                files[path] = figure_bytes(throughput_figure(recs, title), plot_format(path))
     return files
 
 

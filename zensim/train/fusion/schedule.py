@@ -50,6 +50,21 @@ COSTS = {"dgc": Affine(2.5e-4, 6.25e-11),        # thesis Fig. 5.2: ~0.25 ms fla
          "threshold": Affine(2e-5, 6.25e-12)}    # one pass over the tensor (a hard threshold)
 
 
+def compression_cost(text: str, flag: str = "compression cost") -> Affine:
+    """A selection's cost h(x) = alpha + beta x by name (COSTS) or as 'ALPHA,BETA' (seconds, seconds per
+    dense byte, non-negative); ConfigError naming `flag` otherwise."""
+    if text in COSTS:
+        return COSTS[text]
+    try:
+        alpha, beta = (float(x) for x in str(text).split(","))
+    except ValueError:
+        alpha = beta = -1.0
+    if not (alpha >= 0 and beta >= 0 and np.isfinite(alpha + beta)):
+        raise ConfigError(f"{flag} {text}: {' or '.join(COSTS)}, or ALPHA,BETA (non-negative seconds and seconds "
+                          "per byte)")
+    return Affine(alpha, beta)
+
+
 class Groups:
     """A bucketing of fixed consecutive groups (ends over the ready-ordered parameters)."""
 
@@ -179,20 +194,21 @@ def fit_communication(profile: LayerProfile, sparse: set[str], timeline: Timelin
 
 def run_strategy(name: str, profile: LayerProfile, scheme: str, costs: Costs, *, compression: Compression = Compression(),
                  sparsifier: str = "topk", bucket_mb: float | None = None, degree: float | None = None,
-                 options: dict | None = None, dense=None, **common):
+                 sparsifier_options: dict | None = None, dense=None, **common):
     """One strategy's IterationRecord: `none` is dense DDP (DDP's buckets, or a cap / degree of them),
     the others `scheme` on the strategy's buckets. `common`: simulate_iteration's keywords (trace,
-    model, layout, iterations, ...); `dense` reuses a dense baseline."""
+    model, layout, iterations, the scheme's options, ...); `dense` reuses a dense baseline."""
     from zensim.train.iteration import simulate_iteration
 
     if name == "none":
         if dense is not None and bucket_mb is None and degree is None:
             rec = dense
         else:
-            rec = simulate_iteration(profile, DENSE, costs, bucketing=ddp_buckets(profile, bucket_mb, degree), **common)
+            plain = {k: v for k, v in common.items() if k != "options"}  # the sparse scheme's
+            rec = simulate_iteration(profile, DENSE, costs, bucketing=ddp_buckets(profile, bucket_mb, degree), **plain)
             if dense is not None:
                 rec.dense_iteration_s, rec.speedup_vs_dense = dense.iteration_s, dense.iteration_s / rec.iteration_s
         return replace(rec, strategy={"name": "none", "groups": len(rec.buckets), "degree": degree,
                                       "bucket_mb": bucket_mb, "selection": "none (dense)", "missing_rate": 0.0})
-    strategy = Strategy(name, compression, sparsifier, bucket_mb, degree, dict(options or {}))
+    strategy = Strategy(name, compression, sparsifier, bucket_mb, degree, dict(sparsifier_options or {}))
     return simulate_iteration(profile, scheme, costs, strategy=strategy, dense=dense, **common)
