@@ -1,5 +1,7 @@
 """Every machine preset simulated: a dense all-reduce in ZEN's layout (ring over NVLink then NIC)
-against the closed form of its topology (zensim.net.presets.ring_allreduce_seconds), both models.
+against the closed form of its topology (zensim.net.presets.ring_allreduce_seconds), both models;
+then the presets with one NIC per machine on multi-tier fat-trees (a tier slower than the NIC, where
+fifo has no closed form with a shared NIC, and tiers that do not bind).
 
     .venv/bin/python benchmarks/presets.py [--machines 16]
 
@@ -17,6 +19,7 @@ import numpy as np
 
 from zensim.net.costs import Costs
 from zensim.net.presets import PRESETS, ring_allreduce_seconds
+from zensim.net.topology import parse_tiers
 from zensim.net.profile import WorkCost
 from zensim.sim.cluster import build_cluster
 from zensim.sim.run import simulate
@@ -36,14 +39,17 @@ def main() -> None:
         with TraceWriter(path, [TensorSpec("w", numel)], workers=workers, iterations=1) as w:
             for k in range(workers):
                 w.write(0, k, 0, np.unique(rng.choice(numel, 300, replace=False)))
-        for name in PRESETS:
-            for model in ("fifo", "maxmin"):
-                c, _ = build_cluster(args.machines, preset=name)
-                t = simulate(path, ["dense-allreduce"], Costs(c, WorkCost.zero()), model)[0].time_s
-                f = ring_allreduce_seconds(numel, args.machines, c.gpus_per_machine, c.nvlink_bandwidth,
-                                           c.nvlink_latency, c.nic_bandwidth, c.nic_latency, c.nics == "gpu", model)
-                print(f"{name:14s} {model:6s} simulated {t * 1e6:9.3f} us  closed form {f * 1e6:9.3f} us  "
-                      f"rel err {abs(t - f) / f:.1e}  ({c.describe()})")
+        cases = [(name, model, None) for name in PRESETS for model in ("fifo", "maxmin")]
+        cases += [(name, model, tiers) for name in PRESETS if PRESETS[name].nics == "machine"
+                  for model, tiers in (("maxmin", "2:2,2:4"), ("fifo", "4:1,2:2"), ("maxmin", "4:1,2:2"))]
+        for name, model, tiers in cases:
+            c, _ = build_cluster(args.machines, preset=name, fabric="fattree" if tiers else "switch", tiers=tiers)
+            t = simulate(path, ["dense-allreduce"], Costs(c, WorkCost.zero()), model)[0].time_s
+            f = ring_allreduce_seconds(numel, args.machines, c.gpus_per_machine, c.nvlink_bandwidth, c.nvlink_latency,
+                                       c.nic_bandwidth, c.nic_latency, c.nics == "gpu", model,
+                                       tiers=parse_tiers(tiers) if tiers else ())
+            print(f"{name:14s} {model:6s} simulated {t * 1e6:9.3f} us  closed form {f * 1e6:9.3f} us  "
+                  f"rel err {abs(t - f) / f:.1e}  ({c.describe()})", flush=True)
 
 
 if __name__ == "__main__":

@@ -123,7 +123,7 @@ def link_figure(records: Sequence[RunRecord]) -> Any:
         fig.colorbar(shown, ax=ax_matrix, label="MB")
     axes[-1][0].set_xlabel("link id (per machine: NVLink up/down per GPU, then its NICs; then switch tiers)")
     fig.suptitle(figure_title(have[0]), fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))  # room for the two title lines
     return fig
 
 

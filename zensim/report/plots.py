@@ -174,7 +174,7 @@ def comparison_figure(runs: Sequence[Run]) -> Any:
         ax.axvline(1.0, color="black", lw=1, ls="--")
     axes[0].set_yticks(range(len(schemes)), labels)
     axes[0].invert_yaxis()
-    fig.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, -0.05), ncol=1)
+    fig.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=1)  # below the x labels
     traces = list(dict.fromkeys(trace_title(run.records[0]) for run in runs))
     clusters: dict[str, list[str]] = {}
     for letter, run in zip(letters, runs):
