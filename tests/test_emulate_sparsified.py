@@ -13,7 +13,7 @@ from zensim.schemes import build_scheme
 from zensim.trace import Trace
 from zensim.trace.values import worker_chunk
 
-SCHEMES = ["spardl", "exdyna", "gtopk", "topka"]
+SCHEMES = ["spardl", "exdyna", "gtopk", "topka", "topkdsa"]
 
 
 @pytest.mark.parametrize("schemes,extra", [(SCHEMES, {}), (["spardl"], {"teams": 4, "sag": "bsag"})],

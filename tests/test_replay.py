@@ -22,7 +22,7 @@ from zensim.trace.gradients import SyntheticGradients, TraceGradients
 
 DIGITS = Path(__file__).resolve().parent.parent / "traces" / "digits-cnn-16w.zt"
 PAIRS = [("dense-allreduce", None), ("agsparse-hier", "topk"), ("spardl", "blocktopk"), ("exdyna", "exdyna"),
-         ("exdyna", "exdyna-static"), ("exdyna", "cltk"), ("exdyna", "threshold"), ("sparcml", "dgc")]
+         ("exdyna", "exdyna-static"), ("exdyna", "cltk"), ("exdyna", "threshold"), ("sparcml", "dgc"), ("topkdsa", "topk")]
 
 
 @pytest.fixture(scope="module")

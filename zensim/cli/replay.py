@@ -7,7 +7,7 @@ import argparse
 
 from zensim.errors import ConfigError
 
-ITERATION_SET = ["dense-allreduce", "topka", "gtopk", "spardl", "exdyna"]
+ITERATION_SET = ["dense-allreduce", "topka", "topkdsa", "gtopk", "spardl", "exdyna"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -128,6 +128,11 @@ class Hierarchy:
 
     def allgather(self, n: int) -> list[Stage]:
         """Recursive doubling in reverse order (a sends all aggregated items it holds), then unfold."""
+        p, _ = self.shape(n)
+        return self.doubling(n) + self._unfold(n, p, range(n))
+
+    def doubling(self, n: int) -> list[Stage]:
+        """The all-gather's exchanges among the p active ranks (item j held at rank j mod p)."""
         p, levels = self.shape(n)
         stages = []
         for k in reversed(range(levels)):
@@ -136,7 +141,7 @@ class Hierarchy:
                 Transfer(a, a ^ (1 << k), j, full(n))
                 for a in range(p) for j in range(n) if (j % p) & low == a & low
             ])
-        return stages + self._unfold(n, p, range(n))
+        return stages
 
 
 class P2P:
@@ -177,4 +182,24 @@ class Binomial:
         return stages
 
 
+class Doubling:
+    """Pull by recursive doubling after a reduce-scatter that leaves item j at rank j (p2p, ring):
+    ranks p..n-1 first hand their aggregated item to rank r - p (p the largest power of two <= n),
+    then Hierarchy's exchanges (log2 p), then rank r - p sends rank r every item but its own;
+    only the all-gather is defined."""
+
+    name = "doubling"
+    symmetric = True
+
+    def allgather(self, n: int) -> list[Stage]:
+        """The fold of the items held above p, recursive doubling, the unfold."""
+        p, _ = Hierarchy.shape(n)
+        if n == p:
+            return Hierarchy().doubling(n)
+        fold = [Transfer(r, r - p, r, full(n)) for r in range(p, n)]
+        unfold = [Transfer(r - p, r, j, full(n)) for r in range(p, n) for j in range(n) if j != r]
+        return [fold] + Hierarchy().doubling(n) + [unfold]
+
+
 PATTERNS = {"ring": Ring(), "hierarchy": Hierarchy(), "p2p": P2P()}
+PULLS = {"binomial": Binomial(), "doubling": Doubling()}  # pull patterns beside a point's own

@@ -21,7 +21,7 @@ from zensim.schemes import closed
 from zensim.schemes.aggregation import Incremental, OneShot
 from zensim.schemes.options import Option, accept
 from zensim.schemes.partitioning import Centralization, Parallelism
-from zensim.schemes.plans import PATTERNS, Binomial
+from zensim.schemes.plans import PATTERNS, PULLS
 from zensim.schemes.program import ClosedForm, StageProgram
 from zensim.sparse.formats import FORMATS, make_format
 from zensim.sparse.values import CODECS
@@ -41,8 +41,8 @@ FORMAT_OPTIONS = (
 )
 PULL_OPTIONS = (
     Option("pull", "wire format of step 2, the pull", "coo", FORMATS),
-    Option("pull_pattern", "plan of the pull: the point's own pattern, or a binomial-tree broadcast", None,
-           (None, "binomial")),
+    Option("pull_pattern", "plan of the pull: the point's own pattern, a binomial-tree broadcast, or recursive "
+           "doubling", None, (None, "binomial", "doubling")),
 )
 
 
@@ -131,7 +131,7 @@ def build_point(point: Point, n: int, numel: int, *, name: str | None = None, ta
     else:
         kind = opts["partitioner"] or ("zen" if point.balance == "balanced" else "contiguous")
         partition = Parallelism(kind, numel, n, opts["seed"], tables if tables is not None else Tables())
-        gather = Binomial() if opts["pull_pattern"] == "binomial" else pattern
+        gather = PULLS[opts["pull_pattern"]] if opts["pull_pattern"] else pattern
         step1 = pattern.reduce_scatter(n)
         stages, step2 = step1 + gather.allgather(n), len(step1)
         pull = make_format(opts["pull"], opts["value_dtype"], opts["block_size"])

@@ -6,8 +6,8 @@ checks every scheme must pass.
 """
 
 from zensim.schemes.catalog import (agsparse, dense_allreduce, exdyna, gtopk, omnireduce, sparcml, sparse_ps, spardl,
-                                    topka, zen)
+                                    topka, topkdsa, zen)
 
 # The registry (order = listing order).
-MODULES = (dense_allreduce, agsparse, sparcml, sparse_ps, omnireduce, zen, topka, gtopk, spardl, exdyna)
+MODULES = (dense_allreduce, agsparse, sparcml, sparse_ps, omnireduce, zen, topka, topkdsa, gtopk, spardl, exdyna)
 CATALOG = {s.name: s for module in MODULES for s in module.SCHEMES}

@@ -11,6 +11,7 @@ bound < 2**31, else 8), `V` = value width (4 float32, 2 float16/bfloat16), `|D|`
 | blocks      | `B x nb + V x (values in carried blocks)` | nb block ids (B = 4, or 8 beyond 2**31 blocks), then each carried block's values (block_size, the domain's last block may be shorter) |
 | bitmap      | `ceil(|D| / 8) + V x nnz`               | bit p (byte p//8, LSB first) set iff position p present, then nnz values in position order |
 | hash_bitmap | as bitmap, over an `ExplicitDomain` 𝕀_i | ZEN Algorithm 2                              |
+| switch      | `min` of coo and dense (dense when equal) | SparCML's sparse-to-dense switch; the length says which |
 
 `fmt.encode(chunk, domain)` is the cheap size path: O(1) for dense, coo and bitmap, O(nnz) for
 blocks (which blocks are occupied). Its `Encoded.chunk` is exactly what a receiver decodes
@@ -32,13 +33,14 @@ from zensim.sparse.formats.bitmap import Bitmap, HashBitmap
 from zensim.sparse.formats.blocks import Blocks
 from zensim.sparse.formats.coo import COO
 from zensim.sparse.formats.dense import Dense
+from zensim.sparse.formats.switch import Switch
 
 # The registry: a new format is one file in this package and one entry here.
-FORMATS: dict[str, type[Format]] = {f.name: f for f in (Dense, COO, Blocks, Bitmap, HashBitmap)}
+FORMATS: dict[str, type[Format]] = {f.name: f for f in (Dense, COO, Blocks, Bitmap, HashBitmap, Switch)}
 
 
 def make_format(name: str, value_dtype: str = "float32", block_size: int = 256) -> Format:
-    """A wire format by name (dense, coo, blocks, bitmap, hash_bitmap); ConfigError if unknown.
+    """A wire format by name (dense, coo, blocks, bitmap, hash_bitmap, switch); ConfigError if unknown.
     `block_size` reaches the formats that take it."""
     if name not in FORMATS:
         raise ConfigError(f"format {name!r}: expected one of {', '.join(FORMATS)}")
@@ -46,4 +48,4 @@ def make_format(name: str, value_dtype: str = "float32", block_size: int = 256) 
     return cls(value_dtype, block_size) if cls.takes_block_size else cls(value_dtype)
 
 
-__all__ = ["FORMATS", "Counted", "Encoded", "Format", "make_format", "Dense", "COO", "Blocks", "Bitmap", "HashBitmap"]
+__all__ = ["FORMATS", "Counted", "Encoded", "Format", "make_format", "Dense", "COO", "Blocks", "Bitmap", "HashBitmap", "Switch"]
