@@ -22,6 +22,7 @@ send their data to rank r - p (one stage), the p ranks run recursive doubling / 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -36,6 +37,32 @@ class Transfer:
 
 
 Stage = list[Transfer]
+
+
+class Stages(Sequence):
+    """A plan whose stages are made on demand: stage s is `make(s)`, built when asked for and not
+    kept (a ring of 1024 ranks has 2046 stages of 1024 transfers; the driver needs one at a time).
+    Concatenates with `+` (lists or other Stages) into another lazy plan."""
+
+    def __init__(self, count: int, make: Callable[[int], Stage]) -> None:
+        self._count, self._make = count, make
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, s):  # type: ignore[no-untyped-def]
+        if isinstance(s, slice):
+            return [self._make(i) for i in range(self._count)[s]]
+        if not -self._count <= s < self._count:
+            raise IndexError(f"stage {s} of {self._count}")
+        return self._make(s % self._count)
+
+    def __add__(self, other: Sequence[Stage]) -> "Stages":
+        first, rest = self, other
+        return Stages(len(first) + len(rest), lambda s: first[s] if s < len(first) else rest[s - len(first)])
+
+    def __radd__(self, other: Sequence[Stage]) -> "Stages":
+        return Stages(len(other), lambda s: other[s]) + self
 
 
 def full(n: int) -> int:
@@ -60,20 +87,19 @@ class Ring:
     def allreduce(self, n: int, one_shot: bool) -> list[Stage]:
         """Stage s: r sends the window of ranks r-s..r (Incremental, aggregated), or only
         tensor r-s, the one r+1 lacks (One-shot: the ring all-gather)."""
-        return [
-            [Transfer(r, (r + 1) % n, 0, 1 << ((r - s) % n) if one_shot else ring_mask(r - s, s + 1, n))
-             for r in range(n)]
-            for s in range(n - 1)
-        ]
+        return Stages(n - 1, lambda s: [
+            Transfer(r, (r + 1) % n, 0, 1 << ((r - s) % n) if one_shot else ring_mask(r - s, s + 1, n))
+            for r in range(n)])
 
     def reduce_scatter(self, n: int) -> list[Stage]:
         """Stage s: r sends item r-1-s carrying ranks r-s..r; item j ends complete at rank j."""
-        return [[Transfer(r, (r + 1) % n, (r - 1 - s) % n, ring_mask(r - s, s + 1, n)) for r in range(n)]
-                for s in range(n - 1)]
+        return Stages(n - 1, lambda s: [Transfer(r, (r + 1) % n, (r - 1 - s) % n, ring_mask(r - s, s + 1, n))
+                                        for r in range(n)])
 
     def allgather(self, n: int) -> list[Stage]:
         """Stage s: r forwards aggregated item r-s to r+1."""
-        return [[Transfer(r, (r + 1) % n, (r - s) % n, full(n)) for r in range(n)] for s in range(n - 1)]
+        everyone = full(n)
+        return Stages(n - 1, lambda s: [Transfer(r, (r + 1) % n, (r - s) % n, everyone) for r in range(n)])
 
 
 class Hierarchy:
@@ -91,13 +117,9 @@ class Hierarchy:
     @staticmethod
     def held(rank: int, k: int, n: int, p: int) -> int:
         """Ranks whose contributions active `rank` holds before doubling stage k (with folded ones)."""
-        base = (rank >> k) << k
-        mask = 0
-        for q in range(base, base + (1 << k)):
-            mask |= 1 << q
-            if q + p < n:
-                mask |= 1 << (q + p)
-        return mask
+        base, width = (rank >> k) << k, 1 << k
+        folded = max(0, min(base + width, n - p) - base)  # q in base.. with q + p < n: a contiguous run
+        return (((1 << width) - 1) << base) | (((1 << folded) - 1) << (base + p))
 
     def _fold(self, n: int, p: int, items: range) -> list[Stage]:
         """Ranks p..n-1 hand their own data of every item to rank r - p."""
@@ -152,15 +174,16 @@ class P2P:
 
     def allreduce(self, n: int, one_shot: bool) -> list[Stage]:
         """Every rank sends its tensor to every other rank (aggregation is moot)."""
-        return [[Transfer(r, q, 0, 1 << r) for r in range(n) for q in range(n) if q != r]]
+        return Stages(1, lambda s: [Transfer(r, q, 0, 1 << r) for r in range(n) for q in range(n) if q != r])
 
     def reduce_scatter(self, n: int) -> list[Stage]:
         """Push: rank r sends its part j to rank j."""
-        return [[Transfer(r, j, j, 1 << r) for r in range(n) for j in range(n) if j != r]]
+        return Stages(1, lambda s: [Transfer(r, j, j, 1 << r) for r in range(n) for j in range(n) if j != r])
 
     def allgather(self, n: int) -> list[Stage]:
         """Pull: server j sends its aggregated part to every other rank."""
-        return [[Transfer(j, q, j, full(n)) for j in range(n) for q in range(n) if q != j]]
+        everyone = full(n)
+        return Stages(1, lambda s: [Transfer(j, q, j, everyone) for j in range(n) for q in range(n) if q != j])
 
 
 class Binomial:

@@ -27,6 +27,7 @@ Incremental Centralization: each rank is the root of its own ring), which `caps`
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -118,14 +119,24 @@ class StageProgram:
         self.aggregation, self.partition, self.push, self.pull = aggregation, partition, push, pull
         self.step2_start = step2_start
         self._stages = stages or [[]]  # at least one stage (n = 1 has one stage and no messages)
-        self._out = [_by(stage, "src") for stage in self._stages]
-        self._in = [_by(stage, "dst") for stage in self._stages]
+        self._index: OrderedDict[tuple[int, str], dict[int, dict[int, list[Transfer]]]] = OrderedDict()
         self._domains = partition.domains()
         incremental_central = not aggregation.one_shot and isinstance(partition, Centralization)
         self.caps = Capabilities(
             needs_values=aggregation.needs_values, lossless=aggregation.lossless and partition.lossless,
             replicas_identical=symmetric or not incremental_central or n <= 2,
             keeps_zeros=push.keeps_zeros and pull.keeps_zeros, closed_form=closed_form)
+
+    def _by(self, stage: int, key: str) -> dict[int, dict[int, list[Transfer]]]:
+        """Stage `stage`'s transfers indexed by `key` ('src' or 'dst'; see `_by`), made on first use;
+        the last few are kept (the driver walks the stages in order), not all: a ring plan of 1024
+        ranks indexed at once would hold two million transfers."""
+        found = self._index.get((stage, key))
+        if found is None:
+            found = self._index[stage, key] = _by(self._stages[stage], key)
+            if len(self._index) > 4:
+                self._index.popitem(last=False)
+        return found
 
     @property
     def num_stages(self) -> int:
@@ -159,17 +170,17 @@ class StageProgram:
 
     def sources(self, stage: int, rank: int) -> list[int]:
         """Ranks that send to `rank` at `stage`, in ascending order."""
-        return list(self._in[stage].get(rank, ()))
+        return list(self._by(stage, "dst").get(rank, ()))
 
     def destinations(self, stage: int, rank: int) -> list[int]:
         """Ranks `rank` sends to at `stage`, in ascending order."""
-        return list(self._out[stage].get(rank, ()))
+        return list(self._by(stage, "src").get(rank, ()))
 
     def sends(self, stage: int, rank: int, items: list[list[Group]], ctx: RunContext) -> dict[int, wire.Message]:
         """This rank's messages of `stage`: per destination, its transfers' pieces in plan order."""
         fmt = self.fmt(stage)
         out, encoded = {}, 0
-        for dst, transfers in self._out[stage].get(rank, {}).items():
+        for dst, transfers in self._by(stage, "src").get(rank, {}).items():
             payloads: tuple = ()
             for t in transfers:
                 for g, which in self._groups_for(rank, items, t, ctx):
@@ -188,7 +199,7 @@ class StageProgram:
                 ctx: RunContext) -> list[list[Group]]:
         """Take every transfer's pieces as one group, then aggregate each item that became complete."""
         touched, decoded, fmt, bits, to_piece = set(), 0, self.fmt(stage), not ctx.values, wire.to_piece
-        for src, transfers in self._in[stage].get(rank, {}).items():
+        for src, transfers in self._by(stage, "dst").get(rank, {}).items():
             payloads, at = wire.unpack(inbox[src]), 0
             for t in transfers:
                 mine = payloads[at:at + self.count(t)]
@@ -208,7 +219,7 @@ class StageProgram:
         """Decode the bytes `src` sent `rank` at `stage` (the bytes transports)."""
         fmt = self.fmt(stage)
         layout = [(fmt, self._domains[t.item])
-                  for t in self._in[stage][rank][src] for _ in range(self.count(t))]
+                  for t in self._by(stage, "dst")[rank][src] for _ in range(self.count(t))]
         return wire.from_bytes(buf, layout, with_values=ctx.values)
 
     def count(self, t: Transfer) -> int:
@@ -295,8 +306,21 @@ def _cover(groups: list[Group], target: int) -> list[Group] | None:
 def _by(stage: Stage, key: str) -> dict[int, dict[int, list[Transfer]]]:
     """Transfers of a stage indexed [src][dst] (key 'src') or [dst][src] (key 'dst'), both levels
     in ascending rank order, transfers in plan order."""
-    other = "dst" if key == "src" else "src"
     index: dict[int, dict[int, list[Transfer]]] = {}
+    ordered = True  # plans list their transfers in rank order: sorting is then not needed
+    last = (-1, -1)
     for t in stage:
-        index.setdefault(getattr(t, key), {}).setdefault(getattr(t, other), []).append(t)
+        k, o = (t.src, t.dst) if key == "src" else (t.dst, t.src)
+        inner = index.get(k)
+        if inner is None:
+            inner = index[k] = {}
+        held = inner.get(o)
+        if held is None:
+            inner[o] = [t]
+        else:
+            held.append(t)
+        ordered = ordered and (k, o) >= last
+        last = (k, o)
+    if ordered:
+        return index
     return {k: dict(sorted(v.items())) for k, v in sorted(index.items())}
