@@ -117,6 +117,30 @@ def test_zen_layout_shards_are_machine_unions():
     assert [c.indices.tolist() for c in shards[1]] == [[0, 1, 4], [3, 4]]
 
 
+@pytest.mark.parametrize("values", [False, True])
+def test_layout_read_a_machine_at_a_time_is_the_same(tmp_path, values):
+    """prepare_trace (machines read one at a time, shards kept compact) gives the chunks of
+    prepare on every worker's chunk, ids int64, values as read."""
+    from zensim.sim.layout import load_chunks, prepare_trace
+    from zensim.trace.format import Trace
+    from zensim.trace.synth import SynthParams, synthesize
+    path = tmp_path / "t.zt"
+    synthesize(path, 12, [("a", 700), ("b", 300)], SynthParams(0.05, 0.3, 2.0), value_dtype="float32")
+    with Trace.open(path) as trace:
+        for machines, gpus in ((4, 3), (3, 4), (12, 1)):
+            streamed = prepare_trace(trace, 0, machines, gpus, "zen", values)
+            whole = prepare(load_chunks(trace, 0, machines * gpus, values), trace.numel, machines, gpus, "zen")
+            assert np.array_equal(streamed.sizes, whole.sizes) and len(streamed.groups) == len(whole.groups)
+            for got, want in zip(streamed.groups, whole.groups):
+                assert len(got) == len(want)
+                for a, b in zip(got, want):
+                    assert a.indices.dtype == np.int64 and np.array_equal(a.indices, b.indices)
+                    assert (a.values is None) == (not values)
+                    assert a.values is None or np.array_equal(a.values, b.values)
+        with pytest.raises(ConfigError, match="has 12 workers"):
+            prepare_trace(trace, 0, 5, 3, "zen")
+
+
 def test_zen_layout_log(skewed):
     def build(n, numel, part):
         return build_scheme("agsparse-p2p", n, numel)

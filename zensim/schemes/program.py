@@ -114,8 +114,9 @@ class StageProgram:
 
     def __init__(self, name: str, n: int, numel: int, stages: list[Stage], step2_start: int,
                  aggregation: Aggregation, partition: Partition, push: Format, pull: Format,
-                 symmetric: bool = True, closed_form: ClosedForm | None = None) -> None:
+                 symmetric: bool = True, closed_form: ClosedForm | None = None, plan: str | None = None) -> None:
         self.name, self.n, self.numel = name, n, numel
+        self.plan = plan  # the patterns' names ('ring', 'p2p/binomial', ...), None for plans of other kinds
         self.aggregation, self.partition, self.push, self.pull = aggregation, partition, push, pull
         self.step2_start = step2_start
         self._stages = stages or [[]]  # at least one stage (n = 1 has one stage and no messages)

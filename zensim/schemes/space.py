@@ -128,6 +128,7 @@ def build_point(point: Point, n: int, numel: int, *, name: str | None = None, ta
     if point.partition == "centralization":
         stages = pattern.allreduce(n, aggregation.one_shot)
         step2, partition, pull = len(stages), Centralization(numel), push
+        plan = pattern.name
     else:
         kind = opts["partitioner"] or ("zen" if point.balance == "balanced" else "contiguous")
         partition = Parallelism(kind, numel, n, opts["seed"], tables if tables is not None else Tables())
@@ -135,7 +136,8 @@ def build_point(point: Point, n: int, numel: int, *, name: str | None = None, ta
         step1 = pattern.reduce_scatter(n)
         stages, step2 = step1 + gather.allgather(n), len(step1)
         pull = make_format(opts["pull"], opts["value_dtype"], opts["block_size"])
+        plan = f"{pattern.name}/{gather.name}"
     if closed_form is None and opts.get("pull_pattern") is None:
         closed_form = closed_form_of(point, opts["push"], opts.get("pull"), opts.get("partitioner"))
     return StageProgram(label, n, numel, stages, step2, aggregation, partition, push, pull,
-                        symmetric=pattern.symmetric, closed_form=closed_form)
+                        symmetric=pattern.symmetric, closed_form=closed_form, plan=plan)

@@ -11,15 +11,19 @@ per element), with `merge`/`copy` work.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from zensim.errors import ConfigError
 from zensim.run import MessageLog, RunOutput, Tables, run_ranks
 from zensim.run.log import Message, Work
+from zensim.schemes.sized import sized_log
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.sparse.partition import even_boundaries
+from zensim.trace.format import Trace
+from zensim.trace.values import worker_chunk
 
 DENSE_BYTES = 4
 LAYOUTS = ("zen", "flat")
@@ -32,17 +36,48 @@ class Placed:
     """A cluster-wide message log (ranks = GPUs) and the per-group runs it was made of."""
 
     log: MessageLog
-    runs: list[RunOutput]  # one scheme run per local rank (one in the flat layout)
+    runs: list[RunOutput]  # one scheme run per local rank (one in the flat layout); results empty when sized
     programs: list[object]
 
 
-def machine_shards(chunks: Sequence[SparseChunk], numel: int, gpus: int) -> tuple[list[list[SparseChunk]], np.ndarray]:
+def machine_shards(chunks: Sequence[SparseChunk], numel: int, gpus: int) -> tuple[list[Shards], np.ndarray]:
     """Per local rank l, per machine m: the sum of m's GPUs' chunks inside shard l, shard-local ids."""
-    bounds = even_boundaries(numel, gpus)
     machines = len(chunks) // gpus
-    shards: list[list[SparseChunk]] = [[] for _ in range(gpus)]
-    for m in range(machines):
-        mine = chunks[m * gpus:(m + 1) * gpus]
+    return stream_shards((chunks[m * gpus:(m + 1) * gpus] for m in range(machines)), numel, gpus)
+
+
+class Shards(Sequence):
+    """The machines' chunks of one shard, held compactly: shard-local ids as int32 where they fit
+    (indices-only), handed out as int64 chunks one at a time. At 1024 x 8 GPUs the shards hold about
+    600 million ids: 2.4 GB so, not 4.8."""
+
+    def __init__(self, size: int) -> None:
+        self._dtype = np.int32 if size < 2**31 else np.int64
+        self._chunks: list[SparseChunk] = []
+
+    def append(self, chunk: SparseChunk) -> None:
+        """Keep one machine's chunk (compacted when it carries no values)."""
+        if chunk.values is None:
+            chunk = SparseChunk(chunk.indices.astype(self._dtype), None)
+        self._chunks.append(chunk)
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+    def __getitem__(self, m):  # type: ignore[no-untyped-def]
+        if isinstance(m, slice):
+            return [self[i] for i in range(len(self))[m]]
+        chunk = self._chunks[m]
+        return chunk if chunk.values is not None else SparseChunk(chunk.indices.astype(np.int64), None)
+
+
+def stream_shards(machines: Iterable[Sequence[SparseChunk]], numel: int, gpus: int) -> tuple[list[Shards], np.ndarray]:
+    """`machine_shards` of machines given one at a time (each machine's GPUs' chunks): only the
+    shards are kept, never every GPU's chunk."""
+    bounds = even_boundaries(numel, gpus)
+    sizes = np.diff(bounds)
+    shards = [Shards(int(size)) for size in sizes]
+    for mine in machines:
         cuts = [np.searchsorted(c.indices, bounds) for c in mine]
         for local in range(gpus):
             parts = [SparseChunk(c.indices[cut[local]:cut[local + 1]] - bounds[local],
@@ -93,7 +128,7 @@ class Prepared:
     machines: int
     gpus: int
     numel: int
-    groups: list[list[SparseChunk]]  # per local rank (one group in the flat layout)
+    groups: list[Sequence[SparseChunk]]  # per local rank (one group in the flat layout)
     sizes: np.ndarray  # elements of each group's tensor (its shard)
 
 
@@ -105,11 +140,48 @@ def prepare(chunks: Sequence[SparseChunk], numel: int, machines: int, gpus: int,
     return Prepared(machines, gpus, numel, shards, np.diff(bounds))
 
 
+def load_chunks(trace: Trace, iteration: int, gpus: int, values: bool = False) -> list[SparseChunk]:
+    """The first `gpus` workers' flat chunks at `iteration`: indices only, or with values (the trace's,
+    or synthetic ones for an indices-only trace: zensim.trace.values)."""
+    _check_workers(trace, iteration, gpus)
+    return [worker_chunk(trace, iteration, w, values) for w in range(gpus)]
+
+
+def _check_workers(trace: Trace, iteration: int, gpus: int) -> None:
+    """ConfigError unless the trace has `gpus` workers and the iteration."""
+    if trace.workers < gpus:
+        raise ConfigError(f"{trace.path}: trace has {trace.workers} workers, the cluster asks for {gpus} GPUs")
+    if not 0 <= iteration < trace.iterations:
+        raise ConfigError(f"--iteration {iteration}: trace {trace.path} has iterations 0..{trace.iterations - 1}")
+
+
+def prepare_trace(trace: Trace, iteration: int, machines: int, gpus: int, layout: str,
+                  values: bool = False) -> Prepared:
+    """`prepare` on the trace's first machines x gpus workers at `iteration`, read a machine at a
+    time in ZEN's layout (what is held is the shards, not every worker's chunk as well)."""
+    if layout == "flat" or gpus == 1:
+        return prepare(load_chunks(trace, iteration, machines * gpus, values), trace.numel, machines, gpus, layout)
+    _check_workers(trace, iteration, machines * gpus)
+    per_machine = ([worker_chunk(trace, iteration, m * gpus + g, values) for g in range(gpus)] for m in range(machines))
+    shards, bounds = stream_shards(per_machine, trace.numel, gpus)
+    return Prepared(machines, gpus, trace.numel, shards, np.diff(bounds))
+
+
 def place(prep: Prepared, build: Builder, tables: Tables | None = None, check: bool = False) -> Placed:
     """Run the scheme (via `build`) on every group and assemble the cluster-wide message log."""
     programs = [build(len(group), int(size), group) for group, size in zip(prep.groups, prep.sizes)]
-    runs = [run_ranks(p, c, check=check, tables=tables) for p, c in zip(programs, prep.groups)]
+    runs = [_run(p, c, tables, check) for p, c in zip(programs, prep.groups)]
     return Placed(assemble(prep.machines, prep.gpus, prep.sizes, [run.log for run in runs]), runs, programs)
+
+
+def _run(program, chunks: Sequence[SparseChunk], tables: Tables | None, check: bool) -> RunOutput:
+    """The driver's run, or unchecked its log from counts where the program's messages follow from
+    them (zensim.schemes.sized: the same log, no aggregate made, so `results` is empty)."""
+    sized = None if check else sized_log(program, chunks, tables)
+    if sized is None:
+        return run_ranks(program, chunks, check=check, tables=tables)
+    log, ctx = sized
+    return RunOutput(list(range(program.n)), [], log, ctx)
 
 
 def assemble(machines: int, gpus: int, sizes: np.ndarray, logs: Sequence[MessageLog]) -> MessageLog:

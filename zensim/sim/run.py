@@ -24,12 +24,12 @@ from zensim.run import MessageLog, Tables
 from zensim.schemes import CATALOG, DISTINCT, build_scheme, needs_profile, scheme_names
 from zensim.schemes import closed as analytic
 from zensim.schemes.closed import measure
-from zensim.sim.layout import DENSE_BYTES, LAYOUTS, Prepared, dense_ring_log, place, prepare, stage_phases
+from zensim.sim.layout import (DENSE_BYTES, LAYOUTS, Prepared, dense_ring_log, load_chunks, place, prepare,
+                               prepare_trace, stage_phases)
 from zensim.sim.logcache import Driven, LogCache, driver_key
 from zensim.sim.metrics import busiest_link, imbalances, stage_times, traffic_entries
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.trace.format import Trace, opened
-from zensim.trace.values import worker_chunk
 
 ALL_MODELS = (*MODELS, "analytic")
 DENSE = "dense-allreduce"
@@ -55,16 +55,6 @@ def resolve_schemes(spec: str | Sequence[str]) -> list[str]:
 def with_profile(cluster: ClusterSpec, profile: Profile, keep: Sequence[str] = ()) -> ClusterSpec:
     """The cluster with the profile's link figures, except the fields named in `keep` (set explicitly)."""
     return replace(cluster, **{k: v for k, v in profile.links.items() if k not in keep})
-
-
-def load_chunks(trace: Trace, iteration: int, gpus: int, values: bool = False) -> list[SparseChunk]:
-    """The first `gpus` workers' flat chunks at `iteration`: indices only, or with values (the trace's,
-    or synthetic ones for an indices-only trace: zensim.trace.values)."""
-    if trace.workers < gpus:
-        raise ConfigError(f"{trace.path}: trace has {trace.workers} workers, the cluster asks for {gpus} GPUs")
-    if not 0 <= iteration < trace.iterations:
-        raise ConfigError(f"--iteration {iteration}: trace {trace.path} has iterations 0..{trace.iterations - 1}")
-    return [worker_chunk(trace, iteration, w, values) for w in range(gpus)]
 
 
 def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Costs | ClusterSpec, model: str = "fifo",
@@ -98,11 +88,15 @@ def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Cos
     costs = costs if isinstance(costs, Costs) else Costs(costs)
     cluster = costs.cluster
     with opened(trace) as source:
-        chunks = load_chunks(source, iteration, cluster.gpus, values)
         numel = source.numel
+        if model == "analytic":  # closed forms take every GPU's chunk
+            chunks = load_chunks(source, iteration, cluster.gpus, values)
+            prep = prepare(chunks, numel, cluster.machines, cluster.gpus_per_machine, layout)
+        else:  # the layout's chunks only, read a machine at a time
+            chunks = None
+            prep = prepare_trace(source, iteration, cluster.machines, cluster.gpus_per_machine, layout, values)
         context = {"trace": trace_info(source, iteration), "cluster": cluster_info(costs),
                    "provenance": provenance if provenance is not None else make_provenance()}
-    prep = prepare(chunks, numel, cluster.machines, cluster.gpus_per_machine, layout)
     tables = Tables()
     if cache is not None and not isinstance(cache, LogCache):
         cache = LogCache(cache)
@@ -168,7 +162,7 @@ def log_digest(log: MessageLog) -> str:
     return digest.hexdigest()[:16]
 
 
-def _one(name: str, options: dict, prep: Prepared, chunks: list[SparseChunk], costs: Costs, model: str, layout: str,
+def _one(name: str, options: dict, prep: Prepared, chunks: list[SparseChunk] | None, costs: Costs, model: str, layout: str,
          maxmin_batch: float | None, tables: Tables, context: dict[str, Any], cache: LogCache | None) -> RunRecord:
     """Run one scheme through the driver (or take its log from the cache) and the chosen model."""
     start = time.perf_counter()

@@ -1,0 +1,236 @@
+"""Message logs from counts: the plans whose every message size and work count follow from how many
+ids each rank holds in each item and how many distinct ids a set of ranks holds, without running
+the ranks.
+
+The simulator's driver runs every rank's stage program (`zensim.run.run_ranks`): at 1024 ranks a
+ring is 2046 stages x 1024 rank steps, two million steps of Python, although every size it logs is
+a function of counts. For these programs, run indices-only with a format whose size depends only on
+the element count (`Format.size_from_count`: dense, COO, bitmap, hash bitmap), the log follows from
+
+- `own[r, j]`: ids of rank r in item j (what the partitioner puts there; one item under
+  Centralization);
+- the size of unions the plan makes: a ring's reduce-scatter merges item j over the ranks j+1,
+  j+2, ... in ring order, so its k-th message carries the ids that any of the first k+1 ranks holds
+  (`prefix[j, k]`, from each id's first holder in that order); point-to-point and one-shot plans
+  only ever merge every rank (`prefix[j, n-1]`).
+
+`sized_log` writes exactly the log the driver writes for them: the same messages in the same
+order and the same work records (hash, encode, decode, merge: the program's rules of what it
+counts, restated here per plan), and the same statistics (`split`, `held`). tests/test_sized.py
+checks it column by column against the driver on traces with empty ranks, duplicates and n from
+2 up. Programs of any other shape (values carried, blocks, hierarchy, bundles of one-shot
+parallelism, re-selection) get None and run through the driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from zensim.run.context import Meter, RunContext, Tables
+from zensim.run.log import MessageLog
+from zensim.sparse.chunk import SparseChunk
+from zensim.sparse.formats import Counted
+
+# (plan, aggregation one-shot, Centralization): the shapes sized here
+RING_GATHER, RING_REDUCE, P2P_GATHER, P2P_REDUCE = ("ring", True, True), ("ring/ring", False, False), \
+    ("p2p", False, True), ("p2p/p2p", False, False)
+SHAPES = (RING_GATHER, RING_REDUCE, P2P_GATHER, P2P_REDUCE)
+
+
+def shape_of(program) -> tuple[str, bool, bool] | None:
+    """Which of SHAPES `program` is, or None (then only the driver can run it)."""
+    plan = getattr(program, "plan", None)
+    if plan is None or program.n < 2 or not (program.push.size_from_count and program.pull.size_from_count):
+        return None
+    shape = (plan, program.aggregation.one_shot, program.partition.name == "centralization")
+    if shape not in SHAPES or program.caps.needs_values or not program.caps.lossless:
+        return None
+    return shape
+
+
+def sized_log(program, chunks: Sequence[SparseChunk], tables: Tables | None = None) -> tuple[MessageLog, RunContext] | None:
+    """The log (and run context with its statistics) that `run_ranks(program, chunks)` would make,
+    from counts, for an indices-only run of a program of one of SHAPES; None otherwise."""
+    shape = shape_of(program)
+    if shape is None or len(chunks) != program.n or any(c.values is not None for c in chunks):
+        return None
+    n = program.n
+    ctx = RunContext(Meter(n, program.num_stages), tables, False)
+    log = _Log(n, program.num_stages)
+    domains = program.partition.domains()
+    first = None
+    if shape[2]:  # Centralization: item 0, the whole tensor
+        own = np.array([[c.nnz] for c in chunks], np.int64)
+    else:
+        own, first = _items(program, chunks, domains, shape == RING_REDUCE)
+        ctx.stats["split"] = own.copy()
+        if program.partition.hashed:
+            log.work(0, 0, "hash", np.array([c.nnz for c in chunks], np.int64))
+    push = [Sizer(program.fmt(0), d) for d in domains]
+    if shape == RING_GATHER:
+        _ring_gather(log, own[:, 0], push[0])
+    elif shape == P2P_GATHER:
+        _p2p_gather(log, own[:, 0], push[0])
+    else:
+        pull = [Sizer(program.fmt(program.step2_start), d) for d in domains]
+        reduce = _ring_reduce if shape == RING_REDUCE else _p2p_reduce
+        ctx.stats["held"] = reduce(log, own, first, push, pull)
+    return log.build(), ctx
+
+
+class Sizer:
+    """Exact wire bytes of counts of ids of `domain` in `fmt`. The count-sized formats' `size` is
+    arithmetic in the count, so one call sizes a whole array of counts (a format whose formula does
+    not take an array is asked count by count)."""
+
+    def __init__(self, fmt, domain) -> None:  # type: ignore[no-untyped-def]
+        self.name, self._fmt, self._domain = fmt.name, fmt, domain
+
+    def __call__(self, counts: np.ndarray) -> np.ndarray:
+        counts = np.asarray(counts, np.int64)
+        try:
+            got = np.asarray(self._fmt.size(Counted(counts), self._domain), np.int64)  # type: ignore[arg-type]
+            return np.broadcast_to(got, counts.shape).copy()
+        except (TypeError, ValueError):
+            return np.array([self._fmt.size(Counted(int(k)), self._domain) for k in counts.ravel()],
+                            np.int64).reshape(counts.shape)
+
+
+def _items(program, chunks: Sequence[SparseChunk], domains, ring: bool) -> tuple[np.ndarray, np.ndarray]:
+    """own[r, j] (ids of rank r in item j) and prefix[j, k], the distinct ids of item j that the
+    first k+1 ranks of its reduce order hold (ring: j+1, j+2, ...; point-to-point: every rank at
+    k = 0, so only prefix[j, n-1], the aggregate, is meant)."""
+    n, numel = program.n, program.numel
+    item_of = np.empty(numel, np.int32)
+    for j, d in enumerate(domains):
+        item_of[d.ids(np.arange(d.size))] = j
+    own = np.zeros((n, n), np.int64)
+    first = np.full(numel, n, np.int32)  # position of each id's first holder in its item's order
+    for r, c in enumerate(chunks):
+        items = item_of[c.indices]
+        own[r] = np.bincount(items, minlength=n)
+        if ring:
+            pos = (r - 1 - items) % n
+            np.minimum(first[c.indices], pos, out=pos)
+            first[c.indices] = pos
+        else:
+            first[c.indices] = 0
+    present = first < n
+    counts = np.bincount(item_of[present].astype(np.int64) * n + first[present], minlength=n * n)
+    return own, np.cumsum(counts.reshape(n, n), axis=1)
+
+
+class _Log:
+    """Messages and work in the driver's order. Work comes a step kind at a time for every rank
+    (`work(stage, phase, kind, elements per rank)`); `build` drops zero counts and orders it as the
+    meter records it: per stage all pre steps in rank order, then all post steps, the kinds of one
+    step in the order they were counted."""
+
+    def __init__(self, n: int, num_stages: int) -> None:
+        self.n, self.num_stages = n, num_stages
+        self.cols: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]] = []
+        self.wcols: list[tuple[int, int, str, np.ndarray]] = []
+
+    def messages(self, stage: int, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, fmt: str) -> None:
+        """A stage's messages, in the order the driver makes them."""
+        self.cols.append((np.full(len(src), stage, np.int64), src, dst, nbytes, fmt))
+
+    def work(self, stage: int, phase: int, kind: str, elements: np.ndarray) -> None:
+        """Every rank's `kind` work at (stage, phase): elements[r] for rank r."""
+        self.wcols.append((stage, phase, kind, np.broadcast_to(np.asarray(elements, np.int64), (self.n,))))
+
+    def build(self) -> MessageLog:
+        """The columnar log."""
+        fmts = list(dict.fromkeys(c[4] for c in self.cols))
+        cols = [np.concatenate([c[i] for c in self.cols]).astype(np.int64) for i in range(4)]
+        fmt = np.concatenate([np.full(len(c[1]), fmts.index(c[4]), np.int16) for c in self.cols])
+        kinds = list(dict.fromkeys(w[2] for w in self.wcols))
+        n, ranks = self.n, np.arange(self.n)
+        stage = np.repeat([w[0] for w in self.wcols], n)
+        phase = np.repeat([w[1] for w in self.wcols], n)
+        kind = np.repeat([kinds.index(w[2]) for w in self.wcols], n).astype(np.int16)
+        seq = np.repeat(np.arange(len(self.wcols)), n)
+        rank = np.tile(ranks, len(self.wcols))
+        elements = np.concatenate([w[3] for w in self.wcols])
+        keep = elements != 0
+        order = np.lexsort((seq[keep], rank[keep], phase[keep], stage[keep]))
+        stage, rank, phase, elements, kind = (a[keep][order] for a in (stage, rank, phase, elements, kind))
+        used = list(dict.fromkeys(kind.tolist()))  # kind codes in first-seen order, as the meter's
+        recode = np.zeros(len(kinds), np.int16)
+        recode[used] = np.arange(len(used))
+        return MessageLog.from_columns(self.n, self.num_stages, cols, fmt, fmts, (stage, rank, phase, elements),
+                                       recode[kind], tuple(kinds[k] for k in used))
+
+
+def _ring_gather(log: _Log, nnz: np.ndarray, size: Sizer) -> None:
+    """One-shot ring all-gather of every rank's tensor: at stage s rank r forwards tensor r-s to r+1;
+    the last receive merges all n."""
+    n = len(nnz)
+    ranks = np.arange(n)
+    sizes = size(nnz)
+    for s in range(n - 1):
+        log.messages(s, ranks, (ranks + 1) % n, sizes[(ranks - s) % n], size.name)
+        log.work(s, 0, "encode", nnz[(ranks - s) % n])
+        log.work(s, 1, "decode", nnz[(ranks - 1 - s) % n])
+    log.work(n - 2, 1, "merge", nnz.sum())
+
+
+def _p2p_gather(log: _Log, nnz: np.ndarray, size: Sizer) -> None:
+    """Every rank sends its tensor to every other; each merges all n."""
+    n = len(nnz)
+    src, dst = np.divmod(np.arange(n * n), n)
+    keep = src != dst
+    log.messages(0, src[keep], dst[keep], size(nnz)[src[keep]], size.name)
+    total = nnz.sum()
+    log.work(0, 0, "encode", (n - 1) * nnz)
+    log.work(0, 1, "decode", total - nnz)
+    log.work(0, 1, "merge", total)
+
+
+def _ring_reduce(log: _Log, own: np.ndarray, prefix: np.ndarray, push: list[Sizer], pull: list[Sizer]) -> np.ndarray:
+    """Ring reduce-scatter (stage s: r merges what it got with its own part of item r-1-s and sends
+    it on; item r completes at rank r), then ring all-gather (stage s: r forwards item r-s); the
+    aggregated items' sizes."""
+    n = len(own)
+    ranks = np.arange(n)
+    held = prefix[:, n - 1].copy()
+    push_bytes = np.stack([push[j](prefix[j]) for j in range(n)])
+    for s in range(n - 1):
+        item, got = (ranks - 1 - s) % n, (ranks - 2 - s) % n
+        log.messages(s, ranks, (ranks + 1) % n, push_bytes[item, s], push[0].name)
+        if s:
+            log.work(s, 0, "merge", prefix[item, s - 1] + own[ranks, item])
+        log.work(s, 0, "encode", prefix[item, s])
+        log.work(s, 1, "decode", prefix[got, s])
+    log.work(n - 2, 1, "merge", prefix[ranks, n - 2] + own[ranks, ranks])
+    pull_bytes = np.concatenate([pull[j](held[j:j + 1]) for j in range(n)])
+    for t in range(n - 1):
+        s = n - 1 + t
+        log.messages(s, ranks, (ranks + 1) % n, pull_bytes[(ranks - t) % n], pull[0].name)
+        log.work(s, 0, "encode", held[(ranks - t) % n])
+        log.work(s, 1, "decode", held[(ranks - 1 - t) % n])
+        log.work(s, 1, "merge", held[(ranks - 1 - t) % n])
+    return held
+
+
+def _p2p_reduce(log: _Log, own: np.ndarray, prefix: np.ndarray, push: list[Sizer], pull: list[Sizer]) -> np.ndarray:
+    """Push: rank r sends its part j to rank j, which merges all n; pull: rank j sends the aggregated
+    item j to every other rank (each merges what it receives); the aggregated items' sizes."""
+    n = len(own)
+    held = prefix[:, n - 1].copy()
+    src, dst = np.divmod(np.arange(n * n), n)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    push_bytes = np.stack([push[j](own[:, j]) for j in range(n)], axis=1)
+    log.messages(0, src, dst, push_bytes[src, dst], push[0].name)
+    log.work(0, 0, "encode", own.sum(axis=1) - own.diagonal())
+    log.work(0, 1, "decode", own.sum(axis=0) - own.diagonal())
+    log.work(0, 1, "merge", own.sum(axis=0))
+    pull_bytes = np.concatenate([pull[j](held[j:j + 1]) for j in range(n)])
+    log.messages(1, src, dst, pull_bytes[src], pull[0].name)
+    log.work(1, 0, "encode", (n - 1) * held)
+    log.work(1, 1, "decode", held.sum() - held)
+    log.work(1, 1, "merge", held.sum() - held)
+    return held
