@@ -34,7 +34,7 @@ def main() -> None:
     lay = layout(args.numel, SynthParams(args.density, args.overlap, args.skew))
 
     t0 = time.perf_counter()
-    sets = {it: worker_sets(lay, args.workers, (0, it, 0)) for it in range(args.iterations)}
+    sets = {it: list(worker_sets(lay, args.workers, (0, it, 0))) for it in range(args.iterations)}
     rows = [["generate index sets (not part of the format)", time.perf_counter() - t0, "s"]]
     values = np.random.default_rng(0).standard_normal(lay.nnz).astype(np.float32) if value_dtype else None
 

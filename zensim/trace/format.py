@@ -385,6 +385,8 @@ class Trace:
     def flat_read(self, iteration: int, worker: int) -> SparseChunk:
         """All tensors of one (iteration, worker) concatenated in the flat index space, values float32 or None."""
         chunks = [self.read(iteration, worker, t) for t in range(len(self.tensors))]
+        if len(chunks) == 1:  # one tensor: its ids are the flat ids (no copies)
+            return chunks[0]
         indices = np.concatenate([c.indices + off for c, off in zip(chunks, self.tensor_offsets[:-1])])
         if self.value_dtype is None:
             return SparseChunk(indices, None)
