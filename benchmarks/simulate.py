@@ -1,11 +1,12 @@
 """Simulator speed: the whole pipeline (driver -> message log -> network model) per scheme and size.
 
 Default (the 128-GPU table of docs/results.md): 128x1 and 16x8 (`--shapes`), the 15 distinct
-schemes, fifo and maxmin. `--scale`: one GPU per machine at each of `--ranks` (default 64,128,256,512,1024) for
-`--schemes` (default zen,sparcml,agsparse-ring,dense-allreduce), each (size, scheme) in a process of
-its own so that its peak memory is its own; prints a table of wall time per part and the growth
-exponent of each scheme's total between successive sizes (log t2/t1 / log n2/n1). `--exact` also
-replays maxmin with batch 0 (exact max-min) to give its cost and the fast mode's error.
+schemes (or `--schemes`), fifo and maxmin (`--models`, or none: the driver alone). `--scale`: one GPU per
+machine at each of `--ranks` (default 64,128,256,512,1024) for `--schemes` (default
+zen,sparcml,agsparse-ring,dense-allreduce), each (size, scheme) in a process of its own so that its
+peak memory is its own; prints wall and CPU seconds per part and the growth exponent of the driver
+and of each scheme's total between successive sizes (log t2/t1 / log n2/n1). `--exact` also replays
+maxmin with batch 0 (exact max-min) to give its cost and the fast mode's error.
 
 One iteration of a 10M-element trace at 1% density (synthetic, overlap 0.3, skew 4; written once to
 a temporary directory, not timed). Peak memory: ru_maxrss of the process.
@@ -35,8 +36,8 @@ from zensim.net.topology import ClusterSpec
 from zensim.net.waterfill import waterfill
 from zensim.run import Tables
 from zensim.schemes import build_scheme
-from zensim.sim.layout import Prepared, place, prepare
-from zensim.sim.run import GROUPS, load_chunks
+from zensim.sim.layout import Prepared, place, prepare_trace
+from zensim.sim.run import resolve_schemes
 from zensim.trace.format import Trace
 from zensim.trace.synth import SynthParams, synthesize
 
@@ -50,26 +51,27 @@ def prepared(path: str, machines: int, gpus: int) -> tuple[Prepared, float]:
     """The chunks of every scheme instance on this shape, and the seconds it took (not counted)."""
     t0 = time.perf_counter()
     with Trace.open(path) as trace:
-        chunks, numel = load_chunks(trace, 0, machines * gpus), trace.numel
-    return prepare(chunks, numel, machines, gpus, "zen"), time.perf_counter() - t0
+        prep = prepare_trace(trace, 0, machines, gpus, "zen")
+    return prep, time.perf_counter() - t0
 
 
 def measure(prep: Prepared, load_s: float, name: str, models: list[str], exact: bool) -> dict:
     """Driver and replay seconds of one scheme on one cluster shape (this process)."""
     machines, gpus = prep.machines, prep.gpus
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     placed = place(prep, lambda n, size, part: build_scheme(name, n, size, tables=tables), tables := Tables())
-    t2 = time.perf_counter()
+    t2, c2 = time.perf_counter(), time.process_time()
     costs = Costs(ClusterSpec(machines, gpus, 25e9 / 8))
     row = {"machines": machines, "gpus": gpus, "scheme": name, "messages": len(placed.log),
-           "load_s": load_s, "driver_s": t2 - t1}
+           "load_s": load_s, "driver_wall_s": t2 - t1, "driver_cpu_s": c2 - c1}
     runs = [(m, {}) for m in models] + ([("maxmin-exact", {"batch": 0})] if exact else [])
     waterfill(np.array([[0, 1]]), np.array([1.0, np.inf]))  # load the compiled solver before timing
     for label, options in runs:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         timing = replay(placed.log, costs, label.split("-")[0], options=options)
         seconds = time.perf_counter() - start
-        row[label] = {"wall_s": seconds, "events": timing.events, "makespan_s": timing.makespan}
+        row[label] = {"wall_s": seconds, "cpu_s": time.process_time() - cpu, "events": timing.events,
+                      "makespan_s": timing.makespan}
     row["peak_gib"] = peak_gib()
     return row
 
@@ -82,21 +84,21 @@ def synth(path: Path, workers: int, numel: int, density: float) -> None:
           f"{time.perf_counter() - t0:.1f} s (not timed)", file=sys.stderr)
 
 
-def table(path: str, models: list[str], shapes: list[tuple[int, int]]) -> None:
-    """The 15 distinct schemes on each cluster shape (machines, GPUs per machine)."""
+def table(path: str, models: list[str], shapes: list[tuple[int, int]], names: list[str]) -> None:
+    """The schemes (default: the 15 distinct) on each cluster shape (machines, GPUs per machine)."""
     totals = {"driver": 0.0, **{m: 0.0 for m in models}}
     events = {m: 0 for m in models}
     print(f"{'cluster':8} {'scheme':34} {'driver s':>8} " + " ".join(f"{m + ' s':>9}" for m in models) + f" {'messages':>9}")
     for machines, gpus in shapes:
         prep, load_s = prepared(path, machines, gpus)
         print(f"{machines}x{gpus}: trace read and layout prepared in {load_s:.1f} s (not counted)", flush=True)
-        for name in GROUPS["distinct"]:
+        for name in names:
             row = measure(prep, load_s, name, models, exact=False)
-            totals["driver"] += row["driver_s"]
+            totals["driver"] += row["driver_wall_s"]
             for m in models:
                 totals[m] += row[m]["wall_s"]
                 events[m] += row[m]["events"]
-            print(f"{machines}x{gpus:<5} {name:34} {row['driver_s']:8.2f} "
+            print(f"{machines}x{gpus:<5} {name:34} {row['driver_wall_s']:8.2f} "
                   + " ".join(f"{row[m]['wall_s']:9.2f}" for m in models) + f" {row['messages']:9d}", flush=True)
     print(f"total {sum(totals.values()):.1f} s: " + ", ".join(f"{k} {v:.1f} s" for k, v in totals.items()))
     for m in models:
@@ -116,17 +118,21 @@ def scale(args: argparse.Namespace, path: str) -> None:
                 continue
             row = json.loads(out.stdout)
             rows.append(row)
-            parts = " ".join(f"{m} {row[m]['wall_s']:7.2f} s ({row[m]['events'] / row[m]['wall_s']:,.0f} ev/s)"
+            parts = " ".join(f"{m} {row[m]['wall_s']:7.2f} s (cpu {row[m]['cpu_s']:.2f} s, "
+                             f"{row[m]['events'] / row[m]['wall_s']:,.0f} ev/s)"
                              for m in [*args.models, *(["maxmin-exact"] if args.exact else [])])
-            print(f"n={n * args.gpus:5} {name:16} msgs {row['messages']:8d} driver {row['driver_s']:7.2f} s {parts} "
-                  f"peak {row['peak_gib']:.2f} GiB", flush=True)
-    print("\ngrowth exponent of the total (driver + replay) between successive sizes, per model:")
+            print(f"n={n * args.gpus:5} {name:16} msgs {row['messages']:8d} driver {row['driver_wall_s']:7.2f} s "
+                  f"(cpu {row['driver_cpu_s']:.2f} s) {parts} peak {row['peak_gib']:.2f} GiB", flush=True)
+    print("\ngrowth exponent of the driver alone and of driver + replay between successive sizes, per model:")
     for name in args.schemes:
         mine = [r for r in rows if r["scheme"] == name]
-        for m in args.models:
-            total = [(r["machines"] * r["gpus"], r["driver_s"] + r[m]["wall_s"]) for r in mine]
-            exps = [f"{math.log(t2 / t1) / math.log(n2 / n1):.2f}" for (n1, t1), (n2, t2) in zip(total, total[1:])]
-            print(f"  {name:16} {m:7} " + " ".join(f"{n}:{t:.1f}s" for n, t in total) + "  exponents " + " ".join(exps))
+        for m in ["driver", *args.models]:  # the driver alone, then driver + each model's replay
+            for clock, part in (("wall", "wall_s"), ("cpu", "cpu_s")):
+                total = [(r["machines"] * r["gpus"], r[f"driver_{part}"] + (r[m][part] if m in r else 0.0))
+                         for r in mine]
+                exps = [f"{math.log(t2 / t1) / math.log(n2 / n1):.2f}" for (n1, t1), (n2, t2) in zip(total, total[1:])]
+                print(f"  {name:16} {m:7} {clock:4} " + " ".join(f"{n}:{t:.1f}s" for n, t in total)
+                      + "  exponents " + " ".join(exps))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 
@@ -137,12 +143,13 @@ def main() -> None:
     ap.add_argument("--trace", default=None)
     ap.add_argument("--numel", type=int, default=10_000_000)
     ap.add_argument("--density", type=float, default=0.01)
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--models", default=",".join(MODELS), help="replay models, or none (the driver alone)")
     ap.add_argument("--shapes", default="128x1,16x8", help="table mode: cluster shapes MACHINESxGPUS")
     ap.add_argument("--scale", action="store_true")
     ap.add_argument("--ranks", default="64,128,256,512,1024")
     ap.add_argument("--gpus", type=int, default=1, help="--scale: GPUs per machine (machines = ranks)")
-    ap.add_argument("--schemes", default="zen,sparcml,agsparse-ring,dense-allreduce")
+    ap.add_argument("--schemes", default=None, help="default: zen,sparcml,agsparse-ring,dense-allreduce with "
+                    "--scale, else distinct")
     ap.add_argument("--exact", action="store_true")
     ap.add_argument("--json", default=None)
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
@@ -151,9 +158,10 @@ def main() -> None:
         path, n, gpus, name, models, exact = json.loads(args.one)
         print(json.dumps(measure(*prepared(path, n, gpus), name, models, exact)))
         return
-    args.models = args.models.split(",")
+    args.models = [] if args.models == "none" else args.models.split(",")
     args.ranks = [int(x) for x in args.ranks.split(",")]
-    args.schemes = args.schemes.split(",")
+    args.schemes = resolve_schemes(args.schemes or ("zen,sparcml,agsparse-ring,dense-allreduce" if args.scale
+                                                    else "distinct"))
     shapes = [tuple(int(x) for x in shape.split("x")) for shape in args.shapes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         path = args.trace
@@ -164,7 +172,7 @@ def main() -> None:
         if args.scale:
             scale(args, path)
         else:
-            table(path, args.models, shapes)
+            table(path, args.models, shapes, args.schemes)
 
 
 if __name__ == "__main__":
