@@ -53,7 +53,7 @@ def test_sized_log_follows_the_formats(options):
 
 @pytest.mark.parametrize("name,options", [("sparcml", {}), ("omnireduce", {}), ("sparse-ps-bcast", {}),
                                           ("ring-incr-central", {}), ("ring-oneshot-parallel-balanced", {}),
-                                          ("gtopk", {}), ("zen", {"push": "blocks"})])
+                                          ("gtopk", {}), ("spardl", {}), ("topkdsa", {}), ("zen", {"push": "blocks"})])
 def test_other_programs_are_not_sized(name, options):
     """Plans, formats or aggregations outside the sized shapes run through the driver."""
     assert shape_of(build_scheme(name, 8, NUMEL, **options)) is None

@@ -30,6 +30,7 @@ import numpy as np
 
 from zensim.run.context import Meter, RunContext, Tables
 from zensim.run.log import MessageLog
+from zensim.schemes.program import StageProgram
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.formats import Counted
 
@@ -40,9 +41,10 @@ SHAPES = (RING_GATHER, RING_REDUCE, P2P_GATHER, P2P_REDUCE)
 
 
 def shape_of(program) -> tuple[str, bool, bool] | None:
-    """Which of SHAPES `program` is, or None (then only the driver can run it)."""
+    """Which of SHAPES `program` is, or None (then only the driver can run it): a StageProgram
+    itself (a subclass may bundle, key or select otherwise) built from one of the plans."""
     plan = getattr(program, "plan", None)
-    if plan is None or program.n < 2 or not (program.push.size_from_count and program.pull.size_from_count):
+    if type(program) is not StageProgram or plan is None or program.n < 2 or not (program.push.size_from_count and program.pull.size_from_count):
         return None
     shape = (plan, program.aggregation.one_shot, program.partition.name == "centralization")
     if shape not in SHAPES or program.caps.needs_values or not program.caps.lossless:
