@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 
 from zensim.errors import ConfigError
-
-ITERATION_SET = ["dense-allreduce", "topka", "topkdsa", "gtopk", "spardl", "exdyna"]
+from zensim.replay.method import ITERATION_SET
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

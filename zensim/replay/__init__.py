@@ -2,7 +2,7 @@
 
 from zensim.replay.iterations import (ConservationError, IterationRecord, parse_range, replay_iterations,
                                       summarize)
-from zensim.replay.method import DEFAULT_SPARSIFIER, Method, StepResult, default_sparsifier, make_methods
+from zensim.replay.method import DEFAULT_SPARSIFIER, ITERATION_SET, Method, StepResult, default_sparsifier, make_methods
 
 __all__ = ["ConservationError", "IterationRecord", "parse_range", "replay_iterations", "summarize",
-           "DEFAULT_SPARSIFIER", "Method", "StepResult", "default_sparsifier", "make_methods"]
+           "DEFAULT_SPARSIFIER", "ITERATION_SET", "Method", "StepResult", "default_sparsifier", "make_methods"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import string
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,9 @@ from zensim.train.layers import LayerProfile, load_layers
 from zensim.train.syncs import SPARSE_BUCKETS, sparse_tensors
 
 MAXMIN_BATCH = MODELS["maxmin"].options["batch"]  # the model's default allowance
-TOP_KEYS = ("trace", "cluster", "schemes", "options", "values", "model", "maxmin_batch", "outputs", "sweep", "training")
+TOP_KEYS = ("trace", "cluster", "schemes", "options", "values", "model", "maxmin_batch", "outputs", "sweep", "training",
+            "iterations")
+REPLAY_KEYS = ("range", "sparsifier", "density")  # the iterations: section (zensim simulate --iterations)
 TRACE_KEYS = ("path", "iteration")
 CLUSTER_DEFAULTS: dict[str, Any] = {
     "machines": 16, "gpus_per_machine": None, "preset": None, "nics": None, "transport": None, "nic": None, "nic_latency": None, "nvlink": None,
@@ -84,6 +86,18 @@ class Training:
 
 
 @dataclass(frozen=True)
+class Replay:
+    """The scenario's `iterations:` section: replay iterations first..last-1 of a trace with values,
+    each scheme with its sparsifier (`sparsifier` None: each scheme's own) and state carried, as
+    `zensim simulate --iterations`."""
+
+    first: int
+    last: int
+    sparsifier: str | None
+    density: float
+
+
+@dataclass(frozen=True)
 class Point:
     """One simulate() call: the swept values that define it and everything it needs to run."""
 
@@ -95,6 +109,7 @@ class Point:
     iteration: int
     maxmin_batch: float
     training: Training | None = None  # training iterations instead of one synchronization
+    replay: Replay | None = None  # a replay over iterations instead of one synchronization
 
     def label(self) -> str:
         """'machines=8, model=fifo' (empty for a scenario without a sweep)."""
@@ -167,6 +182,7 @@ class _Loader:
         self.path, self.base, self.out_dir = path, path.parent, out_dir
         self.sweep_keys: set[str] = set()
         self.training = False
+        self.replaying = False
 
     def fail(self, key: str, problem: str) -> ConfigError:
         """The one-line error for `key`."""
@@ -202,13 +218,17 @@ class _Loader:
         if base["profile"] is not None:
             base["profile"] = self.input_path("cluster.profile", base["profile"])
         self.training = top.get("training") is not None
+        replay = self.replay(top.get("iterations"), trace_path) if "iterations" in top else None
+        self.replaying = replay is not None
+        if replay is not None and self.training:
+            raise self.fail("iterations", "not with a training: section (give one of them)")
         if self.training:
             base.update(self.mapping(top["training"], "training", tuple(TRAINING_DEFAULTS)))
             base.update({k: v for k, v in TRAINING_DEFAULTS.items() if k not in base})
         sweep = self.mapping(top.get("sweep"), "sweep", SWEEPABLE + (TRAINING_SWEPT if self.training else ()))
         outputs = self.mapping(top.get("outputs"), "outputs", OUTPUT_KEYS)
-        names = self.schemes(top.get("schemes", "all"))
-        options = self.options(top.get("options"), names)
+        names = self.schemes(top.get("schemes", "all"), replay is not None)
+        options = self.options(top.get("options"), [n.partition("+")[0] for n in names], replay is not None)
         values = top.get("values")
         if values is not None and not isinstance(values, bool):
             raise self.fail("values", f"expected true or false, got {values!r}")
@@ -222,6 +242,9 @@ class _Loader:
         else:
             base["model"] = model
         points = [self.point(base, dict(zip(axes, combo))) for combo in itertools.product(*axes.values())]
+        if replay is not None:
+            points = [replace(p, replay=replay) for p in points]
+            self.check_methods(names, options, replay, trace_path, points)
         if self.training:
             once: dict[tuple, Point] = {}  # a degree is dropped where a strategy has none: such points run once
             for p in points:
@@ -240,6 +263,8 @@ class _Loader:
     def x_keys(self, swept: list[str]) -> tuple[str, ...]:
         """The swept keys along a plot's x axis: the first one, or for training the keys that set the GPU
         count (throughput against GPUs); the other swept keys make one plot each."""
+        if self.replaying:  # one plot per point
+            return ()
         return tuple(k for k in swept if k in GPU_KEYS + STRATEGY_KEYS) if self.training else tuple(swept[:1])
 
     def layers(self, base: dict[str, Any], trace: Path, points: list[Point]) -> LayerProfile:
@@ -264,21 +289,40 @@ class _Loader:
             raise (exc if text.startswith(str(self.path)) else self.fail("training", text)) from None
         return prof.scaled(float(scale))
 
-    def schemes(self, raw: Any) -> list[str]:
-        """all | presets | distinct | a list of names -> scheme names."""
+    def schemes(self, raw: Any, replay: bool = False) -> list[str]:
+        """all | presets | distinct | a list of names -> scheme names; for a replay, all (the replay's
+        set) or a list of SCHEME or SCHEME+SPARSIFIER items (checked with the points)."""
         if not isinstance(raw, (str, list)) or not all(isinstance(s, str) for s in (raw if isinstance(raw, list) else [raw])):
             raise self.fail("schemes", f"expected all | presets | distinct | a list of names, got {raw!r}")
+        if replay:
+            from zensim.replay.method import ITERATION_SET
+
+            return list(ITERATION_SET) if raw == "all" else [raw] if isinstance(raw, str) else list(raw)
         try:
             return resolve_schemes(raw)
         except ConfigError as exc:
             raise self.fail("schemes", str(exc).removeprefix("--scheme: ")) from None
 
-    def options(self, raw: Any, names: list[str]) -> dict[str, Any]:
-        """Scheme options (a mapping), accepted by every scheme of the scenario."""
+    def options(self, raw: Any, names: list[str], each: bool = False) -> dict[str, Any]:
+        """Scheme options (a mapping), accepted by every scheme of the scenario; with `each` (a
+        replay: every scheme takes the options it accepts) each option by one scheme at least."""
         if raw is None:
             return {}
         if not isinstance(raw, Mapping):
             raise self.fail("options", f"expected a mapping of scheme options, got {raw!r}")
+        if each:
+            from zensim.schemes import scheme_options
+
+            for key, value in raw.items():
+                takers = [n for n in names if key in {o.name for o in scheme_options(n)}]
+                if not takers:
+                    raise self.fail(f"options.{key}", f"no scheme of {', '.join(names)} takes it")
+                for name in takers:
+                    try:
+                        check_options(name, {key: value})
+                    except ConfigError as exc:
+                        raise self.fail("options", str(exc)) from None
+            return dict(raw)
         for name in names:
             try:
                 check_options(name, dict(raw))
@@ -293,6 +337,40 @@ class _Loader:
         if any(isinstance(v, (list, dict)) for v in raw):
             raise self.fail(key, "sweep values must be single values, not lists or mappings")
         return raw
+
+    def replay(self, raw: Any, trace: Path) -> Replay:
+        """The iterations: section: 'A:B', or a mapping of range (A:B), sparsifier and density."""
+        from zensim.replay.iterations import parse_range
+        from zensim.trace.gradients import TraceGradients
+
+        section = self.mapping({"range": raw} if isinstance(raw, str) else raw, "iterations", REPLAY_KEYS)
+        if not isinstance(section.get("range"), str):
+            raise self.fail("iterations.range", f"expected A:B (B exclusive) as text, e.g. '0:50', got {section.get('range')!r}")
+        try:
+            with Trace.open(trace) as t:
+                first, last = parse_range(section["range"], TraceGradients(t).iterations)
+        except ConfigError as exc:
+            raise self.fail("iterations", str(exc).removeprefix("--iterations ")) from None
+        density = section.get("density", 0.01)
+        if not isinstance(density, (int, float)) or isinstance(density, bool) or not 0 < density <= 1:
+            raise self.fail("iterations.density", f"expected a number in (0, 1], got {density!r}")
+        sparsifier = section.get("sparsifier")
+        if sparsifier is not None and not isinstance(sparsifier, str):
+            raise self.fail("iterations.sparsifier", f"expected a sparsifier name or none, got {sparsifier!r}")
+        return Replay(first, last, sparsifier, float(density))
+
+    def check_methods(self, names: list[str], options: dict[str, Any], replay: Replay, trace: Path,
+                      points: list[Point]) -> None:
+        """Every SCHEME[+SPARSIFIER] item makes a method on every point's GPU count."""
+        from zensim.replay.method import make_methods
+
+        with Trace.open(trace) as t:
+            numel = t.numel
+        for gpus in sorted({p.cluster.gpus for p in points}):
+            try:
+                make_methods(",".join(names), replay.sparsifier, replay.density, gpus, numel, 0, options, default=[])
+            except ConfigError as exc:
+                raise self.fail("schemes", str(exc)) from None
 
     def input_path(self, key: str, raw: Any) -> Path:
         """An input file, relative to the scenario's folder; it must exist."""
@@ -431,6 +509,9 @@ class _Loader:
             if key in out and any(p.model == "analytic" for p in points):
                 raise self.fail(f"outputs.{key}", "the analytic model has no timeline nor per-link figures "
                                 "(use fifo or maxmin)")
+        for key in ("timeline", "links", "traffic", "link_plot"):
+            if key in out and self.replaying:
+                raise self.fail(f"outputs.{key}", "not with iterations: (a replay writes json, csv and plot)")
         for key in ("links", "traffic", "link_plot"):
             if key in out and self.training:
                 raise self.fail(f"outputs.{key}", "per-link figures are for synchronization scenarios, not for a "

@@ -41,12 +41,14 @@ from zensim.sim.run import simulate
 from zensim.sim.scenario import GPU_KEYS, STRATEGY_KEYS, Point, Scenario, plot_file
 from zensim.sim.store import Store, content_key
 from zensim.train.buckets import make_bucketing
+from zensim.replay.iterations import IterationRecord as ReplayRecord
 from zensim.train.iteration import IterationRecord, iteration_records
 from zensim.train.layers import LayerProfile
 from zensim.train.syncs import DENSE
 
 Results = list[tuple[Point, list[RunRecord]]]  # with a training: section, IterationRecords
 ITERATION_SCHEMA = "zensim-iterations/1"  # a stored point's iteration records
+REPLAY_SCHEMA = "zensim-replay/1"  # a stored point's replay records (zensim.replay.IterationRecord)
 CONNECT_TIMEOUT = "10s"  # how long to keep trying a --scheduler address before giving up
 
 
@@ -93,11 +95,13 @@ class Outcome:
     wall_s: float = 0.0
 
 
-def run_point(task: PointTask) -> list[RunRecord] | list[IterationRecord]:
+def run_point(task: PointTask) -> list[RunRecord] | list[IterationRecord] | list[ReplayRecord]:
     """Simulate one point (the function every worker runs)."""
     p = task.point
     if p.training is not None:
         return _run_training(task)
+    if p.replay is not None:
+        return _run_replay(task)
     records = simulate(task.trace, list(task.schemes), Costs.of(p.cluster, p.profile), p.model, iteration=p.iteration,
                        layout=p.layout, maxmin_batch=p.maxmin_batch, options=task.options, values=task.values,
                        provenance=task.provenance, cache=task.cache)
@@ -139,6 +143,22 @@ def _run_training(task: PointTask) -> list[IterationRecord]:
     return records
 
 
+def _run_replay(task: PointTask) -> list[ReplayRecord]:
+    """A replay point: every SCHEME[+SPARSIFIER] item over the iterations, state carried, as `zensim
+    simulate --iterations` (the invariant asserted every iteration)."""
+    from zensim.replay import make_methods, replay_iterations
+    from zensim.trace import Trace
+    from zensim.trace.gradients import TraceGradients
+
+    p, r = task.point, task.point.replay
+    with Trace.open(task.trace) as trace:
+        source = TraceGradients(trace)
+        methods = make_methods(",".join(task.schemes), r.sparsifier, r.density, p.cluster.gpus, source.numel, 0,
+                               task.options, default=[])
+        model = p.model if p.model != "analytic" else "fifo"
+        return replay_iterations(source, methods, r.first, r.last, Costs.of(p.cluster, p.profile), model)
+
+
 def point_key(task: PointTask, trace_sha256: str) -> str:
     """The store key of a point: everything its records depend on (trace content, iteration, cluster,
     profile, model, layout, schemes and their options, code version); not the provenance or timings."""
@@ -146,7 +166,7 @@ def point_key(task: PointTask, trace_sha256: str) -> str:
     return content_key({"trace": trace_sha256, "cluster": p.cluster, "profile": p.profile, "layout": p.layout,
                         "model": p.model, "iteration": p.iteration, "maxmin_batch": p.maxmin_batch,
                         "schemes": task.schemes, "options": task.options, "values": task.values,
-                        "training": p.training, "layers": task.layers, "code": code_version()})
+                        "training": p.training, "replay": p.replay, "layers": task.layers, "code": code_version()})
 
 
 def run_scenario(scn: Scenario, progress: bool = False, command: str | None = None, *, workers: int = 0,
@@ -205,6 +225,8 @@ def _load_point(store: Store, key: str) -> list[RunRecord] | list[IterationRecor
         doc = json.loads(data)
         if doc["schema"] == ITERATION_SCHEMA:
             return [IterationRecord(**r) for r in doc["records"]]
+        if doc["schema"] == REPLAY_SCHEMA:
+            return [ReplayRecord(**r) for r in doc["records"]]
         assert doc["schema"] == SCHEMA
         return [RunRecord.from_dict(r) for r in doc["records"]]
     except (ValueError, KeyError, TypeError, AssertionError, ConfigError):
@@ -216,6 +238,8 @@ def results_document(records: list[RunRecord] | list[IterationRecord]) -> str:
     zensim-iterations/1 document ({"schema", "records": [IterationRecord fields]})."""
     if records and isinstance(records[0], IterationRecord):
         return json.dumps({"schema": ITERATION_SCHEMA, "records": [r.to_dict() for r in records]}, indent=1)
+    if records and isinstance(records[0], ReplayRecord):
+        return json.dumps({"schema": REPLAY_SCHEMA, "records": [r.to_dict() for r in records]}, indent=1)
     return results_json(records)
 
 
@@ -284,6 +308,11 @@ def render_results(results: Results) -> str:
         from zensim.report.iteration import iteration_table
 
         return iteration_table(records)
+    if records and isinstance(records[0], ReplayRecord):
+        from zensim.replay import summarize
+        from zensim.replay.report import render_summary
+
+        return "\n\n".join(f"{p.label() or 'replay'}:\n{render_summary(summarize(recs))}" for p, recs in results)
     return render(records)
 
 
@@ -294,6 +323,10 @@ def write_outputs(scn: Scenario, results: Results) -> None:
     files: dict[Path, str | bytes] = {}
     if scn.layers is not None:
         files.update(_training_outputs(scn, results))
+        scn.files.write(files)
+        return
+    if any(p.replay is not None for p, _ in results):
+        files.update(_replay_outputs(scn, results))
         scn.files.write(files)
         return
     if "json" in scn.outputs:
@@ -308,6 +341,29 @@ def write_outputs(scn: Scenario, results: Results) -> None:
         files.update(_plots(scn, results, scn.outputs["plot"]))
     files.update(link_files(records, scn.outputs, lambda key: f"{scn.path}: outputs.{key}"))
     scn.files.write(files)
+
+
+def _replay_outputs(scn: Scenario, results: Results) -> dict[Path, str | bytes]:
+    """A replay scenario's files: JSON (every point's summary and iterations), CSV of every iteration
+    (the swept values first), and per point the density, f(t), time and global error plot."""
+    from zensim.replay import summarize
+    from zensim.replay.report import iterations_figure
+    from zensim.report.export import to_csv
+    from zensim.report.plots import figure_bytes
+
+    files: dict[Path, str | bytes] = {}
+    if "json" in scn.outputs:
+        files[scn.outputs["json"]] = json.dumps([{"point": p.values, "summary": summarize(recs),
+                                                  "iterations": [r.to_dict() for r in recs]} for p, recs in results],
+                                                indent=1)
+    if "csv" in scn.outputs:
+        files[scn.outputs["csv"]] = to_csv([{**p.values, **r.to_dict()} for p, recs in results for r in recs])
+    if "plot" in scn.outputs:
+        for point, recs in results:
+            path = plot_file(scn.outputs["plot"], point.values, () if scn.is_sweep else None)
+            title = f"{scn.trace.name}: {point.cluster.describe()}, d = {point.replay.density}"
+            files[path] = figure_bytes(iterations_figure(recs, title), plot_format(path))
+    return files
 
 
 def _training_outputs(scn: Scenario, results: Results) -> dict[Path, str | bytes]:
