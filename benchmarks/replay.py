@@ -1,19 +1,20 @@
 """Replay-over-iterations figures: wall time of SparDL and ExDyna (with their sparsifiers, state
 carried) on 100 iterations of 10M-element dense gradients at 16 workers (target <= 60 s each on
-2 cores), and with --compare the simulated communication time of SparDL, TopkA and gTop-k at 14
-workers next to the ratios SparDL's paper reports.
+2 cores), and with --compare the simulated communication time of SparDL, TopkA, TopkDSA and gTop-k
+at 14 workers next to the ratios SparDL's paper reports.
 
 The gradients are zensim.trace.gradients.SyntheticGradients (a 10M x 16 x 100 dense trace would
 be 32 GB in float16), scaled so that ExDyna's starting threshold selects about the user's density;
 their set-up (drawing the vectors once) is reported apart. The conservation
 check (float64 totals, n x numel per iteration) is off here; tests run it on every iteration.
 
-Usage: flock /tmp/zsim-bench.lock .venv/bin/python benchmarks/replay.py [--compare] [--numel N ...]
+Usage: flock /tmp/zsim-bench.lock .venv/bin/python benchmarks/replay.py [--compare] [--numel N ...] [--options JSON]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import time
@@ -26,8 +27,9 @@ from zensim.replay import make_methods, replay_iterations, summarize
 from zensim.report.table import format_table
 from zensim.trace.gradients import SyntheticGradients
 
-# SparDL's Fig. 8, 14 workers, communication cost: SparDL's speed-up over TopkA per case
+# SparDL's Fig. 8, 14 workers, communication cost: SparDL's speed-up over TopkA and TopkDSA per case
 PAPER_TOPKA = {"VGG-19 CIFAR-100": 5.1, "VGG-11 House": 4.7, "LSTM-IMDB": 3.8, "LSTM-PTB": 4.5}
+PAPER_TOPKDSA = {"VGG-19 CIFAR-100": 6.4, "VGG-11 House": 5.6, "LSTM-IMDB": 2.7, "LSTM-PTB": 5.0}
 
 
 def matched_scale(density: float, numel: int) -> float:
@@ -39,18 +41,19 @@ def matched_scale(density: float, numel: int) -> float:
 
 
 def run(schemes: str, workers: int, numel: int, iterations: int, density: float, nic: str,
-        latency: str) -> tuple[list[dict], dict[str, float], float]:
-    """Replay every method alone on the same gradients; (summary rows, wall seconds per method, set-up s)."""
+        latency: str, options: dict | None = None) -> tuple[list[dict], dict[str, tuple[float, float]], float]:
+    """Replay every method alone on the same gradients; (summary rows, (wall, CPU) seconds per method
+    (CPU: every thread of the process), set-up s)."""
     start = time.perf_counter()
     source = SyntheticGradients(workers, iterations, numel, seed=1, scale=matched_scale(density, numel))
     setup = time.perf_counter() - start
     costs = Costs(ClusterSpec.parse(workers, 1, nic, nic_latency=latency))
     rows, walls = [], {}
-    for method in make_methods(schemes, None, density, workers, numel, 0, {}, default=[]):
+    for method in make_methods(schemes, None, density, workers, numel, 0, options or {}, default=[]):
         method.check = False
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         records = replay_iterations(source, [method], 0, iterations, costs, check=False)
-        walls[method.label] = time.perf_counter() - start
+        walls[method.label] = (time.perf_counter() - start, time.process_time() - cpu)
         rows += summarize(records)
     return rows, walls, setup
 
@@ -58,33 +61,37 @@ def run(schemes: str, workers: int, numel: int, iterations: int, density: float,
 def main() -> None:
     """Print the figures (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--compare", action="store_true", help="SparDL vs TopkA vs gTop-k at 14 workers")
+    parser.add_argument("--compare", action="store_true", help="SparDL vs TopkA, TopkDSA and gTop-k at 14 workers")
     parser.add_argument("--schemes", default=None, help="SCHEME[+SPARSIFIER] items (default spardl,exdyna; "
-                        "with --compare spardl,topka,gtopk)")
+                        "with --compare spardl,topka,topkdsa,gtopk)")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--numel", type=int, default=10_000_000)
     parser.add_argument("--iterations", type=int, default=None)
     parser.add_argument("--density", type=float, default=0.01)
     parser.add_argument("--nic", default="10Gbps")
     parser.add_argument("--latency", default="20us")
+    parser.add_argument("--options", default="{}", help="scheme options as JSON, e.g. '{\"teams\": 7}' (SparDL's B-SAG)")
     args = parser.parse_args()
     if args.compare:
-        schemes, workers, iterations = args.schemes or "spardl,topka,gtopk", args.workers or 14, args.iterations or 5
+        schemes, workers, iterations = args.schemes or "spardl,topka,topkdsa,gtopk", args.workers or 14, args.iterations or 5
     else:
         schemes, workers, iterations = args.schemes or "spardl,exdyna", args.workers or 16, args.iterations or 100
-    rows, walls, setup = run(schemes, workers, args.numel, iterations, args.density, args.nic, args.latency)
+    rows, walls, setup = run(schemes, workers, args.numel, iterations, args.density, args.nic, args.latency,
+                             json.loads(args.options))
     print(f"machine: {os.cpu_count()} cores (shared); {workers} workers, {args.numel:,} elements, {iterations} "
-          f"iterations, density {args.density}, {args.nic} NICs, {args.latency} latency; gradient set-up {setup:.1f} s")
-    table = [[r["method"], walls[r["method"]], walls[r["method"]] / iterations, r["time_s_mean"], r["bytes_mean"],
+          f"iterations, density {args.density}, {args.nic} NICs, {args.latency} latency, options {args.options}; "
+          f"gradient set-up {setup:.1f} s")
+    table = [[r["method"], *walls[r["method"]], walls[r["method"]][0] / iterations, r["time_s_mean"], r["bytes_mean"],
               r["actual_density_mean"], r["padding_mean"]] for r in rows]
-    print(format_table(table, ["method", "replay wall s", "wall s / it", "simulated s / it", "bytes / it", "d' mean",
-                               "f(t) mean"]))
+    print(format_table(table, ["method", "replay wall s", "replay CPU s", "wall s / it", "simulated s / it",
+                               "bytes / it", "d' mean", "f(t) mean"]))
     if args.compare:
         spardl = next(r["time_s_mean"] for r in rows if r["method"] == "spardl")
         print(format_table([[r["method"], r["time_s_mean"] / spardl] for r in rows],
                            ["method", "simulated comm time / SparDL's"]))
         print("SparDL's paper (Fig. 8, 14 workers, Ethernet): SparDL faster than TopkA by "
-              + ", ".join(f"{v}x ({k})" for k, v in PAPER_TOPKA.items()))
+              + ", ".join(f"{v}x ({k})" for k, v in PAPER_TOPKA.items()) + "; than TopkDSA by "
+              + ", ".join(f"{v}x ({k})" for k, v in PAPER_TOPKDSA.items()))
 
 
 if __name__ == "__main__":
