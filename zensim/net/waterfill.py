@@ -40,22 +40,29 @@ def _fill(routes: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.ndar
                 members[fill[k]] = f
                 fill[k] += 1
     live = np.flatnonzero(count[:dummy] > 0)  # links still carrying unfixed flows (compacted as they empty)
+    nlive = live.size
+    share = np.empty(nlive)
+    saturated = np.empty(nlive, np.int64)
     residual = capacity.copy()
     level = np.full(links, np.inf)
     rate = np.full(flows, np.nan)
     left = flows
     while left > 0:
         low = np.inf
-        for k in live:
-            if count[k] > 0:
-                share = residual[k] / count[k]
-                if share < low:
-                    low = share
+        for i in range(nlive):
+            k = live[i]
+            share[i] = residual[k] / count[k]
+            if share[i] < low:
+                low = share[i]
         bound = low * (1 + _TIE)
-        saturated = [k for k in live if count[k] > 0 and residual[k] / count[k] <= bound]
-        for k in saturated:
-            level[k] = low
-        for k in saturated:
+        nsat = 0
+        for i in range(nlive):
+            if share[i] <= bound:
+                saturated[nsat] = live[i]
+                level[live[i]] = low
+                nsat += 1
+        for s in range(nsat):
+            k = saturated[s]
             for i in range(start[k], start[k + 1]):
                 f = members[i]
                 if rate[f] == rate[f]:  # already fixed (not NaN)
@@ -67,7 +74,12 @@ def _fill(routes: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.ndar
                     if other != dummy:
                         count[other] -= 1
                         residual[other] = max(residual[other] - low, 0.0)
-        live = live[count[live] > 0]
+        kept = 0
+        for i in range(nlive):
+            if count[live[i]] > 0:
+                live[kept] = live[i]
+                kept += 1
+        nlive = kept
     return rate, level
 
 
@@ -78,17 +90,36 @@ def waterfill(routes: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.
 
 
 @numba.njit(cache=True)
-def _last(routes: np.ndarray, finish: np.ndarray, links: int) -> np.ndarray:  # pragma: no cover (compiled)
-    last = np.full(links, -np.inf)
-    flows, width = routes.shape
-    for f in range(flows):
+def _solve(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray,
+           routes: np.ndarray, capacity: np.ndarray, now: float):  # pragma: no cover (compiled)
+    keep = flows[alive[flows]]
+    count, width = keep.size, routes.shape[1]
+    sub = np.empty((count, width), np.int64)
+    for i in range(count):
+        f = keep[i]
+        left[f] = max(left[f] - rate[f] * (now - base_time[f]), 0.0)
+        base_time[f] = now
+        sub[i] = routes[f]
+    fair, level = _fill(sub, capacity)
+    finish = np.empty(count)
+    last = np.full(capacity.size, -np.inf)
+    for i in range(count):
+        f = keep[i]
+        rate[f] = fair[i]
+        end = finish[i] = now + left[f] / fair[i]
         for j in range(width):
-            k = routes[f, j]
-            if finish[f] > last[k]:
-                last[k] = finish[f]
-    return last
+            k = sub[i, j]
+            if end > last[k]:
+                last[k] = end
+    return keep, finish, level, last
 
 
-def last_finish(routes: np.ndarray, finish: np.ndarray, links: int) -> np.ndarray:
-    """Per link (0..links-1), the latest finish time among the flows crossing it (-inf where none does)."""
-    return _last(np.ascontiguousarray(routes, dtype=np.int64), np.ascontiguousarray(finish, dtype=np.float64), links)
+def solve_flows(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray,
+                routes: np.ndarray, capacity: np.ndarray, now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One max-min solve of the flows `flows` (ids into the per-flow arrays) at time `now`, in one compiled
+    pass: the flows still `alive`, their bytes `left` advanced from `base_time` to now at their old
+    `rate` (updated in place, as are base_time and rate), their finish times under the new rates, each
+    link's saturation level (as `waterfill`) and the latest finish among the flows on each link
+    (-inf where none). `routes`: every flow's row of link ids (padded with len(capacity) - 1)."""
+    return _solve(np.ascontiguousarray(flows, dtype=np.int64), alive, left, base_time, rate, routes,
+                  np.ascontiguousarray(capacity, dtype=np.float64), float(now))
