@@ -57,10 +57,11 @@ _TIE = 1e-12  # relative tolerance: flows finishing "now"
 class _Component:
     """Shared flows connected through links (a superset once flows left: never split)."""
 
-    __slots__ = ("parts", "segments", "alive", "check", "epoch")
+    __slots__ = ("parts", "nparts", "segments", "alive", "check", "epoch")
 
     def __init__(self) -> None:
-        self.parts: list[np.ndarray] = []  # flow ids (some may have left)
+        self.parts: list[np.ndarray | list[int]] = []  # flow ids (some may have left): solved arrays, joined runs
+        self.nparts = 0  # pieces added since its last solve (1 for the solved set; it picks the root of a merge)
         self.segments: list[int] = []  # ids of its live departure segments
         self.alive = 0  # flows not yet departed
         self.check = np.inf  # when the idle capacity of a departure reaches its allowance (a re-solve is due)
@@ -69,7 +70,8 @@ class _Component:
 
 class _Segment:
     """The flows of one solve by projected finish time: a sorted head of the earliest, the rest unsorted
-    (refilled by partial sort as the head is used up: a solve costs O(flows), not a full sort)."""
+    (refilled by partial sort as the head is used up, an eighth of what is left at a time, at least
+    HEAD: a solve costs O(flows), not a full sort, and draining a segment O(flows) partitions in all)."""
 
     __slots__ = ("finish", "flows", "head_finish", "head_flows", "pos")
     HEAD = 256
@@ -79,9 +81,10 @@ class _Segment:
         self._refill()
 
     def _refill(self) -> None:
-        if len(self.finish) > self.HEAD:
-            idx = np.argpartition(self.finish, self.HEAD)
-            take, rest = idx[: self.HEAD], idx[self.HEAD:]
+        head = max(self.HEAD, len(self.finish) // 8)
+        if len(self.finish) > head:
+            idx = np.argpartition(self.finish, head)
+            take, rest = idx[:head], idx[head:]
         else:
             take, rest = np.arange(len(self.finish)), np.empty(0, dtype=np.int64)
         order = take[np.argsort(self.finish[take], kind="stable")]
@@ -97,14 +100,14 @@ class _Segment:
             self._refill()
         return float(self.head_finish[self.pos])
 
-    def take(self, horizon: float) -> list[int]:
+    def take(self, horizon: float) -> np.ndarray:
         """The flows finishing by `horizon`, in time order."""
-        out: list[int] = []
+        out: list[np.ndarray] = []
         while (first := self.next_finish()) is not None and first <= horizon:
             end = int(np.searchsorted(self.head_finish, horizon, side="right"))
-            out += self.head_flows[self.pos: end].tolist()
+            out.append(self.head_flows[self.pos: end])
             self.pos = end
-        return out
+        return out[0] if len(out) == 1 else np.concatenate(out) if out else np.empty(0, dtype=np.int64)
 
 
 class MaxMin:
@@ -252,14 +255,19 @@ class MaxMin:
         for m in self.joined:
             touched = {self._find(self.comp_on[k]) for k in routes[m] if self.comp_on[k] >= 0}
             if touched:
-                root = max(touched, key=lambda c: len(self.comps[c].parts))
+                root = max(touched, key=lambda c: self.comps[c].nparts)
                 for c in touched - {root}:
                     self._merge(c, root)
             else:
                 root = len(self.parent)
                 self.parent.append(root)
                 self.comps[root] = _Component()
-            self.comps[root].parts.append(np.array([m], dtype=np.int64))
+            comp = self.comps[root]
+            if comp.parts and isinstance(comp.parts[-1], list):
+                comp.parts[-1].append(m)
+            else:
+                comp.parts.append([m])
+            comp.nparts += 1
             self.comps[root].alive += 1
             self.comp_of[m] = root
             self.alive[m] = True
@@ -274,6 +282,7 @@ class MaxMin:
         self.parent[c] = root
         other = self.comps.pop(c)
         self.comps[root].parts += other.parts
+        self.comps[root].nparts += other.nparts
         self.comps[root].segments += other.segments
         self.comps[root].alive += other.alive
         self.due.discard(c)
@@ -308,7 +317,7 @@ class MaxMin:
     def _solve(self, c: int) -> None:
         """Max-min rates of component c's flows from now on; a new departure segment for them."""
         comp = self.comps[c]
-        flows = np.concatenate(comp.parts) if len(comp.parts) > 1 else comp.parts[0]
+        flows = np.concatenate([np.asarray(part, dtype=np.int64) for part in comp.parts])
         for s in comp.segments:
             self.segments.pop(s, None)
         comp.segments = []
@@ -316,7 +325,7 @@ class MaxMin:
         capacity = self._capacities()
         flows, finish, level, last = solve_flows(flows, self.alive, self.left, self.base_time, self.rate,
                                                  self.net.routes, capacity, now)
-        comp.parts = [flows]
+        comp.parts, comp.nparts = [flows], 1
         comp.check = np.inf
         comp.epoch += 1
         self.solves += 1
@@ -357,23 +366,27 @@ class MaxMin:
         now = self.clock.now
         horizon = now * (1 + _TIE)
         routes = self.net.route_tuples
-        gone: list[int] = []
+        taken: list[np.ndarray] = []
         deferred: dict[int, float] = {}
         while self.heads and self.heads[0][0] <= horizon:
             _, sid = heapq.heappop(self.heads)
             segment = self.segments.get(sid)
             if segment is None:
                 continue
-            gone += [m for m in segment.take(horizon) if self.segment_of[m] == sid and self.alive[m]]
+            ids = segment.take(horizon)
+            taken.append(ids[(self.segment_of[ids] == sid) & self.alive[ids]])
             following = segment.next_finish()
             if following is None:
                 del self.segments[sid]
             else:
                 heapq.heappush(self.heads, (following, sid))
-        for m in gone:
-            self.alive[m] = False
-            self.active -= 1
-            rate = self.rate[m]
+        gone_ids = taken[0] if len(taken) == 1 else np.concatenate(taken) if taken else np.empty(0, dtype=np.int64)
+        self.alive[gone_ids] = False
+        self.active -= len(gone_ids)
+        gone: list[int] = gone_ids.tolist()
+        nflows, comp_on, freed_on, freed_t_on = self.nflows, self.comp_on, self.freed, self.freed_t
+        spent, last, room = self.spent, self.last, self.room
+        for m, rate in zip(gone, self.rate[gone_ids].tolist()):
             c = self._find(self.comp_of[m])
             comp = self.comps[c]
             comp.alive -= 1
@@ -381,15 +394,15 @@ class MaxMin:
                 del self.comps[c]
                 self.due.discard(c)
             for k in routes[m]:
-                self.nflows[k] -= 1
-                if self.nflows[k] == 0:
-                    self.comp_on[k] = -1
+                nflows[k] -= 1
+                if nflows[k] == 0:
+                    comp_on[k] = -1
                     continue
-                freed = self.freed[k] = self.freed[k] + rate
-                freed_t = self.freed_t[k] = self.freed_t[k] + rate * now
-                if self.spent[k] + freed * self.last[k] - freed_t > self.room[k] and comp.alive:
+                freed = freed_on[k] = freed_on[k] + rate
+                freed_t = freed_t_on[k] = freed_t_on[k] + rate * now
+                if spent[k] + freed * last[k] - freed_t > room[k] and comp.alive:
                     # the idle capacity's lost service reaches half what is left of the allowance at `when`
-                    when = ((self.room[k] - self.spent[k]) / 2 + freed_t) / freed
+                    when = ((room[k] - spent[k]) / 2 + freed_t) / freed
                     if self.batch == 0 or when <= now:
                         self.due.add(c)
                     else:
