@@ -201,12 +201,16 @@ def test_torch_profiler_import_matches_the_recorder_in_the_same_run(tmp_path) ->
     assert imported.kind == "imported" and imported.device == "cpu" and imported.iterations == 3
     assert [(p.name, p.numel, p.index, p.dtype) for p in imported.params] == \
         [(p.name, p.numel, p.index, p.dtype) for p in measured.params]
-    # the two hooks of each event fire one after the other: the same intervals to a few microseconds
-    # per event (profiler overhead included in both)
+    # the two hooks of each event fire one after the other: the same intervals up to what happens
+    # between the two hooks (a few microseconds alone; a preemption on a loaded machine moved one
+    # interval by 0.7 ms, so the bound is 5% or 2 ms: a wrong attribution moves a whole layer's time)
+    def close(a: float, b: float) -> bool:
+        return a == pytest.approx(b, rel=0.05, abs=2e-3)
+
     for a, b in zip(imported.params, measured.params):
-        assert a.backward_s == pytest.approx(b.backward_s, abs=3e-4)
-    assert imported.forward_s == pytest.approx(measured.forward_s, abs=3e-4)
-    assert imported.optimizer_s == pytest.approx(measured.optimizer_s, abs=3e-4)
+        assert close(a.backward_s, b.backward_s)
+    assert close(imported.forward_s, measured.forward_s)
+    assert close(imported.optimizer_s, measured.optimizer_s)
 
 
 def test_device_times_are_the_end_of_work_launched_before_each_mark() -> None:
