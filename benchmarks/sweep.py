@@ -1,6 +1,7 @@
 """Sweeps: Dask against one process, resume after a kill, and the message-log cache.
 
-    .venv/bin/python benchmarks/sweep.py dask  [--workers 2]   # 200 points: sequential vs a local Dask
+    .venv/bin/python benchmarks/sweep.py dask  [--workers 2] [--gpus-per-machine 8]
+                                                               # 200 points: sequential vs a local Dask
                                                                # cluster (ratio), then kill a Dask run half-way
                                                                # (SIGKILL to its process group) and resume it
     .venv/bin/python benchmarks/sweep.py cache                 # scenarios/scaling-lstm.yaml with a NIC axis:
@@ -33,12 +34,12 @@ from zensim.sim.sweep import records_of, run_scenario
 ROOT = Path(__file__).resolve().parents[1]
 VOLATILE = ("wall_s", "driver_s", "log_cached", "provenance")
 
-# 4 x 5 x 5 x 2 = 200 points of the 128-worker LSTM trace at 2-16 machines x 2 GPUs (ZEN's layout), five
-# schemes, no cache: each point runs the driver and replays five logs (about a second of CPU), so the
-# cluster's start and the per-task traffic are small beside the work
+# 4 x 5 x 5 x 2 = 200 points of the 128-worker LSTM trace at 2-16 machines x g GPUs (ZEN's layout; g from
+# --gpus-per-machine, default 8: up to 128 ranks), five schemes, no cache: each point runs the driver and
+# replays five logs, so the cluster's start and the per-task traffic are small beside the work
 DASK_SCENARIO = {
     "trace": str(ROOT / "traces" / "lstm-lm-128w.zt"),
-    "cluster": {"gpus_per_machine": 2},
+    "cluster": {"gpus_per_machine": 8},
     "schemes": ["dense-allreduce", "zen", "sparcml", "agsparse-ring", "sparse-ps"],
     "sweep": {"machines": [2, 4, 8, 16], "nic": ["10Gbps", "25Gbps", "50Gbps", "100Gbps", "200Gbps"],
               "nic_latency": ["2us", "5us", "10us", "25us", "50us"], "model": ["fifo", "maxmin"]},
@@ -68,14 +69,15 @@ def kept_points(store: Path) -> int:
     return sum(1 for p in (store / "points").rglob("*") if p.is_file() and not p.name.endswith(".tmp"))
 
 
-def bench_dask(workers: int) -> None:
+def bench_dask(workers: int, gpus_per_machine: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         scn_path = tmp / "s.yaml"
-        scn_path.write_text(yaml.safe_dump(DASK_SCENARIO))
+        scn_path.write_text(yaml.safe_dump({**DASK_SCENARIO, "cluster": {"gpus_per_machine": gpus_per_machine}}))
         scn = load_scenario(scn_path, tmp / "seq")
         points = len(scn.points)
-        print(f"{points} points x {len(scn.schemes)} schemes, no cache, {os.cpu_count()} cores (shared); "
+        print(f"{points} points x {len(scn.schemes)} schemes, 2-16 machines x {gpus_per_machine} GPUs, no cache, "
+              f"{os.cpu_count()} cores (shared); "
               f"load average {os.getloadavg()[0]:.1f}", flush=True)
         t0, c0 = time.perf_counter(), cpu_seconds()
         seq = run_scenario(scn)
@@ -146,8 +148,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("what", choices=("dask", "cache"))
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--gpus-per-machine", type=int, default=8, help="dask: GPUs per machine of every point")
     args = ap.parse_args()
-    bench_dask(args.workers) if args.what == "dask" else bench_cache()
+    bench_dask(args.workers, args.gpus_per_machine) if args.what == "dask" else bench_cache()
 
 
 if __name__ == "__main__":
