@@ -56,6 +56,9 @@ def test_strategy_and_degree_sweep_rows_equal_run_strategy(tmp_path: Path, layer
         assert rec.iteration_s == pytest.approx(direct.iteration_s, rel=1e-12)
         assert rec.strategy["missing_rate"] == direct.strategy["missing_rate"]
         assert rec.sweep == p.values
+    # every strategy's speedup is over dense DDP with its default buckets, the capped none included
+    base = {r.dense_iteration_s for r in records}
+    assert len(base) == 1 and records[0].speedup_vs_dense == pytest.approx(base.pop() / records[0].iteration_s)
     behind = {r.strategy["degree"]: r for r in records if r.strategy["name"] == "behind"}
     assert behind[0.0].strategy["missing_rate"] == 0 and len(behind[1.0].buckets) == 1
     assert main(["sweep", str(path), "--out", str(tmp_path), "--workers", "0"]) == 0

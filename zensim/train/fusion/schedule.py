@@ -206,6 +206,9 @@ def run_strategy(name: str, profile: LayerProfile, scheme: str, costs: Costs, *,
         else:
             plain = {k: v for k, v in common.items() if k != "options"}  # the sparse scheme's
             rec = simulate_iteration(profile, DENSE, costs, bucketing=ddp_buckets(profile, bucket_mb, degree), **plain)
+            if dense is None and (bucket_mb is not None or degree is not None):
+                # the baseline of every strategy is DDP's default buckets, not this cap
+                dense = simulate_iteration(profile, DENSE, costs, **{k: v for k, v in plain.items() if k != "bucketing"})
             if dense is not None:
                 rec.dense_iteration_s, rec.speedup_vs_dense = dense.iteration_s, dense.iteration_s / rec.iteration_s
         return replace(rec, strategy={"name": "none", "groups": len(rec.buckets), "degree": degree,
