@@ -47,7 +47,7 @@ def _with_links(records: Sequence[RunRecord], what: str) -> list[RunRecord]:
     have = [r for r in records if r.link_bytes]
     if not have:
         raise ConfigError(f"{what}: no record has per-link figures (only fifo and maxmin simulations do; "
-                          "not the analytic model, not emulations, not results files from before zensim 0.1.0's links)")
+                          "not the analytic model, not emulations, not results files written before records carried links)")
     return have
 
 
