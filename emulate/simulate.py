@@ -14,6 +14,7 @@ import numpy as np
 from tqdm import tqdm
 
 from emulate.stepcost import timed_log
+from emulate.summary import comm_part
 from zensim.net.costs import Costs
 from zensim.net.models import MODELS
 from zensim.net.profile import Profile
@@ -35,16 +36,30 @@ def scheme_logs(trace: Trace, iteration: int, n: int, schemes: list[str], option
             for name in tqdm(schemes, desc=f"simulate n={n}", unit="scheme", leave=False, disable=None)}
 
 
-def sim_times(logs: dict[str, MessageLog], profile: Profile, models: tuple[str, ...] = tuple(MODELS),
-              measured_work: bool = False) -> dict[str, dict[str, float]]:
-    """Simulated makespan per scheme and sharing model under `profile` (its nic_bandwidth and nic_latency,
-    NIC and host efficiency, host cores; all ranks on one host); local work at the profile's costs per
-    element, or with `measured_work` as each log measured it (emulate.stepcost) x the profile's
-    `cpu_slowdown`."""
+def sim_parts(logs: dict[str, MessageLog], profile: Profile, models: tuple[str, ...] = tuple(MODELS),
+              measured_work: bool = False) -> dict[str, dict[str, dict]]:
+    """Per scheme and sharing model under `profile` (its nic_bandwidth and nic_latency, NIC and host
+    efficiency, host cores; all ranks on one host): {"time": makespan, "comm": communication part,
+    "comm_stages": per stage} (emulate.summary.comm_part of the replay's waits for messages). Local
+    work at the profile's costs per element, or with `measured_work` as each log measured it
+    (emulate.stepcost) x the profile's `cpu_slowdown`."""
     n = next(iter(logs.values())).n if logs else 1
     cluster = ClusterSpec(machines=n, gpus_per_machine=1, nic_bandwidth=profile.links["nic_bandwidth"],
                           nic_latency=profile.links["nic_latency"])
     costs = Costs.of(cluster, profile, measured_work=measured_work)
     one_host = np.zeros(n, dtype=np.int64)
-    return {name: {m: replay(log, costs, m, host_of_rank=one_host).makespan for m in models}
-            for name, log in logs.items()}
+    out: dict[str, dict[str, dict]] = {}
+    for name, log in logs.items():
+        out[name] = {}
+        for m in models:
+            timing = replay(log, costs, m, host_of_rank=one_host)
+            comm, stages = comm_part(timing.comm_wait)
+            out[name][m] = {"time": timing.makespan, "comm": comm, "comm_stages": stages}
+    return out
+
+
+def sim_times(logs: dict[str, MessageLog], profile: Profile, models: tuple[str, ...] = tuple(MODELS),
+              measured_work: bool = False) -> dict[str, dict[str, float]]:
+    """Simulated makespan per scheme and sharing model (`sim_parts`'s "time")."""
+    return {name: {m: part["time"] for m, part in parts.items()}
+            for name, parts in sim_parts(logs, profile, models, measured_work).items()}

@@ -2,6 +2,7 @@
 
 A run's time is the longest rank's wall time from the common barrier to its last stage (what the
 simulator calls the makespan); a record gives the median over repeats and the spread (min, max).
+A scheme's record also has its communication part (`comm_part`), median over repeats.
 Bytes are per rank, from the first repeat (every repeat moves the same bytes).
 """
 
@@ -11,8 +12,25 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
+import numpy as np
+
 from zensim.net.units import format_bandwidth
 from zensim.report.record import RunRecord
+
+
+def comm_part(wait) -> tuple[float, list[float]]:
+    """The communication part of one run from its (ranks x stages) seconds of waiting for messages
+    (from posting a stage's sends to its last message; the emulator's `comm_s`, the simulator's
+    `Timing.comm_wait`): (the longest any rank waited over the run, per stage the longest wait)."""
+    wait = np.asarray(wait, dtype=float)
+    if not wait.size:
+        return 0.0, []
+    return float(wait.sum(axis=1).max()), wait.max(axis=0).tolist()
+
+
+def _comm_of(ranks: list[dict]) -> tuple[float, list[float]]:
+    """comm_part of one emulated run (every rank's record of one repeat)."""
+    return comm_part([[st["comm_s"] for st in r["stages"]] for r in ranks])
 
 
 def summarize(rank_outputs: list[dict]) -> list[dict]:
@@ -31,12 +49,15 @@ def summarize(rank_outputs: list[dict]) -> list[dict]:
             "kind": kind, "name": name, "ranks": n, "repeats": len(times),
             "time_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "times_s": times,
             "sent": [r.get("sent") for r in first], "received": [r.get("received") for r in first],
-            "wire_tx": [r.get("wire_tx") for r in first], "correct": not errors, "errors": errors,
+            "wire_tx": [r.get("wire_tx") for r in first], "wire_rx": [r.get("wire_rx") for r in first], "correct": not errors, "errors": errors,
         }
         if kind == "scheme":
             rec["control_sent"] = [r["control_sent"] for r in first]
             rec["stages"] = len(first[0]["stages"])
             rec["replicas_identical"] = len({r.get("digest") for r in first}) == 1
+            comms = [_comm_of(ranks) for _, ranks in sorted(repeats.items())]
+            rec["comm_s"] = statistics.median(c for c, _ in comms)
+            rec["comm_stages_s"] = np.median([s for _, s in comms], axis=0).tolist()
         records.append(rec)
     return records
 

@@ -31,18 +31,35 @@ def test_compare_and_summary_cover_every_simulated_variant():
     from emulate.validate import VARIANTS, compare, error_summary, tables
 
     emulated = [{"name": name, "kind": "scheme", "time_s": 1.0, "min_s": 0.9, "max_s": 1.2, "correct": True,
-                 "sent": [10, 20], "received": [20, 10]} for name in ("a", "b", "c")]
-    emulated.append({"name": "dense", "kind": "peer", "time_s": 2.0, "min_s": 2.0, "max_s": 2.0, "correct": True})
+                 "sent": [10, 20], "received": [20, 10], "comm_s": 0.5, "comm_stages_s": [0.5]}
+                for name in ("a", "b", "c")]
+    emulated.append({"name": "dense", "kind": "peer", "time_s": 2.0, "min_s": 2.0, "max_s": 2.0, "correct": True,
+                     "wire_tx": [100, 125], "wire_rx": [125, 100]})
     errs = {"a": 0.1, "b": -0.3, "c": 0.05}
     simulated = {name: {"sent": [10, 20], "received": [20, 10] if name != "c" else [10, 20],
-                        **{v: 1.0 + e * (1 + i) for i, v in enumerate(VARIANTS)}} for name, e in errs.items()}
-    rows = compare(4, emulated, simulated)
+                        **{v: {"time": 1.0 + e * (1 + i), "comm": 0.5 * (1 - e), "comm_stages": [0.5 * (1 - e)]}
+                           for i, v in enumerate(VARIANTS)}} for name, e in errs.items()}
+    rows = compare(4, emulated, simulated, rate_bps=100.0, iteration=2)
     assert [r["bytes_equal"] for r in rows[:3]] == [True, True, False] and VARIANTS[0] not in rows[3]
     for i, v in enumerate(VARIANTS):
         assert [r[f"err_{v}"] for r in rows[:3]] == pytest.approx([e * (1 + i) for e in errs.values()])
+        assert [r[f"err_comm_{v}"] for r in rows[:3]] == pytest.approx([-e for e in errs.values()])
+    # wire bound: the busiest direction at the rate (a scheme's payload, a peer's link counters)
+    assert rows[0]["wire_s"] == pytest.approx(8 * 20 / 100.0) and rows[3]["wire_s"] == pytest.approx(8 * 125 / 100.0)
+    assert rows[3]["emu_over_wire"] == pytest.approx(2.0 / 10.0)
     summary = error_summary(rows)
     assert [s["model"] for s in summary] == list(VARIANTS)
-    assert summary[0] == {"ranks": 4, "model": VARIANTS[0], "median_abs_err": pytest.approx(0.1),
-                          "max_abs_err": pytest.approx(0.3), "worst": "b"}
+    assert summary[0] == {"rate_bps": 100.0, "ranks": 4, "model": VARIANTS[0],
+                          "median_abs_err": pytest.approx(0.1), "max_abs_err": pytest.approx(0.3), "worst": "b",
+                          "comm_median_abs_err": pytest.approx(0.1), "comm_max_abs_err": pytest.approx(0.3),
+                          "comm_worst": "b"}
     text = tables({"rows": rows, "summary": summary, "imbalance": []})
-    assert VARIANTS[-1] in text and "DIFFER" in text
+    assert VARIANTS[-1] in text and "DIFFER" in text and "err comm maxmin" in text
+
+
+def test_comm_part_is_the_longest_wait_and_each_stage_s_longest():
+    from emulate.summary import comm_part
+
+    total, stages = comm_part([[0.1, 0.4], [0.3, 0.1], [0.2, 0.25]])
+    assert total == pytest.approx(0.5) and stages == pytest.approx([0.3, 0.4])
+    assert comm_part([]) == (0.0, [])

@@ -190,3 +190,20 @@ def test_measured_work_replaces_the_element_costs(model):
     assert t.makespan == pytest.approx(2 * 0.5 + 10**6 / B + 2 * 0.25, rel=1e-12)
     with pytest.raises(ValueError, match="no measured local work"):
         run(MessageLog(2, 1, [Message(0, 0, 1, 10, "coo")]), cluster(2), model, measured_work=1.0)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_comm_wait_is_the_stage_less_its_local_work(model):
+    # a ring with pre and post work on every (rank, stage), one processor per rank: each stage is
+    # pre + the wait for messages + post, and the wait covers at least the stage's own message
+    n, rng = 5, np.random.default_rng(7)
+    msgs = [Message(s, r, (r + 1) % n, 10_000 * (1 + r), "dense") for s in range(3) for r in range(n)]
+    work = [Work(s, r, p, "merge", int(rng.integers(1, 10**4))) for s in range(3) for r in range(n) for p in ("pre", "post")]
+    log = MessageLog(n, 3, msgs, work)
+    t = run(log, cluster(n), model, work=MERGE_1US)
+    elements = np.zeros((n, 3))
+    for w in work:
+        elements[w.rank, w.stage] += w.elements
+    np.testing.assert_allclose(t.comm_wait + 1e-6 * elements, t.stage_end - t.stage_start, rtol=1e-9, atol=1e-12)
+    own = np.array([[10_000 * (1 + r) / B for _ in range(3)] for r in range(n)])
+    assert (t.comm_wait >= own * (1 - 1e-9)).all()

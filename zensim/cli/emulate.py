@@ -32,15 +32,33 @@ def _schemes(text: str) -> list[str]:
     return names
 
 
+def _rates_bps(text: str) -> list[float]:
+    """--bandwidth of validate: a comma list of per-NIC bandwidths, in bit/s."""
+    rates = [_rate_bps(x) for x in text.split(",") if x]
+    if not rates:
+        raise ConfigError(f"--bandwidth: expected one or more bandwidths, got {text!r}")
+    return rates
+
+
+def _int_list(text: str, what: str, low: int, meaning: str) -> list[int]:
+    """A comma list of integers, each at least `low`, or a ConfigError naming `what`."""
+    try:
+        values = [int(x) for x in text.split(",") if x]
+    except ValueError:
+        raise ConfigError(f"{what}: expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) < low:
+        raise ConfigError(f"{what}: {meaning}, got {text!r}")
+    return values
+
+
+def _iterations(text: str | None, default: int) -> list[int]:
+    """--iterations of validate: a comma list of trace iterations (default: --iteration alone)."""
+    return [default] if text is None else _int_list(text, "--iterations", 0, "expected non-negative trace iterations")
+
+
 def _ranks(text: str) -> list[int]:
     """--ranks of validate: a comma list of cluster sizes, each at least 2."""
-    try:
-        ranks = [int(x) for x in text.split(",") if x]
-    except ValueError:
-        raise ConfigError(f"--ranks: expected comma-separated integers, got {text!r}") from None
-    if not ranks or min(ranks) < 2:
-        raise ConfigError(f"--ranks: every cluster needs at least 2 ranks, got {text!r}")
-    return ranks
+    return _int_list(text, "--ranks", 2, "every cluster needs at least 2 ranks")
 
 
 def _read(path: str, what: str) -> str:
@@ -167,8 +185,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if calib is None:
             calib = 1 if trace.iterations > 1 else 0
         workdir = _output_dir(args.workdir, "--workdir")
-        result = validate(args.trace, _ranks(args.ranks), _rate_bps(args.bandwidth), _schemes(args.schemes),
-                          args.repeats, args.iteration, calib, parse_options(args.options), workdir, args.wait)
+        result = validate(args.trace, _ranks(args.ranks), _rates_bps(args.bandwidth), _schemes(args.schemes),
+                          args.repeats, _iterations(args.iterations, args.iteration), calib,
+                          parse_options(args.options), workdir, args.wait)
         command = result["command"] = args.command_line
         write_atomic(workdir / "validation.json", json.dumps(result, indent=2) + "\n")
     if docs is not None:
@@ -178,15 +197,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _validation_json(path: str) -> dict:
-    """An earlier validation.json (--from-json), or a ConfigError naming the file."""
+    """An earlier validation.json (--from-json; an older one-bandwidth result is upgraded), or a
+    ConfigError naming the file."""
+    from emulate.validate import upgrade
+
     try:
         result = json.loads(_read(path, "--from-json"))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"--from-json: {path} is not JSON ({exc.msg})") from None
-    missing = [k for k in ("rows", "summary", "imbalance", "profiles", "rate_bps") if not isinstance(result, dict) or k not in result]
+    missing = [k for k in ("rows", "summary", "imbalance", "profiles") if not isinstance(result, dict) or k not in result]
+    if not missing and "rates_bps" not in result and "rate_bps" not in result:
+        missing = ["rates_bps"]
     if missing:
         raise ConfigError(f"--from-json: {path} is not a validation result (no {', '.join(missing)})")
-    return result
+    return upgrade(result)
 
 
 def _common(p: argparse.ArgumentParser, json: bool = True) -> None:
@@ -235,6 +259,9 @@ def register(sub) -> None:
     p.add_argument("--notes", default=None, help="markdown file appended to the generated page (analysis)")
     p.add_argument("--schemes", default="all")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--iterations", default=None,
+                   help="comma list of trace iterations to validate (default: --iteration); with a comma list "
+                   "of --bandwidth values, every bandwidth x size x iteration is run")
     p.add_argument("--calibration-iteration", type=int, default=None,
                    help="trace iteration for the local-work calibration (default 1 if present, else 0)")
     p.add_argument("--workdir", default="validation-out", help="profiles and validation.json go here")

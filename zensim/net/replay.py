@@ -45,6 +45,12 @@ class Timing:
         """Time at which the last rank finished its last stage."""
         return float(self.stage_end[:, -1].max()) if self.stage_end.size else 0.0
 
+    @property
+    def comm_wait(self) -> np.ndarray:
+        """(n, S) seconds each rank waited for its stage's messages: from injecting its sends to the
+        delivery of the last message it sends or receives (the emulator's `comm_s`)."""
+        return self.transfer_end - self.transfer_start
+
 
 def work_seconds(log: MessageLog, costs: Costs, work: WorkCost | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Pre and post local-work seconds per (rank, stage): element counts x `costs.work` (or `work`,
