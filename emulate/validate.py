@@ -138,6 +138,24 @@ def upgrade(result: dict) -> dict:
             "profiles": [{"rate_bps": rate, "ranks": int(n), "profile": p} for n, p in result["profiles"].items()]}
 
 
+def merge(results: list[dict]) -> dict:
+    """One validation from several runs of the same trace (say, one per bandwidth): rows, profiles and
+    imbalance together, the summary recomputed, the commands joined; ConfigError if the runs differ in
+    trace, repeats or calibration iteration."""
+    first = results[0]
+    for key in ("trace", "repeats", "calibration_iteration"):
+        if len({json.dumps(r.get(key)) for r in results}) > 1:
+            raise ConfigError(f"--from-json: the validations differ in {key}; only runs of the same trace and settings merge")
+    rows = [row for r in results for row in r["rows"]]
+    imbalance = {(i["ranks"], i.get("iteration")): i for r in results for i in r["imbalance"]}
+    return {**first, "rows": rows, "summary": error_summary(rows),
+            "rates_bps": sorted({x for r in results for x in r["rates_bps"]}),
+            "iterations": sorted({x for r in results for x in r["iterations"]}),
+            "profiles": [p for r in results for p in r["profiles"]],
+            "imbalance": [imbalance[k] for k in sorted(imbalance, key=lambda k: (k[0], k[1] or 0))],
+            "command": " and ".join(r.get("command", "zensim validate") for r in results)}
+
+
 def error_summary(rows: list[dict]) -> list[dict]:
     """Per bandwidth, n and simulated variant, over schemes and iterations: median and max absolute
     relative error of the whole and of the communication part, the worst scheme of each."""

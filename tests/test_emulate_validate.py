@@ -63,3 +63,26 @@ def test_comm_part_is_the_longest_wait_and_each_stage_s_longest():
     total, stages = comm_part([[0.1, 0.4], [0.3, 0.1], [0.2, 0.25]])
     assert total == pytest.approx(0.5) and stages == pytest.approx([0.3, 0.4])
     assert comm_part([]) == (0.0, [])
+
+
+def test_runs_per_bandwidth_merge_into_the_one_validation():
+    from emulate.validate import VARIANTS, compare, error_summary, merge
+    from zensim.errors import ConfigError
+
+    def run(rate, err):
+        emulated = [{"name": name, "kind": "scheme", "time_s": 1.0, "min_s": 1.0, "max_s": 1.0, "correct": True,
+                     "sent": [1], "received": [1], "comm_s": 0.5, "comm_stages_s": [0.5]} for name in ("a", "b")]
+        simulated = {name: {"sent": [1], "received": [1], **{v: {"time": 1 + err * k, "comm": 0.5, "comm_stages": [0.5]}
+                                                             for v in VARIANTS}} for k, name in enumerate(("a", "b"))}
+        rows = compare(4, emulated, simulated, rate, 0)
+        return {"trace": "t.zt", "repeats": 2, "calibration_iteration": 1, "rates_bps": [rate], "iterations": [0],
+                "rows": rows, "summary": error_summary(rows), "imbalance": [{"ranks": 4, "iteration": 0}],
+                "profiles": [{"rate_bps": rate, "ranks": 4, "profile": {}}], "command": f"run {rate:g}"}
+
+    parts = [run(25e6, 0.02), run(200e6, 0.3)]
+    whole = merge(parts)
+    assert whole["rates_bps"] == [25e6, 200e6] and len(whole["imbalance"]) == 1
+    assert whole["summary"] == error_summary(parts[0]["rows"] + parts[1]["rows"])
+    assert [s["max_abs_err"] for s in whole["summary"] if s["model"] == "maxmin"] == pytest.approx([0.02, 0.3])
+    with pytest.raises(ConfigError, match="differ in trace"):
+        merge([parts[0], {**parts[1], "trace": "other.zt"}])

@@ -164,7 +164,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Emulate and simulate every scheme, compare, write docs/validation.md and its plot."""
-    from emulate.validate import tables, validate
+    from emulate.validate import merge, tables, validate
     from emulate.valreport import write_docs
     from zensim.trace import Trace
 
@@ -177,7 +177,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     # writes into the repository's docs/ (which holds the project's own validation page)
     docs = _output_dir(*((args.workdir, "--workdir") if args.docs is None else (args.docs, "--docs"))) if args.docs != "" else None
     if args.from_json:
-        result = _validation_json(args.from_json)
+        results = [_validation_json(path) for path in args.from_json.split(",") if path]
+        result = merge(results) if len(results) > 1 else results[0]
         command = result.get("command", "zensim validate")
     else:
         trace = Trace.open(args.trace)
@@ -255,7 +256,8 @@ def register(sub) -> None:
     p = sub.add_parser("validate", help="emulate and simulate every scheme, compare, write validation.md and its plot")
     p.add_argument("--trace", default=None, help="trace to validate on (required unless --from-json)")
     p.add_argument("--ranks", default="4,8,16", help="cluster sizes (default %(default)s)")
-    p.add_argument("--from-json", default=None, help="re-render the docs from an earlier validation.json, no runs")
+    p.add_argument("--from-json", default=None, help="re-render the docs from an earlier validation.json, no runs; a comma list of "
+                   "them (runs of the same trace, e.g. one per bandwidth) renders them as one")
     p.add_argument("--notes", default=None, help="markdown file appended to the generated page (analysis)")
     p.add_argument("--schemes", default="all")
     p.add_argument("--repeats", type=int, default=3)
