@@ -65,9 +65,10 @@ def emulate_trace(trace: str | Path | Trace, ranks: int, rate_bps: float, scheme
 
 def calibrate_cluster(ranks: int, rate_bps: float, out: Path, trace: str | None = None, schemes: list[str] = (),
                       iteration: int = 0, options: dict | None = None, timeout: float = 900.0,
-                      wait_lock: float = 0.0, repeats: int = 2) -> dict:
+                      wait_lock: float = 0.0, repeats: int = 2, step_repeats: int = 3) -> dict:
     """Measure links (and, given a trace and schemes, local work) on an emulated cluster; write the profile.
 
+    `step_repeats`: timed in-process runs per scheme for the measured local work (emulate.stepcost).
     Returns the profile dict (also written to `out`; the fits and samples beside it in
     `<out stem>.details.json`, the calibration runs' raw records in `<out stem>.runs.json.gz`).
     """
@@ -85,7 +86,7 @@ def calibrate_cluster(ranks: int, rate_bps: float, out: Path, trace: str | None 
     logs = {}
     if work_outs:
         with Trace.open(trace) as t:
-            logs = scheme_logs(t, iteration, ranks, list(schemes), options or {})
+            logs = scheme_logs(t, iteration, ranks, list(schemes), options or {}, step_repeats)
     links = calibrate.fit_links(network, rate_bps / 8, ranks)
     profile = calibrate.make_profile(links, calibrate.fit_work(work_outs), os.cpu_count(),
                                      calibrate.cpu_slowdown(work_outs, logs), describe)

@@ -93,16 +93,20 @@ def compare(n: int, emulated: list[dict], simulated: dict[str, dict], rate_bps: 
 
 def validate(trace_path: str, ranks: list[int], rates_bps: list[float], schemes: list[str], repeats: int,
              iterations: list[int], calibration_iteration: int, options: dict, workdir: Path,
-             wait_lock: float = 0.0) -> dict:
+             wait_lock: float = 0.0, step_repeats: int = 3) -> dict:
     """Run the whole validation: per bandwidth and cluster size, one calibration, then every iteration
-    emulated and simulated; returns {'rows', 'summary', 'imbalance', 'profiles', ...} (JSON-ready)."""
+    emulated and simulated; returns {'rows', 'summary', 'imbalance', 'profiles', ...} (JSON-ready).
+    `step_repeats`: timed in-process runs per scheme whose median is the measured local work
+    (emulate.stepcost)."""
     trace = Trace.open(trace_path)
     if not 0 <= calibration_iteration < trace.iterations:
         raise ConfigError(f"--calibration-iteration: {calibration_iteration} out of range for {trace_path} "
                           f"({trace.iterations} iterations)")
-    for n in ranks:  # every user error before the first (minutes-long) run, not after it
-        for it in iterations:
-            preflight(trace_path, n, schemes, it, options)
+    for it in iterations:  # every user error before the first (minutes-long) run, not after it
+        if not 0 <= it < trace.iterations:
+            raise ConfigError(f"--iterations: {it} out of range for {trace_path} ({trace.iterations} iterations)")
+    for n in ranks:
+        preflight(trace_path, n, schemes, iterations[0], options)
     workdir.mkdir(parents=True, exist_ok=True)
     rows, profiles, logs = [], [], {}
     for rate in rates_bps:
@@ -110,7 +114,7 @@ def validate(trace_path: str, ranks: list[int], rates_bps: list[float], schemes:
             tag = f"{rate / 1e6:g}mbit-n{n}"
             profile_path = workdir / f"profile-{tag}.json"
             profile = calibrate_cluster(n, rate, profile_path, trace_path, schemes, calibration_iteration,
-                                        options, wait_lock=wait_lock)
+                                        options, wait_lock=wait_lock, step_repeats=step_repeats)
             profiles.append({"rate_bps": rate, "ranks": n, "profile": profile})
             for it in iterations:
                 records, outs, _ = emulate_trace(trace_path, n, rate, schemes, repeats, "dense,sparse", it,
@@ -118,11 +122,11 @@ def validate(trace_path: str, ranks: list[int], rates_bps: list[float], schemes:
                 # every rank's raw records, for re-analysis without re-running
                 write_atomic(workdir / f"emulated-{tag}-i{it}.json.gz", gzip.compress(json.dumps(outs).encode()))
                 if (n, it) not in logs:  # the same steps at every bandwidth: measured once
-                    logs[n, it] = scheme_logs(trace, it, n, schemes, options)
+                    logs[n, it] = scheme_logs(trace, it, n, schemes, options, step_repeats)
                 rows += compare(n, records, simulate_schemes(logs[n, it], profile_path), rate, it)
     imbalance = [{"ranks": n, "iteration": it, **hash_imbalance(trace, it, n)} for n in ranks for it in iterations]
     return {"trace": trace_path, "iterations": iterations, "calibration_iteration": calibration_iteration,
-            "rates_bps": list(rates_bps), "repeats": repeats, "rows": rows, "imbalance": imbalance,
+            "rates_bps": list(rates_bps), "repeats": repeats, "step_repeats": step_repeats, "rows": rows, "imbalance": imbalance,
             "profiles": profiles, "summary": error_summary(rows)}
 
 

@@ -35,6 +35,10 @@ CASES = [
     (["calibrate", "--ranks", "2", "--out", "{tmp}"], "--out: .* is a directory"),
     (["validate", "--ranks", "2", "--repeats", "0"], "--repeats"),
     (["validate", "--ranks", "2", "--workdir", "{trace}"], "--workdir: .* not a directory"),
+    (["validate", "--ranks", "2", "--step-repeats", "0"], "--step-repeats"),
+    (["validate", "--ranks", "2", "--bandwidth", "25mbit,fast"], "--bandwidth"),
+    (["validate", "--ranks", "2", "--iterations", "0,x"], "--iterations: expected comma-separated integers"),
+    (["validate", "--ranks", "2", "--iterations", "0,1"], "--iterations: 1 out of range"),
 ]
 
 

@@ -172,6 +172,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise ConfigError("--trace: required (or --from-json to re-render an earlier validation)")
     _common_checks(args)
     _at_least(args.repeats, 1, "--repeats")
+    _at_least(args.step_repeats, 1, "--step-repeats")
     notes = _read(args.notes, "--notes") if args.notes else ""
     # the page goes into --workdir unless --docs names a folder ('' for none): by default a run never
     # writes into the repository's docs/ (which holds the project's own validation page)
@@ -186,9 +187,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if calib is None:
             calib = 1 if trace.iterations > 1 else 0
         workdir = _output_dir(args.workdir, "--workdir")
+        iterations = _iterations(args.iterations, args.iteration)
+        flag = "--iterations" if args.iterations is not None else "--iteration"
+        bad = [i for i in iterations if i >= trace.iterations]
+        if bad:
+            raise ConfigError(f"{flag}: {bad[0]} out of range for {args.trace} ({trace.iterations} iterations)")
         result = validate(args.trace, _ranks(args.ranks), _rates_bps(args.bandwidth), _schemes(args.schemes),
-                          args.repeats, _iterations(args.iterations, args.iteration), calib,
-                          parse_options(args.options), workdir, args.wait)
+                          args.repeats, iterations, calib,
+                          parse_options(args.options), workdir, args.wait, args.step_repeats)
         command = result["command"] = args.command_line
         write_atomic(workdir / "validation.json", json.dumps(result, indent=2) + "\n")
     if docs is not None:
@@ -264,6 +270,8 @@ def register(sub) -> None:
     p.add_argument("--iterations", default=None,
                    help="comma list of trace iterations to validate (default: --iteration); with a comma list "
                    "of --bandwidth values, every bandwidth x size x iteration is run")
+    p.add_argument("--step-repeats", type=int, default=3,
+                   help="timed in-process runs per scheme whose median is the measured local work (default 3)")
     p.add_argument("--calibration-iteration", type=int, default=None,
                    help="trace iteration for the local-work calibration (default 1 if present, else 0)")
     p.add_argument("--workdir", default="validation-out", help="profiles and validation.json go here")
