@@ -32,6 +32,20 @@ def test_topk_fast_path_equals_the_full_partition(dist: str) -> None:
     np.testing.assert_array_equal(got, expected)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_selections_equal_numpy(dtype: type) -> None:
+    """at_least and topk_abs (one compiled pass, no |x| array) give numpy's positions exactly,
+    thresholds at a value of x and ties included."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal(700_000) * rng.integers(0, 3, 700_000)).astype(dtype)  # a third zeros: ties
+    x[::5] = -x[::5]
+    for threshold in (0.0, float(abs(x[11])), 0.1, 1 / 3, 5.0):
+        np.testing.assert_array_equal(ops.at_least(x, threshold), np.flatnonzero(np.abs(x) >= threshold))
+    for k in (1, 700, 70_000, 400_000, 699_999):
+        np.testing.assert_array_equal(ops.topk_abs(x, k), ops.topk_indices(np.abs(x), k))
+    assert ops.at_least(x[:0], 1.0).tolist() == [] and ops.at_least(x[1::2], 0.5).dtype == np.int64
+
+
 def test_dgc_selects_at_most_k_of_the_largest_and_is_seeded_per_key() -> None:
     rng = np.random.default_rng(2)
     a, b = make_sparsifier("dgc", 0.01, seed=5), make_sparsifier("dgc", 0.01, seed=5)

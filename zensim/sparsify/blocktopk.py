@@ -42,6 +42,5 @@ class BlockTopK(Sparsifier):
         blocks = min(self.blocks or self.workers, len(acc))
         bounds = even_boundaries(len(acc), blocks)
         count = per_block(self.density, len(acc), blocks)
-        mag = self.magnitude(acc, state)
-        parts = [ops.topk_indices(mag[lo:hi], count) + int(lo) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        parts = [ops.topk_abs(acc[lo:hi], count) + int(lo) for lo, hi in zip(bounds[:-1], bounds[1:])]
         return ops.concat(parts, acc)  # disjoint blocks in ascending order: sorted already

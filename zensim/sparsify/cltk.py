@@ -24,4 +24,4 @@ class CLTK(Sparsifier):
         """The top-k if this worker leads iteration t, else nothing."""
         if self.rank != self.leader(state.t):
             return ops.empty_index(acc)
-        return ops.topk_indices(self.magnitude(acc, state), target_count(self.density, len(acc)))
+        return ops.topk_abs(acc, target_count(self.density, len(acc)))

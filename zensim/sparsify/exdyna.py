@@ -163,7 +163,7 @@ class ExDyna(Sparsifier):
                 layout.sweep(parts, total)
             extra["threshold"] *= scale_factor(total, k)
         start, end = extra["layout"].bounds(self.partition_of(state.t))
-        chosen = ops.nonzero(ops.magnitude(acc[start:end]) >= extra["threshold"])
+        chosen = ops.at_least(acc[start:end], extra["threshold"])
         if len(chosen) == 0:
             return ops.arange(start + state.t % (end - start), start + state.t % (end - start) + 1, acc)
         return chosen + start

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from zensim.sparsify.kernels import at_least as _at_least
+
 Array = Any  # np.ndarray or torch.Tensor
 
 _SAMPLE = 1 << 16  # at most this many elements sampled to guess the k-th magnitude before the exact selection
@@ -38,6 +40,13 @@ def magnitude(x: Array, out: np.ndarray | None = None) -> Array:
     if is_torch(x):
         return x.abs()
     return np.abs(x, out=out[: len(x)] if out is not None else None)
+
+
+def at_least(x: Array, threshold: float) -> Array:
+    """Sorted int64 positions where |x| >= threshold (numpy: one compiled pass, no |x| array)."""
+    if is_torch(x):
+        return nonzero(x.abs() >= threshold)
+    return _at_least(x, threshold)
 
 
 def empty_index(like: Array) -> Array:
@@ -122,17 +131,32 @@ def topk_indices(mag: Array, k: int) -> Array:
     return _with_ties(sub, kth, k, candidates)
 
 
-def _candidates(mag: np.ndarray, k: int) -> np.ndarray | None:
+def topk_abs(x: Array, k: int) -> Array:
+    """`topk_indices` of |x| (the same positions) without writing |x| for a large numpy `x`: the
+    sampled guess is taken from |x| at the sample's positions and the candidates in one pass."""
+    n = len(x)
+    if is_torch(x) or n <= 4 * _SAMPLE or not 0 < k < n:
+        return topk_indices(magnitude(x), k)
+    candidates = _candidates(x, k, signed=True)
+    if candidates is None:
+        return topk_indices(magnitude(x), k)
+    sub = np.abs(x[candidates])
+    kth = float(np.partition(sub, len(sub) - k)[len(sub) - k])
+    return _with_ties(sub, kth, k, candidates)
+
+
+def _candidates(mag: np.ndarray, k: int, signed: bool = False) -> np.ndarray | None:
     """Positions whose magnitude is at least a sampled guess of the k-th largest, if they are at
     least k (so that they contain the top k); None when the guess was too high. The sample holds
     about _EXPECTED elements above the k-th (at most _SAMPLE elements, at least 1 in 4): smaller
-    for a larger k / n, which is where the partition of the sample would cost most."""
+    for a larger k / n, which is where the partition of the sample would cost most. `signed`:
+    `mag` holds signed values and their magnitudes are meant."""
     size = min(_SAMPLE, max(len(mag) // 4, 1), max(4096, _EXPECTED * len(mag) // k))
     stride = max(1, len(mag) // size)
-    sample = mag[::stride]
+    sample = np.abs(mag[::stride]) if signed else mag[::stride]
     want = min(len(sample), math.ceil(k / len(mag) * len(sample) * 1.25) + 16)
     guess = np.partition(sample, len(sample) - want)[len(sample) - want]
-    candidates = np.flatnonzero(mag >= guess)
+    candidates = _at_least(mag, guess)
     return candidates if len(candidates) >= k else None
 
 

@@ -38,4 +38,4 @@ class HardThreshold(Sparsifier):
     def choose(self, key: str, acc: Array, state: KeyState) -> Array:
         """Every position at or above the threshold."""
         threshold = self.threshold or default_threshold(self.density, len(acc))
-        return ops.nonzero(ops.magnitude(acc) >= threshold)
+        return ops.at_least(acc, threshold)

@@ -16,4 +16,4 @@ class TopK(Sparsifier):
 
     def choose(self, key: str, acc: Array, state: KeyState) -> Array:
         """The k largest |acc|."""
-        return ops.topk_indices(self.magnitude(acc, state), target_count(self.density, len(acc)))
+        return ops.topk_abs(acc, target_count(self.density, len(acc)))
