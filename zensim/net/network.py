@@ -61,7 +61,7 @@ class Network:
         self.route_latency = np.empty(0)
         self.sent_at = np.empty(0)
         self.delivered_at = np.empty(0)
-        self.route_tuples: list[tuple[int, ...]] = []
+        self._tuples: list[tuple[int, ...]] = []  # route_tuples of the first len(_tuples) messages
         self._on_delivery: list[Delivery | None] = []
         self._pools: dict[int, SharedCores] = {}
         self.model = make_model(model, self, options or {})
@@ -75,6 +75,24 @@ class Network:
     def events(self) -> int:
         """Callbacks scheduled so far (timers, deliveries, model events, local work)."""
         return self.clock.events
+
+    @property
+    def route_tuples(self) -> list[tuple[int, ...]]:
+        """Per message its route as a tuple of link ids (no padding); made when first asked for (a
+        compiled replay never needs them), rows of one length at a time."""
+        have = len(self._tuples)
+        if have < self.count:
+            routes = self.routes[have:self.count]
+            used = routes != self.num_links
+            hops = used.sum(axis=1)
+            compact = np.take_along_axis(routes, np.argsort(~used, axis=1, kind="stable"), axis=1)  # pads last
+            new: list[tuple[int, ...]] = [()] * len(routes)
+            for length in np.unique(hops).tolist():
+                rows = np.flatnonzero(hops == length)
+                for i, route in zip(rows.tolist(), map(tuple, compact[rows, :length].tolist())):
+                    new[i] = route
+            self._tuples += new
+        return self._tuples
 
     def add_messages(self, src: Sequence[int] | np.ndarray, dst: Sequence[int] | np.ndarray,
                      nbytes: Sequence[int] | np.ndarray, on_delivery: Delivery | None = None) -> np.ndarray:
@@ -91,8 +109,6 @@ class Network:
         self.routes[first: first + k] = routes
         self.nbytes[first: first + k] = size
         self.route_latency[first: first + k] = np.append(self.latency, 0.0)[routes].sum(axis=1)
-        pad = self.num_links
-        self.route_tuples += [tuple(x for x in row if x != pad) for row in routes.tolist()]
         self._on_delivery += [on_delivery] * k
         self.count = first + k
         return np.arange(first, first + k)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from zensim.net import fastfifo
 from zensim.net.costs import Costs
 from zensim.net.network import Network
 from zensim.net.profile import WORK_KINDS, WorkCost
@@ -102,12 +103,11 @@ class LogReplay:
         # sends of (rank, stage) as slices of one ordering; pending = messages a (rank, stage) waits for
         order = np.lexsort(((dst - src) % max(n, 1), stage, src))
         key = src[order] * stages + stage[order]
-        self.bounds = np.searchsorted(key, np.arange(n * stages + 1)).tolist()
-        self.order = (order + self.first).tolist()
-        self.pending = (np.bincount(src * stages + stage, minlength=n * stages)
-                        + np.bincount(dst * stages + stage, minlength=n * stages)).tolist()
-        self.stage_of, self.src_of, self.dst_of = stage.tolist(), src.tolist(), dst.tolist()
-        self.pre, self.post = pre.ravel().tolist(), post.ravel().tolist()
+        # the schedule as arrays (message ids relative to `first`), for zensim.net.fastfifo
+        self.arrays = {"order": order, "bounds": np.searchsorted(key, np.arange(n * stages + 1)),
+                       "pending": (np.bincount(src * stages + stage, minlength=n * stages)
+                                   + np.bincount(dst * stages + stage, minlength=n * stages)),
+                       "stage": stage, "src": src, "dst": dst, "pre": pre.ravel(), "post": post.ravel()}
         self.stages = stages
         self.stage_start = np.zeros((n, stages))
         self.stage_end = np.zeros((n, stages))
@@ -115,8 +115,19 @@ class LogReplay:
         self.transfer_end = np.zeros((n, stages))
         g = net.topology.spec.gpus_per_machine
         self.src_machine, self.dst_machine = self.gpu[src] // g, self.gpu[dst] // g
-        self.sent = [False] * (n * stages)
         self.running = n if stages else 0
+        self._lists = False
+
+    def _as_lists(self) -> None:
+        """The schedule as Python lists, what the callbacks index (made on the first start)."""
+        if self._lists:
+            return
+        a = self.arrays
+        self.bounds, self.order, self.pending = a["bounds"].tolist(), (a["order"] + self.first).tolist(), a["pending"].tolist()
+        self.stage_of, self.src_of, self.dst_of = a["stage"].tolist(), a["src"].tolist(), a["dst"].tolist()
+        self.pre, self.post = a["pre"].tolist(), a["post"].tolist()
+        self.sent = [False] * len(self.pending)
+        self._lists = True
 
     def start(self) -> None:
         """Every rank begins its first stage now."""
@@ -125,10 +136,18 @@ class LogReplay:
 
     def start_rank(self, r: int) -> None:
         """Rank r begins its first stage now."""
+        self._as_lists()
         if self.stages:
             self._begin(r, 0)
         elif self.on_rank_done is not None:
             self.on_rank_done(r)
+
+    def run_compiled(self) -> None:
+        """`start()` and run the network to the end in one compiled loop (zensim.net.fastfifo, where
+        `fastfifo.applies`): the same times, this log the network's only client."""
+        out, self.running = fastfifo.run(self.net, self.arrays, self.first, self.log.n, self.stages)
+        for target, row in zip((self.stage_start, self.transfer_start, self.transfer_end, self.stage_end), out):
+            target[:] = row.reshape(target.shape)
 
     def timing(self) -> Timing:
         """Times so far (complete once the network has run out of work)."""
@@ -195,6 +214,9 @@ def replay(log: MessageLog, costs: Costs, model: str = "fifo", *, gpu_of_rank: n
     local work on host `host_of_rank[r]` (default its machine), sharing model `model` with `options`."""
     net = Network(costs, model, options)
     client = LogReplay(net, log, gpu_of_rank, host_of_rank)
-    client.start()
-    net.run()
+    if fastfifo.applies(net):
+        client.run_compiled()
+    else:
+        client.start()
+        net.run()
     return client.timing()
