@@ -8,26 +8,48 @@ OmniReduce and ZEN, and ZEN's speedup over each, beside the paper's ratios at 16
 --machines 2,4,8,16 the same for each size (ZEN's x axis). --profile adds local-work (compression)
 costs (e.g. scenarios/profiles/v100-work.json).
 
+--zen-size: the two models at ZEN's sizes instead (Table 1: LSTM embedding 406M at 1.13%, MLP 20M,
+batch 128; DeepFM embedding 214M at 2.80%, MLP 68M, batch 1024): V100 profiles from the layer shapes
+of scenarios/zen-size/*.shapes.json (zensim.train.shapes, kernels at --efficiency of the datasheet
+peaks) and synthetic traces of whole embedding rows at those densities (zensim.trace.synth, overlap
+and skewness of our captured traces of the same models, ZEN's for the LSTM's skew), written once to
+--trace-dir (outside git; about 0.6 GB (LSTM) and 0.8 GB (DeepFM) per trace iteration at 128
+workers). --scale multiplies the embedding rows (a smaller run, say so when quoting it).
+
     .venv/bin/python benchmarks/zen_figures.py [--machines 16] [--presets p3.16xlarge,p3dn.24xlarge]
         [--nic-latency 0us] [--profile P.json] [--model fifo] [--json]
+        [--zen-size [--scale 1] [--trace-dir DIR] [--efficiency 0.66]]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+import tempfile
+from pathlib import Path
 
 from zensim.net.costs import Costs
 from zensim.net.presets import machine_preset
 from zensim.net.profile import load_profile
 from zensim.report.table import format_table
 from zensim.sim.cluster import build_cluster
+from zensim.trace.format import Trace
+from zensim.trace.synth import SynthParams, synthesize
+from zensim.train.devices import get_device
 from zensim.train.iteration import simulate_iteration
 from zensim.train.layers import load_layers
+from zensim.train.shapes import shapes_profile
+from zensim.train.syncs import SyncLogs
 
 SCHEMES = ("dense-allreduce", "sparcml", "omnireduce", "zen")
 MODELS = {"LSTM": ("traces/lstm-lm-128w.zt", "traces/layers/lstm-lm-b20.v100.layers.json"),
           "DeepFM": ("traces/deepfm-128w.zt", "traces/layers/deepfm-b256.v100.layers.json")}
+# ZEN's sizes: shapes file, synthetic embedding (density: ZEN Table 1; overlap and s^8: our captured
+# traces of the same models (`zensim trace stats`), the LSTM's s^8 ZEN's (section 2.1: over 60% of the
+# non-zeros in the first of 8 parts)
+ZEN_SIZE = {"LSTM": ("scenarios/zen-size/lstm.shapes.json", SynthParams(0.0113, 0.38, 4.8)),
+            "DeepFM": ("scenarios/zen-size/deepfm.shapes.json", SynthParams(0.028, 0.40, 4.56))}
 # ZEN's reported speedups of ZEN over each baseline at 16 machines (OSDI '25, section 5.2 text)
 PAPER = {("LSTM", "25Gbps"): {"sparcml": 1.67, "omnireduce": 2.48, "dense-allreduce": 3.1},
          ("DeepFM", "25Gbps"): {"omnireduce": 1.44},
@@ -43,46 +65,88 @@ def main() -> int:
     p.add_argument("--profile", default=None)
     p.add_argument("--model", default="fifo")
     p.add_argument("--iterations", type=int, default=4)
+    p.add_argument("--zen-size", action="store_true", help="the models at ZEN's sizes (module docstring)")
+    p.add_argument("--scale", type=float, default=1.0, help="with --zen-size: embedding rows x this (default 1)")
+    p.add_argument("--trace-dir", default=str(Path(tempfile.gettempdir()) / "zensim-zen-size"),
+                   help="with --zen-size: where the synthetic traces are written once (default: TMPDIR/zensim-zen-size)")
+    p.add_argument("--efficiency", type=float, default=0.66,
+                   help="with --zen-size: fraction of the V100's peaks its kernels reach (default 0.66, "
+                        "measured on an H100 for the 114M-parameter GPT, docs/iteration.md)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     calib = load_profile(args.profile) if args.profile else None
+    machines = [int(x) for x in args.machines.split(",")]
+    presets = args.presets.split(",")
+    models = zen_size_models(args, 8 * max(machines)) if args.zen_size else \
+        {name: (Trace.open(trace), load_layers(layers)) for name, (trace, layers) in MODELS.items()}
+    results = {}
+    for name, (trace, prof) in models.items():
+        for m in machines:
+            for scheme in SCHEMES:
+                logs = None
+                for preset in presets:
+                    cluster, _ = build_cluster(m, preset=preset, nic_latency=args.nic_latency)
+                    logs = logs or SyncLogs(cluster, "zen", scheme, trace)  # the same messages at any bandwidth
+                    dense = results.get((name, preset, m, SCHEMES[0]))
+                    results[name, preset, m, scheme] = simulate_iteration(
+                        prof, scheme, Costs.of(cluster, calib), trace=trace, model=args.model,
+                        iterations=args.iterations, dense=dense, logs=logs)
+                    print(f"{name} {preset} {m} machines {scheme}: "
+                          f"{results[name, preset, m, scheme].iteration_s * 1e3:.4g} ms", file=sys.stderr, flush=True)
     rows, out, clusters = [], [], {}
-    for name, (trace, layers) in MODELS.items():
-        prof = load_layers(layers)
-        for preset in args.presets.split(","):
+    for name, (trace, prof) in models.items():
+        for preset in presets:
             nic = machine_preset(preset).nic
-            for m in (int(x) for x in args.machines.split(",")):
-                cluster, _ = build_cluster(m, preset=preset, nic_latency=args.nic_latency)
-                clusters[preset] = cluster.describe()
-                costs = Costs.of(cluster, calib)
-                dense = None
-                recs = {}
-                for scheme in SCHEMES:
-                    rec = simulate_iteration(prof, scheme, costs, trace=trace, model=args.model,
-                                             iterations=args.iterations, dense=dense)
-                    dense = dense or rec
-                    recs[scheme] = rec
+            for m in machines:
+                recs = {scheme: results[name, preset, m, scheme] for scheme in SCHEMES}
+                clusters[preset] = recs["zen"].cluster
                 zen = recs["zen"].samples_per_s
                 paper = PAPER.get((name, nic), {}) if m == 16 else {}
                 for scheme, rec in recs.items():
                     ratio = zen / rec.samples_per_s
-                    rows.append([name, preset, nic, cluster.gpus, scheme, rec.iteration_s * 1e3, rec.compute_s * 1e3,
+                    rows.append([name, preset, nic, rec.gpus, scheme, rec.iteration_s * 1e3, rec.compute_s * 1e3,
                                  rec.exposed_comm_s * 1e3, rec.samples_per_s, ratio, paper.get(scheme)])
-                    out.append({"model": name, "preset": preset, "nic": nic, "gpus": cluster.gpus, "scheme": scheme,
+                    out.append({"model": name, "preset": preset, "nic": nic, "gpus": rec.gpus, "scheme": scheme,
                                 "iteration_ms": rec.iteration_s * 1e3, "compute_ms": rec.compute_s * 1e3,
                                 "exposed_ms": rec.exposed_comm_s * 1e3, "samples_per_s": rec.samples_per_s,
                                 "zen_speedup": ratio, "paper_zen_speedup": paper.get(scheme),
                                 "cluster": rec.cluster})
+    for trace, _ in models.values():
+        trace.close()
     if args.json:
         print(json.dumps(out, indent=1))
         return 0
-    print(f"V100 estimates, DDP buckets, ZEN's layout, {args.model}, work costs: "
+    what = (f"ZEN-sized models (scenarios/zen-size, embedding rows x {args.scale:g}, kernels at "
+            f"{args.efficiency:g} of the peaks)" if args.zen_size else "the shipped traces")
+    print(f"{what}: V100 estimates, DDP buckets, ZEN's layout, {args.model}, work costs: "
           f"{args.profile or 'defaults (GPU-class per-element placeholders)'}")
     print(format_table(rows, ["model", "preset", "NIC", "GPUs", "scheme", "iteration ms", "compute ms", "exposed ms",
                               "samples/s", "ZEN speedup over it", "paper (16 machines)"]))
     for preset, about in clusters.items():
         print(f"{preset}: {about}")
     return 0
+
+
+def zen_size_models(args: argparse.Namespace, workers: int) -> dict[str, tuple[Trace, object]]:
+    """Per model at ZEN's size: its synthetic trace (written to --trace-dir unless there) and V100 profile."""
+    device = get_device("v100").derated(args.efficiency)
+    out = {}
+    for name, (shapes_file, params) in ZEN_SIZE.items():
+        spec = json.loads(Path(shapes_file).read_text())
+        emb = next(layer for layer in spec["layers"] if layer["kind"] == "embedding")
+        emb["rows"] = max(1, round(emb["rows"] * args.scale))
+        prof = shapes_profile(spec, device, f"{shapes_file} (embedding rows x {args.scale:g})")
+        numel, row = emb["rows"] * emb["dim"], emb["dim"]
+        path = Path(args.trace_dir) / (f"{spec['workload']}-{workers}w-{numel}-d{params.density}-o{params.overlap}"
+                                       f"-s{params.skew}.zt")
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            print(f"writing {path} ({workers} workers, {numel} elements)", file=sys.stderr, flush=True)
+            synthesize(path, workers, [(f"{emb['name']}.weight", numel)],
+                       SynthParams(params.density, params.overlap, params.skew, row),
+                       batch_size=spec["batch_size"], progress=True)
+        out[name] = (Trace.open(path), prof)
+    return out
 
 
 if __name__ == "__main__":

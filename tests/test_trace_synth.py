@@ -63,6 +63,27 @@ def test_same_seed_same_bytes(tmp_path: Path) -> None:
     assert data[0] == data[1] != data[2]
 
 
+def test_rows_are_drawn_whole_with_the_requested_statistics(tmp_path: Path) -> None:
+    """An embedding-like trace: every index set is whole rows, and density, skewness and overlap hold at
+    element level as requested at row level (rows divisible by 8: the 8 parts fall on row boundaries)."""
+    row, rows, params = 16, 40_000, SynthParams(0.02, 0.4, 3.0, row=16)
+    path = tmp_path / "rows.zt"
+    synthesize(path, 6, [("embedding.weight", rows * row)], params, iterations=2, seed=5)
+    with Trace.open(path) as t:
+        s = trace_stats(t)
+        for w in range(6):
+            idx = t.indices(1, w, "embedding.weight")
+            starts = idx[::row]
+            assert np.array_equal(idx, (starts[:, None] + np.arange(row)).ravel()) and np.all(starts % row == 0)
+        assert t.meta["provenance"]["params"]["row"] == row
+    nnz = round(params.density * rows)
+    assert s["density"]["min"] == s["density"]["max"] == nnz * row / (rows * row)
+    assert by_k(s["skewness"])[8]["mean"] == pytest.approx(params.skew, abs=8 / nnz)
+    assert s["overlap"]["mean"] == pytest.approx(params.overlap, abs=0.02)
+    lay = layout(rows * row, params)
+    assert lay.nnz == nnz and sum(lay.sizes) == rows
+
+
 @pytest.mark.parametrize(
     "params,pattern",
     [
@@ -73,6 +94,8 @@ def test_same_seed_same_bytes(tmp_path: Path) -> None:
         (SynthParams(0.01, None, float("nan")), r"--skew nan"),
         (SynthParams(0.01, None, float("inf")), r"--skew inf"),
         (SynthParams(0.2, 0.1, 1.0), r"--overlap 0.1: must be in \[0.2"),
+        (SynthParams(0.01, row=3), r"--row 3: must be a positive divisor of the tensor's 10000 elements"),
+        (SynthParams(0.01, row=0), r"--row 0"),
     ],
 )
 def test_impossible_requests(params: SynthParams, pattern: str) -> None:

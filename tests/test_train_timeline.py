@@ -128,6 +128,27 @@ def test_sparse_and_dense_tensors_and_the_dense_baseline(trace_path) -> None:
     assert [b["sync"] for b in fused.buckets] == ["zen(1) + dense-allreduce(3)"]
 
 
+def test_logs_reused_at_another_bandwidth_give_the_same_iterations(trace_path) -> None:
+    """A scheme's message logs do not depend on bandwidth or latency: reusing them is exact, and logs of
+    another scheme, cluster shape or trace are refused."""
+    from zensim.trace.format import Trace
+
+    prof = profile()
+    with Trace.open(trace_path) as t:
+        logs = SyncLogs(costs(4, 2).cluster, "zen", "zen", t)
+        for bandwidth in (LINK, LINK / 4):
+            c = costs(4, 2, bandwidth)
+            fresh = simulate_iteration(prof, "zen", c, trace=t, iterations=2)
+            reused = simulate_iteration(prof, "zen", c, trace=t, iterations=2, logs=logs)
+            assert reused.iteration_times_s == fresh.iteration_times_s and reused.events == fresh.events
+        assert sorted(it for part, it in logs.cache if part.sparse) == [0, 1]  # made once for both bandwidths
+        for scheme, c in (("sparcml", costs(4, 2)), ("zen", costs(2, 4))):
+            with pytest.raises(ConfigError, match="not the same synchronization"):
+                simulate_iteration(prof, scheme, c, trace=t, logs=logs)
+    with pytest.raises(ConfigError, match="not the same synchronization"):
+        simulate_iteration(prof, "zen", costs(4, 2), trace=None, logs=logs)
+
+
 def test_errors(trace_path) -> None:
     prof = profile()
     with pytest.raises(ConfigError, match="unknown scheme"):

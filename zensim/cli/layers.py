@@ -1,4 +1,4 @@
-"""`zensim layers`: per-layer profiles (record, estimate, import a torch.profiler trace, show with buckets)."""
+"""`zensim layers`: per-layer profiles (record, estimate, from shapes, import a torch.profiler trace, show with buckets)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ MS = 1e3
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `layers record | estimate | import | show`."""
+    """Add `layers record | estimate | shapes | import | show`."""
     p = subparsers.add_parser("layers", help="per-layer profiles: compute per parameter, gradient-ready order",
                               description="Per-layer profiles for the iteration timeline (docs/iteration.md).")
     sub = p.add_subparsers(dest="layers_command", required=True, metavar="ACTION")
@@ -28,11 +28,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     est = sub.add_parser("estimate", help="estimate a built-in workload on a GPU preset (roofline of every operator)")
     _workload_args(est)
-    est.add_argument("--device", required=True, help="GPU preset: v100, a100, h100 (datasheet figures)")
-    est.add_argument("--efficiency", type=float, default=None, help="fraction of the peaks reached (default 1)")
-    est.add_argument("--launch-us", type=float, default=None, help="fixed cost per kernel in us (default: preset's)")
+    _device_args(est)
     est.add_argument("--tf32", action="store_true", help="float32 matrix products in TF32 (torch default: off)")
     est.set_defaults(func=cmd_estimate)
+
+    shp = sub.add_parser("shapes", help="estimate a model described by its layer shapes on a GPU preset "
+                                        "(zensim-shapes/1 JSON; models too large to train here)")
+    shp.add_argument("shapes", help="zensim-shapes/1 JSON file (zensim.train.shapes)")
+    _device_args(shp)
+    shp.add_argument("-o", "--output", required=True, help="layer profile JSON to write")
+    shp.add_argument("--json", action="store_true", help="print the profile as JSON")
+    shp.set_defaults(func=cmd_shapes)
 
     imp = sub.add_parser("import", help="a profile from a torch.profiler Chrome trace of annotated training")
     imp.add_argument("trace", help="Chrome trace JSON exported by torch.profiler (zensim.train.kineto.annotate)")
@@ -60,6 +66,28 @@ def _workload_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus", help="plain-text corpus for the language models (default: installed KJV)")
     p.add_argument("-o", "--output", required=True, help="layer profile JSON to write")
     p.add_argument("--json", action="store_true", help="print the profile as JSON")
+
+
+def _device_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", required=True, help="GPU preset: v100, a100, h100 (datasheet figures)")
+    p.add_argument("--efficiency", type=float, default=None, help="fraction of the peaks reached (default 1)")
+    p.add_argument("--launch-us", type=float, default=None, help="fixed cost per kernel in us (default: preset's)")
+
+
+def _device(args: argparse.Namespace):
+    """The GPU preset of --device, derated by --efficiency, with --launch-us."""
+    from dataclasses import replace
+
+    from zensim.train.devices import get_device
+
+    device = get_device(args.device)
+    if args.efficiency is not None:
+        device = device.derated(args.efficiency)
+    if args.launch_us is not None:
+        if not args.launch_us >= 0:
+            raise ConfigError(f"--launch-us {args.launch_us}: must be >= 0")
+        device = replace(device, launch_s=args.launch_us * 1e-6)
+    return device
 
 
 def _workload(args: argparse.Namespace):
@@ -99,20 +127,19 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     """Estimate on a GPU preset."""
-    from dataclasses import replace
-
-    from zensim.train.devices import get_device
     from zensim.train.roofline import estimate_workload
 
     check_output(args.output, "-o")
-    device = get_device(args.device)
-    if args.efficiency is not None:
-        device = device.derated(args.efficiency)
-    if args.launch_us is not None:
-        if not args.launch_us >= 0:
-            raise ConfigError(f"--launch-us {args.launch_us}: must be >= 0")
-        device = replace(device, launch_s=args.launch_us * 1e-6)
+    device = _device(args)
     return _finish(args, estimate_workload(_workload(args), device, args.tf32))
+
+
+def cmd_shapes(args: argparse.Namespace) -> int:
+    """Estimate a model from its layer shapes on a GPU preset."""
+    from zensim.train.shapes import load_shapes_profile
+
+    check_output(args.output, "-o")
+    return _finish(args, load_shapes_profile(args.shapes, _device(args)))
 
 
 def cmd_import(args: argparse.Namespace) -> int:

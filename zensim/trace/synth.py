@@ -7,6 +7,10 @@ to their sizes, so its s^8 is s. In each part a shared set (a fraction f of the 
 there, the same for all workers) is drawn uniformly, and each worker adds private indices drawn
 uniformly from the part minus the shared set. f is solved so
 that the expected pairwise overlap, shared part plus chance collisions of private parts, equals o.
+
+With rows of r elements (an embedding table's gradient: a looked-up row is non-zero whole), the
+above is drawn over the M / r rows and every chosen row contributes its r consecutive elements, so
+the density, overlap and skewness are the same at row and at element level.
 """
 
 from __future__ import annotations
@@ -28,11 +32,13 @@ GENERATOR = "zensim.trace.synth/1"
 
 @dataclass(frozen=True)
 class SynthParams:
-    """What is asked of a synthetic tensor: density d, overlap o (None: independent sets), skewness s^8."""
+    """What is asked of a synthetic tensor: density d, overlap o (None: independent sets), skewness s^8,
+    drawn as whole rows of `row` elements (1: single elements)."""
 
     density: float
     overlap: float | None = None
     skew: float = 1.0
+    row: int = 1
 
 
 @dataclass(frozen=True)
@@ -77,8 +83,12 @@ def _apportion(total: int, weights: np.ndarray) -> np.ndarray:
 
 
 def layout(numel: int, params: SynthParams) -> Layout:
-    """Resolve the counts for one tensor, raising ConfigError when the request cannot be met."""
+    """Resolve the counts for one tensor (of rows, when `params.row` > 1), raising ConfigError when the
+    request cannot be met."""
     d, o, s = params.density, params.overlap, params.skew
+    if params.row < 1 or numel % params.row:
+        raise ConfigError(f"--row {params.row}: must be a positive divisor of the tensor's {numel} elements")
+    numel //= params.row
     if not 0 < d <= 1:
         raise ConfigError(f"--density {d}: must be in (0, 1]")
     bounds = even_boundaries(numel, 8)
@@ -129,9 +139,10 @@ def sample_outside(rng: np.random.Generator, size: int, count: int, taken: np.nd
     return ranks + np.searchsorted(taken - np.arange(len(taken)), ranks, side="right")
 
 
-def worker_sets(lay: Layout, workers: int, rng_key: Sequence[int]) -> Iterator[np.ndarray]:
+def worker_sets(lay: Layout, workers: int, rng_key: Sequence[int], row: int = 1) -> Iterator[np.ndarray]:
     """One iteration of one tensor: each worker's sorted index set, made one at a time (a trace of
-    8192 workers x 10M elements at 1% is 6.5 GB of ids: the writer streams them, nothing holds them all)."""
+    8192 workers x 10M elements at 1% is 6.5 GB of ids: the writer streams them, nothing holds them all).
+    With `row` > 1 the layout is of rows and each chosen row yields its `row` element ids."""
     shared_rng = np.random.default_rng([*rng_key, 0])
     shared = [start + sample_unique(shared_rng, size, s) for start, size, s, _ in lay.regions()]
     for w in range(workers):
@@ -139,7 +150,8 @@ def worker_sets(lay: Layout, workers: int, rng_key: Sequence[int]) -> Iterator[n
         parts = []
         for (start, size, s, c), common in zip(lay.regions(), shared):
             parts += [common, start + sample_outside(rng, size, c - s, common - start)]
-        yield np.sort(np.concatenate(parts), kind="stable")  # sorted runs: timsort merges them
+        rows = np.sort(np.concatenate(parts), kind="stable")  # sorted runs: timsort merges them
+        yield rows if row == 1 else (rows[:, None] * row + np.arange(row)).ravel()
 
 
 def synthesize(
@@ -162,6 +174,7 @@ def synthesize(
     provenance = {"kind": "synthetic", "generator": GENERATOR, "params": asdict(params), "seed": seed}
     workload = (
         f"synthetic: density {params.density}, overlap {params.overlap}, skew {params.skew}, "
+        f"{'' if params.row == 1 else f'rows of {params.row}, '}"
         f"{len(tensors)} tensor(s) of {sum(n for _, n in tensors)} elements"
     )
     specs = [TensorSpec(name, numel) for name, numel in tensors]
@@ -171,7 +184,7 @@ def synthesize(
     with bar, TraceWriter(path, specs, workers, iterations, value_dtype, batch_size, workload, provenance) as w:
         for it in range(iterations):
             for t, lay in enumerate(layouts):
-                for worker, idx in enumerate(worker_sets(lay, workers, (seed, it, t))):
+                for worker, idx in enumerate(worker_sets(lay, workers, (seed, it, t), params.row)):
                     values = None
                     if value_dtype is not None:
                         values = np.random.default_rng([seed, it, t, worker, 1]).standard_normal(len(idx))

@@ -20,6 +20,7 @@ _EXPORTS = {
     "Bucket": "buckets", "DDPBuckets": "buckets", "BUCKETINGS": "buckets", "make_bucketing": "buckets",
     "DEVICES": "devices", "Device": "devices", "get_device": "devices",
     "LayerRecorder": "hooks", "record_workload": "record", "estimate_workload": "roofline",
+    "shapes_profile": "shapes", "load_shapes_profile": "shapes",
 }
 __all__ = list(_EXPORTS)
 

@@ -95,7 +95,7 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
                        options: Mapping[str, object] | None = None, model_options: Mapping[str, object] | None = None,
                        dense_baseline: bool = True, dense: "IterationRecord | None" = None,
                        dense_work: str = "fused", shared_host: bool = False, strategy=None,
-                       background=None) -> IterationRecord:
+                       background=None, logs: SyncLogs | None = None) -> IterationRecord:
     """Simulate `iterations` training iterations of `profile` with `scheme` on `costs.cluster`.
 
     The trace's tensors are synchronized sparse by `scheme` (those named in `sparse`, or all), every
@@ -110,7 +110,10 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
     decides the buckets, the selection of a dense trace's gradients and its compression instead of
     `bucketing` and `sparse_buckets`; the dense baseline then has DDP's default buckets. `background`:
     a client of the run's network called as each GPU begins an iteration (zensim.train.timeline,
-    e.g. zensim.train.gemini's checkpoint traffic); the dense baseline runs without it."""
+    e.g. zensim.train.gemini's checkpoint traffic); the dense baseline runs without it. `logs`: the
+    SyncLogs of an earlier call with the same trace (pass it open: a trace given by path is closed on
+    return), scheme, layout, options and cluster shape (another bandwidth or latency): its message logs,
+    which depend on neither, are reused."""
     if model not in MODELS:
         raise ConfigError(f"--model: unknown sharing model {model!r} (choose from {', '.join(MODELS)})")
     if layout not in LAYOUTS:
@@ -132,8 +135,12 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
                               f"0..{opened.iterations - 1}")
         chosen = sparse_tensors(profile, opened, scheme, sparse)
         own = chosen if sparse_buckets == "own" else set()
-        logs = SyncLogs(costs.cluster, layout, scheme, opened, options, values,
-                        strategy.selection if strategy is not None else None)
+        if logs is None:
+            logs = SyncLogs(costs.cluster, layout, scheme, opened, options, values,
+                            strategy.selection if strategy is not None else None)
+        elif not logs.fits(costs.cluster, layout, scheme, opened, options, values):
+            raise ConfigError(f"logs of {logs.scheme} on {logs.cluster.describe()} reused for {scheme} on "
+                              f"{costs.cluster.describe()}: not the same synchronization")
         t_iters = [(first_iteration + i) % opened.iterations for i in range(iterations)] if opened else [0]
         dense_cost = {"fused": WorkCost(dict(costs.work.per_element)), "profile": None, "free": WorkCost.zero()}
         hosts = [0] * costs.cluster.gpus if shared_host else None

@@ -132,6 +132,16 @@ class SyncLogs:
         if trace is not None and scheme != DENSE and trace.workers < cluster.gpus:
             raise ConfigError(f"{trace.path}: trace has {trace.workers} workers, the cluster asks for {cluster.gpus} GPUs")
 
+    def fits(self, cluster: ClusterSpec, layout: str, scheme: str, trace: Trace | None, options: dict | None,
+             values: bool) -> bool:
+        """Whether these logs are those of `scheme` with `options` and `values` in `layout` on `trace` (the
+        same file) and a cluster of `cluster`'s shape (machines, GPUs per machine): bandwidths and
+        latencies do not enter a log."""
+        same_trace = (trace is None) == (self.trace is None) and (trace is None or trace.path == self.trace.path)
+        return (same_trace and (cluster.machines, cluster.gpus_per_machine) == (self.cluster.machines, self.cluster.gpus_per_machine)
+                and (layout if cluster.gpus_per_machine > 1 else "flat") == self.layout and scheme == self.scheme
+                and dict(options or {}) == self.options and values == self.values and self.selection is None)
+
     def steps(self, part: Part, iteration: int) -> list[Step]:
         """The steps of `part` at trace iteration `iteration` (dense parts do not depend on it)."""
         key = (part, iteration if part.sparse else None)
