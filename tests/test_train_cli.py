@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 
 import pytest
@@ -89,6 +90,44 @@ def test_iteration_command_outputs(small_trace, tmp_path, capsys) -> None:
     records = json.loads(capsys.readouterr().out)
     assert [r["scheme"] for r in records] == ["dense-allreduce", "zen", "sparcml"] * 2
     assert all(r["samples_per_s"] == pytest.approx(r["global_batch"] / r["iteration_s"]) for r in records)
+
+
+def test_report_renders_iteration_records(small_trace, tmp_path, capsys) -> None:
+    """`zensim report` on `zensim iteration --json` output and on a zensim-iterations/1 document prints the
+    same iteration table as the run; --csv equals the run's CSV; other results beside them, broken
+    records and outputs that need the run are one-line errors."""
+    argv = ["iteration", "--trace", str(small_trace), "--layers", str(tmp_path / "toy.layers.json"), "--scheme", "zen",
+            "--machines", "2,4", "--gpus-per-machine", "2", "--nic", "10Gbps", "--iterations", "2",
+            "--csv", str(tmp_path / "run.csv")]
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    assert main(argv[:-2] + ["--json"]) == 0
+    array = tmp_path / "it.json"
+    array.write_text(capsys.readouterr().out)
+    assert main(["report", str(array), "--csv", str(tmp_path / "report.csv")]) == 0
+    assert capsys.readouterr().out == table
+
+    def rows(name: str) -> list[dict]:  # the two runs differ only in their wall time and provenance
+        with open(tmp_path / name) as f:
+            return [{k: v for k, v in r.items() if k not in ("wall_s", "provenance")} for r in csv.DictReader(f)]
+
+    assert rows("report.csv") == rows("run.csv") and len(rows("run.csv")) == 4
+    assert main(["report", str(array), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "zensim-iterations/1" and doc["records"] == json.loads(array.read_text())
+    document = tmp_path / "doc.json"
+    document.write_text(json.dumps(doc))
+    assert main(["report", str(document)]) == 0 and capsys.readouterr().out == table
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"schema": "zensim-iterations/1", "records": [{"scheme": "zen", "iteration_s": 1}]}))
+    results = tmp_path / "sim.json"
+    results.write_text(json.dumps({"schema": "zensim-results/1", "records": []}))
+    for extra, message in (([str(broken)], "broken.json: record 0 is not an iteration record"),
+                           ([str(array), str(results)], "sim.json: not training-iteration records"),
+                           ([str(array), "--links", str(tmp_path / "l.csv")], "--links: not from iteration")):
+        assert main(["report", *extra]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("extra,message", [

@@ -1,13 +1,17 @@
 """`zensim report RESULTS...`: re-render tables and plots from results files (JSON or CSV written by
-simulate, run/sweep, emulate or report itself) and compare runs side by side, without simulating."""
+simulate, run/sweep, emulate or report itself) and compare runs side by side, without simulating;
+training-iteration records (`zensim iteration --json`, a scenario's zensim-iterations/1 JSON) render
+as the iteration table."""
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from zensim.cli import results
 from zensim.errors import ConfigError
+from zensim.inputs import read_text
 from zensim.report.record import RunRecord, load_results
 from zensim.report.runs import group_sweep, split_runs
 from zensim.report.table import render, render_comparison
@@ -39,6 +43,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Load every file, then print and write the tables/plots."""
     labels = _labels(args)
     outs, paths = results.plan(args, inputs=args.results)
+    iterations = [_iteration_records(path) for path in args.results]
+    if any(r is not None for r in iterations):
+        return _report_iterations(args, labels, iterations, outs, paths)
     files = []
     for path, label in zip(args.results, labels):
         mine = load_results(path)
@@ -53,6 +60,51 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 0
     text = "\n\n".join([*(f"{label}\n{render(mine)}" for label, mine in files), render_comparison(runs)])
     results.finish(args, records, outs, paths, figure=lambda _: comparison_figure(runs), text=text)
+    return 0
+
+
+def _iteration_records(path: str) -> list | None:
+    """The training-iteration records of a JSON file, None for any other results file."""
+    from zensim.report.iteration import iteration_records_of
+
+    text = read_text(path, "results file")
+    if text.lstrip()[:1] not in ("{", "["):
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None  # load_results names the problem
+    return iteration_records_of(doc, path)
+
+
+def _report_iterations(args: argparse.Namespace, labels: list[str], files: list, outs, paths) -> int:
+    """Training-iteration files: each one's iteration table (--json: the records as one
+    zensim-iterations/1 document; --csv the rows; --plot samples/s against the GPU count)."""
+    from zensim.report.export import to_csv
+    from zensim.report.iteration import ITERATION_SCHEMA, iteration_rows, iteration_table, throughput_figure
+    from zensim.report.plots import figure_bytes
+    from zensim.report.outputs import plot_format
+
+    for path, mine in zip(args.results, files):
+        if mine is None:
+            raise ConfigError(f"{path}: not training-iteration records (report iteration files apart from "
+                              "other results)")
+    other = sorted(set(paths) - {"csv", "plot"})
+    if other:
+        raise ConfigError(f"--{other[0].replace('_', '-')}: not from iteration records (the run is not stored; "
+                          "zensim iteration writes it)")
+    records = [r for mine in files for r in mine]
+    out: dict[Path, str | bytes] = {}
+    if "csv" in paths:
+        out[paths["csv"]] = to_csv(iteration_rows(records))
+    if "plot" in paths:
+        out[paths["plot"]] = figure_bytes(throughput_figure(records, ", ".join(labels)), plot_format(paths["plot"]))
+    outs.write(out)
+    if args.json:
+        print(json.dumps({"schema": ITERATION_SCHEMA, "records": [r.to_dict() for r in records]}, indent=1))
+    else:
+        print("\n\n".join(f"{label}\n{iteration_table(mine)}" if len(files) > 1 else iteration_table(mine)
+                          for label, mine in zip(labels, files)))
     return 0
 
 

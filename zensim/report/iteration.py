@@ -8,10 +8,36 @@ from typing import Any
 
 import numpy as np
 
+from zensim.errors import ConfigError
 from zensim.net.topology import LinkKind
 from zensim.report.table import format_table
 
 MS, US = 1e3, 1e6
+ITERATION_SCHEMA = "zensim-iterations/1"  # a scenario's iteration records ({"schema", "records": [...]})
+
+
+def iteration_records_of(doc: Any, where: str) -> list[Any] | None:
+    """The training-iteration records (zensim.train.iteration.IterationRecord) of a parsed JSON document:
+    a zensim-iterations/1 document (a scenario's or sweep's json output) or the array that
+    `zensim iteration --json` prints; None when it is neither; ConfigError naming `where` and the record
+    when a record is not one."""
+    if isinstance(doc, dict) and doc.get("schema") == ITERATION_SCHEMA:
+        raw = doc.get("records")
+        if not isinstance(raw, list) or not raw:
+            raise ConfigError(f"{where}: {ITERATION_SCHEMA} document without records")
+    elif isinstance(doc, list) and doc and all(isinstance(r, dict) and "iteration_s" in r for r in doc):
+        raw = doc
+    else:
+        return None
+    from zensim.train.iteration import IterationRecord
+
+    records = []
+    for i, r in enumerate(raw):
+        try:
+            records.append(IterationRecord(**{k: v for k, v in r.items() if k != "run"}))
+        except TypeError as exc:
+            raise ConfigError(f"{where}: record {i} is not an iteration record ({exc})") from None
+    return records
 
 
 def iteration_table(records: Sequence[Any]) -> str:

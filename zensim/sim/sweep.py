@@ -37,6 +37,7 @@ from zensim.report.provenance import code_version, file_sha256, provenance
 from zensim.report.record import RunRecord, SCHEMA, results_csv, results_json
 from zensim.report.runs import group_sweep
 from zensim.report.table import render
+from zensim.report.iteration import ITERATION_SCHEMA  # a stored point's iteration records
 from zensim.sim.run import simulate
 from zensim.sim.scenario import GPU_KEYS, STRATEGY_KEYS, Point, Scenario, plot_file
 from zensim.sim.store import Store, content_key
@@ -47,7 +48,6 @@ from zensim.train.layers import LayerProfile
 from zensim.train.syncs import DENSE
 
 Results = list[tuple[Point, list[RunRecord]]]  # with a training: section, IterationRecords
-ITERATION_SCHEMA = "zensim-iterations/1"  # a stored point's iteration records
 REPLAY_SCHEMA = "zensim-replay/1"  # a stored point's replay records (zensim.replay.IterationRecord)
 CONNECT_TIMEOUT = "10s"  # how long to keep trying a --scheduler address before giving up
 
