@@ -32,6 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     synth.add_argument("--density", type=float, required=True, help="fraction of non-zeros per worker")
     synth.add_argument("--overlap", type=float, default=None, help="mean pairwise overlap (default: independent sets)")
     synth.add_argument("--skew", type=float, default=1.0, help="skewness ratio s^8 (1 = uniform, default 1)")
+    synth.add_argument("--skew-levels", type=int, default=1,
+                       help="repeat the skew inside part 0 at this many nested levels (s^64 = s^2 with 2; default 1)")
     synth.add_argument("--row", type=int, default=1,
                        help="draw whole rows of this many elements (an embedding table's gradient; default 1)")
     synth.add_argument("--iterations", type=int, default=1)
@@ -110,7 +112,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     if args.numel is not None and args.numel < 1:
         raise ConfigError(f"--numel {args.numel}: must be positive")
     tensors = [("synthetic", args.numel)] if args.numel is not None else parse_tensors(args.tensors)
-    params = SynthParams(args.density, args.overlap, args.skew, args.row)
+    params = SynthParams(args.density, args.overlap, args.skew, args.row, args.skew_levels)
     value_dtype = None if args.values == "none" else args.values
     synthesize(args.output, args.workers, tensors, params, args.iterations, args.seed, value_dtype,
                args.batch_size, progress=True)
