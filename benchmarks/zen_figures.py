@@ -12,7 +12,7 @@ costs (e.g. scenarios/profiles/v100-work.json).
 batch 128; DeepFM embedding 214M at 2.80%, MLP 68M, batch 1024): V100 profiles from the layer shapes
 of scenarios/zen-size/*.shapes.json (zensim.train.shapes, kernels at --efficiency of the datasheet
 peaks) and synthetic traces of whole embedding rows at those densities (zensim.trace.synth, overlap
-and skewness of our captured traces of the same models, ZEN's for the LSTM's skew), written once to
+and skewness of our captured traces of the same models, ZEN's for the LSTM), written once to
 --trace-dir (outside git; about 0.6 GB (LSTM) and 0.8 GB (DeepFM) per trace iteration at 128
 workers). --scale multiplies the embedding rows (a smaller run, say so when quoting it).
 
@@ -45,11 +45,12 @@ from zensim.train.syncs import SyncLogs
 SCHEMES = ("dense-allreduce", "sparcml", "omnireduce", "zen")
 MODELS = {"LSTM": ("traces/lstm-lm-128w.zt", "traces/layers/lstm-lm-b20.v100.layers.json"),
           "DeepFM": ("traces/deepfm-128w.zt", "traces/layers/deepfm-b256.v100.layers.json")}
-# ZEN's sizes: shapes file, synthetic embedding (density: ZEN Table 1; overlap and s^8: our captured
-# traces of the same models (`zensim trace stats`), the LSTM's s^8 ZEN's (section 2.1: over 60% of the
-# non-zeros in the first of 8 parts)
-ZEN_SIZE = {"LSTM": ("scenarios/zen-size/lstm.shapes.json", SynthParams(0.0113, 0.38, 4.8)),
-            "DeepFM": ("scenarios/zen-size/deepfm.shapes.json", SynthParams(0.028, 0.40, 4.56))}
+# ZEN's sizes: shapes file, synthetic embedding. Density: ZEN Table 1. Overlap: our captured traces of
+# the same models (`zensim trace stats`: LSTM 0.38, DeepFM 0.40). Skew: the LSTM's ZEN's (section 2.1:
+# over 60% of the non-zeros in the first of 8 parts, s^128 > 70): s^8 = 5, inner 14 (s^64 = s^128 = 70);
+# DeepFM's our captured trace's: s^8 = 4.56, s^64 = 13.9 (inner 3.05)
+ZEN_SIZE = {"LSTM": ("scenarios/zen-size/lstm.shapes.json", SynthParams(0.0113, 0.38, 5.0, inner=(14.0,))),
+            "DeepFM": ("scenarios/zen-size/deepfm.shapes.json", SynthParams(0.028, 0.40, 4.56, inner=(3.05,)))}
 # ZEN's reported speedups of ZEN over each baseline at 16 machines (OSDI '25, section 5.2 text)
 PAPER = {("LSTM", "25Gbps"): {"sparcml": 1.67, "omnireduce": 2.48, "dense-allreduce": 3.1},
          ("DeepFM", "25Gbps"): {"omnireduce": 1.44},
@@ -138,12 +139,12 @@ def zen_size_models(args: argparse.Namespace, workers: int) -> dict[str, tuple[T
         prof = shapes_profile(spec, device, f"{shapes_file} (embedding rows x {args.scale:g})")
         numel, row = emb["rows"] * emb["dim"], emb["dim"]
         path = Path(args.trace_dir) / (f"{spec['workload']}-{workers}w-{numel}-d{params.density}-o{params.overlap}"
-                                       f"-s{params.skew}.zt")
+                                       f"-s{params.skew}-{'-'.join(map(str, params.inner))}.zt")
         if not path.is_file():
             path.parent.mkdir(parents=True, exist_ok=True)
             print(f"writing {path} ({workers} workers, {numel} elements)", file=sys.stderr, flush=True)
             synthesize(path, workers, [(f"{emb['name']}.weight", numel)],
-                       SynthParams(params.density, params.overlap, params.skew, row),
+                       SynthParams(params.density, params.overlap, params.skew, row, params.inner),
                        batch_size=spec["batch_size"], progress=True)
         out[name] = (Trace.open(path), prof)
     return out

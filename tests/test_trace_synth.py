@@ -84,10 +84,10 @@ def test_rows_are_drawn_whole_with_the_requested_statistics(tmp_path: Path) -> N
     assert lay.nnz == nnz and sum(lay.sizes) == rows
 
 
-def test_nested_skew_levels_give_s_to_the_power_of_the_level(tmp_path: Path) -> None:
-    """Two levels: s^8 = s and s^64 = s^2 (exact up to rounding), overlap still as asked; a level that
-    would overflow part 0 is an error naming the flag."""
-    params = SynthParams(0.01, 0.3, 3.0, levels=2)
+def test_inner_skews_multiply_into_the_finer_skewness(tmp_path: Path) -> None:
+    """An inner skew of 4 inside s = 3: s^8 = 3 and s^64 = 12 (exact up to rounding), overlap still as
+    asked; an inner level that would overflow its part is an error naming the flag."""
+    params = SynthParams(0.01, 0.3, 3.0, inner=(4.0,))
     numel = 64 * 5_000
     path = tmp_path / "nested.zt"
     synthesize(path, 6, [("g", numel)], params, iterations=1, seed=2)
@@ -95,15 +95,15 @@ def test_nested_skew_levels_give_s_to_the_power_of_the_level(tmp_path: Path) -> 
         s = trace_stats(t, skew_parts=(8, 64))
     nnz = round(0.01 * numel)
     assert by_k(s["skewness"])[8]["mean"] == pytest.approx(3.0, abs=8 / nnz)
-    assert by_k(s["skewness"])[64]["mean"] == pytest.approx(9.0, abs=64 / nnz)
+    assert by_k(s["skewness"])[64]["mean"] == pytest.approx(12.0, abs=64 / nnz)
     assert s["overlap"]["mean"] == pytest.approx(0.3, abs=0.02)
     lay = layout(numel, params)
     assert len(lay.sizes) == 15 and sum(lay.sizes) == numel and lay.nnz == nnz
     assert list(lay.starts) == sorted(lay.starts)
-    with pytest.raises(ConfigError, match=r"--skew 3.0: part 0 .* \(fewer --skew-levels"):
-        layout(numel, SynthParams(0.05, None, 3.0, levels=3))
-    with pytest.raises(ConfigError, match=r"--skew-levels 0"):
-        layout(numel, SynthParams(0.05, None, 3.0, levels=0))
+    with pytest.raises(ConfigError, match=r"--skew-inner 3.0: must be in \[1, 2.222\] for the 2250 indices"):
+        layout(numel, SynthParams(0.05, None, 3.0, inner=(3.0, 3.0)))
+    with pytest.raises(ConfigError, match=r"--skew-inner 0.5"):
+        layout(numel, SynthParams(0.05, None, 3.0, inner=(0.5,)))
 
 
 @pytest.mark.parametrize(

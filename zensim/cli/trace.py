@@ -32,8 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     synth.add_argument("--density", type=float, required=True, help="fraction of non-zeros per worker")
     synth.add_argument("--overlap", type=float, default=None, help="mean pairwise overlap (default: independent sets)")
     synth.add_argument("--skew", type=float, default=1.0, help="skewness ratio s^8 (1 = uniform, default 1)")
-    synth.add_argument("--skew-levels", type=int, default=1,
-                       help="repeat the skew inside part 0 at this many nested levels (s^64 = s^2 with 2; default 1)")
+    synth.add_argument("--skew-inner", default="",
+                       help="skews of nested levels inside part 0, e.g. 14 or 4,3: s^64 = s x 14 (default: part 0 uniform)")
     synth.add_argument("--row", type=int, default=1,
                        help="draw whole rows of this many elements (an embedding table's gradient; default 1)")
     synth.add_argument("--iterations", type=int, default=1)
@@ -112,12 +112,20 @@ def cmd_synth(args: argparse.Namespace) -> int:
     if args.numel is not None and args.numel < 1:
         raise ConfigError(f"--numel {args.numel}: must be positive")
     tensors = [("synthetic", args.numel)] if args.numel is not None else parse_tensors(args.tensors)
-    params = SynthParams(args.density, args.overlap, args.skew, args.row, args.skew_levels)
+    params = SynthParams(args.density, args.overlap, args.skew, args.row, _floats(args.skew_inner, "--skew-inner"))
     value_dtype = None if args.values == "none" else args.values
     synthesize(args.output, args.workers, tensors, params, args.iterations, args.seed, value_dtype,
                args.batch_size, progress=True)
     print(f"wrote {args.output}")
     return 0
+
+
+def _floats(text: str, flag: str) -> tuple[float, ...]:
+    """Comma-separated numbers (empty: none)."""
+    try:
+        return tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ConfigError(f"{flag} {text}: expected numbers separated by commas") from None
 
 
 def cmd_merge(args: argparse.Namespace) -> int:

@@ -8,9 +8,10 @@ there, the same for all workers) is drawn uniformly, and each worker adds privat
 uniformly from the part minus the shared set. f is solved so
 that the expected pairwise overlap, shared part plus chance collisions of private parts, equals o.
 
-With L skew levels, part 0 is itself split into 8 parts the same way (s times its density in its
-part 0, the rest spread by size), down to L levels: s^8 = s still, s^64 = s^2 for L >= 2, and so on
-(a vocabulary sorted by frequency is skewed at every scale: ZEN's LSTM has s^128 > 70).
+With inner skews s_2, s_3, ..., part 0 is itself split into 8 parts the same way (s_2 times its
+density in its part 0, the rest spread by size), and so on: s^8 = s still, s^64 = s s_2, s^512 =
+s s_2 s_3 (a vocabulary sorted by frequency is skewed at every scale: ZEN's LSTM has s^8 > 4.8 and
+s^128 > 70).
 
 With rows of r elements (an embedding table's gradient: a looked-up row is non-zero whole), the
 above is drawn over the M / r rows and every chosen row contributes its r consecutive elements, so
@@ -37,14 +38,14 @@ GENERATOR = "zensim.trace.synth/1"
 @dataclass(frozen=True)
 class SynthParams:
     """What is asked of a synthetic tensor: density d, overlap o (None: independent sets), skewness s^8,
-    drawn as whole rows of `row` elements (1: single elements), the skew repeated inside part 0 at
-    `levels` nested levels (1: only the 8 parts)."""
+    drawn as whole rows of `row` elements (1: single elements), with skews `inner` of the nested levels
+    inside part 0 (none: part 0 uniform)."""
 
     density: float
     overlap: float | None = None
     skew: float = 1.0
     row: int = 1
-    levels: int = 1
+    inner: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,21 +90,22 @@ def _apportion(total: int, weights: np.ndarray) -> np.ndarray:
     return out
 
 
-def _skewed(start: int, size: int, nnz: int, s: float, levels: int, d: float,
+def _skewed(start: int, size: int, nnz: int, skews: tuple[float, ...], d: float,
             outer: bool = True) -> list[tuple[int, int, int]]:
     """(start, size, count) of the regions of [start, start + size) holding `nnz` indices: 8 contiguous
-    parts, part 0 with s times the mean density and the rest spread by size; part 0 split the same
-    way again while `levels` > 1 (`outer`: the whole tensor, d its density)."""
+    parts, part 0 with skews[0] times the mean density and the rest spread by size; part 0 split the
+    same way by the next skews (`outer`: the whole tensor, d its density)."""
+    s = skews[0]
     bounds = start + even_boundaries(size, 8)
     sizes = np.diff(bounds)
     top = min(size / sizes[0], size / nnz)  # part 0 can neither take more than nnz nor overflow
     if not 1 <= s < float("inf") or (n_a := round(s * nnz * sizes[0] / size)) > min(nnz, sizes[0]):
         if outer:
             raise ConfigError(f"--skew {s}: must be in [1, {top:.4g}] at density {d} ({size} elements)")
-        raise ConfigError(f"--skew {s}: part 0 of {size} elements at the next level would hold {n_a} of "
-                          f"{min(nnz, int(sizes[0]))} possible indices (fewer --skew-levels or a smaller --skew)")
+        raise ConfigError(f"--skew-inner {s}: must be in [1, {top:.4g}] for the {nnz} indices of a part of "
+                          f"{size} elements")
     rest = _apportion(nnz - n_a, sizes[1:].astype(np.float64))
-    first = (_skewed(int(bounds[0]), int(sizes[0]), n_a, s, levels - 1, d, False) if levels > 1
+    first = (_skewed(int(bounds[0]), int(sizes[0]), n_a, skews[1:], d, False) if len(skews) > 1
              else [(int(bounds[0]), int(sizes[0]), n_a)])
     return first + [(int(b), int(z), int(c)) for b, z, c in zip(bounds[1:-1], sizes[1:], rest)]
 
@@ -120,9 +122,7 @@ def layout(numel: int, params: SynthParams) -> Layout:
     nnz = round(d * numel)
     if nnz == 0:
         raise ConfigError(f"--density {d}: no index at all in a tensor of {numel} elements")
-    if not isinstance(params.levels, int) or params.levels < 1:
-        raise ConfigError(f"--skew-levels {params.levels}: must be a positive integer")
-    regions = _skewed(0, numel, nnz, s, params.levels, d)
+    regions = _skewed(0, numel, nnz, (s, *params.inner), d)
     starts, sizes, counts = (np.array(x, np.int64) for x in zip(*regions))
 
     def at(f: float) -> Layout:
