@@ -14,7 +14,8 @@ from zensim.sim.layout import place, prepare
 
 NUMEL = 3000
 SIZED = ["dense-allreduce", "agsparse-ring", "agsparse-p2p", "zen", "zen-coo", "sparse-ps",
-         "ring-incr-parallel-balanced", "ring-incr-parallel-imbalanced", "p2p-parallel-balanced"]
+         "ring-incr-parallel-balanced", "ring-incr-parallel-imbalanced", "p2p-parallel-balanced",
+         "ring-oneshot-parallel-balanced", "ring-oneshot-parallel-imbalanced", "ring-incr-central"]
 FIELDS = ("stage", "src", "dst", "nbytes", "fmt", "w_stage", "w_rank", "w_phase", "w_kind", "w_elements")
 
 
@@ -46,13 +47,21 @@ def test_sized_log_is_the_drivers(name, n, case):
 def test_sized_log_follows_the_formats(options):
     """Other count-sized formats and value dtypes: still the driver's bytes."""
     chunks = make_chunks("random", 6, NUMEL, 0.1, 4, False)
-    for name in ("ring-incr-parallel-imbalanced", "p2p-parallel-imbalanced"):
+    for name in ("ring-incr-parallel-imbalanced", "p2p-parallel-imbalanced", "ring-oneshot-parallel-imbalanced"):
         program = build_scheme(name, 6, NUMEL, **options)
         same_log(sized_log(program, chunks)[0], run_ranks(program, chunks, check=False).log)
 
 
+@pytest.mark.parametrize("options", [{"value_dtype": "float16"}, {"push": "bitmap"}, {"push": "dense"}])
+def test_sized_central_ring_follows_the_formats(options):
+    """Incremental Centralization on the ring (windows of ranks) in other formats: the driver's bytes."""
+    chunks = make_chunks("random", 7, NUMEL, 0.1, 4, False)
+    program = build_scheme("ring-incr-central", 7, NUMEL, **options)
+    same_log(sized_log(program, chunks)[0], run_ranks(program, chunks, check=False).log)
+
+
 @pytest.mark.parametrize("name,options", [("sparcml", {}), ("omnireduce", {}), ("sparse-ps-bcast", {}),
-                                          ("ring-incr-central", {}), ("ring-oneshot-parallel-balanced", {}),
+                                          ("hier-incr-central", {}), ("hier-oneshot-parallel-balanced", {}),
                                           ("gtopk", {}), ("spardl", {}), ("topkdsa", {}), ("zen", {"push": "blocks"})])
 def test_other_programs_are_not_sized(name, options):
     """Plans, formats or aggregations outside the sized shapes run through the driver."""

@@ -18,8 +18,9 @@ the element count (`Format.size_from_count`: dense, COO, bitmap, hash bitmap), t
 order and the same work records (hash, encode, decode, merge: the program's rules of what it
 counts, restated here per plan), and the same statistics (`split`, `held`). tests/test_sized.py
 checks it column by column against the driver on traces with empty ranks, duplicates and n from
-2 up. Programs of any other shape (values carried, blocks, hierarchy, bundles of one-shot
-parallelism, re-selection) get None and run through the driver.
+2 up. One-shot Parallelism on the ring bundles the pieces it forwards (a uint32 length per piece, as
+zensim.schemes.wire packs them) and merges once, at the item's owner. Programs of any other shape
+(values carried, blocks, hierarchy, re-selection) get None and run through the driver.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import numpy as np
 
 from zensim.run.context import Meter, RunContext, Tables
 from zensim.run.log import MessageLog
+from zensim.schemes import wire
 from zensim.schemes.program import StageProgram
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.formats import Counted
@@ -37,7 +39,9 @@ from zensim.sparse.formats import Counted
 # (plan, aggregation one-shot, Centralization): the shapes sized here
 RING_GATHER, RING_REDUCE, P2P_GATHER, P2P_REDUCE = ("ring", True, True), ("ring/ring", False, False), \
     ("p2p", False, True), ("p2p/p2p", False, False)
-SHAPES = (RING_GATHER, RING_REDUCE, P2P_GATHER, P2P_REDUCE)
+RING_BUNDLE = ("ring/ring", True, False)  # One-shot ring reduce-scatter: the pieces travel side by side
+RING_WINDOW = ("ring", False, True)  # Incremental Centralization: each rank merges a window of ranks
+SHAPES = (RING_GATHER, RING_REDUCE, P2P_GATHER, P2P_REDUCE, RING_BUNDLE, RING_WINDOW)
 
 
 def shape_of(program) -> tuple[str, bool, bool] | None:
@@ -66,19 +70,23 @@ def sized_log(program, chunks: Sequence[SparseChunk], tables: Tables | None = No
     if shape[2]:  # Centralization: item 0, the whole tensor
         own = np.array([[c.nnz] for c in chunks], np.int64)
     else:
-        own, first = _items(program, chunks, domains, shape == RING_REDUCE)
+        own, first = _items(program, chunks, domains, shape != P2P_REDUCE)
         ctx.stats["split"] = own.copy()
         if program.partition.hashed:
             log.work(0, 0, "hash", np.array([c.nnz for c in chunks], np.int64))
     push = [Sizer(program.fmt(0), d) for d in domains]
-    if shape == RING_GATHER:
+    if shape == RING_WINDOW:
+        _ring_windows(log, _windows(chunks, program.numel), push[0])
+    elif shape == RING_GATHER:
         _ring_gather(log, own[:, 0], push[0])
     elif shape == P2P_GATHER:
         _p2p_gather(log, own[:, 0], push[0])
     else:
         pull = [Sizer(program.fmt(program.step2_start), d) for d in domains]
-        reduce = _ring_reduce if shape == RING_REDUCE else _p2p_reduce
-        ctx.stats["held"] = reduce(log, own, first, push, pull)
+        if shape == P2P_REDUCE:
+            ctx.stats["held"] = _p2p_reduce(log, own, first, push, pull)
+        else:
+            ctx.stats["held"] = _ring_reduce(log, own, first, push, pull, bundles=shape == RING_BUNDLE)
     return log.build(), ctx
 
 
@@ -179,6 +187,43 @@ def _ring_gather(log: _Log, nnz: np.ndarray, size: Sizer) -> None:
     log.work(n - 2, 1, "merge", nnz.sum())
 
 
+def _windows(chunks: Sequence[SparseChunk], numel: int) -> np.ndarray:
+    """held[r, s]: the distinct ids that ranks r-s, ..., r (mod n) hold together. From the gaps
+    between successive holders of each id: an id whose holder h is followed (ring order) by its next
+    holder g ranks later is counted at ranks h, ..., h+g-1 in windows reaching back to h, so
+    held[r, s] = #(holder h, gap g) with h = r-d, d <= s, g > d."""
+    n = len(chunks)
+    last, first = np.full(numel, -1, np.int64), np.full(numel, -1, np.int64)
+    gaps = np.zeros(n * (n + 1), np.int64)  # [h, g]: holders h whose next holder is g ranks on
+    for r, c in enumerate(chunks):
+        prev = last[c.indices]
+        seen = prev >= 0
+        gaps += np.bincount(prev[seen] * (n + 1) + (r - prev[seen]), minlength=n * (n + 1))
+        first[c.indices[~seen]] = r
+        last[c.indices] = r
+    held = first >= 0
+    gaps += np.bincount(last[held] * (n + 1) + first[held] + n - last[held], minlength=n * (n + 1))
+    longer = np.cumsum(gaps.reshape(n, n + 1)[:, ::-1], axis=1)[:, ::-1][:, 1:]  # [h, d]: gaps g > d
+    ranks = np.arange(n)
+    return np.cumsum(longer[(ranks[:, None] - ranks[None, :]) % n, ranks[None, :]], axis=1)
+
+
+def _ring_windows(log: _Log, held: np.ndarray, size: Sizer) -> None:
+    """Ring under Incremental Centralization: at stage s rank r merges the window it got (ranks
+    r-s..r-1) with its own tensor and sends the window r-s..r to r+1; the last receive completes."""
+    n = len(held)
+    ranks = np.arange(n)
+    sizes = size(held)
+    own, got = held[:, 0], held[(ranks - 1) % n]
+    for s in range(n - 1):
+        log.messages(s, ranks, (ranks + 1) % n, sizes[:, s], size.name)
+        if s:
+            log.work(s, 0, "merge", got[:, s - 1] + own)
+        log.work(s, 0, "encode", held[:, s])
+        log.work(s, 1, "decode", got[:, s])
+    log.work(n - 2, 1, "merge", got[:, n - 2] + own)
+
+
 def _p2p_gather(log: _Log, nnz: np.ndarray, size: Sizer) -> None:
     """Every rank sends its tensor to every other; each merges all n."""
     n = len(nnz)
@@ -191,22 +236,31 @@ def _p2p_gather(log: _Log, nnz: np.ndarray, size: Sizer) -> None:
     log.work(0, 1, "merge", total)
 
 
-def _ring_reduce(log: _Log, own: np.ndarray, prefix: np.ndarray, push: list[Sizer], pull: list[Sizer]) -> np.ndarray:
+def _ring_reduce(log: _Log, own: np.ndarray, prefix: np.ndarray, push: list[Sizer], pull: list[Sizer],
+                 bundles: bool = False) -> np.ndarray:
     """Ring reduce-scatter (stage s: r merges what it got with its own part of item r-1-s and sends
-    it on; item r completes at rank r), then ring all-gather (stage s: r forwards item r-s); the
-    aggregated items' sizes."""
+    it on, or with `bundles` (One-shot) sends the pieces it got and its own side by side, a uint32
+    length per piece; item r completes at rank r), then ring all-gather (stage s: r forwards item
+    r-s); the aggregated items' sizes."""
     n = len(own)
     ranks = np.arange(n)
     held = prefix[:, n - 1].copy()
-    push_bytes = np.stack([push[j](prefix[j]) for j in range(n)])
+    if bundles:  # item j's pieces in ring order j+1, j+2, ...: what stage s carries is their first s+1
+        along = own[(ranks[:, None] + 1 + ranks[None, :]) % n, ranks[:, None]]  # [j, k]: own[j+1+k, j]
+        carried = np.cumsum(along, axis=1)
+        parts = np.stack([push[j](along[j]) for j in range(n)])
+        push_bytes = np.cumsum(parts, axis=1) + np.where(ranks > 0, wire.BUNDLE_HEADER * (ranks + 1), 0)
+    else:
+        carried = prefix
+        push_bytes = np.stack([push[j](prefix[j]) for j in range(n)])
     for s in range(n - 1):
         item, got = (ranks - 1 - s) % n, (ranks - 2 - s) % n
         log.messages(s, ranks, (ranks + 1) % n, push_bytes[item, s], push[0].name)
-        if s:
+        if s and not bundles:
             log.work(s, 0, "merge", prefix[item, s - 1] + own[ranks, item])
-        log.work(s, 0, "encode", prefix[item, s])
-        log.work(s, 1, "decode", prefix[got, s])
-    log.work(n - 2, 1, "merge", prefix[ranks, n - 2] + own[ranks, ranks])
+        log.work(s, 0, "encode", carried[item, s])
+        log.work(s, 1, "decode", carried[got, s])
+    log.work(n - 2, 1, "merge", carried[ranks, n - 2] + own[ranks, ranks])
     pull_bytes = np.concatenate([pull[j](held[j:j + 1]) for j in range(n)])
     for t in range(n - 1):
         s = n - 1 + t
