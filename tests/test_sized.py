@@ -8,7 +8,7 @@ import pytest
 
 from schemes_support import make_chunks
 from zensim.run import Tables, run_ranks
-from zensim.schemes import build_scheme
+from zensim.schemes import build_scheme, needs_profile, scheme_names
 from zensim.schemes.sized import shape_of, sized_log
 from zensim.sim.layout import place, prepare
 
@@ -31,6 +31,11 @@ def same_log(a, b) -> None:
 @pytest.mark.parametrize("case", ["random", "one-empty", "all-overlap", "no-overlap", "ends"])
 def test_sized_log_is_the_drivers(name, n, case):
     """The sized log equals the driver's, column by column, with the same split and held counts."""
+    same_run(name, n, case)
+
+
+def same_run(name: str, n: int, case: str) -> None:
+    """The sized log and statistics are the driver's."""
     chunks = make_chunks(case, n, NUMEL, 0.05, 3, False)
     program = build_scheme(name, n, NUMEL)
     out = run_ranks(program, chunks, check=False)
@@ -43,6 +48,24 @@ def test_sized_log_is_the_drivers(name, n, case):
         assert np.array_equal(ctx.stats[key], value), key
 
 
+HIER = ["sparcml", "hier-incr-central", "hier-oneshot-central", "hier-incr-parallel-balanced", "hier-incr-parallel-imbalanced",
+        "hier-oneshot-parallel-balanced", "hier-oneshot-parallel-imbalanced"]
+
+
+@pytest.mark.parametrize("name", HIER)
+@pytest.mark.parametrize("n", [2, 4, 8, 16])
+@pytest.mark.parametrize("case", ["random", "one-empty", "all-overlap", "no-overlap", "ends"])
+def test_sized_hierarchy_is_the_drivers(name, n, case):
+    """Recursive halving/doubling from counts (n a power of two): the driver's log and statistics."""
+    same_run(name, n, case)
+
+
+@pytest.mark.parametrize("name", HIER)
+def test_folded_hierarchy_is_not_sized(name):
+    """n not a power of two folds ranks onto the others: the driver runs it."""
+    assert shape_of(build_scheme(name, 6, NUMEL)) is None
+
+
 @pytest.mark.parametrize("options", [{"value_dtype": "float16"}, {"pull": "bitmap"}, {"push": "dense", "pull": "coo"}])
 def test_sized_log_follows_the_formats(options):
     """Other count-sized formats and value dtypes: still the driver's bytes."""
@@ -50,18 +73,23 @@ def test_sized_log_follows_the_formats(options):
     for name in ("ring-incr-parallel-imbalanced", "p2p-parallel-imbalanced", "ring-oneshot-parallel-imbalanced"):
         program = build_scheme(name, 6, NUMEL, **options)
         same_log(sized_log(program, chunks)[0], run_ranks(program, chunks, check=False).log)
+    chunks = make_chunks("random", 8, NUMEL, 0.1, 4, False)
+    for name in ("hier-incr-parallel-balanced", "hier-oneshot-parallel-imbalanced"):
+        program = build_scheme(name, 8, NUMEL, **options)
+        same_log(sized_log(program, chunks)[0], run_ranks(program, chunks, check=False).log)
 
 
 @pytest.mark.parametrize("options", [{"value_dtype": "float16"}, {"push": "bitmap"}, {"push": "dense"}])
-def test_sized_central_ring_follows_the_formats(options):
-    """Incremental Centralization on the ring (windows of ranks) in other formats: the driver's bytes."""
-    chunks = make_chunks("random", 7, NUMEL, 0.1, 4, False)
-    program = build_scheme("ring-incr-central", 7, NUMEL, **options)
-    same_log(sized_log(program, chunks)[0], run_ranks(program, chunks, check=False).log)
+def test_sized_central_follows_the_formats(options):
+    """Centralization on the ring (windows of ranks) and the hierarchy in other formats: the driver's bytes."""
+    chunks = make_chunks("random", 8, NUMEL, 0.1, 4, False)
+    for name in ("ring-incr-central", "hier-incr-central", "hier-oneshot-central"):
+        program = build_scheme(name, 8, NUMEL, **options)
+        same_log(sized_log(program, chunks)[0], run_ranks(program, chunks, check=False).log)
 
 
-@pytest.mark.parametrize("name,options", [("sparcml", {}), ("omnireduce", {}), ("sparse-ps-bcast", {}),
-                                          ("hier-incr-central", {}), ("hier-oneshot-parallel-balanced", {}),
+@pytest.mark.parametrize("name,options", [("omnireduce", {}), ("sparse-ps-bcast", {}),
+                                          ("hier-incr-central", {"push": "blocks"}),
                                           ("gtopk", {}), ("spardl", {}), ("topkdsa", {}), ("zen", {"push": "blocks"})])
 def test_other_programs_are_not_sized(name, options):
     """Plans, formats or aggregations outside the sized shapes run through the driver."""
@@ -86,3 +114,12 @@ def test_placed_log_in_zens_layout_is_the_drivers(name):
     fast, checked = place(prep, build, tables), place(prep, build, tables, check=True)
     assert all(run.results == [] for run in fast.runs) and all(run.results for run in checked.runs)
     same_log(fast.log, checked.log)
+
+
+@pytest.mark.parametrize("n", [6, 8])
+def test_every_sized_catalog_scheme_is_the_drivers(n):
+    """Whatever scheme of the catalog is sized, its log is the driver's (formats and options as built)."""
+    sized = [name for name in scheme_names() if not needs_profile(name) and shape_of(build_scheme(name, n, NUMEL))]
+    assert "zen" in sized
+    for name in sized:
+        same_run(name, n, "random")

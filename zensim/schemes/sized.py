@@ -41,7 +41,10 @@ RING_GATHER, RING_REDUCE, P2P_GATHER, P2P_REDUCE = ("ring", True, True), ("ring/
     ("p2p", False, True), ("p2p/p2p", False, False)
 RING_BUNDLE = ("ring/ring", True, False)  # One-shot ring reduce-scatter: the pieces travel side by side
 RING_WINDOW = ("ring", False, True)  # Incremental Centralization: each rank merges a window of ranks
-SHAPES = (RING_GATHER, RING_REDUCE, P2P_GATHER, P2P_REDUCE, RING_BUNDLE, RING_WINDOW)
+# recursive doubling (Centralization), halving then doubling (Parallelism), n a power of two (no fold)
+HIER = {("hierarchy", False, True), ("hierarchy", True, True), ("hierarchy/hierarchy", False, False),
+        ("hierarchy/hierarchy", True, False)}
+SHAPES = (RING_GATHER, RING_REDUCE, P2P_GATHER, P2P_REDUCE, RING_BUNDLE, RING_WINDOW, *sorted(HIER))
 
 
 def shape_of(program) -> tuple[str, bool, bool] | None:
@@ -53,6 +56,8 @@ def shape_of(program) -> tuple[str, bool, bool] | None:
     shape = (plan, program.aggregation.one_shot, program.partition.name == "centralization")
     if shape not in SHAPES or program.caps.needs_values or not program.caps.lossless:
         return None
+    if shape in HIER and program.n & (program.n - 1):
+        return None  # a folded hierarchy (n not a power of two): the driver's
     return shape
 
 
@@ -67,15 +72,22 @@ def sized_log(program, chunks: Sequence[SparseChunk], tables: Tables | None = No
     log = _Log(n, program.num_stages)
     domains = program.partition.domains()
     first = None
+    unions = _block_unions(chunks, domains) if shape in HIER else None
     if shape[2]:  # Centralization: item 0, the whole tensor
         own = np.array([[c.nnz] for c in chunks], np.int64)
     else:
-        own, first = _items(program, chunks, domains, shape != P2P_REDUCE)
+        own, first = (unions[0], None) if unions is not None else _items(program, chunks, domains, shape != P2P_REDUCE)
         ctx.stats["split"] = own.copy()
         if program.partition.hashed:
             log.work(0, 0, "hash", np.array([c.nnz for c in chunks], np.int64))
     push = [Sizer(program.fmt(0), d) for d in domains]
-    if shape == RING_WINDOW:
+    if unions is not None:
+        if shape[2]:
+            _hier_central(log, unions, push[0], shape[1])
+        else:
+            pull = [Sizer(program.fmt(program.step2_start), d) for d in domains]
+            ctx.stats["held"] = _hier_reduce(log, own, unions, push, pull, shape[1])
+    elif shape == RING_WINDOW:
         _ring_windows(log, _windows(chunks, program.numel), push[0])
     elif shape == RING_GATHER:
         _ring_gather(log, own[:, 0], push[0])
@@ -108,14 +120,135 @@ class Sizer:
                             np.int64).reshape(counts.shape)
 
 
+def _item_of(domains, numel: int) -> np.ndarray:
+    """The item (domain) of every id."""
+    item_of = np.empty(numel, np.int32)
+    for j, d in enumerate(domains):
+        item_of[d.ids(np.arange(d.size))] = j
+    return item_of
+
+
+def _block_unions(chunks: Sequence[SparseChunk], domains) -> list[np.ndarray]:
+    """[k][c, j]: the distinct ids of item j (domain j) that the ranks of aligned block c (ranks
+    c 2^k .. c 2^k + 2^k - 1) hold, for k = 0 .. log2 n (n a power of two). Each rank's ids as a
+    bitset with every item on whole words of its own; a block's bitset is the OR of its two halves,
+    made as soon as both exist (at most log2 n held at a time), counted per item."""
+    n, numel = len(chunks), sum(d.size for d in domains)
+    words = np.array([(d.size + 63) // 64 for d in domains], np.int64)
+    ends = np.cumsum(words)
+    slot_of = np.empty(max(numel, 1), np.int64)  # id -> its bit
+    for j, d in enumerate(domains):
+        slot_of[d.ids(np.arange(d.size))] = 64 * (ends[j] - words[j]) + np.arange(d.size)
+    starts, ends = np.concatenate(([0], ends[:-1])), ends
+    out = [np.zeros((n >> k, len(domains)), np.int64) for k in range(n.bit_length())]
+
+    def count(bitset: np.ndarray) -> np.ndarray:
+        ones = np.concatenate(([0], np.cumsum(np.bitwise_count(bitset), dtype=np.int64)))
+        return ones[ends] - ones[starts]
+
+    held: list[tuple[int, np.ndarray]] = []  # (level, bitset) of the blocks waiting for their sibling
+    for r, c in enumerate(chunks):
+        flags = np.zeros(64 * int(ends[-1]), np.bool_)
+        flags[slot_of[c.indices]] = True
+        bitset = np.packbits(flags, bitorder="little").view(np.uint64)
+        k = 0
+        out[0][r] = count(bitset)
+        while held and held[-1][0] == k:
+            bitset = held.pop()[1] | bitset
+            k += 1
+            out[k][r >> k] = count(bitset)
+        held.append((k, bitset))
+    return out
+
+
+def _bundled(sizes: np.ndarray, parts: np.ndarray) -> np.ndarray:
+    """Message bytes of pieces of `sizes` bytes in all: a uint32 length per piece where there are
+    several (zensim.schemes.wire.pack)."""
+    return sizes + np.where(parts > 1, wire.BUNDLE_HEADER * parts, 0)
+
+
+def _hier_central(log: _Log, unions: list[np.ndarray], size: Sizer, bundles: bool) -> None:
+    """Recursive doubling of the whole tensor: at stage k rank a sends partner a ^ 2^k what it holds
+    of its block of 2^k ranks (merged, or with `bundles` each rank's piece side by side); after the
+    last stage every rank merges."""
+    n = len(unions[0])
+    ranks = np.arange(n)
+    own = unions[0][:, 0]
+    for k in range(n.bit_length() - 1):
+        block = ranks >> k
+        if bundles:
+            carried = np.add.reduceat(own, np.arange(0, n, 1 << k))[block]
+            nbytes = _bundled(np.add.reduceat(size(own), np.arange(0, n, 1 << k))[block], np.full(n, 1 << k))
+        else:
+            carried = unions[k][block, 0]
+            nbytes = size(carried)
+        log.messages(k, ranks, ranks ^ (1 << k), nbytes, size.name)
+        if k and not bundles:  # the partner's half of the block last received, and its own half
+            log.work(k, 0, "merge", unions[k - 1][(ranks >> (k - 1)) ^ 1, 0] + unions[k - 1][ranks >> (k - 1), 0])
+        log.work(k, 0, "encode", carried)
+        log.work(k, 1, "decode", carried[ranks ^ (1 << k)])
+    last = n.bit_length() - 2
+    if bundles:
+        log.work(last, 1, "merge", np.full(n, own.sum()))
+    else:
+        log.work(last, 1, "merge", unions[last][(ranks >> last) ^ 1, 0] + unions[last][ranks >> last, 0])
+
+
+def _hier_reduce(log: _Log, own: np.ndarray, unions: list[np.ndarray], push: list[Sizer], pull: list[Sizer],
+                 bundles: bool) -> np.ndarray:
+    """Recursive halving (stage k: a sends partner b = a ^ 2^k every item j with j = b on the low
+    k+1 bits, what its block of 2^k ranks holds of it: merged from the pieces got at the stages
+    before and its own, or with `bundles` those pieces side by side; item j completes at rank j),
+    then recursive doubling of the aggregated items; the aggregated items' sizes."""
+    n = len(own)
+    levels = n.bit_length() - 1
+    ranks, items = np.arange(n), np.arange(n)
+    held = unions[levels][0].copy()
+    pieces = np.stack([push[j](own[:, j]) for j in range(n)], axis=1)  # [o, j]: rank o's piece of item j
+    gathered = own.copy()  # [a, j]: what a would merge of item j at the next stage it sends it
+    for k in range(levels):
+        low = (1 << (k + 1)) - 1
+        sends = (items[None, :] & low) == ((ranks[:, None] ^ (1 << k)) & low)  # [a, j]
+        starts = np.arange(0, n, 1 << k)
+        if bundles:
+            carried = np.add.reduceat(own, starts, axis=0)[ranks >> k]
+            part_bytes = np.add.reduceat(pieces, starts, axis=0)[ranks >> k]
+            count = sends.sum(axis=1) << k
+        else:
+            carried = unions[k][ranks >> k]
+            part_bytes = np.stack([push[j](carried[:, j]) for j in range(n)], axis=1)
+            count = sends.sum(axis=1)
+        nbytes = _bundled((part_bytes * sends).sum(axis=1), count)
+        log.messages(k, ranks, ranks ^ (1 << k), nbytes, push[0].name)
+        if k and not bundles:
+            log.work(k, 0, "merge", (gathered * sends).sum(axis=1))
+        encoded = (carried * sends).sum(axis=1)
+        log.work(k, 0, "encode", encoded)
+        log.work(k, 1, "decode", encoded[ranks ^ (1 << k)])
+        gathered += unions[k][(ranks >> k) ^ 1]  # the partner's block, got at this stage
+    final = np.full(n, 0, np.int64)
+    final[:] = own.sum(axis=0) if bundles else gathered[ranks, ranks]
+    log.work(levels - 1, 1, "merge", final)
+    pull_bytes = np.concatenate([pull[j](held[j:j + 1]) for j in range(n)])
+    for t, k in enumerate(reversed(range(levels))):
+        low = (1 << (k + 1)) - 1
+        sends = (items[None, :] & low) == (ranks[:, None] & low)
+        count = sends.sum(axis=1)
+        log.messages(levels + t, ranks, ranks ^ (1 << k), _bundled((pull_bytes * sends).sum(axis=1), count),
+                     pull[0].name)
+        encoded = (held * sends).sum(axis=1)
+        log.work(levels + t, 0, "encode", encoded)
+        log.work(levels + t, 1, "decode", encoded[ranks ^ (1 << k)])
+        log.work(levels + t, 1, "merge", encoded[ranks ^ (1 << k)])
+    return held
+
+
 def _items(program, chunks: Sequence[SparseChunk], domains, ring: bool) -> tuple[np.ndarray, np.ndarray]:
     """own[r, j] (ids of rank r in item j) and prefix[j, k], the distinct ids of item j that the
     first k+1 ranks of its reduce order hold (ring: j+1, j+2, ...; point-to-point: every rank at
     k = 0, so only prefix[j, n-1], the aggregate, is meant)."""
     n, numel = program.n, program.numel
-    item_of = np.empty(numel, np.int32)
-    for j, d in enumerate(domains):
-        item_of[d.ids(np.arange(d.size))] = j
+    item_of = _item_of(domains, numel)
     own = np.zeros((n, n), np.int64)
     first = np.full(numel, n, np.int32)  # position of each id's first holder in its item's order
     for r, c in enumerate(chunks):
