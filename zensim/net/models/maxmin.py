@@ -45,6 +45,7 @@ component at every arrival and departure (fine at emulator sizes).
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_right
 
 import numpy as np
 
@@ -90,7 +91,7 @@ class _Segment:
         else:
             take, rest = np.arange(len(self.finish)), np.empty(0, dtype=np.int64)
         order = take[np.argsort(self.finish[take], kind="stable")]
-        self.head_finish, self.head_flows = self.finish[order], self.flows[order]
+        self.head_finish, self.head_flows = self.finish[order].tolist(), self.flows[order].tolist()
         self.finish, self.flows = self.finish[rest], self.flows[rest]
         self.pos = 0
 
@@ -100,16 +101,16 @@ class _Segment:
             if not len(self.finish):
                 return None
             self._refill()
-        return float(self.head_finish[self.pos])
+        return self.head_finish[self.pos]
 
-    def take(self, horizon: float) -> np.ndarray:
+    def take(self, horizon: float) -> list[int]:
         """The flows finishing by `horizon`, in time order."""
-        out: list[np.ndarray] = []
+        out: list[int] = []
         while (first := self.next_finish()) is not None and first <= horizon:
-            end = int(np.searchsorted(self.head_finish, horizon, side="right"))
-            out.append(self.head_flows[self.pos: end])
+            end = bisect_right(self.head_finish, horizon, self.pos)
+            out += self.head_flows[self.pos: end]
             self.pos = end
-        return out[0] if len(out) == 1 else np.concatenate(out) if out else np.empty(0, dtype=np.int64)
+        return out
 
 
 class MaxMin:
@@ -199,27 +200,33 @@ class MaxMin:
     def inject(self, ids: list[int]) -> None:
         """Start flows `ids` now; the shared ones are solved at the end of this instant."""
         now = self.clock.now
-        routes, nbytes = self.net.route_tuples, self.net.nbytes
+        routes, nbytes, nflows, isolated_on, joined = self.net.route_tuples, self.net.nbytes, self.nflows, self.isolated_on, self.joined
         for m in ids:
             route = routes[m]
-            if not route or nbytes[m] == 0:
+            size = nbytes.item(m)
+            if not route or size == 0:
                 self.net.deliver_after(self.net.route_latency[m], m)
                 continue
-            if self.host_efficiency is None and all(self.nflows[k] == 0 for k in route):
+            idle = self.host_efficiency is None
+            for k in route:
+                if nflows[k]:
+                    idle = False
+                    break
+            if idle:
                 self._isolate(m, now)
             else:
                 for k in route:
-                    if k in self.isolated_on:
-                        self.joined.append(self._promote(self.isolated_on[k], now))
-                self.left[m] = nbytes[m]
+                    if k in isolated_on:
+                        joined.append(self._promote(isolated_on[k], now))
+                self.left[m] = size
                 self.base_time[m] = now
-                self.joined.append(m)
+                joined.append(m)
             for k in route:
-                if self.nflows[k] == 0:
+                if nflows[k] == 0:
                     self.busy_from[k] = now
                     self.spent[k] = self.freed[k] = self.freed_t[k] = 0.0
-                self.nflows[k] += 1
-        if self.joined:
+                nflows[k] += 1
+        if joined:
             self._later()
 
     def _isolate(self, m: int, now: float) -> None:
@@ -253,9 +260,29 @@ class MaxMin:
 
     def _join(self) -> None:
         """Put the flows that became shared this instant into components (merging the ones they touch)."""
-        routes = self.net.route_tuples
+        routes, comp_on, comp_of, alive = self.net.route_tuples, self.comp_on, self.comp_of, self.alive
+        root, run = -1, None  # the previous flow's component (a root until the next merge) and its run of ids
         for m in self.joined:
-            touched = {self._find(self.comp_on[k]) for k in routes[m] if self.comp_on[k] >= 0}
+            route = routes[m]
+            if root >= 0:  # only links of `root` or of no component: join it without a look-up
+                hit = False
+                for k in route:
+                    c = comp_on[k]
+                    if c == root:
+                        hit = True
+                    elif c >= 0:
+                        break
+                else:
+                    if hit:
+                        run.append(m)
+                        comp.nparts += 1
+                        comp.alive += 1
+                        comp_of[m] = root
+                        alive[m] = True
+                        for k in route:
+                            comp_on[k] = root
+                        continue
+            touched = {self._find(comp_on[k]) for k in route if comp_on[k] >= 0}
             if touched:
                 root = max(touched, key=lambda c: self.comps[c].nparts)
                 for c in touched - {root}:
@@ -269,14 +296,15 @@ class MaxMin:
                 comp.parts[-1].append(m)
             else:
                 comp.parts.append([m])
+            run = comp.parts[-1]
             comp.nparts += 1
-            self.comps[root].alive += 1
-            self.comp_of[m] = root
-            self.alive[m] = True
-            self.active += 1
-            for k in routes[m]:
-                self.comp_on[k] = root
+            comp.alive += 1
+            comp_of[m] = root
+            alive[m] = True
+            for k in route:
+                comp_on[k] = root
             self.due.add(root)
+        self.active += len(self.joined)
         self.joined = []
 
     def _merge(self, c: int, root: int) -> None:
@@ -367,28 +395,27 @@ class MaxMin:
         self.armed_at = np.inf
         now = self.clock.now
         horizon = now * (1 + _TIE)
-        routes = self.net.route_tuples
-        taken: list[np.ndarray] = []
+        routes, heads, segments, segment_of, alive = self.net.route_tuples, self.heads, self.segments, self.segment_of, self.alive
+        gone: list[int] = []
         deferred: dict[int, float] = {}
-        while self.heads and self.heads[0][0] <= horizon:
-            _, sid = heapq.heappop(self.heads)
-            segment = self.segments.get(sid)
+        while heads and heads[0][0] <= horizon:
+            _, sid = heapq.heappop(heads)
+            segment = segments.get(sid)
             if segment is None:
                 continue
-            ids = segment.take(horizon)
-            taken.append(ids[(self.segment_of[ids] == sid) & self.alive[ids]])
+            gone += [m for m in segment.take(horizon) if segment_of.item(m) == sid and alive.item(m)]
             following = segment.next_finish()
             if following is None:
-                del self.segments[sid]
+                del segments[sid]
             else:
-                heapq.heappush(self.heads, (following, sid))
-        gone_ids = taken[0] if len(taken) == 1 else np.concatenate(taken) if taken else np.empty(0, dtype=np.int64)
-        self.alive[gone_ids] = False
-        self.active -= len(gone_ids)
-        gone: list[int] = gone_ids.tolist()
+                heapq.heappush(heads, (following, sid))
+        rates = [self.rate.item(m) for m in gone]
+        for m in gone:
+            alive[m] = False
+        self.active -= len(gone)
         nflows, comp_on, freed_on, freed_t_on = self.nflows, self.comp_on, self.freed, self.freed_t
         spent, last, room = self.spent, self.last, self.room
-        for m, rate in zip(gone, self.rate[gone_ids].tolist()):
+        for m, rate in zip(gone, rates):
             c = self._find(self.comp_of[m])
             comp = self.comps[c]
             comp.alive -= 1
@@ -400,11 +427,12 @@ class MaxMin:
                 if nflows[k] == 0:
                     comp_on[k] = -1
                     continue
-                freed = freed_on[k] = freed_on[k] + rate
-                freed_t = freed_t_on[k] = freed_t_on[k] + rate * now
-                if spent[k] + freed * last[k] - freed_t > room[k] and comp.alive:
+                freed_on[k] = freed = freed_on.item(k) + rate
+                freed_t_on[k] = freed_t = freed_t_on.item(k) + rate * now
+                lost, allowance = spent.item(k), room.item(k)
+                if lost + freed * last.item(k) - freed_t > allowance and comp.alive:
                     # the idle capacity's lost service reaches _DEFER of what is left of the allowance at `when`
-                    when = ((room[k] - spent[k]) * _DEFER + freed_t) / freed
+                    when = ((allowance - lost) * _DEFER + freed_t) / freed
                     if self.batch == 0 or when <= now:
                         self.due.add(c)
                     else:
