@@ -91,35 +91,84 @@ def waterfill(routes: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.
 
 @numba.njit(cache=True)
 def _solve(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray,
-           routes: np.ndarray, capacity: np.ndarray, now: float):  # pragma: no cover (compiled)
+           routes: np.ndarray, capacity: np.ndarray, now: float, batch: float, busy_from: np.ndarray, room: np.ndarray,
+           spent: np.ndarray, freed: np.ndarray, freed_t: np.ndarray, last: np.ndarray,
+           slot: np.ndarray):  # pragma: no cover (compiled)
     keep = flows[alive[flows]]
     count, width = keep.size, routes.shape[1]
-    sub = np.empty((count, width), np.int64)
+    dummy = capacity.size - 1
+    used = np.empty(count * width, np.int64)  # the links of the solve, numbered 0.. in the sub-problem
+    nused = 0
     for i in range(count):
         f = keep[i]
         left[f] = max(left[f] - rate[f] * (now - base_time[f]), 0.0)
         base_time[f] = now
-        sub[i] = routes[f]
-    fair, level = _fill(sub, capacity)
+        for j in range(width):
+            k = routes[f, j]
+            if k != dummy and slot[k] < 0:
+                slot[k] = nused
+                used[nused] = k
+                nused += 1
+    sub = np.empty((count, width), np.int64)
+    for i in range(count):
+        for j in range(width):
+            k = routes[keep[i], j]
+            sub[i, j] = nused if k == dummy else slot[k]
+    cap = np.empty(nused + 1)
+    for u in range(nused):
+        cap[u] = capacity[used[u]]
+    cap[nused] = np.inf
+    fair, level = _fill(sub, cap)
     finish = np.empty(count)
-    last = np.full(capacity.size, -np.inf)
+    end_of = np.full(nused + 1, -np.inf)
     for i in range(count):
         f = keep[i]
         rate[f] = fair[i]
         end = finish[i] = now + left[f] / fair[i]
         for j in range(width):
-            k = sub[i, j]
-            if end > last[k]:
-                last[k] = end
-    return keep, finish, level, last
+            u = sub[i, j]
+            if end > end_of[u]:
+                end_of[u] = end
+    for u in range(nused):
+        k = used[u]
+        slot[k] = -1
+        end = end_of[u]
+        if not np.isfinite(end):
+            continue
+        room[k] = batch * capacity[k] * (end - busy_from[k]) if np.isfinite(level[u]) else np.inf
+        spent[k] += freed[k] * now - freed_t[k]
+        freed[k] = 0.0
+        freed_t[k] = 0.0
+        last[k] = end
+    return keep, finish
+
+
+class LinkState:
+    """Per link what a solve reads and sets (the maxmin model's allowance bookkeeping, docs in
+    zensim.net.models.maxmin): busy_from, room, spent, freed, freed_t, last; one float64 array each
+    over the links and the padding link."""
+
+    def __init__(self, links: int) -> None:
+        self.busy_from = np.zeros(links)
+        self.room = np.full(links, np.inf)
+        self.spent = np.zeros(links)
+        self.freed = np.zeros(links)
+        self.freed_t = np.zeros(links)
+        self.last = np.zeros(links)
+        self.slot = np.full(links, -1, np.int64)  # scratch of the compiled solve (all -1 between solves)
 
 
 def solve_flows(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray,
-                routes: np.ndarray, capacity: np.ndarray, now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                routes: np.ndarray, capacity: np.ndarray, now: float, batch: float,
+                links: LinkState) -> tuple[np.ndarray, np.ndarray]:
     """One max-min solve of the flows `flows` (ids into the per-flow arrays) at time `now`, in one compiled
-    pass: the flows still `alive`, their bytes `left` advanced from `base_time` to now at their old
-    `rate` (updated in place, as are base_time and rate), their finish times under the new rates, each
-    link's saturation level (as `waterfill`) and the latest finish among the flows on each link
-    (-inf where none). `routes`: every flow's row of link ids (padded with len(capacity) - 1)."""
+    pass over them and their links only: the flows still `alive`, their bytes `left` advanced from
+    `base_time` to now at their old `rate` (updated in place, as are base_time and rate), and their
+    finish times under the new rates. `routes`: every flow's row of link ids (padded with
+    len(capacity) - 1). On each of their links where a flow ends in finite time, `links` restarts the
+    allowance: `last` = the latest finish, `room` = batch x capacity x (last - busy_from) where the
+    link saturated (inf where it limits no flow), the service lost to freed capacity moved into
+    `spent`, `freed` and `freed_t` zeroed. Returns the alive flows and their finish times."""
     return _solve(np.ascontiguousarray(flows, dtype=np.int64), alive, left, base_time, rate, routes,
-                  np.ascontiguousarray(capacity, dtype=np.float64), float(now))
+                  np.ascontiguousarray(capacity, dtype=np.float64), float(now), float(batch), links.busy_from,
+                  links.room, links.spent, links.freed, links.freed_t, links.last, links.slot)

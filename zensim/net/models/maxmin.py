@@ -51,10 +51,13 @@ import numpy as np
 
 from zensim.errors import ConfigError
 from zensim.net.models.base import NetworkView
-from zensim.net.waterfill import solve_flows
+from zensim.net.waterfill import LinkState, solve_flows
 
 _TIE = 1e-12  # relative tolerance: flows finishing "now"
 _DEFER = 1 / 64  # the part of what is left of a link's allowance a departure may actually lose before its re-solve
+
+
+_NONE = np.empty(0, dtype=np.int64)
 
 
 class _Component:
@@ -85,14 +88,16 @@ class _Segment:
 
     def _refill(self) -> None:
         head = max(self.HEAD, len(self.finish) // 8)
-        if len(self.finish) > head:
+        if len(self.finish) <= head:  # all of it (the common case: a small component)
+            order = np.argsort(self.finish, kind="stable")
+            self.head_finish, self.head_flows = self.finish[order].tolist(), self.flows[order].tolist()
+            self.finish = self.flows = _NONE
+        else:
             idx = np.argpartition(self.finish, head)
             take, rest = idx[:head], idx[head:]
-        else:
-            take, rest = np.arange(len(self.finish)), np.empty(0, dtype=np.int64)
-        order = take[np.argsort(self.finish[take], kind="stable")]
-        self.head_finish, self.head_flows = self.finish[order].tolist(), self.flows[order].tolist()
-        self.finish, self.flows = self.finish[rest], self.flows[rest]
+            order = take[np.argsort(self.finish[take], kind="stable")]
+            self.head_finish, self.head_flows = self.finish[order].tolist(), self.flows[order].tolist()
+            self.finish, self.flows = self.finish[rest], self.flows[rest]
         self.pos = 0
 
     def next_finish(self) -> float | None:
@@ -145,12 +150,13 @@ class MaxMin:
         # per link
         self.nflows = [0] * (links + 1)  # active flows, isolated or shared
         self.comp_on = [-1] * (links + 1)  # component of the shared flows on the link (-1: none)
-        self.room = np.full(links + 1, np.inf)  # service the link may lose before its component is due (inf: not saturated)
-        self.spent = np.zeros(links + 1)  # service lost in its busy period, up to the last solve
-        self.freed = np.zeros(links + 1)  # capacity freed since the last solve: sum of r
-        self.freed_t = np.zeros(links + 1)  # and sum of r x t
-        self.last = np.zeros(links + 1)  # projected end of the last flow on the link (at the last solve)
-        self.busy_from = np.zeros(links + 1)  # start of the link's busy period
+        self.state = state = LinkState(links + 1)  # set by each solve on its links
+        self.room = state.room  # service the link may lose before its component is due (inf: not saturated)
+        self.spent = state.spent  # service lost in its busy period, up to the last solve
+        self.freed = state.freed  # capacity freed since the last solve: sum of r
+        self.freed_t = state.freed_t  # and sum of r x t
+        self.last = state.last  # projected end of the last flow on the link (at the last solve)
+        self.busy_from = state.busy_from  # start of the link's busy period
         # components (union-find over ids), isolated flows, departure segments
         self.comps: dict[int, _Component] = {}
         self.parent: list[int] = []
@@ -353,19 +359,12 @@ class MaxMin:
         comp.segments = []
         now = self.clock.now
         capacity = self._capacities()
-        flows, finish, level, last = solve_flows(flows, self.alive, self.left, self.base_time, self.rate,
-                                                 self.net.routes, capacity, now)
+        flows, finish = solve_flows(flows, self.alive, self.left, self.base_time, self.rate, self.net.routes, capacity,
+                                    now, self.batch, self.state)
         comp.parts, comp.nparts = [flows], 1
         comp.check = np.inf
         comp.epoch += 1
         self.solves += 1
-        links = np.flatnonzero(np.isfinite(last[:-1]))
-        ends = last[links]
-        self.room[links] = np.where(np.isfinite(level[links]), self.batch * capacity[links] * (ends - self.busy_from[links]),
-                                    np.inf)
-        self.spent[links] += self.freed[links] * now - self.freed_t[links]
-        self.freed[links] = self.freed_t[links] = 0.0
-        self.last[links] = ends
         sid = self.next_segment
         self.next_segment += 1
         segment = self.segments[sid] = _Segment(finish, flows)
