@@ -9,7 +9,7 @@ from zensim.net.models import maxmin as mm
 from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
-from zensim.net.waterfill import waterfill
+from zensim.net.waterfill import LinkState, solve_flows, waterfill
 from zensim.run.log import Message, MessageLog
 
 B = 25e9 / 8
@@ -146,3 +146,41 @@ def test_fast_default_within_half_a_percent_of_exact(case):
     fast = replay(log, Costs(topo, WorkCost.zero()), NAME).stage_end[:, -1]
     assert abs(fast.max() - exact.max()) <= 0.005 * exact.max()
     assert np.abs(fast - exact).max() <= 0.01 * exact.max()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_solve_flows_touches_only_its_links(seed):
+    """A solve of some flows gives waterfill's rates, their finish times, and restarts the allowance on
+    their links only: last = latest finish, room = batch x capacity x busy time where saturated (inf
+    elsewhere), lost service moved into spent; other links and flows untouched."""
+    rng = np.random.default_rng(seed)
+    links, total, width = 40, 60, 3
+    routes = np.full((total, width), links)
+    for f in range(total):
+        hops = rng.choice(links, int(rng.integers(1, width + 1)), replace=False)
+        routes[f, : len(hops)] = hops
+    cap = np.append(rng.uniform(1, 10, links), np.inf)
+    flows = np.sort(rng.choice(total, 25, replace=False))
+    alive = np.zeros(total, bool)
+    alive[flows[::2]] = True  # the others in `flows` have left
+    left, base, rate = rng.uniform(1, 5, total), np.full(total, 1.0), rng.uniform(0, 0.1, total)
+    state = LinkState(links + 1)
+    state.busy_from[:] = rng.uniform(0, 1, links + 1)
+    state.freed[:], state.freed_t[:] = rng.uniform(0, 1, links + 1), rng.uniform(0, 1, links + 1)
+    before = {k: getattr(state, k).copy() for k in ("room", "spent", "freed", "freed_t", "last")}
+    want_left = np.maximum(left - rate * (2.0 - base), 0)
+    kept, finish = solve_flows(flows, alive, left, base, rate, routes, cap, 2.0, 0.25, state)
+    assert kept.tolist() == flows[::2].tolist()
+    fair, level = waterfill(routes[kept], cap)
+    assert rate[kept].tolist() == fair.tolist() and left[kept] == pytest.approx(want_left[kept], rel=1e-15)
+    assert finish == pytest.approx(2.0 + want_left[kept] / fair, rel=1e-15)
+    mine = set(routes[kept].ravel().tolist()) - {links}
+    for k in range(links + 1):
+        if k not in mine:
+            assert all(getattr(state, a)[k] == before[a][k] for a in before), k
+            continue
+        end = max(finish[i] for i in range(len(kept)) if k in routes[kept[i]])
+        assert state.last[k] == end and state.freed[k] == state.freed_t[k] == 0
+        assert state.spent[k] == pytest.approx(before["spent"][k] + before["freed"][k] * 2.0 - before["freed_t"][k])
+        assert state.room[k] == (0.25 * cap[k] * (end - state.busy_from[k]) if np.isfinite(level[k]) else np.inf)
+    assert (state.slot == -1).all()
