@@ -270,46 +270,40 @@ class MaxMin:
         root, run = -1, None  # the previous flow's component (a root until the next merge) and its run of ids
         for m in self.joined:
             route = routes[m]
-            if root >= 0:  # only links of `root` or of no component: join it without a look-up
-                hit = False
+            known = False  # only links of `root` or of no component: join it without a look-up
+            if root >= 0:
                 for k in route:
                     c = comp_on[k]
                     if c == root:
-                        hit = True
+                        known = True
                     elif c >= 0:
+                        known = False
                         break
+            if known:
+                run.append(m)
+            else:
+                touched = {self._find(comp_on[k]) for k in route if comp_on[k] >= 0}
+                if touched:
+                    root = max(touched, key=lambda c: self.comps[c].nparts)
+                    for c in touched - {root}:
+                        self._merge(c, root)
                 else:
-                    if hit:
-                        run.append(m)
-                        comp.nparts += 1
-                        comp.alive += 1
-                        comp_of[m] = root
-                        alive[m] = True
-                        for k in route:
-                            comp_on[k] = root
-                        continue
-            touched = {self._find(comp_on[k]) for k in route if comp_on[k] >= 0}
-            if touched:
-                root = max(touched, key=lambda c: self.comps[c].nparts)
-                for c in touched - {root}:
-                    self._merge(c, root)
-            else:
-                root = len(self.parent)
-                self.parent.append(root)
-                self.comps[root] = _Component()
-            comp = self.comps[root]
-            if comp.parts and isinstance(comp.parts[-1], list):
-                comp.parts[-1].append(m)
-            else:
-                comp.parts.append([m])
-            run = comp.parts[-1]
+                    root = len(self.parent)
+                    self.parent.append(root)
+                    self.comps[root] = _Component()
+                comp = self.comps[root]
+                if comp.parts and isinstance(comp.parts[-1], list):
+                    comp.parts[-1].append(m)
+                else:
+                    comp.parts.append([m])
+                run = comp.parts[-1]
+                self.due.add(root)
             comp.nparts += 1
             comp.alive += 1
             comp_of[m] = root
             alive[m] = True
             for k in route:
                 comp_on[k] = root
-            self.due.add(root)
         self.active += len(self.joined)
         self.joined = []
 
