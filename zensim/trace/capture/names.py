@@ -12,4 +12,5 @@ WORKLOADS = {
     "deepfm": "deepfm.DeepFM",
     "gpt-topk": "gpt.GPTTopK",
     "digits-cnn": "digits.Digits",
+    "digits-cnn-wide": "digits.DigitsWide",
 }

@@ -1,0 +1,195 @@
+"""Why ExDyna's two claims do or do not hold on a dense trace: its threshold against the one that
+would have selected exactly k, and its padding cost f(t) against the best any block layout could
+reach on the same iteration.
+
+Per iteration t, ExDyna (dynamic layout) and its static-partition variant run side by side on the
+trace's gradients (each with its own residuals, as `zensim simulate --iterations` runs them), and
+for the dynamic one the script reads what each worker scanned: partition (t + rank) mod n of its
+accumulated gradient. From that one vector of n disjoint stretches it prints
+
+- `threshold`: ExDyna's threshold delta_t (the authors' rule: 1/(2 sqrt k) at t = 0, then x 1.005,
+  x 1.00125 or x 0.995 a step);
+- `oracle`: delta*_t, the k-th largest scanned magnitude, the threshold at which the union would
+  have held exactly k elements; `ratio` delta_t / delta*_t and `drift` delta*_t / delta*_(t-1);
+- `k'/k` (the user's density reached when 1) and the steps of 0.5% that separate delta_t from
+  delta*_t: ln(delta*_t / delta_t) / ln(1.005);
+- `f dyn`, `f static` (f(t) = n max_i k_i / sum_i k_i of each variant);
+- `f best`: n M / k', M the least largest partition count of any layout of the same blocks into n
+  contiguous partitions for the counts of this iteration (a linear partition; no block move rule
+  gets below it at this threshold and k'); `top block`: n x the largest count of one block / k', a
+  bound by itself; `f lag`: f(t) of the layout that was best for the previous iteration's counts,
+  what a balancer that reacts perfectly one iteration late would get; `f poisson`: E[f] when every
+  partition expects k'/n with Poisson scatter (the floor of a perfect balance in expectation: about
+  1 + 1.8 / sqrt(k'/n) at n = 16; the paper's k'/n at d = 0.001 is in the thousands). (A worker whose partition has no element above the threshold sends one anyway,
+  the authors' fallback: k' includes those.)
+
+Usage: .venv/bin/python benchmarks/exdyna_claims.py TRACE [--iterations A:B] [--density D] [--csv FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import sys
+
+import numpy as np
+
+from zensim.replay.iterations import parse_range
+from zensim.report.table import format_table
+from zensim.sparsify import Team
+from zensim.sparsify.exdyna import GAMMA
+from zensim.trace.format import Trace
+from zensim.trace.gradients import TraceGradients
+
+KEY = "flat"
+
+
+def pack(counts: np.ndarray, bound: int) -> list[int]:
+    """Greedy cut of `counts` into contiguous groups of sum <= bound: the first index of each group."""
+    starts, load = [0], 0
+    for i, c in enumerate(counts):
+        if load + c > bound and load > 0:
+            starts.append(i)
+            load = 0
+        load += c
+    return starts
+
+
+def best_cuts(counts: np.ndarray, parts: int) -> tuple[int, list[int]]:
+    """The least possible largest sum when `counts` is cut into `parts` contiguous groups, and such
+    a cut (first index of each group; binary search on the bound, greedy packing)."""
+    lo, hi = int(counts.max(initial=0)), int(counts.sum())
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if len(pack(counts, mid)) <= parts else (mid + 1, hi)
+    return lo, pack(counts, lo)
+
+
+def largest_group(counts: np.ndarray, starts: list[int]) -> int:
+    """The largest sum of `counts` over the groups beginning at `starts`."""
+    return int(np.add.reduceat(counts, starts).max()) if len(counts) else 0
+
+
+def scanned(team: Team, accs: list[np.ndarray], t: int) -> np.ndarray:
+    """|acc| of the worker that scanned each position at iteration t (partition (t + r) mod n)."""
+    lead = team.sparsifiers[0]
+    layout = lead.layout(KEY)
+    out = np.empty(len(accs[0]), np.float32)
+    for rank, acc in enumerate(accs):
+        start, end = layout.bounds(lead.partition_of(t, rank))
+        out[start:end] = np.abs(acc[start:end])
+    return out
+
+
+def block_counts(mags: np.ndarray, threshold: float, block_size: int, blocks: int) -> np.ndarray:
+    """Elements >= threshold per block (the remainder elements counted in the last block)."""
+    hits = (mags >= np.float32(threshold)).astype(np.int64)
+    counts = np.add.reduceat(hits[: block_size * blocks], np.arange(0, block_size * blocks, block_size))
+    counts[-1] += int(hits[block_size * blocks:].sum())
+    return counts
+
+
+def poisson_floor(mean: float, n: int, draws: int = 2000) -> float:
+    """E[n max_i X_i / sum_i X_i] for n independent Poisson(mean) counts: the f(t) of a layout
+    whose partitions all expect the same count, from the counts' own randomness alone."""
+    counts = np.random.default_rng(0).poisson(mean, (draws, n))
+    totals = counts.sum(axis=1)
+    ok = totals > 0
+    return float(np.mean(n * counts.max(axis=1)[ok] / totals[ok]))
+
+
+def analyse(source: TraceGradients, first: int, last: int, density: float) -> list[dict]:
+    """One row per iteration (see the module docstring)."""
+    n, numel = source.workers, source.numel
+    k = max(1, int(density * numel))
+    dynamic, static = Team("exdyna", n, density), Team("exdyna-static", n, density)
+    rows, previous, previous_cuts = [], None, None
+    for t in range(first, last):
+        grads = [source.gradient(t, w) for w in range(n)]
+        accs = [(dynamic.residual(r, KEY) if t > first else 0) + g for r, g in enumerate(grads)]
+        ks = np.array(dynamic.step(KEY, grads).proposed)
+        ks_static = np.array(static.step(KEY, grads).proposed)
+        lead = dynamic.sparsifiers[0]
+        layout, threshold = lead.layout(KEY), lead.threshold(KEY)
+        mags = scanned(dynamic, accs, t - first)
+        oracle = float(np.partition(mags, numel - k)[numel - k])
+        counts = block_counts(mags, threshold, layout.block_size, layout.blocks)
+        best, cuts = best_cuts(counts, n)
+        lagged = n * max(1, largest_group(counts, previous_cuts)) / ks.sum() if previous_cuts else float("nan")
+        previous_cuts = cuts
+        rows.append({
+            "iteration": t, "threshold": threshold, "oracle": oracle, "ratio": threshold / oracle,
+            "drift": oracle / previous if previous else float("nan"), "k'/k": ks.sum() / k,
+            "steps": math.log(oracle / threshold) / math.log(1 + GAMMA),
+            "f dyn": n * ks.max() / ks.sum(), "f static": n * ks_static.max() / ks_static.sum(),
+            "f best": n * max(1, best) / ks.sum(), "f lag": lagged, "f poisson": poisson_floor(ks.sum() / n, n),
+            "top block": n * counts.max() / ks.sum(),
+            "blocks moved": int(np.abs(layout.count - layout.initial(numel, n, layout.blocks).count).sum() // 2),
+        })
+        previous = oracle
+    return rows
+
+
+def plot(rows: list[dict], title: str, path: str) -> None:
+    """Three panels against the iteration: delta_t and delta*_t, k'/k, f(t) dynamic, static and best."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    its = [r["iteration"] for r in rows]
+    fig, axes = plt.subplots(3, 1, figsize=(9, 9), sharex=True)
+    axes[0].plot(its, [r["threshold"] for r in rows], label="ExDyna's threshold (authors' rule)")
+    axes[0].plot(its, [r["oracle"] for r in rows], label="threshold giving exactly k (oracle)")
+    axes[0].set_ylabel("threshold")
+    axes[1].plot(its, [r["k'/k"] for r in rows], label="actual / user-set density (k'/k)")
+    axes[1].axhline(1, color="gray", lw=0.8)
+    axes[1].set_ylabel("k' / k")
+    for name in ("f dyn", "f static", "f lag", "f best", "f poisson"):
+        axes[2].plot(its, [r[name] for r in rows], label={"f dyn": "f(t) ExDyna (dynamic layout)",
+                     "f static": "f(t) static partitions",
+                     "f lag": "f(t) of the previous iteration's best layout", "f best": "f(t) best contiguous layout (bound)",
+                     "f poisson": "E f(t), equal expected loads, Poisson counts"}[name])
+    axes[2].axhline(1, color="gray", lw=0.8)
+    axes[2].set_ylabel("f(t)")
+    axes[2].set_xlabel("iteration")
+    for ax in axes:
+        ax.legend(fontsize=8)
+    axes[0].set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    """Print the per-iteration table and a summary (see the module docstring)."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("trace")
+    parser.add_argument("--iterations", default=":")
+    parser.add_argument("--density", type=float, default=0.01)
+    parser.add_argument("--csv", default=None)
+    parser.add_argument("--plot", default=None, help="PNG: thresholds, k'/k and f(t) against the iteration")
+    args = parser.parse_args()
+    source = TraceGradients(Trace.open(args.trace))
+    first, last = parse_range(args.iterations, source.iterations)
+    rows = analyse(source, first, last, args.density)
+    names = list(rows[0])
+    print(f"{args.trace}: {source.workers} workers, {source.numel:,} elements, d = {args.density}, "
+          f"k = {max(1, int(args.density * source.numel))}, iterations {first}:{last}")
+    print(format_table([[r[c] for c in names] for r in rows], names))
+    tail = rows[len(rows) // 2:]
+    print(f"second half ({len(tail)} iterations) means: " + ", ".join(
+        f"{c} {np.nanmean([r[c] for r in tail]):.3g}" for c in ("k'/k", "ratio", "drift", "f dyn", "f static",
+                                                             "f best", "f lag", "f poisson", "top block")))
+    if args.plot:
+        plot(rows, f"{os.path.basename(args.trace)}, {source.workers} workers, d = {args.density}", args.plot)
+    if args.csv:
+        with open(args.csv, "w", newline="") as out:
+            writer = csv.DictWriter(out, names)
+            writer.writeheader()
+            writer.writerows(rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
