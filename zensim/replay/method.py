@@ -11,7 +11,7 @@
    of the rank that dropped it;
 4. every worker observes every worker's proposal size (ExDyna's block moves and threshold).
 
-Steps 1 run for the n workers on a thread pool of one thread per core (numpy's array work releases
+Steps 1 and 2 run for the n workers on a thread pool of one thread per core (numpy's array work releases
 the GIL); results do not depend on it (each worker's state is its own). The applied gradient is rank 0's result (every rank's, bit-identical). Without a sparsifier
 (`sparsifier=None`, the dense baseline) a worker's chunk is its whole gradient. Each scheme names the
 sparsifier it is built for (`DEFAULT_SPARSIFIER`): SparDL selects per block (blocktopk, one block per
@@ -144,12 +144,14 @@ class Method:
         """Each worker's values at the union of all proposals (with its own proposal); they leave
         its residual."""
         union = union_indices([SparseChunk(p) for p in proposals])
-        chunks = []
-        for rank, proposal in enumerate(proposals):
+
+        def take(rank: int) -> SparseChunk:
             residual = self.memories[rank].residuals[KEY]
-            chunks.append(UnionChunk(union, residual[union].astype(np.float32), proposal))
+            chunk = UnionChunk(union, residual[union].astype(np.float32), proposals[rank])
             self.memories[rank].consume(KEY, union)
-        return chunks
+            return chunk
+
+        return list(POOL.map(take, range(self.n)))
 
 
 def make_methods(spec: str, sparsifier: str | None, density: float, n: int, numel: int, seed: int,
