@@ -8,7 +8,10 @@ be 32 GB in float16), scaled so that ExDyna's starting threshold selects about t
 their set-up (drawing the vectors once) is reported apart. The conservation
 check (float64 totals, n x numel per iteration) is off here; tests run it on every iteration.
 
-Usage: flock /tmp/zsim-bench.lock .venv/bin/python benchmarks/replay.py [--compare] [--numel N ...] [--options JSON]
+Prints the load averages before and after, and the peak resident memory of the process (gradients,
+residuals and the replay together).
+
+Usage: flock /tmp/zsim-bench.lock .venv/bin/python benchmarks/replay.py [--compare] [--schemes S] [--numel N ...] [--options JSON]
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import time
 
 import numpy as np
@@ -76,8 +80,12 @@ def main() -> None:
         schemes, workers, iterations = args.schemes or "spardl,topka,topkdsa,gtopk", args.workers or 14, args.iterations or 5
     else:
         schemes, workers, iterations = args.schemes or "spardl,exdyna", args.workers or 16, args.iterations or 100
+    load = os.getloadavg()
     rows, walls, setup = run(schemes, workers, args.numel, iterations, args.density, args.nic, args.latency,
                              json.loads(args.options))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
+    print(f"load average (1, 5, 15 min) before {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, after "
+          + " ".join(f"{x:.2f}" for x in os.getloadavg()) + f"; peak resident memory of the process {peak:.2f} GiB")
     print(f"machine: {os.cpu_count()} cores (shared); {workers} workers, {args.numel:,} elements, {iterations} "
           f"iterations, density {args.density}, {args.nic} NICs, {args.latency} latency, options {args.options}; "
           f"gradient set-up {setup:.1f} s")
