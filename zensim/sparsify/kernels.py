@@ -5,15 +5,21 @@ threads run them side by side).
 the |x| array that `np.flatnonzero(np.abs(x) >= threshold)` writes and reads again (two passes of
 40 MB on a 10M-element float32 gradient). The comparison is made in x's dtype, as numpy compares a
 float32 array with a Python float: the same positions either way.
+
+numba is imported and the kernel loaded (from its on-disk cache) on the first call, not on import:
+the capture hook in a user's training script imports the sparsifiers (and runs them on torch
+tensors, which never reach this kernel), and importing numba takes about a second.
 """
 
 from __future__ import annotations
 
-import numba
+from collections.abc import Callable
+
 import numpy as np
 
+_compiled: dict[str, Callable] = {}
 
-@numba.njit(cache=True, nogil=True)
+
 def _at_least(x: np.ndarray, threshold, out: np.ndarray) -> int:  # type: ignore[no-untyped-def]  # pragma: no cover (compiled)
     count = 0
     for i in range(x.size):
@@ -28,5 +34,10 @@ def at_least(x: np.ndarray, threshold: float) -> np.ndarray:
     if x.dtype not in (np.float32, np.float64):
         return np.flatnonzero(np.abs(x) >= threshold)
     out = np.empty(x.size, np.int64)  # only the pages written are ever touched
-    count = _at_least(x, x.dtype.type(threshold), out)
+    kernel = _compiled.get("at_least")
+    if kernel is None:
+        import numba
+
+        kernel = _compiled["at_least"] = numba.njit(cache=True, nogil=True)(_at_least)
+    count = kernel(x, x.dtype.type(threshold), out)
     return out[:count].copy()
