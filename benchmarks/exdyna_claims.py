@@ -132,8 +132,9 @@ def analyse(source: TraceGradients, first: int, last: int, density: float) -> li
     return rows
 
 
-def plot(rows: list[dict], title: str, path: str) -> None:
-    """Three panels against the iteration: delta_t and delta*_t, k'/k, f(t) dynamic, static and best."""
+def plot(rows: list[dict], title: str, path: str, density: float) -> None:
+    """Three panels against the iteration: delta_t and delta*_t; actual density d' = d k'/k against
+    the user-set d; f(t) dynamic, static and the references."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -144,9 +145,9 @@ def plot(rows: list[dict], title: str, path: str) -> None:
     axes[0].plot(its, [r["threshold"] for r in rows], label="ExDyna's threshold (authors' rule)")
     axes[0].plot(its, [r["oracle"] for r in rows], label="threshold giving exactly k (oracle)")
     axes[0].set_ylabel("threshold")
-    axes[1].plot(its, [r["k'/k"] for r in rows], label="actual / user-set density (k'/k)")
-    axes[1].axhline(1, color="gray", lw=0.8)
-    axes[1].set_ylabel("k' / k")
+    axes[1].plot(its, [density * r["k'/k"] for r in rows], label="actual density d' (ExDyna)")
+    axes[1].axhline(density, color="gray", lw=0.8, label="user-set density d")
+    axes[1].set_ylabel("density")
     for name in ("f dyn", "f static", "f lag", "f best", "f poisson"):
         axes[2].plot(its, [r[name] for r in rows], label={"f dyn": "f(t) ExDyna (dynamic layout)",
                      "f static": "f(t) static partitions",
@@ -183,7 +184,7 @@ def main() -> None:
         f"{c} {np.nanmean([r[c] for r in tail]):.3g}" for c in ("k'/k", "ratio", "drift", "f dyn", "f static",
                                                              "f best", "f lag", "f poisson", "top block")))
     if args.plot:
-        plot(rows, f"{os.path.basename(args.trace)}, {source.workers} workers, d = {args.density}", args.plot)
+        plot(rows, f"{os.path.basename(args.trace)}, {source.workers} workers, d = {args.density}", args.plot, args.density)
     if args.csv:
         with open(args.csv, "w", newline="") as out:
             writer = csv.DictWriter(out, names)
