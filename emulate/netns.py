@@ -39,7 +39,8 @@ LOCK_PATH = f"/tmp/{PREFIX}-emulate.lock"
 RUN_PREFIX = f"{PREFIX}-run-"  # run folders (rank stderr, progress, rank JSON) in the temporary directory
 REAPER_DONE = b"d"  # what the owner of a cluster tells its reaper after its own teardown (emulate.reaper)
 MAX_RANKS = SUBNET.num_addresses - 2
-DEFAULT_MTU = 65000
+MIN_MTU, MAX_MTU = 1500, 65000
+FRAME_SECONDS = 1e-3  # the longest a frame may take at the link rate (link_mtu)
 
 
 class NamespaceError(ZensimError):
@@ -133,17 +134,19 @@ def remove_project_objects() -> list[str]:
     return removed
 
 
-TCP_WMEM = "/proc/sys/net/ipv4/tcp_wmem"
 MAX_TBF_LIMIT = 2**31 - 1  # tc's limit is a 32-bit byte count
+SMALL_PACKET = 128  # IP packets shorter than this (bytes; a power of two) jump the data queue (Shaping.qdisc_commands)
+SOCKET_BUFFER = 32 << 20  # TCP send and receive buffers in the rank namespaces (LocalCluster._make_ns)
 
 
-def tcp_send_buffer_max() -> int:
-    """The largest TCP send buffer a socket may grow to (tcp_wmem's third field; 4 MiB if unknown)."""
-    try:
-        with open(TCP_WMEM) as f:
-            return int(f.read().split()[2])
-    except (OSError, ValueError, IndexError):
-        return 4 * 1024 * 1024
+def link_mtu(rate_bps: float) -> int:
+    """MTU of the emulated links at `rate_bps`: a frame of FRAME_SECONDS at the rate, within
+    [MIN_MTU, MAX_MTU]. tbf sends a whole frame once its bucket holds it, and its bucket must hold
+    two, so a frame's time at the rate is how far ahead of the wire a transfer starting on an idle
+    link runs (with 64 KB frames at 25 Mbit/s: 42 ms, a stage's worth). Frames of one millisecond
+    keep that below 2 ms at every rate, and the packet rate, which costs the shared cores, at about
+    a thousand per second per NIC direction whatever the rate."""
+    return int(min(MAX_MTU, max(MIN_MTU, rate_bps / 8 * FRAME_SECONDS)))
 
 
 @dataclass(frozen=True)
@@ -166,22 +169,47 @@ class Shaping:
         at the rate), so an incast queues instead of dropping: the lossless fabric the simulator
         assumes (as RoCE with PFC). A shallow queue drops, and TCP's 200 ms retransmission timeouts
         then make stragglers no flow-level model has."""
-        return min(MAX_TBF_LIMIT, max(256 * 1024, self.rate_bps // 8 // 5, self.senders * tcp_send_buffer_max()))
+        return min(MAX_TBF_LIMIT, max(256 * 1024, self.rate_bps // 8 // 5, self.senders * SOCKET_BUFFER))
 
     def tbf_args(self) -> list[str]:
         """Arguments after `tc qdisc replace dev DEV root`."""
         return ["tbf", "rate", f"{self.rate_bps}bit", "burst", str(self.burst_bytes), "limit", str(self.limit_bytes)]
 
+    def qdisc_commands(self, dev: str) -> list[list[str]]:
+        """The tc commands (after `tc [-n NS]`) that shape `dev`: tbf at the rate, and inside it an
+        htb that only orders (its two classes are never limited: ten times the rate): small packets
+        (pure TCP acknowledgements, IP length < SMALL_PACKET) go before the data queued ahead of
+        them; each class a byte FIFO as long as the tbf's queue.
+
+        The acknowledgements of a flow travel the other direction of both NICs it crosses, behind
+        the data of the flows going that way: in one deep FIFO (needed so that an incast queues
+        instead of dropping) a pairwise exchange's acknowledgements waited up to a whole message
+        behind the partner's data, and one direction of the pair stalled for hundreds of ms while
+        the other ran at the rate. On a wire the acknowledgements of one direction do not wait for
+        the other direction's data; the first class restores that."""
+        bfifo = ["bfifo", "limit", str(self.limit_bytes)]
+        unlimited = ["htb", "rate", f"{10 * self.rate_bps}bit", "quantum", str(self.mtu + 14)]
+        return [["qdisc", "replace", "dev", dev, "root", "handle", "1:", *self.tbf_args()],
+                ["qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", "htb", "default", "20"],
+                ["class", "replace", "dev", dev, "parent", "10:", "classid", "10:10", *unlimited, "prio", "0"],
+                ["class", "replace", "dev", dev, "parent", "10:", "classid", "10:20", *unlimited, "prio", "1"],
+                ["qdisc", "replace", "dev", dev, "parent", "10:10", "handle", "11:", *bfifo],
+                ["qdisc", "replace", "dev", dev, "parent", "10:20", "handle", "12:", *bfifo],
+                ["filter", "replace", "dev", dev, "parent", "10:", "protocol", "ip", "prio", "1", "u32",
+                 "match", "u16", "0", f"{0xFFFF & ~(SMALL_PACKET - 1):#x}", "at", "2", "flowid", "10:10"]]
+
 
 class LocalCluster:
     """Context manager owning the namespaces of an n-rank emulated cluster shaped to `rate_bps` per NIC.
 
-    `wait_lock` seconds to wait for another emulation to finish (0: fail at once).
+    `wait_lock` seconds to wait for another emulation to finish (0: fail at once); `mtu` of the links
+    (default: link_mtu of the rate).
     """
 
-    def __init__(self, n: int, rate_bps: int, wait_lock: float = 0.0, mtu: int = DEFAULT_MTU) -> None:
+    def __init__(self, n: int, rate_bps: int, wait_lock: float = 0.0, mtu: int | None = None) -> None:
         if not 2 <= n <= MAX_RANKS:
             raise ConfigError(f"--ranks: {n} is out of range (2..{MAX_RANKS})")
+        mtu = link_mtu(rate_bps) if mtu is None else mtu
         if not 1280 <= mtu <= 65521:
             raise ConfigError(f"--mtu: {mtu} is out of range (1280..65521)")
         self.n = n
@@ -288,8 +316,10 @@ class LocalCluster:
             _run(["ip", "-n", BRIDGE_NS, "link", "set", port, "mtu", str(self.shaping.mtu), "master", BRIDGE_DEV, "up"])
             _run(["ip", "-n", ns, "addr", "add", f"{rank_addr(r)}/{prefix_len}", "dev", dev])
             _run(["ip", "-n", ns, "link", "set", dev, "mtu", str(self.shaping.mtu), "up"])
-            _run(["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", *self.shaping.tbf_args()])
-            _run(["tc", "-n", BRIDGE_NS, "qdisc", "replace", "dev", port, "root", *self.shaping.tbf_args()])
+            for args in self.shaping.qdisc_commands(dev):
+                _run(["tc", "-n", ns, *args])
+            for args in self.shaping.qdisc_commands(port):
+                _run(["tc", "-n", BRIDGE_NS, *args])
 
     @staticmethod
     def _make_ns(ns: str) -> None:
@@ -301,6 +331,11 @@ class LocalCluster:
         # a connection idle for a stage must not restart from a small window: the fluid model has
         # no slow start (nor has an RDMA fabric)
         _run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.tcp_slow_start_after_idle=0"])
+        # socket buffers that hold a whole message from the start: the kernel then moves it at the
+        # link rate by itself, and a rank process waiting for its turn on the shared cores does not
+        # leave its link idle (a real NIC does not wait for the host's scheduler either)
+        buffers = f"4096 {SOCKET_BUFFER} {SOCKET_BUFFER}"
+        _run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"net.ipv4.tcp_wmem={buffers}", f"net.ipv4.tcp_rmem={buffers}"])
         _run(["ip", "-n", ns, "link", "set", "lo", "up"])
 
     def teardown(self) -> None:

@@ -31,6 +31,10 @@ def _qdiscs(ns: str) -> str:
     return subprocess.run(["tc", "-n", ns, "qdisc", "show"], capture_output=True, text=True).stdout
 
 
+def _filters(ns: str, dev: str) -> str:
+    return subprocess.run(["tc", "-n", ns, "filter", "show", "dev", dev, "parent", "10:"], capture_output=True, text=True).stdout
+
+
 def _child(code: str) -> subprocess.Popen:
     """A python child that builds a cluster and then sleeps (to be killed or terminated)."""
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
@@ -48,8 +52,12 @@ def test_cluster_shapes_both_ends_and_tears_down():
         assert project_namespaces() == ["zsim-br", "zsim-r0", "zsim-r1", "zsim-r2"]
         for r in range(3):
             assert "tbf" in _qdiscs(f"zsim-r{r}") and "rate 5Mbit" in _qdiscs(f"zsim-r{r}")
+            assert "htb 10: " in _qdiscs(f"zsim-r{r}") and "flowid 10:10" in _filters(f"zsim-r{r}", f"zsim-e{r}")
+            wmem = subprocess.run([*c.exec_prefix(r), "cat", "/proc/sys/net/ipv4/tcp_wmem"], capture_output=True, text=True)
+            assert int(wmem.stdout.split()[1]) == netns.SOCKET_BUFFER
         bridge = _qdiscs("zsim-br")
         assert all(f"dev zsim-p{r} " in bridge for r in range(3)) and bridge.count("rate 5Mbit") == 3
+        assert bridge.count("htb 10: ") == 3 and all("flowid 10:10" in _filters("zsim-br", f"zsim-p{r}") for r in range(3))
         routes = subprocess.run([*c.exec_prefix(1), "ip", "route"], capture_output=True, text=True).stdout
         assert "default" not in routes and routes.startswith("10.213.0.0/16")
         addrs = subprocess.run([*c.exec_prefix(2), "ip", "-4", "addr"], capture_output=True, text=True).stdout
@@ -139,6 +147,23 @@ def test_lock_refuses_a_second_cluster():
         child.terminate()
         child.wait(timeout=30)
     assert project_namespaces() == []
+
+
+def test_frames_take_at_most_a_millisecond_within_the_mtu_bounds():
+    for rate in (1e6, 5e6, 25e6, 50e6, 200e6, 1e9, 10e9):
+        mtu = netns.link_mtu(rate)
+        assert netns.MIN_MTU <= mtu <= netns.MAX_MTU
+        assert mtu * 8 / rate <= netns.FRAME_SECONDS or mtu == netns.MIN_MTU
+        assert mtu * 8 / rate >= 0.99 * netns.FRAME_SECONDS or mtu == netns.MAX_MTU
+        shaping = netns.Shaping(int(rate), mtu)
+        # the bucket: two frames or 2 ms, whichever is more; what runs ahead of the wire on an idle link
+        assert shaping.burst_bytes * 8 / rate <= max(2 * netns.FRAME_SECONDS, 2 * (netns.MIN_MTU + 14) * 8 / rate) + 1e-3
+
+
+def test_the_small_packet_filter_selects_exactly_the_short_packets():
+    mask = next(int(args[args.index("match") + 3], 16) for args in netns.Shaping(25_000_000).qdisc_commands("d")
+                if args[0] == "filter")
+    assert [length for length in range(1 << 16) if length & mask == 0] == list(range(netns.SMALL_PACKET))
 
 
 def test_bad_arguments_are_one_line_errors():
