@@ -79,7 +79,7 @@ def run_program(prog, rank: int, chunk: SparseChunk, device: torch.device,
                 channels: Channels) -> tuple[dict, Callable[[], SparseChunk], float]:
     """Run every stage of `prog` on this rank over torch.distributed (zensim.run's one loop, timed);
     returns (record, a function giving the result chunk, the clock when the last stage ended)."""
-    transport = TorchP2P(device, channels)
+    transport = TorchP2P(device, channels, receipts=True)  # stages end with their sends delivered
     out = run_ranks(prog, {rank: chunk}, transport, check=False, timed=True)
     wall, cpu = out.context.meter.wall[rank], out.context.meter.cpu[rank]
     total = StageBytes()

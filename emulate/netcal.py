@@ -34,12 +34,12 @@ def _pingpong(rank: int, size: int, stage: int, device: torch.device, channels: 
     """One round trip between ranks 0 and 1; rank 0 returns the one-way time, others None."""
     if rank == 0:
         t0 = time.perf_counter()
-        exchange(stage, {1: payload_of(size, stage)}, [], device, channels)
-        exchange(stage + 1, {}, [1], device, channels)
+        exchange(stage, {1: payload_of(size, stage)}, [], device, channels, receipts=True)
+        exchange(stage + 1, {}, [1], device, channels, receipts=True)
         return (time.perf_counter() - t0) / 2
     if rank == 1:
-        inbox, _ = exchange(stage, {}, [0], device, channels)
-        exchange(stage + 1, {0: inbox[0]}, [], device, channels)
+        inbox, _ = exchange(stage, {}, [0], device, channels, receipts=True)
+        exchange(stage + 1, {0: inbox[0]}, [], device, channels, receipts=True)
     return None
 
 
@@ -58,7 +58,7 @@ def _collective(rank: int, n: int, size: int, stage: int, pattern: str, device: 
         outbox = {d: payload_of(part, stage + d) for d in range(n) if d != rank}
         sources = [s for s in range(n) if s != rank]
     t0 = time.perf_counter()
-    _, stats = exchange(stage, outbox, sources, device, channels)
+    _, stats = exchange(stage, outbox, sources, device, channels, receipts=True)
     return time.perf_counter() - t0, stats.sent
 
 

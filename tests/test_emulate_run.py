@@ -19,6 +19,7 @@ from emulate.netns import LocalCluster, project_host_links, project_namespaces
 from emulate.session import emulate_trace, run_args
 from emulate.simulate import scheme_logs
 from zensim.errors import ConfigError
+from zensim.run.torchdist import HEADER_BYTES, RECEIPT_BYTES
 from zensim.trace import LayerSpec, TensorSpec, Trace, TraceWriter
 
 
@@ -53,8 +54,10 @@ def test_four_ranks_two_schemes_correct_and_bytes_match_the_driver(tmp_path):
     for name in schemes:
         assert by[("scheme", name)]["sent"] == logs[name].bytes_sent().tolist()
         assert by[("scheme", name)]["received"] == logs[name].bytes_received().tolist()
-        # one 8-byte size header per message sent, counted apart from the payload
-        per_rank = np.bincount(logs[name].arrays()["src"], minlength=4) * 8
+        # one 8-byte size header per message sent and a receipt per message received, apart from the payload
+        arrays = logs[name].arrays()
+        per_rank = (np.bincount(arrays["src"], minlength=4) * HEADER_BYTES
+                    + np.bincount(arrays["dst"], minlength=4) * RECEIPT_BYTES)
         assert by[("scheme", name)]["control_sent"] == per_rank.tolist()
     for out in outs:  # the wire carried at least the payload (TCP/IP headers come on top)
         for run in out["runs"]:

@@ -1,5 +1,6 @@
 """The torch.distributed exchange on gloo: one message per (src, dst) up to EAGER_BYTES, the rest of a
-larger payload in a second message; exact bytes either way, empty payloads included."""
+larger payload in a second message; exact bytes either way, empty payloads included, with and without
+delivery receipts."""
 
 from __future__ import annotations
 
@@ -27,14 +28,22 @@ def rank_main(rank: int, tmp: str) -> None:
         torchdist.EAGER_BYTES = 64  # small, so that both paths run
         channels = torchdist.Channels.open()
         others = [r for r in range(WORLD) if r != rank]
-        for stage, size in enumerate(SIZES):  # an all-to-all per size, sizes differing per destination
+        for stage, (size, receipts) in enumerate((s, r) for r in (False, True) for s in SIZES):
+            # an all-to-all per size, sizes differing per destination; with and without receipts
             outbox = {dst: payload(rank, dst, size + dst) for dst in others}
-            inbox, stats = torchdist.exchange(stage, outbox, others, torch.device("cpu"), channels)
+            inbox, stats = torchdist.exchange(stage, outbox, others, torch.device("cpu"), channels, receipts)
             for src in others:
                 assert bytes(inbox[src]) == payload(src, rank, size + rank), (stage, src)
             assert stats.sent == sum(size + d for d in others) and stats.received == (size + rank) * len(others)
-            assert stats.control_sent == stats.control_received == 8 * len(others)
+            control = (torchdist.HEADER_BYTES + receipts * torchdist.RECEIPT_BYTES) * len(others)
+            assert stats.control_sent == stats.control_received == control
             assert stats.sent_to == {d: size + d for d in others}
+        # a one-way stage (a tree's root sending, its children only receiving) with receipts
+        outbox = {dst: payload(rank, dst, 7) for dst in others} if rank == 0 else {}
+        inbox, stats = torchdist.exchange(len(SIZES) * 2, outbox, [] if rank == 0 else [0], torch.device("cpu"),
+                                          channels, True)
+        assert rank == 0 or bytes(inbox[0]) == payload(0, rank, 7)
+        assert stats.control_sent == (torchdist.HEADER_BYTES * len(others) if rank == 0 else torchdist.RECEIPT_BYTES)
     finally:
         dist.destroy_process_group()
 

@@ -73,9 +73,10 @@ class Channels:
         return str(dist.get_backend(self.groups.get(True)))
 
 
-def _tags(stage: int) -> tuple[int, int]:
-    """Distinct gloo tags for one stage's first messages (size header, or eager message) and payloads."""
-    return 2 * stage, 2 * stage + 1
+def _tags(stage: int) -> tuple[int, int, int]:
+    """Distinct gloo tags for one stage's first messages (size header, or eager message), payloads
+    and delivery receipts."""
+    return 3 * stage, 3 * stage + 1, 3 * stage + 2
 
 
 # gloo: a message of up to EAGER_BYTES travels as one: [int64 size | payload] into a receive posted
@@ -84,21 +85,31 @@ def _tags(stage: int) -> tuple[int, int]:
 EAGER_BYTES = 16 << 20
 
 
+RECEIPT_BYTES = 1  # a delivery receipt (exchange's `receipts`), control traffic
+
+
 def exchange(stage: int, outbox: dict[int, bytes], sources: list[int], device: torch.device,
-             channels: Channels) -> tuple[dict[int, memoryview], StageBytes]:
+             channels: Channels, receipts: bool = False) -> tuple[dict[int, memoryview], StageBytes]:
     """Send `outbox[dst]` to every dst and receive one message from every rank in `sources`.
 
     Returns the received payloads by source (read-only views) and the byte counts of this stage for
     this rank. On gloo one message per (src, dst) (`_exchange_eager`); on other backends (NCCL
     matches a receive to a send of the same size) a size header, then the payload.
+
+    `receipts` (gloo): every receiver returns a receipt of RECEIPT_BYTES once a message has arrived
+    whole, and the exchange ends when every receipt for this rank's sends is in: its sends are then
+    delivered, as the timing contract (docs/architecture.md) and the simulator have it. Without,
+    a send ends once gloo has handed it to the kernel's socket buffer, and a rank that sends in
+    several stages in a row (a tree's root broadcasting) posts them all at once, sharing its NIC,
+    where the contract has each wait for the one before.
     """
     if device.type == "cpu" and channels.backend() == "gloo":
-        return _exchange_eager(stage, outbox, sources, channels)
+        return _exchange_eager(stage, outbox, sources, channels, receipts)
     return _exchange_sized(stage, outbox, sources, device, channels)
 
 
 def _exchange_eager(stage: int, outbox: dict[int, bytes], sources: list[int],
-                    channels: Channels) -> tuple[dict[int, memoryview], StageBytes]:
+                    channels: Channels, receipts: bool = False) -> tuple[dict[int, memoryview], StageBytes]:
     """One gloo message per (src, dst): [int64 size | payload]; payloads beyond EAGER_BYTES send the
     rest as a second message, received once the first has said the size.
 
@@ -107,12 +118,17 @@ def _exchange_eager(stage: int, outbox: dict[int, bytes], sources: list[int],
     such crossings per message, and a stage of the dense ring at 16 ranks then took 14 ms longer
     (1.25x the wire bound instead of 1.06x over 30 stages). Here every receive is posted before any
     send, so each message needs at most the one crossing, overlapped with the sender's own."""
-    head_tag, body_tag = _tags(stage)
+    head_tag, body_tag, receipt_tag = _tags(stage)
     me = dist.get_rank()
     stats = StageBytes()
     boxes = {src: torch.empty(EAGER_BYTES, dtype=torch.uint8) for src in sources}
     firsts = {src: dist.irecv(boxes[src], src, group=channels.of(src, me), tag=head_tag) for src in sources}
     sends = []
+    receipts_in = []
+    if receipts:  # a receipt comes back over the connection the message went out on
+        receipts_in = [dist.irecv(torch.empty(RECEIPT_BYTES, dtype=torch.uint8), dst, group=channels.of(me, dst),
+                                  tag=receipt_tag) for dst in outbox]
+        stats.control_received += RECEIPT_BYTES * len(outbox)
     for dst, payload in outbox.items():
         nbytes = len(payload)
         first = min(nbytes, EAGER_BYTES - HEADER_BYTES)
@@ -139,9 +155,13 @@ def _exchange_eager(stage: int, outbox: dict[int, bytes], sources: list[int],
             inbox[src] = memoryview(whole).toreadonly()
         else:
             inbox[src] = memoryview(raw[HEADER_BYTES:HEADER_BYTES + nbytes]).toreadonly()
+        if receipts:
+            sends.append(dist.isend(torch.zeros(RECEIPT_BYTES, dtype=torch.uint8), src, group=channels.of(src, me),
+                                    tag=receipt_tag))
+            stats.control_sent += RECEIPT_BYTES
         stats.control_received += HEADER_BYTES
         stats.received += nbytes
-    for req in sends:
+    for req in sends + receipts_in:
         req.wait()
     return inbox, stats
 
@@ -150,7 +170,7 @@ def _exchange_sized(stage: int, outbox: dict[int, bytes], sources: list[int], de
                     channels: Channels) -> tuple[dict[int, memoryview], StageBytes]:
     """A size header (int64), then the payload when non-empty, per (src, dst); payload receives are
     posted as their headers arrive."""
-    head_tag, body_tag = _tags(stage)
+    head_tag, body_tag, _ = _tags(stage)
     me = dist.get_rank()
     stats = StageBytes()
     sends = []
@@ -194,13 +214,16 @@ def payload_of(nbytes: int, seed: int) -> bytes:
 class TorchP2P:
     """The transport of one rank among processes joined by torch.distributed: `post` serializes,
     `deliver` runs the stage's exchange, `take` decodes. `stage_bytes` keeps each stage's counts
-    (payload and header bytes, per destination)."""
+    (payload and header bytes, per destination). `receipts`: stages end when their sends are
+    delivered (`exchange`; the emulator's timing contract), not when handed to the kernel."""
 
     exchanges = True
 
-    def __init__(self, device: torch.device | None = None, channels: Channels | None = None) -> None:
+    def __init__(self, device: torch.device | None = None, channels: Channels | None = None,
+                 receipts: bool = False) -> None:
         self.device = device if device is not None else torch.device("cpu")
         self.channels = channels if channels is not None else Channels()
+        self.receipts = receipts
         self.rank = dist.get_rank()
         self.outbox: dict[int, bytes] = {}
         self.inbox: dict[int, bytes] = {}
@@ -222,7 +245,7 @@ class TorchP2P:
 
     def deliver(self, stage: int, rank: int, sources: list[int]) -> None:
         """The stage's exchange: every posted message out, one message in from each source."""
-        self.inbox, stats = exchange(stage, self.outbox, sources, self.device, self.channels)
+        self.inbox, stats = exchange(stage, self.outbox, sources, self.device, self.channels, self.receipts)
         self.outbox = {}
         self.stage_bytes.append(stats)
 
