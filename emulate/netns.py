@@ -62,6 +62,15 @@ def port_dev(rank: int) -> str:
     return f"{PREFIX}-p{rank}"
 
 
+def _run_batch(ns: str, commands: list[list[str]]) -> None:
+    """Run tc commands in namespace `ns` as one `tc -batch` (one process, not one per command)."""
+    proc = subprocess.run(["tc", "-n", ns, "-batch", "-"], input="\n".join(" ".join(c) for c in commands) + "\n",
+                          capture_output=True, text=True, process_group=0)
+    if proc.returncode != 0:
+        msg = (proc.stderr or proc.stdout).strip().splitlines()
+        raise NamespaceError(f"`tc -n {ns} -batch` failed: {' / '.join(msg[-2:]) if msg else 'exit ' + str(proc.returncode)}")
+
+
 def rank_addr(rank: int) -> str:
     """IPv4 address of rank `rank` inside the private subnet."""
     return str(SUBNET.network_address + rank + 1)
@@ -175,28 +184,41 @@ class Shaping:
         """Arguments after `tc qdisc replace dev DEV root`."""
         return ["tbf", "rate", f"{self.rate_bps}bit", "burst", str(self.burst_bytes), "limit", str(self.limit_bytes)]
 
-    def qdisc_commands(self, dev: str) -> list[list[str]]:
+    def qdisc_commands(self, dev: str, peers: tuple[str, ...] = ()) -> list[list[str]]:
         """The tc commands (after `tc [-n NS]`) that shape `dev`: tbf at the rate, and inside it an
-        htb that only orders (its two classes are never limited: ten times the rate): small packets
-        (pure TCP acknowledgements, IP length < SMALL_PACKET) go before the data queued ahead of
-        them; each class a byte FIFO as long as the tbf's queue.
+        htb that only orders packets (its classes are never limited: ten times the rate). Small
+        packets (pure TCP acknowledgements, IP length < SMALL_PACKET) go first; data goes to one
+        class per destination address in `peers`, served in turn a frame at a time, or with no
+        `peers` to one FIFO. Each class is a byte FIFO as long as the tbf's queue.
 
         The acknowledgements of a flow travel the other direction of both NICs it crosses, behind
         the data of the flows going that way: in one deep FIFO (needed so that an incast queues
         instead of dropping) a pairwise exchange's acknowledgements waited up to a whole message
         behind the partner's data, and one direction of the pair stalled for hundreds of ms while
         the other ran at the rate. On a wire the acknowledgements of one direction do not wait for
-        the other direction's data; the first class restores that."""
+        the other direction's data.
+
+        A rank's NIC (`peers` given) serves its destinations in turn, as an RDMA NIC serves its
+        queue pairs: in one FIFO the flows of an all-to-all got unequal shares, some ended early
+        and left their destinations' links idle while the others finished, and a balanced
+        all-to-all ran at 0.75-0.85 of the rate; the simulator's flows share a link max-min fairly."""
         bfifo = ["bfifo", "limit", str(self.limit_bytes)]
         unlimited = ["htb", "rate", f"{10 * self.rate_bps}bit", "quantum", str(self.mtu + 14)]
-        return [["qdisc", "replace", "dev", dev, "root", "handle", "1:", *self.tbf_args()],
-                ["qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", "htb", "default", "20"],
-                ["class", "replace", "dev", dev, "parent", "10:", "classid", "10:10", *unlimited, "prio", "0"],
-                ["class", "replace", "dev", dev, "parent", "10:", "classid", "10:20", *unlimited, "prio", "1"],
-                ["qdisc", "replace", "dev", dev, "parent", "10:10", "handle", "11:", *bfifo],
-                ["qdisc", "replace", "dev", dev, "parent", "10:20", "handle", "12:", *bfifo],
-                ["filter", "replace", "dev", dev, "parent", "10:", "protocol", "ip", "prio", "1", "u32",
-                 "match", "u16", "0", f"{0xFFFF & ~(SMALL_PACKET - 1):#x}", "at", "2", "flowid", "10:10"]]
+        # (class, its FIFO's handle, destination address or None)
+        data = [(f"10:{0x100 + i:x}", f"{0x1000 + i:x}:", addr) for i, addr in enumerate(peers)] or [("10:2", "12:", None)]
+        out = [["qdisc", "replace", "dev", dev, "root", "handle", "1:", *self.tbf_args()],
+               ["qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", "htb", "default", "1"]]
+        for prio, (classid, handle, _) in [(0, ("10:1", "11:", None))] + [(1, d) for d in data]:
+            out += [["class", "replace", "dev", dev, "parent", "10:", "classid", classid, *unlimited, "prio", str(prio)],
+                    ["qdisc", "replace", "dev", dev, "parent", classid, "handle", handle, *bfifo]]
+        out.append(["filter", "add", "dev", dev, "parent", "10:", "protocol", "ip", "prio", "1", "u32",
+                    "match", "u16", "0", f"{0xFFFF & ~(SMALL_PACKET - 1):#x}", "at", "2", "flowid", "10:1"])
+        out += [["filter", "add", "dev", dev, "parent", "10:", "protocol", "ip", "prio", "2", "u32",
+                 "match", "ip", "dst", f"{addr}/32", "flowid", classid] for classid, _, addr in data if addr]
+        if not peers:  # everything that is not small: the one data class
+            out.append(["filter", "add", "dev", dev, "parent", "10:", "protocol", "ip", "prio", "2", "u32",
+                        "match", "u32", "0", "0", "at", "0", "flowid", "10:2"])
+        return out
 
 
 class LocalCluster:
@@ -316,10 +338,9 @@ class LocalCluster:
             _run(["ip", "-n", BRIDGE_NS, "link", "set", port, "mtu", str(self.shaping.mtu), "master", BRIDGE_DEV, "up"])
             _run(["ip", "-n", ns, "addr", "add", f"{rank_addr(r)}/{prefix_len}", "dev", dev])
             _run(["ip", "-n", ns, "link", "set", dev, "mtu", str(self.shaping.mtu), "up"])
-            for args in self.shaping.qdisc_commands(dev):
-                _run(["tc", "-n", ns, *args])
-            for args in self.shaping.qdisc_commands(port):
-                _run(["tc", "-n", BRIDGE_NS, *args])
+            peers = tuple(rank_addr(p) for p in range(self.n) if p != r)
+            _run_batch(ns, self.shaping.qdisc_commands(dev, peers))
+            _run_batch(BRIDGE_NS, self.shaping.qdisc_commands(port))
 
     @staticmethod
     def _make_ns(ns: str) -> None:

@@ -52,12 +52,17 @@ def test_cluster_shapes_both_ends_and_tears_down():
         assert project_namespaces() == ["zsim-br", "zsim-r0", "zsim-r1", "zsim-r2"]
         for r in range(3):
             assert "tbf" in _qdiscs(f"zsim-r{r}") and "rate 5Mbit" in _qdiscs(f"zsim-r{r}")
-            assert "htb 10: " in _qdiscs(f"zsim-r{r}") and "flowid 10:10" in _filters(f"zsim-r{r}", f"zsim-e{r}")
+            # acknowledgements first, then the data of each of the other two ranks in a class of its own
+            filters = _filters(f"zsim-r{r}", f"zsim-e{r}")
+            assert "htb 10: " in _qdiscs(f"zsim-r{r}") and "flowid 10:1 " in filters
+            assert sorted(f for f in filters.split() if f.startswith("10:1") and f != "10:1") == ["10:100", "10:101"]
             wmem = subprocess.run([*c.exec_prefix(r), "cat", "/proc/sys/net/ipv4/tcp_wmem"], capture_output=True, text=True)
             assert int(wmem.stdout.split()[1]) == netns.SOCKET_BUFFER
         bridge = _qdiscs("zsim-br")
         assert all(f"dev zsim-p{r} " in bridge for r in range(3)) and bridge.count("rate 5Mbit") == 3
-        assert bridge.count("htb 10: ") == 3 and all("flowid 10:10" in _filters("zsim-br", f"zsim-p{r}") for r in range(3))
+        assert bridge.count("htb 10: ") == 3
+        assert all("flowid 10:1 " in _filters("zsim-br", f"zsim-p{r}") and "flowid 10:2 " in _filters("zsim-br", f"zsim-p{r}")
+                   for r in range(3))
         routes = subprocess.run([*c.exec_prefix(1), "ip", "route"], capture_output=True, text=True).stdout
         assert "default" not in routes and routes.startswith("10.213.0.0/16")
         addrs = subprocess.run([*c.exec_prefix(2), "ip", "-4", "addr"], capture_output=True, text=True).stdout
