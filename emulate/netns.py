@@ -184,12 +184,13 @@ class Shaping:
         """Arguments after `tc qdisc replace dev DEV root`."""
         return ["tbf", "rate", f"{self.rate_bps}bit", "burst", str(self.burst_bytes), "limit", str(self.limit_bytes)]
 
-    def qdisc_commands(self, dev: str, peers: tuple[str, ...] = ()) -> list[list[str]]:
+    def qdisc_commands(self, dev: str, peers: tuple[str, ...], match: str) -> list[list[str]]:
         """The tc commands (after `tc [-n NS]`) that shape `dev`: tbf at the rate, and inside it an
         htb that only orders packets (its classes are never limited: ten times the rate). Small
         packets (pure TCP acknowledgements, IP length < SMALL_PACKET) go first; data goes to one
-        class per destination address in `peers`, served in turn a frame at a time, or with no
-        `peers` to one FIFO. Each class is a byte FIFO as long as the tbf's queue.
+        class per address in `peers` (the packets' `match`: dst on a rank's NIC, src on the switch
+        port towards it), served in turn a frame at a time. Each class is a byte FIFO as long as
+        the tbf's queue.
 
         The acknowledgements of a flow travel the other direction of both NICs it crosses, behind
         the data of the flows going that way: in one deep FIFO (needed so that an incast queues
@@ -198,14 +199,17 @@ class Shaping:
         the other ran at the rate. On a wire the acknowledgements of one direction do not wait for
         the other direction's data.
 
-        A rank's NIC (`peers` given) serves its destinations in turn, as an RDMA NIC serves its
-        queue pairs: in one FIFO the flows of an all-to-all got unequal shares, some ended early
-        and left their destinations' links idle while the others finished, and a balanced
-        all-to-all ran at 0.75-0.85 of the rate; the simulator's flows share a link max-min fairly."""
+        A rank's NIC serves its destinations in turn, as an RDMA NIC serves its queue pairs, and
+        the switch port towards a rank its sources, as a lossless fabric's pauses share a port
+        among the flows into it: in one FIFO the flows of an all-to-all got unequal shares, some
+        ended early and left their destinations' links idle while the others finished (a balanced
+        all-to-all ran at 0.75-0.85 of the rate), and a flow that found a port busy waited behind
+        the flow already queued there instead of sharing it. The simulator's flows share a link
+        max-min fairly."""
         bfifo = ["bfifo", "limit", str(self.limit_bytes)]
         unlimited = ["htb", "rate", f"{10 * self.rate_bps}bit", "quantum", str(self.mtu + 14)]
-        # (class, its FIFO's handle, destination address or None)
-        data = [(f"10:{0x100 + i:x}", f"{0x1000 + i:x}:", addr) for i, addr in enumerate(peers)] or [("10:2", "12:", None)]
+        # (class, its FIFO's handle, peer address)
+        data = [(f"10:{0x100 + i:x}", f"{0x1000 + i:x}:", addr) for i, addr in enumerate(peers)]
         out = [["qdisc", "replace", "dev", dev, "root", "handle", "1:", *self.tbf_args()],
                ["qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", "htb", "default", "1"]]
         for prio, (classid, handle, _) in [(0, ("10:1", "11:", None))] + [(1, d) for d in data]:
@@ -214,10 +218,7 @@ class Shaping:
         out.append(["filter", "add", "dev", dev, "parent", "10:", "protocol", "ip", "prio", "1", "u32",
                     "match", "u16", "0", f"{0xFFFF & ~(SMALL_PACKET - 1):#x}", "at", "2", "flowid", "10:1"])
         out += [["filter", "add", "dev", dev, "parent", "10:", "protocol", "ip", "prio", "2", "u32",
-                 "match", "ip", "dst", f"{addr}/32", "flowid", classid] for classid, _, addr in data if addr]
-        if not peers:  # everything that is not small: the one data class
-            out.append(["filter", "add", "dev", dev, "parent", "10:", "protocol", "ip", "prio", "2", "u32",
-                        "match", "u32", "0", "0", "at", "0", "flowid", "10:2"])
+                 "match", "ip", match, f"{addr}/32", "flowid", classid] for classid, _, addr in data]
         return out
 
 
@@ -339,8 +340,8 @@ class LocalCluster:
             _run(["ip", "-n", ns, "addr", "add", f"{rank_addr(r)}/{prefix_len}", "dev", dev])
             _run(["ip", "-n", ns, "link", "set", dev, "mtu", str(self.shaping.mtu), "up"])
             peers = tuple(rank_addr(p) for p in range(self.n) if p != r)
-            _run_batch(ns, self.shaping.qdisc_commands(dev, peers))
-            _run_batch(BRIDGE_NS, self.shaping.qdisc_commands(port))
+            _run_batch(ns, self.shaping.qdisc_commands(dev, peers, match="dst"))
+            _run_batch(BRIDGE_NS, self.shaping.qdisc_commands(port, peers, match="src"))
 
     @staticmethod
     def _make_ns(ns: str) -> None:

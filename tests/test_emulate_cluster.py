@@ -54,15 +54,17 @@ def test_cluster_shapes_both_ends_and_tears_down():
             assert "tbf" in _qdiscs(f"zsim-r{r}") and "rate 5Mbit" in _qdiscs(f"zsim-r{r}")
             # acknowledgements first, then the data of each of the other two ranks in a class of its own
             filters = _filters(f"zsim-r{r}", f"zsim-e{r}")
-            assert "htb 10: " in _qdiscs(f"zsim-r{r}") and "flowid 10:1 " in filters
+            assert "htb 10: " in _qdiscs(f"zsim-r{r}") and "flowid 10:1 " in filters and "at 16" in filters  # ip dst
             assert sorted(f for f in filters.split() if f.startswith("10:1") and f != "10:1") == ["10:100", "10:101"]
             wmem = subprocess.run([*c.exec_prefix(r), "cat", "/proc/sys/net/ipv4/tcp_wmem"], capture_output=True, text=True)
             assert int(wmem.stdout.split()[1]) == netns.SOCKET_BUFFER
         bridge = _qdiscs("zsim-br")
         assert all(f"dev zsim-p{r} " in bridge for r in range(3)) and bridge.count("rate 5Mbit") == 3
         assert bridge.count("htb 10: ") == 3
-        assert all("flowid 10:1 " in _filters("zsim-br", f"zsim-p{r}") and "flowid 10:2 " in _filters("zsim-br", f"zsim-p{r}")
-                   for r in range(3))
+        for r in range(3):  # the switch port towards rank r: acknowledgements first, then each source in turn
+            filters = _filters("zsim-br", f"zsim-p{r}")
+            assert "flowid 10:1 " in filters and "at 12" in filters and "at 16" not in filters  # ip src
+            assert sorted(f for f in filters.split() if f.startswith("10:1") and f != "10:1") == ["10:100", "10:101"]
         routes = subprocess.run([*c.exec_prefix(1), "ip", "route"], capture_output=True, text=True).stdout
         assert "default" not in routes and routes.startswith("10.213.0.0/16")
         addrs = subprocess.run([*c.exec_prefix(2), "ip", "-4", "addr"], capture_output=True, text=True).stdout
@@ -166,7 +168,7 @@ def test_frames_take_at_most_a_millisecond_within_the_mtu_bounds():
 
 
 def test_the_small_packet_filter_selects_exactly_the_short_packets():
-    mask = next(int(args[args.index("match") + 3], 16) for args in netns.Shaping(25_000_000).qdisc_commands("d")
+    mask = next(int(args[args.index("match") + 3], 16) for args in netns.Shaping(25_000_000).qdisc_commands("d", ("10.213.0.2",), "dst")
                 if args[0] == "filter")
     assert [length for length in range(1 << 16) if length & mask == 0] == list(range(netns.SMALL_PACKET))
 
