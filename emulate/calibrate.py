@@ -121,6 +121,7 @@ def make_profile(links: dict, work: dict[str, float], host_cores: int | None, sl
         "work_seconds_per_element": work,
         "host_cores": host_cores,
         "cpu_slowdown": slowdown,
+        "rendezvous": True,  # the exchange (gloo) moves a message once its receive is posted
         "source": (f"zensim calibrate: {describe['ranks']} ranks in network namespaces on one host with "
                    f"{host_cores} cores, tbf {describe['rate_bps'] / 1e6:g} Mbit/s per NIC direction, MTU "
                    f"{describe['mtu']}, links from the pingpong, shift-k and alltoall patterns, work fit over the "

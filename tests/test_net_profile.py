@@ -64,7 +64,8 @@ def test_efficiency_and_cores(tmp_path):
     assert eff.to_json() == {"1": 0.9, "4": 0.6}
     plain = load_profile(write(tmp_path, {"schema": SCHEMA}))
     assert plain.nic_efficiency is None and plain.host_cores is None
-    assert plain.host_efficiency is None and plain.cpu_slowdown == 1.0
+    assert plain.host_efficiency is None and plain.cpu_slowdown == 1.0 and plain.rendezvous is False
+    assert load_profile(write(tmp_path, {"schema": SCHEMA, "rendezvous": True})).rendezvous is True
 
 
 def test_host_efficiency_and_cpu_slowdown(tmp_path):
@@ -84,6 +85,7 @@ def test_host_efficiency_and_cpu_slowdown(tmp_path):
     ({"host_efficiency": "fast"}, "host_efficiency"),
     ({"cpu_slowdown": 0}, "cpu_slowdown"),
     ({"cpu_slowdown": "x"}, "cpu_slowdown"),
+    ({"rendezvous": 1}, "rendezvous must be true or false"),
 ])
 def test_bad_efficiency_and_cores(tmp_path, obj, message):
     with pytest.raises(ConfigError, match=message) as err:

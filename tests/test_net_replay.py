@@ -207,3 +207,23 @@ def test_comm_wait_is_the_stage_less_its_local_work(model):
     np.testing.assert_allclose(t.comm_wait + 1e-6 * elements, t.stage_end - t.stage_start, rtol=1e-9, atol=1e-12)
     own = np.array([[10_000 * (1 + r) / B for _ in range(3)] for r in range(n)])
     assert (t.comm_wait >= own * (1 - 1e-9)).all()
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_rendezvous_moves_a_message_once_its_receiver_has_posted(model):
+    # random messages and pre work on 6 ranks, 4 stages: with rendezvous every message starts when both
+    # its sender and its receiver have injected that stage's sends; without, when its sender has
+    n, stages, rng = 6, 4, np.random.default_rng(11)
+    msgs = [Message(s, r, int(d), int(rng.integers(1, 10**6)), "coo") for s in range(stages) for r in range(n)
+            for d in rng.choice([x for x in range(n) if x != r], size=2, replace=False)]
+    work = [Work(s, r, "pre", "merge", int(rng.integers(0, 10**5))) for s in range(stages) for r in range(n)]
+    log = MessageLog(n, stages, msgs, work)
+    arrays = log.arrays()
+    for rendezvous in (False, True):
+        t = run(log, cluster(n), model, work=MERGE_1US, rendezvous=rendezvous)
+        posted_src = t.transfer_start[arrays["src"], arrays["stage"]]
+        posted_dst = t.transfer_start[arrays["dst"], arrays["stage"]]
+        want = np.maximum(posted_src, posted_dst) if rendezvous else posted_src
+        np.testing.assert_allclose(t.msg_start, want, rtol=0, atol=1e-15)
+    early = t.transfer_start[arrays["dst"], arrays["stage"]] > t.transfer_start[arrays["src"], arrays["stage"]]
+    assert early.any()  # the case is exercised: some senders ran ahead of their receivers

@@ -25,7 +25,8 @@ class Costs:
 
     `measured_work`: None to cost local work per element with `work`; a factor f to replay the
     seconds each log measured (MessageLog.measured) times f. `nic_efficiency`, `host_efficiency`,
-    `host_cores`: see zensim.net.profile (None = the ideal host of the closed forms).
+    `host_cores`: see zensim.net.profile (None = the ideal host of the closed forms). `rendezvous`:
+    a message moves only once its receiver has posted the stage's receives (zensim.net.replay).
     """
 
     cluster: ClusterSpec
@@ -34,6 +35,7 @@ class Costs:
     host_efficiency: NicEfficiency | None = None
     host_cores: int | None = None
     measured_work: float | None = None
+    rendezvous: bool = False
 
     def __post_init__(self) -> None:
         cores = self.host_cores
@@ -51,7 +53,7 @@ class Costs:
         if profile is None:
             return cls(cluster, measured_work=1.0 if measured_work else None)
         return cls(cluster, profile.work, profile.nic_efficiency, profile.host_efficiency, profile.host_cores,
-                   profile.cpu_slowdown if measured_work else None)
+                   profile.cpu_slowdown if measured_work else None, profile.rendezvous)
 
     def with_cluster(self, cluster: ClusterSpec) -> "Costs":
         """The same knobs on another cluster."""

@@ -31,9 +31,9 @@ _SIZE, _SEQ, _EVENTS, _RUNNING = 0, 1, 2, 3
 
 def applies(net: Network) -> bool:
     """Whether the compiled loop gives the general path's times on this network: the fifo model, no
-    efficiency tables, no shared host processors, nothing sent or scheduled yet."""
+    efficiency tables, no shared host processors, no rendezvous, nothing sent or scheduled yet."""
     return (net.model.name == "fifo" and net.link_efficiency is None and net.host_efficiency is None
-            and net.costs.host_cores is None and net.clock.events == 0)
+            and net.costs.host_cores is None and not net.costs.rendezvous and net.clock.events == 0)
 
 
 def run(net: Network, schedule: dict[str, np.ndarray], first: int, n: int, stages: int) -> tuple[np.ndarray, int]:

@@ -15,13 +15,16 @@ Profile schema (`zensim-profile/1`), every key but `schema` optional:
       "host_cores": 2,                     # local work of a host's ranks shares this many processors
       "cpu_slowdown": 1.4,                 # measured local work (one rank alone) runs this much slower
                                            # when all ranks share the host (replays of measured work)
+      "rendezvous": true,                  # a message moves only once its receiver has posted the
+                                           # stage's receives (gloo; NCCL's and MPI's large messages)
       "source": "free text: how it was measured"
     }
 
 Without `nic_efficiency` a NIC carries its full bandwidth whatever the number of flows; without
 `host_efficiency` it does whatever the other NICs do (on a real cluster NICs are independent; an
 emulator that runs every NIC on one host is not); without `host_cores` (or null) every rank has a
-processor of its own. These defaults are the closed-form model.
+processor of its own; without `rendezvous` (or false) a message moves as soon as its sender has
+injected it. These defaults are the closed-form model.
 
 A profile is a measurement, so its values win over the defaults; explicit command-line link options
 win over the profile.
@@ -125,6 +128,7 @@ class Profile:
     host_cores: int | None = None
     host_efficiency: NicEfficiency | None = None
     cpu_slowdown: float = 1.0
+    rendezvous: bool = False
 
 
 def load_profile(path: str | Path) -> Profile:
@@ -143,7 +147,8 @@ def parse_profile(raw: object, path: str | Path) -> Profile:
     if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
         raise ConfigError(f"{path}: not a profile (expected \"schema\": \"{SCHEMA}\")")
     unknown = set(raw) - set(_LINK_KEYS) - {"schema", "work_seconds_per_element", "work_fixed_seconds", "source",
-                                            "nic_efficiency", "host_cores", "host_efficiency", "cpu_slowdown"}
+                                            "nic_efficiency", "host_cores", "host_efficiency", "cpu_slowdown",
+                                            "rendezvous"}
     if unknown:
         raise ConfigError(f"{path}: unknown profile key(s) {', '.join(sorted(unknown))}")
     links = {key: parse(raw[key], f"{path}: {key}") for key, parse in _LINK_KEYS.items() if key in raw}
@@ -151,7 +156,8 @@ def parse_profile(raw: object, path: str | Path) -> Profile:
     fixed = _work_seconds(raw, "work_fixed_seconds", path)
     return Profile(links, WorkCost(costs, fixed), str(raw.get("source", "")),
                    _efficiency(raw.get("nic_efficiency"), path, "nic_efficiency"), _cores(raw.get("host_cores"), path),
-                   _efficiency(raw.get("host_efficiency"), path, "host_efficiency"), _slowdown(raw.get("cpu_slowdown", 1.0), path))
+                   _efficiency(raw.get("host_efficiency"), path, "host_efficiency"), _slowdown(raw.get("cpu_slowdown", 1.0), path),
+                   _flag(raw.get("rendezvous", False), path, "rendezvous"))
 
 
 def _work_seconds(raw: dict, key: str, path) -> dict[str, float]:
@@ -167,6 +173,13 @@ def _work_seconds(raw: dict, key: str, path) -> dict[str, float]:
             raise ConfigError(f"{path}: work cost of {kind!r} must be a non-negative number of seconds, got {value!r}")
         out[kind] = float(value)
     return out
+
+
+def _flag(value, path, key: str) -> bool:
+    """A profile's true/false entry `key`."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{path}: {key} must be true or false, got {value!r}")
+    return value
 
 
 def _slowdown(value, path) -> float:

@@ -3,7 +3,11 @@
 Rank r's stage s starts when its stage s-1 ended; it does its `pre` work, injects its stage-s sends
 (in rotated order dst = src+1, src+2, ... so that an all-to-all has no hot spot in `fifo`), waits for
 all its stage-s messages to arrive and its own stage-s sends to be delivered, then does its `post`
-work; that ends stage s. No global barrier. Zero-byte messages cost their route's latency.
+work; that ends stage s. No global barrier. Zero-byte messages cost their route's latency. With
+`costs.rendezvous` a message moves only once its receiver has injected its own stage-s sends (the
+point where it posts the stage's receives, as the emulator's exchange does): gloo, and NCCL and MPI
+for large messages, move nothing before the receive is posted, so a sender that runs ahead waits
+for its receiver instead of using the receiver's link early.
 
 `LogReplay` is one client of zensim.net.network.Network: several of them (buckets of an iteration,
 started at different times) can share one network, and other clients (background traffic) with
@@ -127,6 +131,7 @@ class LogReplay:
         self.stage_of, self.src_of, self.dst_of = a["stage"].tolist(), a["src"].tolist(), a["dst"].tolist()
         self.pre, self.post = a["pre"].tolist(), a["post"].tolist()
         self.sent = [False] * len(self.pending)
+        self.held: dict[int, list[int]] = {}  # rendezvous: (receiver, stage) slot -> messages waiting for it
         self._lists = True
 
     def start(self) -> None:
@@ -179,7 +184,14 @@ class LogReplay:
         self.transfer_start[r, s] = self.net.now
         slot = r * self.stages + s
         self.sent[slot] = True
-        self.net.start(self.order[self.bounds[slot]: self.bounds[slot + 1]])
+        ids = self.order[self.bounds[slot]: self.bounds[slot + 1]]
+        if self.net.costs.rendezvous:
+            ready = []
+            for m in ids:
+                to = self.dst_of[m - self.first] * self.stages + s
+                (ready if self.sent[to] else self.held.setdefault(to, [])).append(m)
+            ids = ready + self.held.pop(slot, [])
+        self.net.start(ids)
         if self.pending[slot] == 0:
             self._finish(r, s)
 
