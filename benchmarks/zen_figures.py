@@ -14,7 +14,8 @@ of scenarios/zen-size/*.shapes.json (zensim.train.shapes, kernels at --efficienc
 peaks) and synthetic traces of whole embedding rows at those densities (zensim.trace.synth, overlap
 and skewness of our captured traces of the same models, ZEN's for the LSTM), written once to
 --trace-dir (outside git; about 0.6 GB (LSTM) and 0.8 GB (DeepFM) per trace iteration at 128
-workers). --scale multiplies the embedding rows (a smaller run, say so when quoting it).
+workers: 8 x max(16, machines), ZEN's testbed at least, fewer machines using the first workers).
+--scale multiplies the embedding rows (a smaller run, say so when quoting it).
 
     .venv/bin/python benchmarks/zen_figures.py [--machines 16] [--presets p3.16xlarge,p3dn.24xlarge]
         [--nic-latency 0us] [--profile P.json] [--model fifo] [--json]
@@ -79,7 +80,7 @@ def main() -> int:
     calib = load_profile(args.profile) if args.profile else None
     machines = [int(x) for x in args.machines.split(",")]
     presets = args.presets.split(",")
-    models = zen_size_models(args, 8 * max(machines)) if args.zen_size else \
+    models = zen_size_models(args, 8 * max(16, *machines)) if args.zen_size else \
         {name: (Trace.open(trace), load_layers(layers)) for name, (trace, layers) in MODELS.items()}
     results = {}
     for name, (trace, prof) in models.items():
