@@ -18,7 +18,7 @@ from zensim.sim import simulate
 from zensim.schemes.closed import measure
 from zensim.sim.layout import machine_shards, place, prepare
 from zensim.schemes import build_scheme
-from zensim.sparse.chunk import SparseChunk
+from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.trace import TensorSpec, TraceWriter
 
 NUMEL = 4096
@@ -115,6 +115,23 @@ def test_zen_layout_shards_are_machine_unions():
     assert bounds.tolist() == [0, 5, 10]
     assert [c.indices.tolist() for c in shards[0]] == [[0], [1, 2]]
     assert [c.indices.tolist() for c in shards[1]] == [[0, 1, 4], [3, 4]]
+
+
+def test_zen_layout_shards_are_the_sums_of_their_parts():
+    """Indices-only shard unions (marked ids) equal sum_chunks' on overlapping and empty chunks."""
+    rng = np.random.default_rng(5)
+    numel, machines, gpus = 1000, 3, 4
+    chunks = [SparseChunk(np.unique(rng.integers(0, numel, int(rng.integers(0, 300)))).astype(np.int64), None)
+              for _ in range(machines * gpus)]
+    chunks[5] = SparseChunk(np.empty(0, np.int64), None)
+    shards, bounds = machine_shards(chunks, numel, gpus)
+    for local, shard in enumerate(shards):
+        for m, got in enumerate(shard):
+            mine = chunks[m * gpus:(m + 1) * gpus]
+            inside = [c.indices[(c.indices >= bounds[local]) & (c.indices < bounds[local + 1])] - bounds[local]
+                      for c in mine]
+            want = sum_chunks([SparseChunk(i, None) for i in inside])
+            assert got.indices.dtype == np.int64 and np.array_equal(got.indices, want.indices)
 
 
 @pytest.mark.parametrize("values", [False, True])
