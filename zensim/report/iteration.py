@@ -4,6 +4,7 @@ communication tracks per GPU and link counters, and throughput against the GPU c
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -16,8 +17,51 @@ MS, US = 1e3, 1e6
 ITERATION_SCHEMA = "zensim-iterations/1"  # a scenario's iteration records ({"schema", "records": [...]})
 
 
+@dataclass
+class IterationRecord:
+    """One scheme's training iterations on one cluster: times (s), throughput, per-bucket spans (ms)."""
+
+    scheme: str
+    cluster: str
+    machines: int
+    gpus: int
+    layout: str
+    model: str
+    bucketing: str
+    device: str
+    profile_kind: str
+    batch_per_gpu: int | None
+    global_batch: int | None
+    iterations: int
+    iteration_s: float
+    iteration_times_s: list[float]
+    compute_s: float
+    exposed_comm_s: float
+    samples_per_s: float | None
+    speedup_vs_dense: float | None
+    dense_iteration_s: float | None
+    nic_bytes_per_iteration: float  # bytes crossing machine boundaries (each message once)
+    busiest_link: str
+    busiest_link_util: float
+    buckets: list[dict]
+    events: int
+    wall_s: float
+    inputs: dict = field(default_factory=dict)  # the trace (path, sha256, first iteration) and the layer profile
+    provenance: dict = field(default_factory=dict)  # zensim, commit, command, created (zensim.report.provenance)
+    compression_s: float = 0.0  # per iteration, a fusion strategy's selection on the compute stream
+    strategy: dict = field(default_factory=dict)  # the fusion strategy (zensim.train.fusion.schedule), if any
+    point: int | None = None  # in a scenario's sweep: the point's index
+    sweep: dict = field(default_factory=dict)  # in a sweep: each swept key with its value as written
+    run: Any = field(default=None, repr=False)  # the simulated timeline (zensim.train.timeline.Run), not saved
+
+    def to_dict(self) -> dict:
+        """JSON-ready fields (the raw run left out)."""
+        out = asdict(replace(self, run=None))
+        del out["run"]
+        return out
+
 def iteration_records_of(doc: Any, where: str) -> list[Any] | None:
-    """The training-iteration records (zensim.train.iteration.IterationRecord) of a parsed JSON document:
+    """The training-iteration records (IterationRecord) of a parsed JSON document:
     a zensim-iterations/1 document (a scenario's or sweep's json output) or the array that
     `zensim iteration --json` prints; None when it is neither; ConfigError naming `where` and the record
     when a record is not one."""
@@ -29,8 +73,6 @@ def iteration_records_of(doc: Any, where: str) -> list[Any] | None:
         raw = doc
     else:
         return None
-    from zensim.train.iteration import IterationRecord
-
     records = []
     for i, r in enumerate(raw):
         try:

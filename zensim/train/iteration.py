@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +22,7 @@ from zensim.net.costs import Costs
 from zensim.net.models import MODELS
 from zensim.net.profile import WorkCost
 from zensim.net.topology import LinkKind
+from zensim.report.iteration import IterationRecord
 from zensim.report.provenance import trace_info
 from zensim.schemes import build_scheme, needs_profile, scheme_names
 from zensim.sim.layout import LAYOUTS
@@ -34,50 +34,6 @@ from zensim.trace.format import Trace
 
 MS = 1e3
 DENSE_WORK = ("fused", "profile", "free")
-
-
-@dataclass
-class IterationRecord:
-    """One scheme's training iterations on one cluster: times (s), throughput, per-bucket spans (ms)."""
-
-    scheme: str
-    cluster: str
-    machines: int
-    gpus: int
-    layout: str
-    model: str
-    bucketing: str
-    device: str
-    profile_kind: str
-    batch_per_gpu: int | None
-    global_batch: int | None
-    iterations: int
-    iteration_s: float
-    iteration_times_s: list[float]
-    compute_s: float
-    exposed_comm_s: float
-    samples_per_s: float | None
-    speedup_vs_dense: float | None
-    dense_iteration_s: float | None
-    nic_bytes_per_iteration: float  # bytes crossing machine boundaries (each message once)
-    busiest_link: str
-    busiest_link_util: float
-    buckets: list[dict]
-    events: int
-    wall_s: float
-    inputs: dict = field(default_factory=dict)  # the trace (path, sha256, first iteration) and the layer profile
-    provenance: dict = field(default_factory=dict)  # zensim, commit, command, created (zensim.report.provenance)
-    compression_s: float = 0.0  # per iteration, a fusion strategy's selection on the compute stream
-    strategy: dict = field(default_factory=dict)  # the fusion strategy (zensim.train.fusion.schedule), if any
-    point: int | None = None  # in a scenario's sweep: the point's index
-    sweep: dict = field(default_factory=dict)  # in a sweep: each swept key with its value as written
-    run: Run | None = field(default=None, repr=False)
-
-    def to_dict(self) -> dict:
-        """JSON-ready fields (the raw run left out)."""
-        out = asdict(replace(self, run=None))
-        del out["run"]
-        return out
 
 
 def check_scheme(scheme: str, options: Mapping[str, object] | None) -> bool:
