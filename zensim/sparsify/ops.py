@@ -126,9 +126,7 @@ def topk_indices(mag: Array, k: int) -> Array:
     if candidates is None:
         kth = kth_largest(mag, k)
         return _with_ties(mag, kth, k, None)
-    sub = mag[candidates]
-    kth = float(np.partition(sub, len(sub) - k)[len(sub) - k])
-    return _with_ties(sub, kth, k, candidates)
+    return _topk_of_candidates(mag[candidates], k, candidates)
 
 
 def topk_abs(x: Array, k: int) -> Array:
@@ -140,7 +138,11 @@ def topk_abs(x: Array, k: int) -> Array:
     candidates = _candidates(x, k, signed=True)
     if candidates is None:
         return topk_indices(magnitude(x), k)
-    sub = np.abs(x[candidates])
+    return _topk_of_candidates(np.abs(x[candidates]), k, candidates)
+
+
+def _topk_of_candidates(sub: np.ndarray, k: int, candidates: np.ndarray) -> np.ndarray:
+    """The top-k positions when they are all among `candidates` (sub: their magnitudes)."""
     kth = float(np.partition(sub, len(sub) - k)[len(sub) - k])
     return _with_ties(sub, kth, k, candidates)
 
