@@ -63,9 +63,9 @@ def port_dev(rank: int) -> str:
 
 
 def _run_batch(ns: str, commands: list[list[str]]) -> None:
-    """Run tc commands in namespace `ns` as one `tc -batch` (one process, not one per command)."""
-    proc = subprocess.run(["tc", "-n", ns, "-batch", "-"], input="\n".join(" ".join(c) for c in commands) + "\n",
-                          capture_output=True, text=True, process_group=0)
+    """Run tc commands in namespace `ns` as one `tc -batch` (one process, not one per command); a
+    failure names tc's error and the line it failed on (its last two lines)."""
+    proc = _run(["tc", "-n", ns, "-batch", "-"], check=False, stdin="\n".join(" ".join(c) for c in commands) + "\n")
     if proc.returncode != 0:
         msg = (proc.stderr or proc.stdout).strip().splitlines()
         raise NamespaceError(f"`tc -n {ns} -batch` failed: {' / '.join(msg[-2:]) if msg else 'exit ' + str(proc.returncode)}")
@@ -76,11 +76,11 @@ def rank_addr(rank: int) -> str:
     return str(SUBNET.network_address + rank + 1)
 
 
-def _run(cmd: list[str], check: bool = True) -> subprocess.CompletedProcess:
-    """Run one ip/tc command; failures become a NamespaceError naming the command. The command has a
-    process group of its own: a Ctrl-C at the terminal (sent to the whole foreground group) must not
-    kill an `ip netns del` of the teardown."""
-    proc = subprocess.run(cmd, capture_output=True, text=True, process_group=0)
+def _run(cmd: list[str], check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """Run one ip/tc command (`stdin`: its input); failures become a NamespaceError naming the command.
+    The command has a process group of its own: a Ctrl-C at the terminal (sent to the whole foreground
+    group) must not kill an `ip netns del` of the teardown."""
+    proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, process_group=0)
     if check and proc.returncode != 0:
         msg = (proc.stderr or proc.stdout).strip().splitlines()
         raise NamespaceError(f"`{' '.join(cmd)}` failed: {msg[-1] if msg else 'exit ' + str(proc.returncode)}")
