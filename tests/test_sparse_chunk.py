@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zensim.sparse import SparseChunk, sum_chunks, union_indices
-from zensim.sparse.chunk import run_starts, unique_sorted
+from zensim.sparse.chunk import run_starts, union_marked, unique_sorted
 
 NUMEL = 64
 
@@ -28,6 +28,9 @@ def test_sum_chunks_equals_dense_sum(workers: list[dict]) -> None:
     bare = sum_chunks([SparseChunk(c.indices) for c in chunks])
     assert bare.values is None and bare.indices.tolist() == expected_ids
     assert union_indices(chunks).tolist() == expected_ids
+    seen = np.zeros(NUMEL, np.bool_)
+    assert union_marked(chunks, seen).tolist() == expected_ids
+    assert not seen.any()  # left cleared for the next call
 
 
 def test_unique_sorted_and_run_starts() -> None:

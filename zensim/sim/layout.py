@@ -20,7 +20,7 @@ from zensim.errors import ConfigError
 from zensim.run import MessageLog, RunOutput, Tables, run_ranks
 from zensim.run.log import Message, Work
 from zensim.schemes.sized import sized_log
-from zensim.sparse.chunk import SparseChunk, sum_chunks
+from zensim.sparse.chunk import SparseChunk, sum_chunks, union_marked
 from zensim.sparse.partition import even_boundaries
 from zensim.trace.format import Trace
 from zensim.trace.values import worker_chunk
@@ -87,19 +87,8 @@ def stream_shards(machines: Iterable[Sequence[SparseChunk]], numel: int, gpus: i
             if any(p.values is not None for p in parts):
                 shards[local].append(sum_chunks(parts))
             else:
-                shards[local].append(_union(parts, seen))
+                shards[local].append(SparseChunk(union_marked(parts, seen), None))
     return shards, bounds
-
-
-def _union(parts: Sequence[SparseChunk], seen: np.ndarray) -> SparseChunk:
-    """The sorted union of indices-only chunks by marking their ids in `seen` (all False, and left
-    so): linear in the shard, where sorting the concatenation is n log n (2.4x less CPU on the
-    benchmark trace's 8-GPU machines)."""
-    for p in parts:
-        seen[p.indices] = True
-    ids = np.flatnonzero(seen)
-    seen[ids] = False
-    return SparseChunk(ids.astype(np.int64, copy=False), None)
 
 
 def intra_ring(machines: int, gpus: int, sizes: np.ndarray, first_stage: int, gather: bool) -> MessageLog:
