@@ -1,5 +1,7 @@
 """Dense payloads stay dense (DensePiece): a dense ring adds arrays, and ends with the same bits on
-the bytes transport as in memory, in every wire dtype, cancellations and overflows included."""
+the bytes transport as in memory, in every wire dtype, cancellations and overflows included. The dense
+all-reduces written from sizes (zensim.sim.layout.dense_log: ring, recursive doubling) are the dense
+schemes' messages, and recursive doubling's bytes and time are its closed forms for any n."""
 
 from __future__ import annotations
 
@@ -14,6 +16,12 @@ from zensim.schemes.pieces import ChunkPiece, DensePiece, union
 from zensim.run.context import Meter, RunContext
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.sparse.domain import RangeDomain
+from zensim.net.costs import Costs
+from zensim.net.profile import WorkCost
+from zensim.net.replay import replay
+from zensim.net.topology import ClusterSpec
+from zensim.schemes import closed
+from zensim.sim.layout import DENSE_ALGORITHMS, DENSE_SCHEMES, dense_log, place, prepare
 
 NUMEL = 1000
 
@@ -30,8 +38,8 @@ def cancelling(n: int) -> list[SparseChunk]:
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("name,options", [("dense-allreduce", {}), ("ring-incr-parallel-balanced", {"push": "dense"}),
-                                          ("sparcml", {"push": "dense"})])
-@pytest.mark.parametrize("n", [2, 3, 5])
+                                          ("sparcml", {"push": "dense"}), ("dense-doubling", {})])
+@pytest.mark.parametrize("n", [2, 3, 5, 6])
 def test_bytes_and_memory_end_with_the_same_bits(name, options, dtype, n):
     chunks = cancelling(n)
     prog = build_scheme(name, n, NUMEL, value_dtype=dtype, **options)
@@ -66,3 +74,44 @@ def test_a_dense_sum_that_overflows_is_a_user_error():
     big = [SparseChunk(np.arange(4), np.full(4, 3e38, np.float32))] * 2
     with pytest.raises(ValueRangeError, match="overflows float32"):
         run_ranks(prog, big, InBytes())
+
+
+@pytest.mark.parametrize("machines,gpus,layout", [(5, 1, "flat"), (6, 1, "flat"), (8, 1, "flat"), (3, 4, "zen"),
+                                                  (6, 2, "zen"), (3, 4, "flat")])
+@pytest.mark.parametrize("algorithm", list(DENSE_ALGORITHMS))
+def test_dense_logs_from_sizes_are_the_dense_schemes_messages(machines, gpus, layout, algorithm):
+    """The sized log of each dense algorithm has exactly the messages (stage, source, destination, bytes) of
+    its scheme run through the driver and placed on the cluster, in ZEN's layout (rings over NVLink inside
+    the machines, the algorithm across them) and flat."""
+    n = machines * gpus
+    chunks = [SparseChunk(np.arange(w, NUMEL, 5, dtype=np.int64), None) for w in range(n)]
+    placed = place(prepare(chunks, NUMEL, machines, gpus, layout),
+                   lambda k, size, part: build_scheme(DENSE_SCHEMES[algorithm], k, size))
+    sized = dense_log(machines, gpus, NUMEL, layout, algorithm)
+    for col in ("stage", "src", "dst", "nbytes"):
+        assert np.array_equal(np.sort(getattr(sized, col)), np.sort(getattr(placed.log, col)))
+    assert sized.num_stages == placed.log.num_stages
+
+
+@pytest.mark.parametrize("n", range(1, 14))
+def test_recursive_doubling_bytes_and_time_are_its_closed_forms(n):
+    """p = the largest power of two <= n, L = log2 p: the p active ranks send L whole tensors each, the
+    n - p folded ranks one (to r - p), and r - p one back; on a switch without latency or work, stages
+    in lockstep (rendezvous), the time is (L + 2 [n > p]) M / B, the scheme's closed form (exact: M and
+    B powers of two); sent eagerly too when n is a power of two (with a fold, a partner idle during it
+    sends its first exchange at once and delays the fold on the shared downlink)."""
+    numel, p = 1 << 12, 1 << (n.bit_length() - 1)
+    levels, m = p.bit_length() - 1, 4 * (1 << 12)
+    log = dense_log(n, 1, numel, "flat", "doubling")
+    want = [m * (levels + (r < n - p)) if r < p else m for r in range(n)]
+    assert log.bytes_sent().tolist() == want
+    assert log.bytes_received().tolist() == want
+    bandwidth = 2.0**30
+    seconds = replay(log, Costs(ClusterSpec(n, 1, bandwidth), WorkCost.zero(), rendezvous=True)).makespan
+    assert seconds == closed.dense_doubling(closed.SparsityStats(n, float(m), 0.0), bandwidth)
+    assert seconds == (levels + 2 * (n > p)) * m / bandwidth
+    eager = replay(log, Costs(ClusterSpec(n, 1, bandwidth), WorkCost.zero())).makespan
+    if n == p:
+        assert eager == seconds
+    prog = build_scheme("dense-doubling", n, numel)
+    assert prog.caps.closed_form is closed.dense_doubling and prog.num_stages == max(1, levels + 2 * (n > p))

@@ -45,6 +45,12 @@ def dense_ring(st: SparsityStats, b: float) -> float:
     return 2 * (st.n - 1) / st.n * st.dense_bytes / b
 
 
+def dense_doubling(st: SparsityStats, b: float) -> float:
+    """Dense recursive doubling, folded: (log2 p + 2 [n > p]) · M / b, p the largest power of two <= n."""
+    p = 1 << (st.n.bit_length() - 1)
+    return ((p.bit_length() - 1) + (2 if st.n > p else 0)) * st.dense_bytes / b
+
+
 def agsparse(st: SparsityStats, b: float) -> float:
     """AGsparse (all-gather of COO): 2(n-1) d M / b."""
     return 2 * (st.n - 1) * st.d * st.dense_bytes / b

@@ -104,25 +104,69 @@ def intra_ring(machines: int, gpus: int, sizes: np.ndarray, first_stage: int, ga
     return MessageLog(machines * gpus, gpus - 1, msgs, work)
 
 
-def dense_ring_log(machines: int, gpus: int, numel: int, layout: str) -> MessageLog:
-    """The dense ring all-reduce of `numel` fp32 elements, from sizes alone (no data, no driver): across
-    all GPUs (flat, or one GPU per machine), or in ZEN's layout: ring reduce-scatter inside each machine,
-    a ring all-reduce of shard l across machines per local rank l, ring all-gather inside each machine.
-    Work: a merge of each received shard (reduce-scatter), a copy (all-gather)."""
+def doubling_log(n: int, numel: int) -> MessageLog:
+    """The dense recursive-doubling all-reduce of `numel` fp32 elements among n ranks (the dense-doubling
+    scheme's messages), from sizes: with p the largest power of two <= n, rank r >= p sends its tensor to
+    r - p (which merges it), log2 p stages of exchanges with partner r ^ 2**k (each merges what it gets),
+    then r - p sends the sum back to r (a copy)."""
+    p = 1 << (n.bit_length() - 1)
+    levels, folded = p.bit_length() - 1, n > p
+    nbytes = numel * DENSE_BYTES
+    msgs, work = [], []
+    stage = 0
+    if folded:
+        for r in range(p, n):
+            msgs.append(Message(stage, r, r - p, nbytes, "dense"))
+            work.append(Work(stage, r - p, "post", "merge", numel))
+        stage += 1
+    for k in range(levels):
+        for r in range(p):
+            msgs.append(Message(stage, r, r ^ (1 << k), nbytes, "dense"))
+            work.append(Work(stage, r, "post", "merge", numel))
+        stage += 1
+    if folded:
+        for r in range(p, n):
+            msgs.append(Message(stage, r - p, r, nbytes, "dense"))
+            work.append(Work(stage, r, "post", "copy", numel))
+        stage += 1
+    return MessageLog(n, max(stage, 1), msgs, work)
+
+
+def ring_log(n: int, numel: int) -> MessageLog:
+    """The dense ring all-reduce of `numel` fp32 elements among n ranks (reduce-scatter, all-gather)."""
+    parts = np.diff(even_boundaries(numel, n))
+    return MessageLog.concat([intra_ring(1, n, parts, 0, gather=False),
+                              intra_ring(1, n, parts, n - 1, gather=True)], n, 2 * (n - 1))
+
+
+# dense all-reduce algorithms from sizes: name -> (ranks, elements) -> log, and the scheme each one's messages are
+DENSE_ALGORITHMS = {"ring": ring_log, "doubling": doubling_log}
+DENSE_SCHEMES = {"ring": "dense-allreduce", "doubling": "dense-doubling"}
+
+
+def dense_log(machines: int, gpus: int, numel: int, layout: str, algorithm: str = "ring") -> MessageLog:
+    """A dense all-reduce of `numel` fp32 elements by `algorithm` (DENSE_ALGORITHMS), from sizes alone (no
+    data, no driver): across all GPUs (flat, or one GPU per machine), or hierarchical in ZEN's layout as
+    NCCL runs it: a ring reduce-scatter inside each machine over NVLink, the algorithm's all-reduce of
+    shard l across machines per local rank l, a ring all-gather inside each machine. Work: a merge of
+    each received part (reductions), a copy (gathers)."""
+    inter = DENSE_ALGORITHMS[algorithm]
     n = machines * gpus
     if layout == "flat" or gpus == 1:
-        parts = np.diff(even_boundaries(numel, n))
-        return MessageLog.concat([intra_ring(1, n, parts, 0, gather=False),
-                                  intra_ring(1, n, parts, n - 1, gather=True)], n, 2 * (n - 1))
+        return inter(n, numel)
     shards = np.diff(even_boundaries(numel, gpus))
-    offset, middle = gpus - 1, 2 * (machines - 1)
+    across = [inter(machines, size) for size in shards.tolist()]
+    offset, middle = gpus - 1, max(log.num_stages for log in across)
     stages = 2 * offset + middle
     logs = [intra_ring(machines, gpus, shards, 0, gather=False).placed(np.arange(n), 0, n, stages)]
-    for local, size in enumerate(shards.tolist()):
-        inter = dense_ring_log(machines, 1, size, "flat")
-        logs.append(inter.placed(np.arange(machines) * gpus + local, offset, n, stages))
+    logs += [log.placed(np.arange(machines) * gpus + local, offset, n, stages) for local, log in enumerate(across)]
     logs.append(intra_ring(machines, gpus, shards, offset + middle, gather=True).placed(np.arange(n), 0, n, stages))
     return MessageLog.concat(logs, n, stages)
+
+
+def dense_ring_log(machines: int, gpus: int, numel: int, layout: str) -> MessageLog:
+    """`dense_log` by the ring (the synchronization level's dense baseline)."""
+    return dense_log(machines, gpus, numel, layout, "ring")
 
 
 @dataclass
