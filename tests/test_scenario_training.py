@@ -123,7 +123,7 @@ def test_a_training_point_prints_the_iteration_table(tmp_path: Path, inputs, cap
     scn = load_scenario(path)
     records = records_of(run_scenario(scn).results)
     assert records[1].iteration_s == records[0].iteration_s
-    assert all(b["sync"].startswith("dense-allreduce") for b in records[1].buckets)
+    assert all(b["sync"].startswith(("dense-allreduce", "dense-doubling")) for b in records[1].buckets)
 
 
 @pytest.mark.parametrize("body, key", [
@@ -138,6 +138,7 @@ def test_a_training_point_prints_the_iteration_table(tmp_path: Path, inputs, cap
     ("training: {layers: LAYERS, bucket_mb: 25MB}\n", "training.bucket_mb"),
     ("training: {layers: LAYERS, sparse_buckets: merged}\n", "training.sparse_buckets"),
     ("training: {layers: LAYERS, dense_work: none}\n", "training.dense_work"),
+    ("training: {layers: LAYERS, dense_algorithm: tree}\n", "training.dense_algorithm"),
     ("training: {layers: LAYERS, compute_scale: 0}\n", "training.compute_scale"),
     ("training: {layers: LAYERS, shared_host: 1}\n", "training.shared_host"),
     ("training: {layers: LAYERS, sparse_tensors: [fc9.weight]}\n", "training"),

@@ -185,3 +185,41 @@ def test_fixed_work_costs_apply_to_the_schemes_work_not_to_fused_collectives(tra
     assert priced.iteration_s > dense[0].iteration_s + 1e-3
     sparse = [simulate_iteration(prof, "zen", c, trace=trace_path, dense_baseline=False) for c in (plain, fixed)]
     assert sparse[1].iteration_s > sparse[0].iteration_s + 1e-3  # the scheme's own work pays them
+
+
+def test_the_dense_algorithm_is_chosen_per_bucket_by_size() -> None:
+    """With free compute the iteration is the sum of the buckets' synchronizations; under `auto` each
+    bucket takes the faster of the ring and recursive doubling alone, so the sum of the minima: small
+    buckets doubling (fewer latencies), the large one the ring (fewer bytes); forced, one algorithm.
+    (8 x 1: every rank ends each bucket at once, so buckets do not overlap and the sum is exact.)"""
+    big = ParamTime("fc9.weight", 1 << 20, 4, 0.0, 0.0)
+    prof = LayerProfile(profile(times=False).params + (big,), forward_s=0.0)
+    c = Costs(ClusterSpec(8, 1, LINK, nic_latency=2.0**-12), WorkCost.zero())
+    buckets = PerTensor().assign(prof.params)
+    logs = SyncLogs(c.cluster, "flat", "dense-allreduce", None)
+    alone = {name: [replay(logs.dense(b.nbytes // 4, name), c).makespan for b in buckets]
+             for name in ("ring", "doubling")}
+    auto = simulate_iteration(prof, "dense-allreduce", c, bucketing=PerTensor())
+    assert auto.iteration_s == pytest.approx(sum(map(min, alone["ring"], alone["doubling"])), rel=1e-12)
+    picked = ["dense-doubling" if d < r else "dense-allreduce" for r, d in zip(alone["ring"], alone["doubling"])]
+    assert [b["sync"].split("(")[0] for b in auto.buckets] == picked
+    assert set(picked) == {"dense-doubling", "dense-allreduce"}
+    for name in ("ring", "doubling"):
+        forced = simulate_iteration(prof, "dense-allreduce", c, bucketing=PerTensor(), dense_algorithm=name)
+        assert forced.iteration_s == pytest.approx(sum(alone[name]), rel=1e-12)
+        assert forced.iteration_s > auto.iteration_s
+    with pytest.raises(ConfigError, match="--dense-algorithm tree"):
+        simulate_iteration(prof, "dense-allreduce", c, dense_algorithm="tree")
+
+
+def test_a_sparse_schemes_dense_buckets_choose_as_dense_ddp_does(trace_path) -> None:
+    """The choice depends on a dense part's size and the cluster only: the zen run's dense bucket and
+    dense DDP's of the same size take the same algorithm, and forcing the ring restores the ring in both."""
+    prof = profile()
+    c = Costs(ClusterSpec(4, 2, LINK, nvlink_bandwidth=LINK * 8, nic_latency=2.0**-12), WorkCost.zero())
+    zen = simulate_iteration(prof, "zen", c, trace=trace_path, bucketing=PerTensor())
+    dense = simulate_iteration(prof, "dense-allreduce", c, bucketing=PerTensor())
+    assert [b["sync"] for b in zen.buckets[:3]] == [b["sync"] for b in dense.buckets[:3]] == ["dense-doubling(1)"] * 3
+    ring = simulate_iteration(prof, "zen", c, trace=trace_path, bucketing=PerTensor(), dense_algorithm="ring")
+    assert [b["sync"] for b in ring.buckets[:3]] == ["dense-allreduce(1)"] * 3
+    assert ring.dense_iteration_s > zen.dense_iteration_s and ring.iteration_s > zen.iteration_s

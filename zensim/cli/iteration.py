@@ -13,6 +13,7 @@ from zensim.net.models import MODELS
 from zensim.train.buckets import BUCKETINGS
 from zensim.train.iteration import DENSE_WORK
 from zensim.train.syncs import SPARSE_BUCKETS
+from zensim.train.tuner import DENSE_CHOICES
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,6 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--model", choices=tuple(MODELS), default="fifo", help="bandwidth sharing model (default fifo)")
     p.add_argument("--dense-work", choices=DENSE_WORK, default="fused", help="fused (default): the dense all-reduce's "
                    "merges cost per element only, one fused kernel as NCCL's; profile: as every local work; free: none")
+    p.add_argument("--dense-algorithm", choices=DENSE_CHOICES, default="auto", help="the dense all-reduce of dense "
+                   "buckets, in every scheme's run and dense DDP alike: auto (default) the fastest for each bucket's "
+                   "size, as NCCL's tuner; ring or doubling (recursive doubling) forced")
     p.add_argument("--compute-scale", type=float, default=1.0, help="multiply the profile's compute times (e.g. the "
                    "calibration's cpu_slowdown for a profile measured alone on an emulation host; default 1)")
     p.add_argument("--shared-host", action="store_true", help="every GPU is a process of one host sharing its "
@@ -191,7 +195,7 @@ def cmd_iteration(args: argparse.Namespace) -> int:
         cluster, calib = cluster_from_args(args, m)
         costs = Costs.of(cluster, calib)
         common = dict(model=args.model, layout=args.layout, iterations=args.iterations,
-                      dense_work=args.dense_work, shared_host=args.shared_host,
+                      dense_work=args.dense_work, shared_host=args.shared_host, dense_algorithm=args.dense_algorithm,
                       model_options={"batch": args.maxmin_batch} if args.model == "maxmin" else None)
         dense = simulate_iteration(profile, DENSE, costs, bucketing=bucketing, **common)
         if runs is not None:

@@ -37,6 +37,7 @@ from zensim.train.shipped import device_layers
 from zensim.train.iteration import DENSE_WORK
 from zensim.train.layers import LayerProfile, load_layers
 from zensim.train.syncs import SPARSE_BUCKETS, sparse_tensors
+from zensim.train.tuner import DENSE_CHOICES
 
 MAXMIN_BATCH = MODELS["maxmin"].options["batch"]  # the model's default allowance
 TOP_KEYS = ("trace", "cluster", "schemes", "options", "values", "model", "maxmin_batch", "outputs", "sweep", "training",
@@ -55,11 +56,12 @@ SWEEPABLE = tuple(k for k in CLUSTER_DEFAULTS if k != "profile") + SWEPT_OTHER
 TRAINING_DEFAULTS: dict[str, Any] = {
     "layers": None, "device": None, "corpus": None, "iterations": 4, "bucketing": "ddp", "bucket_mb": None,
     "first_bucket_mb": None, "sparse_buckets": "own", "sparse_tensors": None, "dense_work": "fused",
-    "compute_scale": 1.0, "shared_host": False,
+    "dense_algorithm": "auto",    "compute_scale": 1.0, "shared_host": False,
     # a fusion strategy (zensim.train.fusion.schedule; zensim iteration --strategy) and its selection and cost
     "strategy": None, "fusion_degree": None, "compression_cost": "dgc", "density": 0.01, "sparsifier": "topk"}
 STRATEGY_KEYS = ("strategy", "fusion_degree")  # swept, they are drawn in one plot (per strategy, against the degree)
-TRAINING_SWEPT = ("bucketing", "bucket_mb", "first_bucket_mb", "sparse_buckets", "dense_work") + STRATEGY_KEYS
+TRAINING_SWEPT = ("bucketing", "bucket_mb", "first_bucket_mb", "sparse_buckets", "dense_work",
+                  "dense_algorithm") + STRATEGY_KEYS
 DEGREE_STRATEGIES = ("none", "behind")  # the strategies a fusion degree (DDP's bucket cap) applies to
 BUCKET_KEYS = ("bucketing", "first_bucket_mb", "sparse_buckets")  # what a strategy decides itself
 GPU_KEYS = ("machines", "gpus_per_machine", "preset")  # what a throughput-against-GPUs plot has on its x axis
@@ -78,6 +80,7 @@ class Training:
     sparse_tensors: tuple[str, ...] | None
     dense_work: str
     shared_host: bool
+    dense_algorithm: str = "auto"  # the dense all-reduce of dense buckets (zensim.train.tuner)
     strategy: str | None = None  # a fusion strategy instead of the bucketing (run_strategy)
     fusion_degree: float | None = None  # none's and behind's bucket cap as a fraction of the model's bytes
     compression_cost: str = "dgc"  # the strategy's selection cost (COSTS or ALPHA,BETA)
@@ -437,7 +440,8 @@ class _Loader:
         spot = {k: where(k) if k in self.sweep_keys else f"training.{k}" for k in TRAINING_DEFAULTS}
         if not _is_int(s["iterations"]) or s["iterations"] < 1:
             raise self.fail(spot["iterations"], f"expected a positive integer, got {s['iterations']!r}")
-        for key, choices in (("bucketing", BUCKETINGS), ("sparse_buckets", SPARSE_BUCKETS), ("dense_work", DENSE_WORK)):
+        for key, choices in (("bucketing", BUCKETINGS), ("sparse_buckets", SPARSE_BUCKETS), ("dense_work", DENSE_WORK),
+                             ("dense_algorithm", DENSE_CHOICES)):
             if s[key] not in choices:
                 raise self.fail(spot[key], f"unknown {key} {s[key]!r} (choose from {', '.join(choices)})")
         for key in ("bucket_mb", "first_bucket_mb"):
@@ -454,7 +458,7 @@ class _Loader:
             raise self.fail(spot["shared_host"], f"expected true or false, got {s['shared_host']!r}")
         return Training(s["iterations"], s["bucketing"], s["bucket_mb"], s["first_bucket_mb"], s["sparse_buckets"],
                         tuple(only) if only is not None else None, s["dense_work"], s["shared_host"],
-                        *self.strategy_of(s, spot))
+                        s["dense_algorithm"], *self.strategy_of(s, spot))
 
     def strategy_of(self, s: dict[str, Any], spot: dict[str, str]) -> tuple:
         """A point's fusion strategy, degree (None where it does not apply), compression cost, density

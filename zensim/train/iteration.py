@@ -25,11 +25,12 @@ from zensim.net.topology import LinkKind
 from zensim.report.iteration import IterationRecord
 from zensim.report.provenance import trace_info
 from zensim.schemes import build_scheme, needs_profile, scheme_names
-from zensim.sim.layout import LAYOUTS
+from zensim.sim.layout import DENSE_SCHEMES, LAYOUTS
 from zensim.train.buckets import DDPBuckets
 from zensim.train.layers import LayerProfile
 from zensim.train.syncs import DENSE, SPARSE_BUCKETS, SyncLogs, bucket_syncs, sparse_tensors
 from zensim.train.timeline import Run, Timeline
+from zensim.train.tuner import check_dense_algorithm
 from zensim.trace.format import Trace
 
 MS = 1e3
@@ -51,7 +52,7 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
                        options: Mapping[str, object] | None = None, model_options: Mapping[str, object] | None = None,
                        dense_baseline: bool = True, dense: "IterationRecord | None" = None,
                        dense_work: str = "fused", shared_host: bool = False, strategy=None,
-                       background=None, logs: SyncLogs | None = None) -> IterationRecord:
+                       background=None, logs: SyncLogs | None = None, dense_algorithm: str = "auto") -> IterationRecord:
     """Simulate `iterations` training iterations of `profile` with `scheme` on `costs.cluster`.
 
     The trace's tensors are synchronized sparse by `scheme` (those named in `sparse`, or all), every
@@ -69,7 +70,9 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
     e.g. zensim.train.gemini's checkpoint traffic); the dense baseline runs without it. `logs`: the
     SyncLogs of an earlier call with the same trace (pass it open: a trace given by path is closed on
     return), scheme, layout, options and cluster shape (another bandwidth or latency): its message logs,
-    which depend on neither, are reused."""
+    which depend on neither, are reused. `dense_algorithm`: the dense all-reduce of every dense part, in
+    this run and its dense baseline alike: "auto" the fastest for the part's size (zensim.train.tuner),
+    "ring" or "doubling" forced."""
     if model not in MODELS:
         raise ConfigError(f"--model: unknown sharing model {model!r} (choose from {', '.join(MODELS)})")
     if layout not in LAYOUTS:
@@ -80,6 +83,7 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
         raise ConfigError(f"--iterations {iterations}: must be at least 1")
     if dense_work not in DENSE_WORK:
         raise ConfigError(f"--dense-work {dense_work}: choose from {', '.join(DENSE_WORK)}")
+    check_dense_algorithm(dense_algorithm)
     values = check_scheme(scheme, options)
     if strategy is not None and bucketing is not None:
         raise ConfigError("--bucketing: not with a fusion strategy (the strategy decides the buckets)")
@@ -102,7 +106,8 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
         hosts = [0] * costs.cluster.gpus if shared_host else None
 
         def timeline(syncs: list, prof: LayerProfile = profile, n: int = iterations) -> Timeline:
-            return Timeline(prof, syncs, logs, costs, model, n, t_iters, model_options, dense_cost[dense_work], hosts)
+            return Timeline(prof, syncs, logs, costs, model, n, t_iters, model_options, dense_cost[dense_work], hosts,
+                            dense_algorithm=dense_algorithm)
 
         if strategy is None:
             syncs = bucket_syncs(profile, bucketing.assign(profile.params, own), chosen)
@@ -124,7 +129,7 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
     if scheme != DENSE and dense_baseline and dense is None:
         dense = simulate_iteration(profile, DENSE, costs, model=model, layout=layout, bucketing=bucketing,
                                    iterations=iterations, model_options=model_options, dense_baseline=False,
-                                   dense_work=dense_work, shared_host=shared_host)
+                                   dense_work=dense_work, shared_host=shared_host, dense_algorithm=dense_algorithm)
     if scheme == DENSE:
         dense = rec
     if dense is not None:
@@ -170,7 +175,8 @@ def _record(profile: LayerProfile, scheme: str, costs: Costs, layout: str, model
     buckets = []
     for b, sync in enumerate(syncs):
         sync_ms = float((run.bucket_end[:, b] - run.bucket_start[:, b]).max(axis=1).mean()) * MS
-        parts = " + ".join(f"{scheme if p.sparse else DENSE}({len(p.names)})" for p in sync.parts)
+        parts = " + ".join(f"{scheme if p.sparse else DENSE_SCHEMES[run.dense_algorithms[p.numel]]}({len(p.names)})"
+                           for p in sync.parts)
         buckets.append({"bucket": b, "params": len(sync.bucket.names), "first": sync.bucket.names[0],
                         "last": sync.bucket.names[-1], "bytes": sync.bucket.nbytes, "sync": parts,
                         "ready_ms": span(run.bucket_ready[:, b]), "start_ms": span(run.bucket_start[:, b]),

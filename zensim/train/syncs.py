@@ -3,18 +3,19 @@
 Per tensor, the scheme assignment says where its sparsity comes from (issue 10 item 4): a tensor the
 trace records (an embedding table's rows, a top-k/DGC selection) is synchronized sparse by the
 chosen scheme on the trace's indices; every other parameter is dense and goes through the dense
-ring all-reduce, as in ZEN's evaluation where only the sparse tensors use ZEN. Under
+all-reduce, as in ZEN's evaluation where only the sparse tensors use ZEN. Under
 `dense-allreduce` everything is dense (DDP as it is).
 
 A bucket becomes one or two *parts* synchronized one after the other on the communication stream:
 its sparse members (the scheme on their concatenated index space) and its dense members (the dense
-ring of their total size). With `own` sparse buckets (torch's rule for sparse gradients, the
+all-reduce of their total size, by the algorithm zensim.train.tuner picks for that size). With `own` sparse buckets (torch's rule for sparse gradients, the
 default) a sparse tensor is a bucket of its own; with `fused` sparse tensors join DDP's buckets.
 
 Logs are made by the synchronization level, never here: the sparse part runs the scheme's stage
-program through `zensim.sim.layout` (ZEN's multi-GPU layout or flat), the dense part is the dense
-ring all-reduce's log written from sizes (`zensim.sim.layout.dense_ring_log`, fp32; its messages
-are the dense-allreduce program's). Each log is made once per (bucket part, trace iteration).
+program through `zensim.sim.layout` (ZEN's multi-GPU layout or flat), the dense part is a dense
+all-reduce's log written from sizes (`zensim.sim.layout.dense_log`, fp32, ring or recursive doubling;
+its messages are the dense-allreduce / dense-doubling program's). Each log is made once per (bucket
+part, trace iteration, dense algorithm).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from zensim.errors import ConfigError
 from zensim.net.topology import ClusterSpec
 from zensim.run import MessageLog, Tables
 from zensim.schemes import build_scheme, needs_profile
-from zensim.sim.layout import Prepared, dense_ring_log, intra_ring, place, prepare
+from zensim.sim.layout import Prepared, dense_log, intra_ring, place, prepare
 from zensim.sparse.chunk import SparseChunk
 from zensim.train.buckets import Bucket
 from zensim.train.layers import LayerProfile
@@ -112,7 +113,7 @@ class Step:
 class SyncLogs:
     """The logs each part runs through, made once per (part, trace iteration) and cached.
 
-    A dense part is one step, the dense ring all-reduce. A sparse part in ZEN's layout is three,
+    A dense part is one step, the dense all-reduce by the algorithm asked for. A sparse part in ZEN's layout is three,
     one after the other on each GPU's stream exactly as the assembled log's stages would run: the
     dense reduce-scatter inside each machine, the scheme across machines (one instance per local rank,
     all at once), the dense all-gather; flat, it is the scheme alone."""
@@ -128,7 +129,8 @@ class SyncLogs:
         # a dense trace's sparse chunks by a selection (zensim.train.fusion.selection), else the recorded indices
         self.selection = selection if selection is not None and selection.applies(trace) else None
         self.tables = Tables()
-        self.cache: dict[tuple, list[Step]] = {}
+        self.cache: dict[tuple, list[Step]] = {}  # (sparse part, trace iteration) -> its steps
+        self.dense_cache: dict[tuple[int, str], MessageLog] = {}  # (elements, algorithm) -> log
         if trace is not None and scheme != DENSE and trace.workers < cluster.gpus:
             raise ConfigError(f"{trace.path}: trace has {trace.workers} workers, the cluster asks for {cluster.gpus} GPUs")
 
@@ -142,17 +144,24 @@ class SyncLogs:
                 and (layout if cluster.gpus_per_machine > 1 else "flat") == self.layout and scheme == self.scheme
                 and dict(options or {}) == self.options and values == self.values and self.selection is None)
 
-    def steps(self, part: Part, iteration: int) -> list[Step]:
-        """The steps of `part` at trace iteration `iteration` (dense parts do not depend on it)."""
-        key = (part, iteration if part.sparse else None)
+    def steps(self, part: Part, iteration: int, dense_algorithm: str = "ring") -> list[Step]:
+        """The steps of `part` at trace iteration `iteration`; a dense part (which does not depend on
+        the iteration) is the all-reduce by `dense_algorithm` (zensim.sim.layout.DENSE_ALGORITHMS)."""
+        if not part.sparse:
+            return [Step(self.dense(part.numel, dense_algorithm), False)]
+        key = (part, iteration)
         if key not in self.cache:
-            self.cache[key] = self._sparse(part, iteration) if part.sparse else self._dense(part)
+            self.cache[key] = self._sparse(part, iteration)
         return self.cache[key]
 
-    def _dense(self, part: Part) -> list[Step]:
-        """Dense ring all-reduce of the part's size (fp32) from sizes: across all GPUs (flat), or in ZEN's layout."""
-        c = self.cluster
-        return [Step(dense_ring_log(c.machines, c.gpus_per_machine, part.numel, self.layout), False)]
+    def dense(self, numel: int, algorithm: str) -> MessageLog:
+        """The dense all-reduce of `numel` fp32 elements by `algorithm`, from sizes: across all GPUs
+        (flat), or in ZEN's layout (cached)."""
+        key = (numel, algorithm)
+        if key not in self.dense_cache:
+            c = self.cluster
+            self.dense_cache[key] = dense_log(c.machines, c.gpus_per_machine, numel, self.layout, algorithm)
+        return self.dense_cache[key]
 
     def _sparse(self, part: Part, iteration: int) -> list[Step]:
         """The scheme on the part's tensors at `iteration` (indices concatenated in member order)."""

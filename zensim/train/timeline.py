@@ -9,7 +9,8 @@ contract of docs/architecture.md (zensim.net.replay.LogReplay), so a synchroniza
 GPU when that GPU's part of it has. The scheme's local work (hashing, encoding, merging: the
 compression) runs on the stream with it, costed by the same `Costs` as every simulation; the work of
 dense collectives (dense parts, and the intra-machine rings of ZEN's layout) by `dense_work` if
-given (a fused collective such as NCCL's ring: no per-stage kernel). The
+given (a fused collective such as NCCL's ring: no per-stage kernel). A dense part runs the dense
+all-reduce algorithm zensim.train.tuner picks for its size (`dense_algorithm`: auto, or one forced). The
 optimizer step starts when backward is over and the GPU's last bucket is synchronized; the next
 iteration's forward follows it. All buckets of all iterations are clients of one Network, so
 buckets in flight at once (on GPUs that drifted apart) share the links.
@@ -45,7 +46,8 @@ from zensim.net.network import Network
 from zensim.net.profile import WorkCost
 from zensim.net.replay import LogReplay
 from zensim.train.layers import LayerProfile
-from zensim.train.syncs import BucketSync, SyncLogs
+from zensim.train.syncs import BucketSync, Part, Step, SyncLogs
+from zensim.train.tuner import DenseTuner
 
 
 @dataclass
@@ -65,6 +67,7 @@ class Run:
     network: Network = field(repr=False)
     events: int = 0
     wall_s: float = 0.0
+    dense_algorithms: dict = field(default_factory=dict)  # dense part elements -> the algorithm it ran
 
     @property
     def makespan(self) -> float:
@@ -78,9 +81,10 @@ class Timeline:
     def __init__(self, profile: LayerProfile, syncs: Sequence[BucketSync], logs: SyncLogs, costs: Costs,
                  model: str = "fifo", iterations: int = 1, trace_iterations: Sequence[int] = (0,),
                  model_options: Mapping[str, object] | None = None, dense_work: WorkCost | None = None,
-                 hosts: Sequence[int] | None = None,
-                 on_iteration: Callable[[Network, int, int], None] | None = None) -> None:
+                 hosts: Sequence[int] | None = None, on_iteration: Callable[[Network, int, int], None] | None = None,
+                 dense_algorithm: str = "auto") -> None:
         self.profile = profile
+        self.tuner = DenseTuner(logs, costs, dense_work, dense_algorithm)
         self.on_iteration = on_iteration
         self.hosts = None if hosts is None else list(hosts)
         self.dense_work = dense_work
@@ -92,6 +96,13 @@ class Timeline:
         self.iterations = iterations
         self.trace_iterations = list(trace_iterations)
         self.gpus = costs.cluster.gpus
+
+    def _steps(self, part: Part, iteration: int) -> list[Step]:
+        """The steps of a bucket's part: a sparse one's at the trace iteration, a dense one's by the
+        algorithm the tuner picks for its size."""
+        if part.sparse:
+            return self.logs.steps(part, iteration)
+        return self.logs.steps(part, iteration, self.tuner(part.numel))
 
     def run(self) -> Run:
         """Simulate every iteration on every GPU; returns the raw times."""
@@ -169,7 +180,7 @@ class Timeline:
             mine = steps.get((i, b))
             if mine is None:
                 t_it = self.trace_iterations[i % len(self.trace_iterations)]
-                mine = steps[(i, b)] = [st for part in syncs[b].parts for st in self.logs.steps(part, t_it)]
+                mine = steps[(i, b)] = [st for part in syncs[b].parts for st in self._steps(part, t_it)]
             key = (i, b, k)
             client = run.clients.get(key)
             if client is None:
@@ -212,5 +223,6 @@ class Timeline:
             begin(r)
         net.run()
         run.events = net.events
+        run.dense_algorithms = dict(self.tuner.chosen)
         run.wall_s = time.perf_counter() - start
         return run
