@@ -6,7 +6,8 @@ DDP buckets, fifo, on ZEN's testbed machines (zensim.net.presets: p3.16xlarge, 8
 Fig. 11; p3dn.24xlarge, 8 V100, 100 Gbps EFA for Fig. 12): throughput of dense all-reduce, SparCML,
 OmniReduce and ZEN, and ZEN's speedup over each, beside the paper's ratios at 16 machines. With
 --machines 2,4,8,16 the same for each size (ZEN's x axis). --profile adds local-work (compression)
-costs (e.g. scenarios/profiles/v100-work.json).
+costs (e.g. scenarios/profiles/v100-work.json). Dense buckets take the fastest dense all-reduce for their
+size (ring or recursive doubling, zensim.train.tuner) unless --dense-algorithm forces one.
 
 --zen-size: the two models at ZEN's sizes instead (Table 1: LSTM embedding 406M at 1.13%, MLP 20M,
 batch 128; DeepFM embedding 214M at 2.80%, MLP 68M, batch 1024): V100 profiles from the layer shapes
@@ -18,7 +19,7 @@ workers: 8 x max(16, machines), ZEN's testbed at least, fewer machines using the
 --scale multiplies the embedding rows (a smaller run, say so when quoting it).
 
     .venv/bin/python benchmarks/zen_figures.py [--machines 16] [--presets p3.16xlarge,p3dn.24xlarge]
-        [--nic-latency 0us] [--profile P.json] [--model fifo] [--json]
+        [--nic-latency 0us] [--profile P.json] [--model fifo] [--dense-algorithm auto|ring|doubling] [--json]
         [--zen-size [--scale 1] [--trace-dir DIR] [--efficiency 0.66]]
 """
 
@@ -42,6 +43,7 @@ from zensim.train.iteration import simulate_iteration
 from zensim.train.layers import load_layers
 from zensim.train.shapes import shapes_profile
 from zensim.train.syncs import SyncLogs
+from zensim.train.tuner import DENSE_CHOICES
 
 SCHEMES = ("dense-allreduce", "sparcml", "omnireduce", "zen")
 MODELS = {"LSTM": ("traces/lstm-lm-128w.zt", "traces/layers/lstm-lm-b20.v100.layers.json"),
@@ -67,6 +69,9 @@ def main() -> int:
     p.add_argument("--nic-latency", default=None, help="instead of the preset's (e.g. 0us: what latency costs)")
     p.add_argument("--profile", default=None)
     p.add_argument("--model", default="fifo")
+    p.add_argument("--dense-algorithm", default="auto", choices=DENSE_CHOICES,
+                   help="dense buckets' all-reduce: auto (default, the fastest per size), ring (the figures "
+                        "before the choice)")
     p.add_argument("--iterations", type=int, default=4)
     p.add_argument("--zen-size", action="store_true", help="the models at ZEN's sizes (module docstring)")
     p.add_argument("--scale", type=float, default=1.0, help="with --zen-size: embedding rows x this (default 1)")
@@ -93,7 +98,7 @@ def main() -> int:
                     dense = results.get((name, preset, m, SCHEMES[0]))
                     results[name, preset, m, scheme] = simulate_iteration(
                         prof, scheme, Costs.of(cluster, calib), trace=trace, model=args.model,
-                        iterations=args.iterations, dense=dense, logs=logs)
+                        iterations=args.iterations, dense=dense, logs=logs, dense_algorithm=args.dense_algorithm)
                     print(f"{name} {preset} {m} machines {scheme}: "
                           f"{results[name, preset, m, scheme].iteration_s * 1e3:.4g} ms", file=sys.stderr, flush=True)
     rows, out, clusters = [], [], {}
@@ -121,7 +126,8 @@ def main() -> int:
         return 0
     what = (f"ZEN-sized models (scenarios/zen-size, embedding rows x {args.scale:g}, kernels at "
             f"{args.efficiency:g} of the peaks)" if args.zen_size else "the shipped traces")
-    print(f"{what}: V100 estimates, DDP buckets, ZEN's layout, {args.model}, work costs: "
+    print(f"{what}: V100 estimates, DDP buckets, dense all-reduce {args.dense_algorithm}, ZEN's layout, {args.model}, "
+          f"work costs: "
           f"{args.profile or 'defaults (GPU-class per-element placeholders)'}")
     print(format_table(rows, ["model", "preset", "NIC", "GPUs", "scheme", "iteration ms", "compute ms", "exposed ms",
                               "samples/s", "ZEN speedup over it", "paper (16 machines)"]))
