@@ -11,6 +11,10 @@ accumulated gradient. From that one vector of n disjoint stretches it prints
   x 1.00125 or x 0.995 a step);
 - `oracle`: delta*_t, the k-th largest scanned magnitude, the threshold at which the union would
   have held exactly k elements; `ratio` delta_t / delta*_t and `drift` delta*_t / delta*_(t-1);
+- `grad oracle`: the same k-th largest taken over the fresh gradients alone (what each worker
+  scanned without its residual) and `grad drift` its ratio to the previous iteration's: the part of
+  delta*'s drift that training itself causes; the rest is the residuals' build-up (error feedback
+  starting from zero residuals at the first replayed iteration);
 - `k'/k` (the user's density reached when 1) and the steps of 0.5% that separate delta_t from
   delta*_t: ln(delta*_t / delta_t) / ln(1.005);
 - `f dyn`, `f static` (f(t) = n max_i k_i / sum_i k_i of each variant);
@@ -20,10 +24,14 @@ accumulated gradient. From that one vector of n disjoint stretches it prints
   bound by itself; `f lag`: f(t) of the layout that was best for the previous iteration's counts,
   what a balancer that reacts perfectly one iteration late would get; `f poisson`: E[f] when every
   partition expects k'/n with Poisson scatter (the floor of a perfect balance in expectation: about
-  1 + 1.8 / sqrt(k'/n) at n = 16; the paper's k'/n at d = 0.001 is in the thousands). (A worker whose partition has no element above the threshold sends one anyway,
+  1 + 1.8 / sqrt(k'/n) at n = 16; the paper's k'/n at d = 0.001 is in the thousands); `hit blocks`:
+  the effective number of blocks the hits sit in, (sum_b c_b)^2 / sum_b c_b^2 over the block counts
+  c_b (1,024 when spread evenly; when it is a few per partition, no layout of whole blocks that
+  does not know where the next hits fall can be balanced). (A worker whose partition has no element above the threshold sends one anyway,
   the authors' fallback: k' includes those.)
 
-Usage: .venv/bin/python benchmarks/exdyna_claims.py TRACE [--iterations A:B] [--density D] [--csv FILE]
+Usage: .venv/bin/python benchmarks/exdyna_claims.py TRACE [--iterations A:B] [--density D] [--window N] [--csv FILE]
+       [--plot PNG]
 """
 
 from __future__ import annotations
@@ -73,7 +81,7 @@ def largest_group(counts: np.ndarray, starts: list[int]) -> int:
 
 
 def scanned(team: Team, accs: list[np.ndarray], t: int) -> np.ndarray:
-    """|acc| of the worker that scanned each position at iteration t (partition (t + r) mod n)."""
+    """|accs[r]| at the positions worker r scanned at iteration t (partition (t + r) mod n)."""
     lead = team.sparsifiers[0]
     layout = lead.layout(KEY)
     out = np.empty(len(accs[0]), np.float32)
@@ -105,7 +113,7 @@ def analyse(source: TraceGradients, first: int, last: int, density: float) -> li
     n, numel = source.workers, source.numel
     k = max(1, int(density * numel))
     dynamic, static = Team("exdyna", n, density), Team("exdyna-static", n, density)
-    rows, previous, previous_cuts = [], None, None
+    rows, previous, previous_grad, previous_cuts = [], None, None, None
     for t in range(first, last):
         grads = [source.gradient(t, w) for w in range(n)]
         accs = [(dynamic.residual(r, KEY) if t > first else 0) + g for r, g in enumerate(grads)]
@@ -115,21 +123,34 @@ def analyse(source: TraceGradients, first: int, last: int, density: float) -> li
         layout, threshold = lead.layout(KEY), lead.threshold(KEY)
         mags = scanned(dynamic, accs, t - first)
         oracle = float(np.partition(mags, numel - k)[numel - k])
+        fresh = scanned(dynamic, grads, t - first)
+        grad_oracle = float(np.partition(fresh, numel - k)[numel - k])
         counts = block_counts(mags, threshold, layout.block_size, layout.blocks)
         best, cuts = best_cuts(counts, n)
         lagged = n * max(1, largest_group(counts, previous_cuts)) / ks.sum() if previous_cuts else float("nan")
         previous_cuts = cuts
         rows.append({
             "iteration": t, "threshold": threshold, "oracle": oracle, "ratio": threshold / oracle,
-            "drift": oracle / previous if previous else float("nan"), "k'/k": ks.sum() / k,
+            "drift": oracle / previous if previous else float("nan"), "grad oracle": grad_oracle,
+            "grad drift": grad_oracle / previous_grad if previous_grad else float("nan"), "k'/k": ks.sum() / k,
             "steps": math.log(oracle / threshold) / math.log(1 + GAMMA),
             "f dyn": n * ks.max() / ks.sum(), "f static": n * ks_static.max() / ks_static.sum(),
             "f best": n * max(1, best) / ks.sum(), "f lag": lagged, "f poisson": poisson_floor(ks.sum() / n, n),
             "top block": n * counts.max() / ks.sum(),
+            "hit blocks": float(counts.sum()) ** 2 / max(1, int(np.dot(counts, counts))),
             "blocks moved": int(np.abs(layout.count - layout.initial(numel, n, layout.blocks).count).sum() // 2),
         })
-        previous = oracle
+        previous, previous_grad = oracle, grad_oracle
     return rows
+
+
+def window_mean(rows: list[dict], column: str) -> float:
+    """The mean of `column` over `rows`; for a drift (a ratio per iteration) the geometric mean, the
+    net factor per iteration over the window."""
+    values = np.array([r[column] for r in rows], float)
+    if "drift" in column:
+        return float(np.exp(np.nanmean(np.log(values)))) if np.isfinite(values).any() else float("nan")
+    return float(np.nanmean(values))
 
 
 def plot(rows: list[dict], title: str, path: str, density: float) -> None:
@@ -170,6 +191,7 @@ def main() -> None:
     parser.add_argument("--iterations", default=":")
     parser.add_argument("--density", type=float, default=0.01)
     parser.add_argument("--csv", default=None)
+    parser.add_argument("--window", type=int, default=10, help="iterations per window of the summary (default 10)")
     parser.add_argument("--plot", default=None, help="PNG: thresholds, k'/k and f(t) against the iteration")
     args = parser.parse_args()
     source = TraceGradients(Trace.open(args.trace))
@@ -179,10 +201,12 @@ def main() -> None:
     print(f"{args.trace}: {source.workers} workers, {source.numel:,} elements, d = {args.density}, "
           f"k = {max(1, int(args.density * source.numel))}, iterations {first}:{last}")
     print(format_table([[r[c] for c in names] for r in rows], names))
-    tail = rows[len(rows) // 2:]
-    print(f"second half ({len(tail)} iterations) means: " + ", ".join(
-        f"{c} {np.nanmean([r[c] for r in tail]):.3g}" for c in ("k'/k", "ratio", "drift", "f dyn", "f static",
-                                                             "f best", "f lag", "f poisson", "top block")))
+    columns = ("k'/k", "ratio", "drift", "grad drift", "f dyn", "f static", "f best", "f lag", "f poisson", "top block",
+               "hit blocks")
+    windows = [rows[i:i + args.window] for i in range(0, len(rows), args.window)]
+    print(f"means over windows of {args.window} iterations (drifts: geometric means):")
+    print(format_table([[f"{w[0]['iteration']}-{w[-1]['iteration']}"] + [window_mean(w, c) for c in columns]
+                        for w in windows], ["iterations", *columns]))
     if args.plot:
         plot(rows, f"{os.path.basename(args.trace)}, {source.workers} workers, d = {args.density}", args.plot, args.density)
     if args.csv:
