@@ -53,8 +53,9 @@ from zensim.errors import ConfigError
 from zensim.net.models.base import NetworkView
 from zensim.net.waterfill import LinkState, solve_flows
 
-_TIE = 1e-12  # relative tolerance: flows finishing "now"
-_DEFER = 1 / 64  # the part of what is left of a link's allowance a departure may actually lose before its re-solve
+TIE = 1e-12  # relative tolerance: flows finishing "now"
+DEFER = 1 / 64  # the part of what is left of a link's allowance a departure may actually lose before its re-solve
+HEAD = 256  # a departure segment's sorted head: at least this many flows
 
 
 _NONE = np.empty(0, dtype=np.int64)
@@ -75,29 +76,32 @@ class _Component:
 
 
 class _Segment:
-    """The flows of one solve by projected finish time: a sorted head of the earliest, the rest unsorted
-    (refilled by partial sort as the head is used up, an eighth of what is left at a time, at least
-    HEAD: a solve costs O(flows), not a full sort, and draining a segment O(flows) partitions in all)."""
+    """The flows of one solve by projected finish time, ties in the order of the solve: a sorted head of
+    the earliest, the rest unsorted in solve order (refilled as the head is used up, an eighth of what
+    is left at a time, at least HEAD: a solve costs O(flows), not a full sort, and draining a segment
+    O(flows) partitions in all). The order taken is the stable sort of the whole segment, however it
+    is cut into heads (zensim.net.fastmaxmin takes the same)."""
 
     __slots__ = ("finish", "flows", "head_finish", "head_flows", "pos")
-    HEAD = 256
 
     def __init__(self, finish: np.ndarray, flows: np.ndarray) -> None:
         self.finish, self.flows = finish, flows
         self._refill()
 
     def _refill(self) -> None:
-        head = max(self.HEAD, len(self.finish) // 8)
+        head = max(HEAD, len(self.finish) // 8)
         if len(self.finish) <= head:  # all of it (the common case: a small component)
             order = np.argsort(self.finish, kind="stable")
             self.head_finish, self.head_flows = self.finish[order].tolist(), self.flows[order].tolist()
             self.finish = self.flows = _NONE
-        else:
-            idx = np.argpartition(self.finish, head)
-            take, rest = idx[:head], idx[head:]
-            order = take[np.argsort(self.finish[take], kind="stable")]
-            self.head_finish, self.head_flows = self.finish[order].tolist(), self.flows[order].tolist()
-            self.finish, self.flows = self.finish[rest], self.flows[rest]
+        else:  # the `head` earliest, ties to the first in solve order
+            cut = np.partition(self.finish, head - 1)[head - 1]
+            take = self.finish < cut
+            take[np.flatnonzero(self.finish == cut)[:head - np.count_nonzero(take)]] = True
+            finish, flows = self.finish[take], self.flows[take]
+            order = np.argsort(finish, kind="stable")
+            self.head_finish, self.head_flows = finish[order].tolist(), flows[order].tolist()
+            self.finish, self.flows = self.finish[~take], self.flows[~take]
         self.pos = 0
 
     def next_finish(self) -> float | None:
@@ -282,11 +286,12 @@ class MaxMin:
             if known:
                 run.append(m)
             else:
-                touched = {self._find(comp_on[k]) for k in route if comp_on[k] >= 0}
-                if touched:
+                touched = sorted({self._find(comp_on[k]) for k in route if comp_on[k] >= 0})
+                if touched:  # the most pieces, ties to the lowest id; the others merged into it in id order
                     root = max(touched, key=lambda c: self.comps[c].nparts)
-                    for c in touched - {root}:
-                        self._merge(c, root)
+                    for c in touched:
+                        if c != root:
+                            self._merge(c, root)
                 else:
                     root = len(self.parent)
                     self.parent.append(root)
@@ -387,7 +392,7 @@ class MaxMin:
             return
         self.armed_at = np.inf
         now = self.clock.now
-        horizon = now * (1 + _TIE)
+        horizon = now * (1 + TIE)
         routes, heads, segments, segment_of, alive = self.net.route_tuples, self.heads, self.segments, self.segment_of, self.alive
         gone: list[int] = []
         deferred: dict[int, float] = {}
@@ -424,8 +429,8 @@ class MaxMin:
                 freed_t_on[k] = freed_t = freed_t_on.item(k) + rate * now
                 lost, allowance = spent.item(k), room.item(k)
                 if lost + freed * last.item(k) - freed_t > allowance and comp.alive:
-                    # the idle capacity's lost service reaches _DEFER of what is left of the allowance at `when`
-                    when = ((allowance - lost) * _DEFER + freed_t) / freed
+                    # the idle capacity's lost service reaches DEFER of what is left of the allowance at `when`
+                    when = ((allowance - lost) * DEFER + freed_t) / freed
                     if self.batch == 0 or when <= now:
                         self.due.add(c)
                     else:
