@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 
-from zensim.net import fastfifo
+from zensim.net import fastfifo, fastmaxmin
 from zensim.net.costs import Costs
 from zensim.net.network import Network
 from zensim.net.profile import WORK_KINDS, WorkCost
@@ -107,7 +108,7 @@ class LogReplay:
         # sends of (rank, stage) as slices of one ordering; pending = messages a (rank, stage) waits for
         order = np.lexsort(((dst - src) % max(n, 1), stage, src))
         key = src[order] * stages + stage[order]
-        # the schedule as arrays (message ids relative to `first`), for zensim.net.fastfifo
+        # the schedule as arrays (message ids relative to `first`), for the compiled loops (COMPILED)
         self.arrays = {"order": order, "bounds": np.searchsorted(key, np.arange(n * stages + 1)),
                        "pending": (np.bincount(src * stages + stage, minlength=n * stages)
                                    + np.bincount(dst * stages + stage, minlength=n * stages)),
@@ -148,9 +149,12 @@ class LogReplay:
             self.on_rank_done(r)
 
     def run_compiled(self) -> None:
-        """`start()` and run the network to the end in one compiled loop (zensim.net.fastfifo, where
-        `fastfifo.applies`): the same times, this log the network's only client."""
-        out, self.running = fastfifo.run(self.net, self.arrays, self.first, self.log.n, self.stages)
+        """`start()` and run the network to the end in one compiled loop (the one of COMPILED that
+        `applies`, ValueError if none): the same times, this log the network's only client."""
+        loop = compiled(self.net)
+        if loop is None:
+            raise ValueError(f"no compiled replay for this {self.net.model.name} network")
+        out, self.running = loop.run(self.net, self.arrays, self.first, self.log.n, self.stages)
         for target, row in zip((self.stage_start, self.transfer_start, self.transfer_end, self.stage_end), out):
             target[:] = row.reshape(target.shape)
 
@@ -220,13 +224,21 @@ class LogReplay:
             self.on_done()
 
 
+COMPILED = (fastfifo, fastmaxmin)  # one log alone on a network: these loops give the Python path's times
+
+
+def compiled(net: Network) -> ModuleType | None:
+    """The compiled loop (of COMPILED) that applies to this network, or None."""
+    return next((loop for loop in COMPILED if loop.applies(net)), None)
+
+
 def replay(log: MessageLog, costs: Costs, model: str = "fifo", *, gpu_of_rank: np.ndarray | None = None,
            host_of_rank: np.ndarray | None = None, options: Mapping[str, object] | None = None) -> Timing:
     """Time `log` alone on a network of its own: rank r on GPU `gpu_of_rank[r]` (identity by default),
     local work on host `host_of_rank[r]` (default its machine), sharing model `model` with `options`."""
     net = Network(costs, model, options)
     client = LogReplay(net, log, gpu_of_rank, host_of_rank)
-    if fastfifo.applies(net):
+    if compiled(net) is not None:
         client.run_compiled()
     else:
         client.start()

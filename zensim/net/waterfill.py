@@ -90,10 +90,12 @@ def waterfill(routes: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.
 
 
 @numba.njit(cache=True)
-def _solve(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray,
-           routes: np.ndarray, capacity: np.ndarray, now: float, batch: float, busy_from: np.ndarray, room: np.ndarray,
-           spent: np.ndarray, freed: np.ndarray, freed_t: np.ndarray, last: np.ndarray,
-           slot: np.ndarray):  # pragma: no cover (compiled)
+def solve_compiled(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray,
+                   routes: np.ndarray, capacity: np.ndarray, now: float, batch: float, busy_from: np.ndarray,
+                   room: np.ndarray, spent: np.ndarray, freed: np.ndarray, freed_t: np.ndarray, last: np.ndarray,
+                   slot: np.ndarray):  # pragma: no cover (compiled)
+    """solve_flows with its arrays as they are (int64 flows, float64 capacity), callable from compiled code
+    (zensim.net.fastmaxmin)."""
     keep = flows[alive[flows]]
     count, width = keep.size, routes.shape[1]
     dummy = capacity.size - 1
@@ -169,6 +171,6 @@ def solve_flows(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_tim
     allowance: `last` = the latest finish, `room` = batch x capacity x (last - busy_from) where the
     link saturated (inf where it limits no flow), the service lost to freed capacity moved into
     `spent`, `freed` and `freed_t` zeroed. Returns the alive flows and their finish times."""
-    return _solve(np.ascontiguousarray(flows, dtype=np.int64), alive, left, base_time, rate, routes,
+    return solve_compiled(np.ascontiguousarray(flows, dtype=np.int64), alive, left, base_time, rate, routes,
                   np.ascontiguousarray(capacity, dtype=np.float64), float(now), float(batch), links.busy_from,
                   links.room, links.spent, links.freed, links.freed_t, links.last, links.slot)

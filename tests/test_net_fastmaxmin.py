@@ -1,0 +1,93 @@
+"""The compiled maxmin replay (zensim.net.fastmaxmin) gives the general path's times bit for bit: every
+stage, transfer and message time, the event count, the clock and the number of solves, in the fast
+(batched) and the exact mode, on scheme logs in both layouts, on the logs built to defeat batching and
+on random logs with ties, zero-byte and same-GPU messages, local work, latencies and every fabric."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from replay_support import B, LAYOUTS, SCHEMES, SPECS, assert_same, general, random_log, scheme_costs, spec_id
+from test_net_maxmin import ADVERSARIAL
+from zensim.net import fastmaxmin
+from zensim.net.costs import Costs
+from zensim.net.models.maxmin import HEAD, _Segment
+from zensim.net.network import Network
+from zensim.net.profile import NicEfficiency, WorkCost
+from zensim.net.topology import ClusterSpec
+from zensim.run.log import Message, MessageLog
+from zensim.sim.layout import dense_ring_log
+
+MODES = {"batched": None, "exact": {"batch": 0}}
+
+
+def same_solves(log, costs, options):
+    """assert_same, and the compiled loop solved as often as the general path."""
+    net = assert_same(log, costs, "maxmin", options)
+    assert net.model.solves == general(log, costs, "maxmin", options)[2].model.solves
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("spec", SPECS, ids=spec_id)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_logs_same_times(spec, seed, mode):
+    rng = np.random.default_rng(seed)
+    n = spec.machines * spec.gpus_per_machine
+    work = WorkCost({"hash": 2e-9, "merge": 1e-9, "encode": 0.0, "decode": 0.0, "copy": 5e-10})
+    same_solves(random_log(rng, n, 4, 40 * n), Costs(spec, work), MODES[mode])
+
+
+@pytest.mark.parametrize("name", SCHEMES)
+@pytest.mark.parametrize("machines,gpus", LAYOUTS)
+def test_scheme_logs_same_times(name, machines, gpus):
+    log, costs = scheme_costs(name, machines, gpus)
+    for options in MODES.values():
+        same_solves(log, costs, options)
+
+
+@pytest.mark.parametrize("case", list(ADVERSARIAL))
+def test_logs_built_to_defeat_batching_same_times(case):
+    make_log, spec = ADVERSARIAL[case]
+    for options in MODES.values():
+        same_solves(make_log(), Costs(spec(), WorkCost.zero()), options)
+
+
+def test_ties_across_segment_heads_same_times():
+    """All-to-alls of equal flows (one component of 552, more than a segment head: ties in finish time
+    cut by the heads), then of two sizes, on 24 machines and on 6 x 4."""
+    n = 24
+    pairs = [(r, d) for r in range(n) for d in range(n) if d != r]
+    log = MessageLog(n, 2, [Message(0, r, d, 10**5, "coo") for r, d in pairs]
+                     + [Message(1, r, d, (1000, 4096)[(r * d) % 2], "coo") for r, d in pairs])
+    for machines, gpus in ((24, 1), (6, 4)):
+        for options in MODES.values():
+            same_solves(log, Costs(ClusterSpec(machines, gpus, B, nic_latency=1e-6), WorkCost.zero()), options)
+
+
+def test_dense_ring_and_empty_logs():
+    spec = ClusterSpec(5, 2, B)
+    same_solves(dense_ring_log(5, 2, 10_000, "zen"), Costs(spec), None)
+    same_solves(MessageLog(10, 3), Costs(spec), None)  # stages, no message
+    same_solves(MessageLog(10, 0), Costs(spec), None)  # no stage
+
+
+def test_segments_take_the_stable_order():
+    """A solve's flows leave in the order of a stable sort by finish time (ties: solve order), however
+    the segment is cut into sorted heads (the order both loops take)."""
+    rng = np.random.default_rng(7)
+    finish = rng.integers(0, 40, 5 * HEAD).astype(float)  # many ties, across head boundaries
+    flows = rng.permutation(len(finish))
+    segment = _Segment(finish, flows)
+    taken = [m for t in np.unique(finish) for m in segment.take(t)]
+    assert taken == flows[np.argsort(finish, kind="stable")].tolist()
+
+
+def test_general_path_where_the_compiled_loop_does_not_apply():
+    """Efficiency tables, shared host processors and rendezvous are left to the general path."""
+    spec = ClusterSpec(4, 1, B)
+    eff = NicEfficiency(((1, 1.0), (4, 0.5)))
+    for costs in (Costs(spec, nic_efficiency=eff), Costs(spec, host_efficiency=eff), Costs(spec, host_cores=1),
+                  Costs(spec, rendezvous=True)):
+        assert not fastmaxmin.applies(Network(costs, "maxmin"))
+    assert not fastmaxmin.applies(Network(Costs(spec), "fifo"))

@@ -1,0 +1,643 @@
+"""One message log alone on a `maxmin` network, as one compiled event loop (numba).
+
+The same semantics, step for step, as `LogReplay` on `Network` with the `MaxMin` model over `Clock`
+(zensim/net/replay.py, models/maxmin.py, clock.py): isolated flows with their own finish events and
+promotion when company arrives, components of shared flows (union-find, merged on arrival, never
+split), one solve per due component at the end of an instant (`late`), departures taken from the
+heads of the solves' segments in (finish, segment) order, the batched re-solve allowance
+(`--maxmin-batch`, 0 = exact) with deferred checks. The same events are scheduled in the same order
+and the same floating-point operations done in the same order, and the solve is the same compiled
+function (zensim.net.waterfill), so every time comes out bit-identical (tests/test_net_fastmaxmin.py
+asserts it against the general path). It covers what `replay()` runs on its own: one log, every rank
+starting at 0, maxmin without NIC or host efficiency tables, shared host processors or rendezvous;
+anything else takes the general path. The heap and the ranks' stage program are zensim.net.fastloop's.
+
+State, all arrays: per flow its bytes left, rate, segment, component, isolation stamp and the next
+flow of its component (a component's flows are a linked list, in the order the general path
+concatenates them); per link the flows on it, its component, its isolated flow and the allowance
+(waterfill.LinkState's arrays); per component its union-find parent, flow list, pieces, flows
+alive, check time, solve count, due flag and segment list; per segment (typed lists) its flows and
+finish times, the sorted head taken so far and the positions not yet sorted, in solve order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numba
+import numpy as np
+from numba import types
+from numba.typed import List
+
+from zensim.net import fastloop
+from zensim.net.fastloop import FINISH, MODEL, RUNNING, SENT, advance, arrived, grow, pop, push, push_late
+from zensim.net.models.maxmin import DEFER, HEAD, TIE
+from zensim.net.waterfill import LinkState, solve_compiled
+
+if TYPE_CHECKING:
+    from zensim.net.network import Network
+
+_DELIVER, _ISOLATED, _DEPART, _CHECK, _FLUSH = MODEL, MODEL + 1, MODEL + 2, MODEL + 3, MODEL + 4
+# ms: the model's integer state
+_STAMP, _VERSION, _ARMED, _ACTIVE, _SOLVES, _COMPS, _JOINED, _HEADS, _DUE, _STACK = range(10)
+
+
+def applies(net: Network) -> bool:
+    """Whether the compiled loop gives the general path's times on this network: the maxmin model, no
+    efficiency tables, no shared host processors, no rendezvous, nothing sent or scheduled yet."""
+    return fastloop.alone(net, "maxmin")
+
+
+def run(net: Network, schedule: dict[str, np.ndarray], first: int, n: int, stages: int) -> tuple[np.ndarray, int]:
+    """Start every rank of a log now and run the network until nothing is left (compiled). The log's
+    messages are the network's ids first.. in log order; `schedule`: LogReplay.arrays. Fills the
+    network's sent_at, delivered_at and clock, and the model's solve count; returns per (rank,
+    stage) slot the stage start, transfer start, transfer end and stage end times (4, n x stages),
+    and the ranks still running."""
+    plan = fastloop.schedule(net, schedule, first)
+    count, links = net.count, net.num_links + 1
+    model = net.model
+    capacity = np.append(net.capacity, np.inf)
+    routes = np.ascontiguousarray(net.routes[:count], dtype=np.int64)
+    nbytes = np.ascontiguousarray(net.nbytes[:count], dtype=np.float64)
+    latency = np.ascontiguousarray(net.route_latency[:count], dtype=np.float64)
+    wire = (fastloop.compact_routes(net), routes, nbytes, capacity, latency, net.num_links, float(model.batch))
+    flow = (np.zeros(count), np.zeros(count), np.zeros(count), np.full(count, -1), np.zeros(count, np.bool_),
+            np.full(count, -1), np.zeros(count, np.int64), np.zeros(count), np.zeros(count), np.full(count, -1))
+    state = LinkState(links)
+    link = (np.zeros(links, np.int64), np.full(links, -1), np.full(links, -1), state.busy_from, state.room,
+            state.spent, state.freed, state.freed_t, state.last, state.slot)
+    comps = count + 1
+    comp = (np.arange(comps), np.full(comps, -1), np.full(comps, -1), np.zeros(comps, np.int64),
+            np.zeros(comps, np.int64), np.zeros(comps, np.int64), np.full(comps, np.inf), np.zeros(comps, np.int64),
+            np.zeros(comps, np.bool_), np.zeros(comps, np.bool_), np.full(comps, -1), np.full(comps, -1),
+            np.full(comps, np.inf))
+    segments = (List.empty_list(types.float64[::1]), List.empty_list(types.int64[::1]),
+                List.empty_list(types.int64[::1]), List.empty_list(types.int64[::1]), List.empty_list(types.int64),
+                List.empty_list(types.boolean), List.empty_list(types.int64), List([np.empty((64, 2))]))
+    scratch = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(comps, np.int64),
+               np.empty(comps, np.int64), np.empty(comps, np.int64))
+    mm = (wire, flow, link, comp, segments, scratch, np.zeros(10, np.int64), np.full(1, np.inf))
+    st = np.zeros(4, np.int64)
+    out = np.zeros((4, n * stages))
+    sent_at, delivered_at = np.full(count, np.nan), np.full(count, np.nan)
+    now = _loop(mm, *plan, n, stages, st, out, sent_at, delivered_at)
+    fastloop.finish(net, now, st, sent_at, delivered_at)
+    model.solves = int(mm[6][_SOLVES])
+    return out, int(st[RUNNING])
+
+
+# -- components and segments ------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _find(parent, c):  # pragma: no cover (compiled)
+    """The component id c was merged into (path compression as MaxMin._find)."""
+    root = c
+    while parent[root] != root:
+        root = parent[root]
+    while parent[c] != root:
+        up = parent[c]
+        parent[c] = root
+        c = up
+    return root
+
+
+@numba.njit(cache=True)
+def _concat(first, last, following, a, b):  # pragma: no cover (compiled)
+    """Linked list b appended to linked list a (first/last per list, `following` per item)."""
+    if first[b] < 0:
+        return
+    if first[a] < 0:
+        first[a] = first[b]
+    else:
+        following[last[a]] = first[b]
+    last[a] = last[b]
+
+
+@numba.njit(cache=True)
+def _due(c, comp, scratch, ms):  # pragma: no cover (compiled)
+    """Component c is to be re-solved at the end of this instant (MaxMin.due.add)."""
+    due = comp[9]
+    if not due[c]:
+        due[c] = True
+        ms[_DUE] += 1
+        scratch[2][ms[_STACK]] = c
+        ms[_STACK] += 1
+
+
+@numba.njit(cache=True)
+def _undue(c, comp, ms):  # pragma: no cover (compiled)
+    """MaxMin.due.discard(c)."""
+    due = comp[9]
+    if due[c]:
+        due[c] = False
+        ms[_DUE] -= 1
+
+
+@numba.njit(cache=True)
+def _refill(s, segments):  # pragma: no cover (compiled)
+    """The next sorted head of segment s (_Segment._refill): the `HEAD` or an eighth of the positions
+    left, whichever is more, earliest first, ties to the first in solve order."""
+    finish, rest = segments[0][s], segments[2][s]
+    left = rest.size
+    head = max(HEAD, left // 8)
+    values = finish[rest]
+    if left <= head:
+        segments[3][s] = rest[np.argsort(values, kind="mergesort")]
+        segments[2][s] = rest[:0].copy()
+    else:
+        cut = np.partition(values, head - 1)[head - 1]
+        ties = head
+        for i in range(left):
+            if values[i] < cut:
+                ties -= 1
+        take, keep = np.empty(head, np.int64), np.empty(left - head, np.int64)
+        taken = kept = 0
+        for i in range(left):
+            if values[i] < cut or (values[i] == cut and ties > 0):
+                if values[i] == cut:
+                    ties -= 1
+                take[taken] = rest[i]
+                taken += 1
+            else:
+                keep[kept] = rest[i]
+                kept += 1
+        segments[3][s] = take[np.argsort(finish[take], kind="mergesort")]
+        segments[2][s] = keep
+    segments[4][s] = 0
+
+
+@numba.njit(cache=True)
+def _next(s, segments):  # pragma: no cover (compiled)
+    """The earliest finish of segment s not yet taken (-1 when all are)."""
+    if segments[4][s] == segments[3][s].size:
+        if segments[2][s].size == 0:
+            return -1.0
+        _refill(s, segments)
+    return segments[0][s][segments[3][s][segments[4][s]]]
+
+
+@numba.njit(cache=True)
+def _take(s, horizon, segments, flow, gone, count):  # pragma: no cover (compiled)
+    """Append to gone[count:] the flows of segment s finishing by `horizon`, in time order, that are
+    still alive and in it (_Segment.take and MaxMin._depart's filter); the new count."""
+    segment_of, alive = flow[3], flow[4]
+    while True:
+        first = _next(s, segments)
+        if first < 0 or first > horizon:
+            return count
+        finish, flows, head = segments[0][s], segments[1][s], segments[3][s]
+        pos = segments[4][s]
+        while pos < head.size and finish[head[pos]] <= horizon:
+            m = flows[head[pos]]
+            if segment_of[m] == s and alive[m]:
+                gone[count] = m
+                count += 1
+            pos += 1
+        segments[4][s] = pos
+
+
+@numba.njit(cache=True)
+def _drop(s, segments):  # pragma: no cover (compiled)
+    """Segment s is gone (used up, or its component re-solved): free its arrays."""
+    segments[5][s] = False
+    segments[0][s] = segments[0][s][:0].copy()
+    segments[1][s] = segments[1][s][:0].copy()
+    segments[2][s] = segments[2][s][:0].copy()
+    segments[3][s] = segments[3][s][:0].copy()
+
+
+@numba.njit(cache=True)
+def _push_head(segments, ms, finish, s):  # pragma: no cover (compiled)
+    """heappush(heads, (finish, s))."""
+    heads = segments[7][0]
+    size = ms[_HEADS]
+    if size == heads.shape[0]:
+        heads = grow(heads, size + 1)
+        segments[7][0] = heads
+    i = fastloop.sift_up(heads, size, finish, s)
+    heads[i, 0] = finish
+    heads[i, 1] = s
+    ms[_HEADS] = size + 1
+
+
+@numba.njit(cache=True)
+def _pop_head(segments, ms):  # pragma: no cover (compiled)
+    """heappop(heads): the earliest (finish, segment)."""
+    heads = segments[7][0]
+    finish, s = heads[0, 0], int(heads[0, 1])
+    ms[_HEADS] -= 1
+    fastloop.sift_down(heads, ms[_HEADS])
+    return finish, s
+
+
+# -- arrivals ---------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _later(now, heap, st, ms):  # pragma: no cover (compiled)
+    """Ask for a solve at the end of this instant."""
+    if ms[_ARMED] == 0:
+        ms[_ARMED] = 1
+        push_late(heap, st, now, _FLUSH, 0)
+
+
+@numba.njit(cache=True)
+def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (compiled)
+    """Network.start and MaxMin.inject of the sends order[b0:b1]: flows alone on their links isolated,
+    the others (and the isolated flows they meet, promoted) shared from the end of this instant."""
+    wire, flow, link, comp, segments, scratch, ms, fs = mm
+    croutes, routes, nbytes, capacity, latency, pad, batch = wire
+    left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following = flow
+    nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot = link
+    joined = scratch[0]
+    width = croutes.shape[1]
+    for j in range(b0, b1):
+        sent_at[order[j]] = now
+    for j in range(b0, b1):
+        m = order[j]
+        if croutes[m, 0] == pad or nbytes[m] == 0:
+            push(heap, st, now + latency[m], _DELIVER, m, 0, 0.0)
+            continue
+        idle = True
+        for i in range(width):
+            k = croutes[m, i]
+            if k == pad:
+                break
+            if nflows[k]:
+                idle = False
+                break
+        if idle:  # MaxMin._isolate
+            fastest = np.inf
+            for i in range(width):
+                k = croutes[m, i]
+                if k == pad:
+                    break
+                if capacity[k] < fastest:
+                    fastest = capacity[k]
+            ms[_STAMP] += 1
+            stamp[m], iso_start[m], iso_rate[m] = ms[_STAMP], now, fastest
+            for i in range(width):
+                k = croutes[m, i]
+                if k == pad:
+                    break
+                isolated_on[k] = m
+            push(heap, st, now + nbytes[m] / fastest, _ISOLATED, m, ms[_STAMP], 0.0)
+        else:
+            for i in range(width):
+                k = croutes[m, i]
+                if k == pad:
+                    break
+                p = isolated_on[k]
+                if p >= 0:  # MaxMin._promote
+                    stamp[p] = 0
+                    for h in range(width):
+                        q = croutes[p, h]
+                        if q == pad:
+                            break
+                        isolated_on[q] = -1
+                    left[p] = max(nbytes[p] - iso_rate[p] * (now - iso_start[p]), 0.0)
+                    base_time[p] = now
+                    rate[p] = 0.0
+                    joined[ms[_JOINED]] = p
+                    ms[_JOINED] += 1
+            left[m] = nbytes[m]
+            base_time[m] = now
+            joined[ms[_JOINED]] = m
+            ms[_JOINED] += 1
+        for i in range(width):
+            k = croutes[m, i]
+            if k == pad:
+                break
+            if nflows[k] == 0:
+                busy_from[k] = now
+                spent[k] = freed[k] = freed_t[k] = 0.0
+            nflows[k] += 1
+    if ms[_JOINED]:
+        _later(now, heap, st, ms)
+
+
+@numba.njit(cache=True)
+def _isolated_done(m, mark, now, mm, heap, st):  # pragma: no cover (compiled)
+    """An isolated flow finished (unless it was promoted meanwhile)."""
+    wire, flow, link = mm[0], mm[1], mm[2]
+    croutes, pad, latency = wire[0], wire[5], wire[4]
+    stamp, nflows, isolated_on = flow[6], link[0], link[2]
+    if stamp[m] != mark:
+        return
+    stamp[m] = 0
+    for i in range(croutes.shape[1]):
+        k = croutes[m, i]
+        if k == pad:
+            break
+        isolated_on[k] = -1
+        nflows[k] -= 1
+    push(heap, st, now + latency[m], _DELIVER, m, 0, 0.0)
+
+
+@numba.njit(cache=True)
+def _join(mm):  # pragma: no cover (compiled)
+    """MaxMin._join: the flows that became shared this instant into components, merging the ones each
+    touches into the one with the most pieces (ties: the lowest id), the others in id order."""
+    wire, flow, link, comp, segments, scratch, ms, fs = mm
+    croutes, pad = wire[0], wire[5]
+    comp_of, alive, following = flow[5], flow[4], flow[9]
+    comp_on = link[1]
+    parent, first, last, size, nparts, living, check, epoch, exists, due, seg_first, seg_last, _ = comp
+    seg_next = segments[6]
+    joined, touched = scratch[0], scratch[4]
+    width = croutes.shape[1]
+    root = -1
+    for j in range(ms[_JOINED]):
+        m = joined[j]
+        known = False  # only links of `root` or of no component
+        if root >= 0:
+            for i in range(width):
+                k = croutes[m, i]
+                if k == pad:
+                    break
+                c = comp_on[k]
+                if c == root:
+                    known = True
+                elif c >= 0:
+                    known = False
+                    break
+        if not known:
+            count = 0
+            for i in range(width):
+                k = croutes[m, i]
+                if k == pad:
+                    break
+                if comp_on[k] >= 0:
+                    c = _find(parent, comp_on[k])
+                    new = True
+                    for t in range(count):
+                        if touched[t] == c:
+                            new = False
+                    if new:
+                        touched[count] = c
+                        count += 1
+            if count:
+                touched[:count].sort()
+                root = touched[0]
+                for t in range(1, count):
+                    if nparts[touched[t]] > nparts[root]:
+                        root = touched[t]
+                for t in range(count):
+                    c = touched[t]
+                    if c != root:  # MaxMin._merge
+                        parent[c] = root
+                        exists[c] = False
+                        _concat(first, last, following, root, c)
+                        _concat(seg_first, seg_last, seg_next, root, c)
+                        size[root] += size[c]
+                        nparts[root] += nparts[c]
+                        living[root] += living[c]
+                        _undue(c, comp, ms)
+            else:
+                root = ms[_COMPS]
+                ms[_COMPS] += 1
+                exists[root] = True
+            _due(root, comp, scratch, ms)
+        following[m] = -1
+        if first[root] < 0:
+            first[root] = m
+        else:
+            following[last[root]] = m
+        last[root] = m
+        size[root] += 1
+        nparts[root] += 1
+        living[root] += 1
+        comp_of[m] = root
+        alive[m] = True
+        for i in range(width):
+            k = croutes[m, i]
+            if k == pad:
+                break
+            comp_on[k] = root
+    ms[_ACTIVE] += ms[_JOINED]
+    ms[_JOINED] = 0
+
+
+# -- solves -----------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _solve(c, now, mm):  # pragma: no cover (compiled)
+    """MaxMin._solve: max-min rates of component c's flows from now on; a new departure segment."""
+    wire, flow, link, comp, segments, scratch, ms, fs = mm
+    croutes, routes, nbytes, capacity, latency, pad, batch = wire
+    left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following = flow
+    nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot = link
+    first, tail, size, nparts, check, epoch, seg_first = comp[1], comp[2], comp[3], comp[4], comp[6], comp[7], comp[10]
+    seg_next = segments[6]
+    flows = np.empty(size[c], np.int64)
+    m = first[c]
+    for i in range(size[c]):
+        flows[i] = m
+        m = following[m]
+    s = seg_first[c]
+    while s >= 0:
+        _drop(s, segments)
+        s = seg_next[s]
+    keep, finish = solve_compiled(flows, alive, left, base_time, rate, routes, capacity, now, batch, busy_from, room,
+                                  spent, freed, freed_t, last, slot)
+    for i in range(keep.size - 1):
+        following[keep[i]] = keep[i + 1]
+    following[keep[keep.size - 1]] = -1
+    first[c], tail[c], size[c], nparts[c] = keep[0], keep[keep.size - 1], keep.size, 1
+    check[c] = np.inf
+    epoch[c] += 1
+    ms[_SOLVES] += 1
+    sid = len(segments[0])
+    segments[0].append(finish)
+    segments[1].append(keep)
+    segments[2].append(np.arange(keep.size))
+    segments[3].append(keep[:0].copy())
+    segments[4].append(0)
+    segments[5].append(True)
+    segments[6].append(-1)
+    for i in range(keep.size):
+        segment_of[keep[i]] = sid
+    seg_first[c] = sid
+    comp[11][c] = sid
+    _push_head(segments, ms, _next(sid, segments), sid)
+
+
+@numba.njit(cache=True)
+def _flush(now, mm, heap, st):  # pragma: no cover (compiled)
+    """End of an instant: place new shared flows, then solve every component that is due, in id order."""
+    comp, scratch, ms = mm[3], mm[5], mm[6]
+    parent, exists, due = comp[0], comp[8], comp[9]
+    ms[_ARMED] = 0
+    _join(mm)
+    stack, roots = scratch[2], scratch[3]
+    count = 0
+    for i in range(ms[_STACK]):
+        if due[stack[i]]:
+            roots[count] = _find(parent, stack[i])
+            count += 1
+    roots[:count].sort()
+    for i in range(count):
+        if (i == 0 or roots[i] != roots[i - 1]) and exists[roots[i]]:
+            _solve(roots[i], now, mm)
+    for i in range(ms[_STACK]):
+        due[stack[i]] = False
+    ms[_STACK] = ms[_DUE] = 0
+    _arm(now, mm, heap, st)
+
+
+# -- departures -------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _arm(now, mm, heap, st):  # pragma: no cover (compiled)
+    """One event at the earliest finish among the segments (older events become stale)."""
+    segments, ms, fs = mm[4], mm[6], mm[7]
+    live = segments[5]
+    while ms[_HEADS] and not live[int(segments[7][0][0, 1])]:
+        _pop_head(segments, ms)
+    if not ms[_HEADS]:
+        return
+    due = segments[7][0][0, 0]
+    if due != fs[0]:
+        fs[0] = due
+        ms[_VERSION] += 1
+        push(heap, st, now + max(due - now, 0.0), _DEPART, ms[_VERSION], 0, 0.0)
+
+
+@numba.njit(cache=True)
+def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
+    """MaxMin._depart: retire the shared flows that finish now; mark their components due where freed
+    capacity exceeds the allowance, or schedule a check when it will; deliver them."""
+    wire, flow, link, comp, segments, scratch, ms, fs = mm
+    croutes, routes, nbytes, capacity, latency, pad, batch = wire
+    left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following = flow
+    nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot = link
+    parent, living, check, epoch, exists, due, deferred = comp[0], comp[5], comp[6], comp[7], comp[8], comp[9], comp[12]
+    gone, waiting = scratch[1], scratch[4]
+    if version != ms[_VERSION]:
+        return
+    fs[0] = np.inf
+    horizon = now * (1 + TIE)
+    count = 0
+    while ms[_HEADS] and segments[7][0][0, 0] <= horizon:
+        _, s = _pop_head(segments, ms)
+        if not segments[5][s]:
+            continue
+        count = _take(s, horizon, segments, flow, gone, count)
+        upcoming = _next(s, segments)
+        if upcoming < 0:
+            _drop(s, segments)
+        else:
+            _push_head(segments, ms, upcoming, s)
+    for i in range(count):
+        alive[gone[i]] = False
+    ms[_ACTIVE] -= count
+    nwait = 0
+    width = croutes.shape[1]
+    for i in range(count):
+        m = gone[i]
+        r = rate[m]
+        c = _find(parent, comp_of[m])
+        living[c] -= 1
+        if not living[c]:  # its last flow: nothing left to re-solve
+            exists[c] = False
+            _undue(c, comp, ms)
+        for h in range(width):
+            k = croutes[m, h]
+            if k == pad:
+                break
+            nflows[k] -= 1
+            if nflows[k] == 0:
+                comp_on[k] = -1
+                continue
+            freed[k] = free = freed[k] + r
+            freed_t[k] = free_t = freed_t[k] + r * now
+            lost, allowance = spent[k], room[k]
+            if lost + free * last[k] - free_t > allowance and living[c]:
+                when = ((allowance - lost) * DEFER + free_t) / free
+                if batch == 0 or when <= now:
+                    _due(c, comp, scratch, ms)
+                else:
+                    if deferred[c] == np.inf:
+                        waiting[nwait] = c
+                        nwait += 1
+                    deferred[c] = min(deferred[c], when)
+    for i in range(nwait):
+        c = waiting[i]
+        when = deferred[c]
+        deferred[c] = np.inf
+        if exists[c] and not due[c] and when < check[c]:
+            check[c] = when
+            push(heap, st, now + (when - now), _CHECK, c, epoch[c], 0.0)
+    if ms[_DUE]:
+        _later(now, heap, st, ms)
+    else:
+        _arm(now, mm, heap, st)
+    for i in range(count):
+        push(heap, st, now + latency[gone[i]], _DELIVER, gone[i], 0, 0.0)
+
+
+@numba.njit(cache=True)
+def _check(c, mark, now, mm, heap, st):  # pragma: no cover (compiled)
+    """A deferred departure's idle capacity has used up its allowance: re-solve component c, unless it
+    was solved (or merged into another) since."""
+    comp, scratch, ms = mm[3], mm[5], mm[6]
+    if comp[8][c] and comp[7][c] == mark:
+        _due(c, comp, scratch, ms)
+        _later(now, heap, st, ms)
+
+
+# -- the loop ---------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _rank(r, s, step, now, order, rank, mm, heap, st, out, sent_at):  # pragma: no cover (compiled)
+    """Advance rank r from `step`, injecting its sends where it sends."""
+    bounds, stages = rank[0], rank[5]
+    slot = advance(r, s, step, now, rank, heap, st, out)
+    while slot >= 0:
+        _inject(bounds[slot], bounds[slot + 1], order, now, mm, heap, st, sent_at)
+        slot = advance(slot // stages, slot % stages, SENT, now, rank, heap, st, out)
+
+
+@numba.njit(cache=True)
+def _loop(mm, order, bounds, pending, stage_of, src_of, dst_of, pre, post, n, stages, st, out, sent_at,
+          delivered_at):  # pragma: no cover (compiled)
+    """LogReplay.start() then Clock.run(): every rank begins stage 0 at time 0, events in (time,
+    priority, order of scheduling) order. Returns the time of the last event."""
+    widest = 0
+    for slot in range(bounds.size - 1):
+        widest = max(widest, bounds[slot + 1] - bounds[slot])
+    heap = np.empty((len(sent_at) + n + 16, fastloop.ROW))
+    sent = np.zeros(n * stages, np.bool_)
+    rank = (bounds, pending, sent, pre, post, stages)
+    ms = mm[6]
+    now = 0.0
+    st[RUNNING] = n if stages else 0
+    if stages:
+        for r in range(n):
+            heap = grow(heap, st[fastloop.SIZE] + widest + 2)
+            _rank(r, 0, fastloop.BEGIN, now, order, rank, mm, heap, st, out, sent_at)
+    while st[fastloop.SIZE] > 0:
+        heap = grow(heap, st[fastloop.SIZE] + 2 * (ms[_ACTIVE] + widest) + 8)
+        now, kind, a, b, c = pop(heap, st)
+        if kind == _DELIVER:  # Network._delivered, LogReplay._delivered
+            delivered_at[a] = now
+            s = stage_of[a]
+            for r in (src_of[a], dst_of[a]):
+                if arrived(r, s, rank):
+                    _rank(r, s, FINISH, now, order, rank, mm, heap, st, out, sent_at)
+        elif kind == _ISOLATED:
+            _isolated_done(a, b, now, mm, heap, st)
+        elif kind == _DEPART:
+            _depart(a, now, mm, heap, st)
+        elif kind == _CHECK:
+            _check(a, b, now, mm, heap, st)
+        elif kind == _FLUSH:
+            _flush(now, mm, heap, st)
+        else:
+            _rank(a, b, kind, now, order, rank, mm, heap, st, out, sent_at)
+    return now
