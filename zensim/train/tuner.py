@@ -7,7 +7,9 @@ timed alone on an idle copy of the run's cluster (fifo: first come first served 
 latencies, the run's costs, the dense collectives' work pricing) and the part takes the fastest;
 ties go to the ring. The choice depends on the part's size and the cluster, never on the trace or
 the scheme, so dense DDP and the dense parts of every sparse scheme's run choose alike. `choice`
-other than "auto" forces one algorithm (`ring`: the results before the choice existed).
+other than "auto" forces one algorithm (`ring`: the results before the choice existed). The candidates'
+times are kept per process (by cluster, costs, layout and size): the fusion strategies' timelines and the
+dense baselines of a sweep ask for the same sizes again.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from zensim.sim.layout import DENSE_ALGORITHMS
 from zensim.train.syncs import SyncLogs
 
 DENSE_CHOICES = ("auto", *DENSE_ALGORITHMS)
+_TIMES: dict[tuple, dict[str, float]] = {}  # (costs, layout, machines, GPUs, elements) -> seconds alone per algorithm
 
 
 def check_dense_algorithm(choice: str) -> None:
@@ -42,12 +45,17 @@ class DenseTuner:
         self.chosen: dict[int, str] = {}
 
     def __call__(self, numel: int) -> str:
+        """The algorithm of a dense all-reduce of `numel` elements (the forced one, or the fastest alone)."""
         if numel not in self.chosen:
             if self.choice != "auto":
                 self.chosen[numel] = self.choice
             else:
-                times = {name: replay(self.logs.dense(numel, name), self.costs, "fifo").makespan
-                         for name in DENSE_ALGORITHMS}
-                self.times[numel] = times
+                c = self.costs
+                key = (c.cluster, repr(c.work), c.nic_efficiency, c.host_efficiency, c.host_cores, c.measured_work,
+                       c.rendezvous, self.logs.layout, numel)
+                if key not in _TIMES:
+                    _TIMES[key] = {name: replay(self.logs.dense(numel, name), c, "fifo").makespan
+                                   for name in DENSE_ALGORITHMS}
+                self.times[numel] = times = _TIMES[key]
                 self.chosen[numel] = min(DENSE_ALGORITHMS, key=times.__getitem__)
         return self.chosen[numel]
