@@ -6,15 +6,17 @@ The model: a transformer-like layer profile of 100 parameter tensors (an embeddi
 is the embedding, from a synthetic trace of 128 workers at 1% density (zensim.trace.synth, written
 to a temporary file). Timed per (scheme, model): the whole `simulate_iteration` call (logs, the
 timeline and the figures; dense DDP for the dense-allreduce row) in wall and CPU seconds, events
-simulated, and the peak RSS.
+simulated, and the peak RSS. Dense buckets take the dense all-reduce fastest for their size (zensim.train.tuner);
+`--dense-algorithms auto,ring` times the choice against the ring forced, back to back.
 
     .venv/bin/python benchmarks/iteration.py [--iterations 10] [--machines 16] [--gpus 8]
-        [--schemes dense-allreduce,zen] [--models fifo,maxmin] [--json]
+        [--schemes dense-allreduce,zen] [--models fifo,maxmin] [--dense-algorithms auto] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -63,6 +65,7 @@ def main() -> int:
     p.add_argument("--compute-ms", type=float, default=150.0)
     p.add_argument("--schemes", default="dense-allreduce,zen")
     p.add_argument("--models", default="fifo,maxmin")
+    p.add_argument("--dense-algorithms", default="auto", help="comma-separated: auto, ring, doubling (default auto)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     prof = model_profile(args.params, args.embedding, args.compute_ms)
@@ -76,26 +79,27 @@ def main() -> int:
                    SynthParams(density=0.01, overlap=0.3, skew=4), iterations=2, seed=0, batch_size=32)
         synth_s = time.perf_counter() - start
         total = 0.0
-        for model in args.models.split(","):
-            for scheme in args.schemes.split(","):
-                start, cpu0 = time.perf_counter(), time.process_time()
-                rec = simulate_iteration(prof, scheme, costs, trace=trace, model=model, iterations=args.iterations,
-                                         dense_baseline=False)
-                wall, cpu = time.perf_counter() - start, time.process_time() - cpu0
-                total += wall
-                rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-                rows.append([scheme, model, len(rec.buckets), rec.iteration_s * 1e3, rec.events, wall, cpu, rss])
-                out.append({"scheme": scheme, "model": model, "buckets": len(rec.buckets),
-                            "iteration_ms": rec.iteration_s * 1e3, "events": rec.events, "wall_s": wall,
-                            "cpu_s": cpu, "peak_rss_mb": rss})
+        for model, scheme, dense in itertools.product(args.models.split(","), args.schemes.split(","),
+                                                      args.dense_algorithms.split(",")):
+            start, cpu0 = time.perf_counter(), time.process_time()
+            rec = simulate_iteration(prof, scheme, costs, trace=trace, model=model, iterations=args.iterations,
+                                     dense_baseline=False, dense_algorithm=dense)
+            wall, cpu = time.perf_counter() - start, time.process_time() - cpu0
+            total += wall
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            rows.append([scheme, model, dense, len(rec.buckets), rec.iteration_s * 1e3, rec.events, wall, cpu, rss])
+            out.append({"scheme": scheme, "model": model, "dense_algorithm": dense, "buckets": len(rec.buckets),
+                        "iteration_ms": rec.iteration_s * 1e3, "events": rec.events, "wall_s": wall,
+                        "cpu_s": cpu, "peak_rss_mb": rss})
     if args.json:
         print(json.dumps({"runs": out, "synth_s": synth_s, "total_s": total}, indent=1))
         return 0
     print(f"{args.machines}x{args.gpus} GPUs, {len(prof.params)} tensors, {prof.numel / 1e6:.0f}M elements, "
           f"{args.iterations} iterations; synthetic trace made in {synth_s:.1f} s (not counted)")
-    print(format_table(rows, ["scheme", "model", "buckets", "iteration ms", "events", "wall s", "CPU s", "peak RSS MB"]))
+    print(format_table(rows, ["scheme", "model", "dense", "buckets", "iteration ms", "events", "wall s", "CPU s",
+                              "peak RSS MB"]))
     print(f"total {total:.1f} s wall; target <= {TARGET_S:.0f} s per (scheme, model), CPU time: "
-          + ", ".join(f"{r[0]}/{r[1]} {'met' if r[6] <= TARGET_S else 'MISSED'}" for r in rows))
+          + ", ".join(f"{r[0]}/{r[1]}/{r[2]} {'met' if r[7] <= TARGET_S else 'MISSED'}" for r in rows))
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (a shared machine: wall time includes "
           "the other jobs' share, CPU time does not)")
     return 0
