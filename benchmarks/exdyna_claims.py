@@ -19,19 +19,31 @@ accumulated gradient. From that one vector of n disjoint stretches it prints
   delta*_t: ln(delta*_t / delta_t) / ln(1.005);
 - `f dyn`, `f static` (f(t) = n max_i k_i / sum_i k_i of each variant);
 - `f best`: n M / k', M the least largest partition count of any layout of the same blocks into n
-  contiguous partitions for the counts of this iteration (a linear partition; no block move rule
-  gets below it at this threshold and k'); `top block`: n x the largest count of one block / k', a
+  contiguous partitions for the counts of this iteration (a linear partition; a bound only for
+  layouts that leave every position with the worker that scanned it, see `f workers`); `top block`: n x the largest count of one block / k', a
   bound by itself; `f lag`: f(t) of the layout that was best for the previous iteration's counts,
   what a balancer that reacts perfectly one iteration late would get; `f poisson`: E[f] when every
   partition expects k'/n with Poisson scatter (the floor of a perfect balance in expectation: about
   1 + 1.8 / sqrt(k'/n) at n = 16; the paper's k'/n at d = 0.001 is in the thousands); `hit blocks`:
   the effective number of blocks the hits sit in, (sum_b c_b)^2 / sum_b c_b^2 over the block counts
   c_b (1,024 when spread evenly; when it is a few per partition, no layout of whole blocks that
-  does not know where the next hits fall can be balanced). (A worker whose partition has no element above the threshold sends one anyway,
-  the authors' fallback: k' includes those.)
+  does not know where the next hits fall can be balanced). (A worker whose partition has no
+  element above the threshold sends one anyway, the authors' fallback: k' includes those.)
+- `f workers`: n max_w K_w / sum_w K_w, K_w the number of elements of worker w's *whole*
+  accumulated gradient at or above the threshold: f(t) if every partition held the same share of
+  the hits of whichever worker scans it, so that only the workers' own sizes differ (a worker
+  whose images gave large gradients brings more hits to any partition it scans). `f best` and
+  `f lag` re-cut the positions but keep, at each one, the worker that scanned it: they do not see
+  this; `norm spread`: max_w ||g_w|| / mean_w ||g_w|| over the workers' fresh gradients.
+
+With `--permute SEED` every gradient's elements are put in one fixed random order first (the same
+for every worker and iteration): contiguous blocks and partitions then hold positions scattered
+over the whole model, as a hashed layout would. A diagnostic: ExDyna's partitions are contiguous
+(coalesced memory access on GPUs), so this is not the authors' method; it says how much of f(t)
+comes from where the hits sit in the flat vector.
 
 Usage: .venv/bin/python benchmarks/exdyna_claims.py TRACE [--iterations A:B] [--density D] [--window N] [--csv FILE]
-       [--plot PNG]
+       [--plot PNG] [--permute SEED]
 """
 
 from __future__ import annotations
@@ -108,17 +120,25 @@ def poisson_floor(mean: float, n: int, draws: int = 2000) -> float:
     return float(np.mean(n * counts.max(axis=1)[ok] / totals[ok]))
 
 
-def analyse(source: TraceGradients, first: int, last: int, density: float) -> list[dict]:
-    """One row per iteration (see the module docstring)."""
+def analyse(source: TraceGradients, first: int, last: int, density: float,
+            permute: int | None = None) -> list[dict]:
+    """One row per iteration (see the module docstring); `permute`: the seed of a fixed random order
+    of the elements, applied to every gradient first (None: the trace's order)."""
     n, numel = source.workers, source.numel
+    order = None if permute is None else np.random.default_rng(permute).permutation(numel)
     k = max(1, int(density * numel))
     dynamic, static = Team("exdyna", n, density), Team("exdyna-static", n, density)
     rows, previous, previous_grad, previous_cuts = [], None, None, None
     for t in range(first, last):
         grads = [source.gradient(t, w) for w in range(n)]
+        if order is not None:
+            grads = [g[order] for g in grads]
         accs = [(dynamic.residual(r, KEY) if t > first else 0) + g for r, g in enumerate(grads)]
         ks = np.array(dynamic.step(KEY, grads).proposed)
         ks_static = np.array(static.step(KEY, grads).proposed)
+        threshold = dynamic.sparsifiers[0].threshold(KEY)
+        whole = np.array([np.count_nonzero(np.abs(acc) >= np.float32(threshold)) for acc in accs])
+        norms = np.array([np.linalg.norm(g.astype(np.float64)) for g in grads])
         lead = dynamic.sparsifiers[0]
         layout, threshold = lead.layout(KEY), lead.threshold(KEY)
         mags = scanned(dynamic, accs, t - first)
@@ -136,6 +156,7 @@ def analyse(source: TraceGradients, first: int, last: int, density: float) -> li
             "steps": math.log(oracle / threshold) / math.log(1 + GAMMA),
             "f dyn": n * ks.max() / ks.sum(), "f static": n * ks_static.max() / ks_static.sum(),
             "f best": n * max(1, best) / ks.sum(), "f lag": lagged, "f poisson": poisson_floor(ks.sum() / n, n),
+            "f workers": n * whole.max() / max(1, whole.sum()), "norm spread": norms.max() / norms.mean(),
             "top block": n * counts.max() / ks.sum(),
             "hit blocks": float(counts.sum()) ** 2 / max(1, int(np.dot(counts, counts))),
             "blocks moved": int(np.abs(layout.count - layout.initial(numel, n, layout.blocks).count).sum() // 2),
@@ -169,10 +190,12 @@ def plot(rows: list[dict], title: str, path: str, density: float) -> None:
     axes[1].plot(its, [density * r["k'/k"] for r in rows], label="actual density d' (ExDyna)")
     axes[1].axhline(density, color="gray", lw=0.8, label="user-set density d")
     axes[1].set_ylabel("density")
-    for name in ("f dyn", "f static", "f lag", "f best", "f poisson"):
+    for name in ("f dyn", "f static", "f workers", "f lag", "f best", "f poisson"):
         axes[2].plot(its, [r[name] for r in rows], label={"f dyn": "f(t) ExDyna (dynamic layout)",
                      "f static": "f(t) static partitions",
-                     "f lag": "f(t) of the previous iteration's best layout", "f best": "f(t) best contiguous layout (bound)",
+                     "f workers": "f(t) if partitions differed only by their scanning worker's size",
+                     "f lag": "f(t) of the previous iteration's best layout",
+                     "f best": "f(t) best contiguous layout, same scanning worker per position",
                      "f poisson": "E f(t), equal expected loads, Poisson counts"}[name])
     axes[2].axhline(1, color="gray", lw=0.8)
     axes[2].set_ylabel("f(t)")
@@ -192,17 +215,20 @@ def main() -> None:
     parser.add_argument("--density", type=float, default=0.01)
     parser.add_argument("--csv", default=None)
     parser.add_argument("--window", type=int, default=10, help="iterations per window of the summary (default 10)")
+    parser.add_argument("--permute", type=int, default=None, metavar="SEED",
+                        help="put the elements in a fixed random order first (a diagnostic, see above)")
     parser.add_argument("--plot", default=None, help="PNG: thresholds, k'/k and f(t) against the iteration")
     args = parser.parse_args()
     source = TraceGradients(Trace.open(args.trace))
     first, last = parse_range(args.iterations, source.iterations)
-    rows = analyse(source, first, last, args.density)
+    rows = analyse(source, first, last, args.density, args.permute)
     names = list(rows[0])
     print(f"{args.trace}: {source.workers} workers, {source.numel:,} elements, d = {args.density}, "
-          f"k = {max(1, int(args.density * source.numel))}, iterations {first}:{last}")
+          f"k = {max(1, int(args.density * source.numel))}, iterations {first}:{last}"
+          + ("" if args.permute is None else f", elements in a fixed random order (seed {args.permute})"))
     print(format_table([[r[c] for c in names] for r in rows], names))
-    columns = ("k'/k", "ratio", "drift", "grad drift", "f dyn", "f static", "f best", "f lag", "f poisson", "top block",
-               "hit blocks")
+    columns = ("k'/k", "ratio", "drift", "grad drift", "f dyn", "f static", "f best", "f lag", "f poisson", "f workers",
+               "norm spread", "top block", "hit blocks")
     windows = [rows[i:i + args.window] for i in range(0, len(rows), args.window)]
     print(f"means over windows of {args.window} iterations (drifts: geometric means):")
     print(format_table([[f"{w[0]['iteration']}-{w[-1]['iteration']}"] + [window_mean(w, c) for c in columns]
