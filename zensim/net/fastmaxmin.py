@@ -56,12 +56,11 @@ def run(net: Network, schedule: dict[str, np.ndarray], first: int, n: int, stage
     and the ranks still running."""
     plan = fastloop.schedule(net, schedule, first)
     count, links = net.count, net.num_links + 1
-    model = net.model
     capacity = np.append(net.capacity, np.inf)
     routes = np.ascontiguousarray(net.routes[:count], dtype=np.int64)
     nbytes = np.ascontiguousarray(net.nbytes[:count], dtype=np.float64)
     latency = np.ascontiguousarray(net.route_latency[:count], dtype=np.float64)
-    wire = (fastloop.compact_routes(net), routes, nbytes, capacity, latency, net.num_links, float(model.batch))
+    wire = (fastloop.compact_routes(net), routes, nbytes, capacity, latency, net.num_links, float(net.model.batch))
     flow = (np.zeros(count), np.zeros(count), np.zeros(count), np.full(count, -1), np.zeros(count, np.bool_),
             np.full(count, -1), np.zeros(count, np.int64), np.zeros(count), np.zeros(count), np.full(count, -1))
     state = LinkState(links)
@@ -72,18 +71,15 @@ def run(net: Network, schedule: dict[str, np.ndarray], first: int, n: int, stage
             np.zeros(comps, np.int64), np.zeros(comps, np.int64), np.full(comps, np.inf), np.zeros(comps, np.int64),
             np.zeros(comps, np.bool_), np.zeros(comps, np.bool_), np.full(comps, -1), np.full(comps, -1),
             np.full(comps, np.inf))
-    segments = (List.empty_list(types.float64[::1]), List.empty_list(types.int64[::1]),
-                List.empty_list(types.int64[::1]), List.empty_list(types.int64[::1]), List.empty_list(types.int64),
-                List.empty_list(types.boolean), List.empty_list(types.int64), List([np.empty((64, 2))]))
     scratch = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(comps, np.int64),
                np.empty(comps, np.int64), np.empty(comps, np.int64))
-    mm = (wire, flow, link, comp, segments, scratch, np.zeros(10, np.int64), np.full(1, np.inf))
+    model = (wire, flow, link, comp, scratch, np.zeros(10, np.int64), np.full(1, np.inf))
     st = np.zeros(4, np.int64)
     out = np.zeros((4, n * stages))
     sent_at, delivered_at = np.full(count, np.nan), np.full(count, np.nan)
-    now = _loop(mm, *plan, n, stages, st, out, sent_at, delivered_at)
+    now = _loop(model, *plan, n, stages, st, out, sent_at, delivered_at)
     fastloop.finish(net, now, st, sent_at, delivered_at)
-    model.solves = int(mm[6][_SOLVES])
+    net.model.solves = int(model[5][_SOLVES])
     return out, int(st[RUNNING])
 
 
@@ -604,17 +600,24 @@ def _rank(r, s, step, now, order, rank, mm, heap, st, out, sent_at):  # pragma: 
 
 
 @numba.njit(cache=True)
-def _loop(mm, order, bounds, pending, stage_of, src_of, dst_of, pre, post, n, stages, st, out, sent_at,
+def _loop(model, order, bounds, pending, stage_of, src_of, dst_of, pre, post, n, stages, st, out, sent_at,
           delivered_at):  # pragma: no cover (compiled)
     """LogReplay.start() then Clock.run(): every rank begins stage 0 at time 0, events in (time,
-    priority, order of scheduling) order. Returns the time of the last event."""
+    priority, order of scheduling) order. Returns the time of the last event. `model`: the model's
+    arrays (run()); the segments' typed lists are made here (compiled with the loop, so cached)."""
+    wire, flow, link, comp, scratch, ms, fs = model
+    segments = (List.empty_list(types.float64[::1]), List.empty_list(types.int64[::1]),
+                List.empty_list(types.int64[::1]), List.empty_list(types.int64[::1]), List.empty_list(types.int64),
+                List.empty_list(types.boolean), List.empty_list(types.int64),
+                List.empty_list(types.float64[:, ::1]))
+    segments[7].append(np.empty((64, 2)))
+    mm = (wire, flow, link, comp, segments, scratch, ms, fs)
     widest = 0
     for slot in range(bounds.size - 1):
         widest = max(widest, bounds[slot + 1] - bounds[slot])
     heap = np.empty((len(sent_at) + n + 16, fastloop.ROW))
     sent = np.zeros(n * stages, np.bool_)
     rank = (bounds, pending, sent, pre, post, stages)
-    ms = mm[6]
     now = 0.0
     st[RUNNING] = n if stages else 0
     if stages:
