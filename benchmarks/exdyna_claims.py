@@ -40,10 +40,12 @@ With `--permute SEED` every gradient's elements are put in one fixed random orde
 for every worker and iteration): contiguous blocks and partitions then hold positions scattered
 over the whole model, as a hashed layout would. A diagnostic: ExDyna's partitions are contiguous
 (coalesced memory access on GPUs), so this is not the authors' method; it says how much of f(t)
-comes from where the hits sit in the flat vector.
+comes from where the hits sit in the flat vector. With `--equalize` every worker's gradient is
+scaled to the mean norm of the n at that iteration (also a diagnostic: the training signal is
+changed) to see how much of f(t) the workers' unequal sizes make.
 
 Usage: .venv/bin/python benchmarks/exdyna_claims.py TRACE [--iterations A:B] [--density D] [--window N] [--csv FILE]
-       [--plot PNG] [--permute SEED]
+       [--plot PNG] [--permute SEED] [--equalize]
 """
 
 from __future__ import annotations
@@ -121,9 +123,10 @@ def poisson_floor(mean: float, n: int, draws: int = 2000) -> float:
 
 
 def analyse(source: TraceGradients, first: int, last: int, density: float,
-            permute: int | None = None) -> list[dict]:
+            permute: int | None = None, equalize: bool = False) -> list[dict]:
     """One row per iteration (see the module docstring); `permute`: the seed of a fixed random order
-    of the elements, applied to every gradient first (None: the trace's order)."""
+    of the elements, applied to every gradient first (None: the trace's order); `equalize`: scale
+    every worker's gradient to the workers' mean norm."""
     n, numel = source.workers, source.numel
     order = None if permute is None else np.random.default_rng(permute).permutation(numel)
     k = max(1, int(density * numel))
@@ -133,6 +136,9 @@ def analyse(source: TraceGradients, first: int, last: int, density: float,
         grads = [source.gradient(t, w) for w in range(n)]
         if order is not None:
             grads = [g[order] for g in grads]
+        if equalize:
+            sizes = np.array([np.linalg.norm(g.astype(np.float64)) for g in grads])
+            grads = [g * np.float32(sizes.mean() / max(size, 1e-30)) for g, size in zip(grads, sizes)]
         accs = [(dynamic.residual(r, KEY) if t > first else 0) + g for r, g in enumerate(grads)]
         ks = np.array(dynamic.step(KEY, grads).proposed)
         ks_static = np.array(static.step(KEY, grads).proposed)
@@ -217,15 +223,18 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=10, help="iterations per window of the summary (default 10)")
     parser.add_argument("--permute", type=int, default=None, metavar="SEED",
                         help="put the elements in a fixed random order first (a diagnostic, see above)")
+    parser.add_argument("--equalize", action="store_true",
+                        help="scale every worker's gradient to the workers' mean norm (a diagnostic, see above)")
     parser.add_argument("--plot", default=None, help="PNG: thresholds, k'/k and f(t) against the iteration")
     args = parser.parse_args()
     source = TraceGradients(Trace.open(args.trace))
     first, last = parse_range(args.iterations, source.iterations)
-    rows = analyse(source, first, last, args.density, args.permute)
+    rows = analyse(source, first, last, args.density, args.permute, args.equalize)
     names = list(rows[0])
     print(f"{args.trace}: {source.workers} workers, {source.numel:,} elements, d = {args.density}, "
           f"k = {max(1, int(args.density * source.numel))}, iterations {first}:{last}"
-          + ("" if args.permute is None else f", elements in a fixed random order (seed {args.permute})"))
+          + ("" if args.permute is None else f", elements in a fixed random order (seed {args.permute})")
+          + (", gradients scaled to the workers' mean norm" if args.equalize else ""))
     print(format_table([[r[c] for c in names] for r in rows], names))
     columns = ("k'/k", "ratio", "drift", "grad drift", "f dyn", "f static", "f best", "f lag", "f poisson", "f workers",
                "norm spread", "top block", "hit blocks")
