@@ -10,10 +10,20 @@ less efficiently than one): h(1) = ping-pong bandwidth / B, h(k) = shift-k bandw
 = all-to-all bandwidth / B, clipped to (0, 1]. The per-message latency is the ping-pong's
 empty-message time.
 
-Local work: the emulation records, per (stage, phase), the CPU time of the `pre` and `post` steps
-(the rank's main thread) and the elements the stage program metered per kind; a non-negative
-least-squares fit gives seconds per element of each kind, and the profile's `host_cores` makes the
-simulator share the host's processors among the ranks. The same steps run in one process alone
+Local work: t(x) = alpha + beta x per work kind (zensim.schemes.workkinds) fitted to the kernels of
+the stage programs' steps timed on this host, one process alone (zensim.schemes.workbench); the
+emulation records, per (stage, phase), the CPU time of the `pre` and `post` steps (the rank's main
+thread) and the kinds and counts the stage program metered, and `work_scale` (emulated CPU / the
+same steps priced by the kernels' fits, the median over the calibration's schemes) scales every
+alpha and beta: the kernels say what each kind costs relative to the others, the calibration runs
+how fast the host does it under the emulation's load. The profile's `host_cores` makes the
+simulator share the host's processors among the ranks.
+
+The exchange itself costs CPU too (posting a stage's sends, copying the bytes out, receipts): with
+16 ranks on 2 cores about 0.5 ms per stage plus 0.3-0.4 ms per message sent per rank, which the
+ping-pong latency (one pair on an idle host) does not see. `fit_exchange` fits it from the
+calibration runs' `comm` steps (CPU of the rank's main thread) into the profile's `exchange_cpu`;
+the simulator runs it on the shared processors inside the wait for messages (zensim.net.replay). The same steps run in one process alone
 (emulate.stepcost) take less CPU than inside the emulation, where all rank processes share caches
 and memory bandwidth: `cpu_slowdown` = emulated / alone, the median over the calibration's schemes,
 scales the measured local work when the simulator replays it (`zensim validate`).
@@ -33,8 +43,9 @@ from scipy.optimize import nnls
 
 from emulate.netcal import fit_alpha_beta
 from zensim.atomic import write_atomic
-from zensim.net.profile import SCHEMA, WORK_KINDS
+from zensim.net.profile import SCHEMA, WorkCost
 from zensim.run.log import MessageLog
+from zensim.train.cost import work_profile
 
 
 def fit_network(rank_outputs: list[dict]) -> dict[str, dict]:
@@ -44,40 +55,51 @@ def fit_network(rank_outputs: list[dict]) -> dict[str, dict]:
     return {p: fit_alpha_beta([s for s in samples if s["pattern"] == p]) for p in names}
 
 
-def _step_rows(run: dict) -> tuple[list[np.ndarray], list[float]]:
-    """Per (stage, phase) of a scheme run: the metered elements by kind and the step's CPU seconds."""
-    kind_col = {k: i for i, k in enumerate(WORK_KINDS)}
-    counts: dict[tuple[int, str], np.ndarray] = defaultdict(lambda: np.zeros(len(WORK_KINDS)))
-    for stage, phase, kind, elements in run["work"]:
-        if kind in kind_col:
-            counts[(stage, phase)][kind_col[kind]] += elements
-    rows, cpu = [], []
-    for stage, st in enumerate(run["stages"]):
-        for phase in ("pre", "post"):
-            rows.append(counts[(stage, phase)])
-            cpu.append(st[f"{phase}_cpu_s"])
-    return rows, cpu
-
-
 def scheme_runs(rank_outputs: list[dict]) -> list[dict]:
     """Every rank's record of every timed scheme run."""
     return [run for out in rank_outputs for run in out["runs"] if run["kind"] == "scheme"]
 
 
-def fit_work(rank_outputs: list[dict]) -> dict[str, float]:
-    """Seconds per element for each work kind: non-negative least squares of every pre and post
-    step's CPU time (as the emulation measured it, all ranks running) on its metered elements."""
-    rows, times = [], []
+def work_scale(rank_outputs: list[dict], work: WorkCost) -> float:
+    """How much slower the emulated ranks do their local work than the kernels' fits say: per scheme,
+    the CPU seconds of every pre and post step (as the emulation measured them, all ranks running)
+    over the same steps priced at `work` (their metered kinds and counts); the median over schemes
+    (1.0 if none). The kernels give each kind's cost relative to the others; this gives the host's
+    absolute speed under the emulation's load, measured the way the runs experience it."""
+    emulated: dict[str, float] = defaultdict(float)
+    priced: dict[str, float] = defaultdict(float)
     for run in scheme_runs(rank_outputs):
-        r, c = _step_rows(run)
-        rows += r
-        times += c
+        emulated[run["name"]] += sum(st["pre_cpu_s"] + st["post_cpu_s"] for st in run["stages"])
+        priced[run["name"]] += sum(work.seconds(kind, elements) for _, _, kind, elements in run["work"])
+    ratios = [emulated[k] / priced[k] for k in priced if priced[k] > 0 and emulated[k] > 0]
+    return float(np.median(ratios)) if ratios else 1.0
+
+
+def fit_work(rank_outputs: list[dict], kernels: dict) -> tuple[dict, float]:
+    """The profile's local-work costs: t(x) = alpha + beta x per kind fitted to the step kernels
+    (`kernels`, zensim.schemes.workbench.measure_steps on this host), both x `work_scale` of the
+    calibration runs; returns ({"work_fixed_seconds", "work_seconds_per_element"}, the scale)."""
+    alone = work_profile(kernels)
+    scale = work_scale(rank_outputs, WorkCost(alone["work_seconds_per_element"], alone["work_fixed_seconds"]))
+    scaled = work_profile(kernels, time_scale=scale)
+    return {k: scaled[k] for k in ("work_fixed_seconds", "work_seconds_per_element")}, scale
+
+
+def fit_exchange(rank_outputs: list[dict]) -> dict[str, float]:
+    """The CPU of the exchange itself, as the calibration runs measured it (the rank's main thread in
+    each stage's `comm` step: posting, copying the bytes out, receipts, all ranks sharing the host):
+    non-negative least squares of every stage's `comm_cpu_s` on (1 if the rank took part, messages
+    it sent, bytes it sent); the profile's `exchange_cpu` {"stage", "message", "byte"} in seconds."""
+    rows, cpu = [], []
+    for run in scheme_runs(rank_outputs):
+        for st in run["stages"]:
+            if st["sent"] or st["received"]:
+                rows.append([1.0, len(st["sent_to"]), st["sent"] / 1e6])
+                cpu.append(st["comm_cpu_s"])
     if not rows:
-        return {k: 0.0 for k in WORK_KINDS}
-    a, b = np.array(rows), np.array(times)
-    scale = np.maximum(a.max(axis=0), 1.0)  # columns of similar magnitude for a stable fit
-    coef, _ = nnls(a / scale, b)
-    return {k: float(c / s) for k, c, s in zip(WORK_KINDS, coef, scale)}
+        return {"stage": 0.0, "message": 0.0, "byte": 0.0}
+    coef, _ = nnls(np.array(rows), np.array(cpu))
+    return {"stage": float(coef[0]), "message": float(coef[1]), "byte": float(coef[2] / 1e6)}
 
 
 def cpu_slowdown(rank_outputs: list[dict], logs: dict[str, MessageLog]) -> float:
@@ -113,19 +135,23 @@ def fit_links(network: dict[str, dict], rate_Bps: float, ranks: int) -> dict:
     return {"nic_bandwidth": rate_Bps, "nic_latency": float(latency), "host_efficiency": host}
 
 
-def make_profile(links: dict, work: dict[str, float], host_cores: int | None, slowdown: float, describe: dict) -> dict:
-    """The zensim-profile/1 dict: NIC figures (fit_links), work costs, processors, how they were measured."""
+def make_profile(links: dict, work: dict[str, dict], host_cores: int | None, slowdown: float, describe: dict,
+                 exchange: dict[str, float] | None = None) -> dict:
+    """The zensim-profile/1 dict: NIC figures (fit_links), work costs (fit_work's), processors, the
+    exchange's CPU (fit_exchange's), how they were measured."""
     return {
         "schema": SCHEMA,
         **links,
-        "work_seconds_per_element": work,
+        **work,
+        "exchange_cpu": exchange,
         "host_cores": host_cores,
         "cpu_slowdown": slowdown,
         "rendezvous": True,  # the exchange (gloo) moves a message once its receive is posted
         "source": (f"zensim calibrate: {describe['ranks']} ranks in network namespaces on one host with "
                    f"{host_cores} cores, tbf {describe['rate_bps'] / 1e6:g} Mbit/s per NIC direction, MTU "
-                   f"{describe['mtu']}, links from the pingpong, shift-k and alltoall patterns, work fit over the "
-                   "calibration runs' stage steps"),
+                   f"{describe['mtu']}, links from the pingpong, shift-k and alltoall patterns, work from the step "
+                   "kernels (zensim work measure --kernels steps) x their slowdown in the calibration runs, exchange CPU "
+                   "from the calibration runs' comm steps"),
     }
 
 

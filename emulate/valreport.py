@@ -76,6 +76,8 @@ def markdown(result: dict, command: str, plot_name: str, zen: str, notes: str = 
         + f", latency {p['nic_latency'] * 1e6:.0f} us, host cores {p.get('host_cores') or 'one per rank'}, "
         f"CPU slowdown {p.get('cpu_slowdown', 1.0):.2f}, work s/element "
         + ", ".join(f"{k} {v:.2g}" for k, v in p["work_seconds_per_element"].items())
+        + ("" if not p.get("exchange_cpu") else ", exchange CPU {:.2g} s/stage + {:.2g} s/message + {:.2g} s/byte".format(
+            p["exchange_cpu"]["stage"], p["exchange_cpu"]["message"], p["exchange_cpu"]["byte"]))
         for e in result["profiles"] for p in (e["profile"],))
     body = tables(result)
     bytes_ok = all(r.get("bytes_equal", True) for r in result["rows"])
@@ -97,8 +99,11 @@ Every emulated result equal to the dense sum: **{'yes' if correct else 'NO'}**.
 err = (simulated - emulated) / emulated, emulated = median over repeats of the slowest rank's time
 from the common barrier to its last stage. Simulated: `fifo` and `maxmin` replay every step's local
 work as measured (the same steps run for every rank in one process, CPU time x the profile's
-`cpu_slowdown`); `max/el` is maxmin with the local work at the profile's fitted costs per element
-instead. `comm` is the communication part: per rank, the time it waited for its stages' messages
+`cpu_slowdown`); `max/el` is maxmin with the local work at the profile's costs per work kind
+instead (t(x) = alpha + beta x per kind, fitted to the step kernels timed on this host, x the
+calibration runs' slowdown: no step of the validated iteration is replayed). Every variant runs the
+exchange's own CPU (the profile's `exchange_cpu`, from the calibration runs) on the shared cores
+inside the wait for messages. `comm` is the communication part: per rank, the time it waited for its stages' messages
 (from posting a stage's sends to the delivery of the last message it sends or receives, summed over
 its stages), the longest of any rank; emulated from every rank's `comm_s`, simulated from the same
 instants of the replay (per stage in validation.json, `comm_stages`). `emu/wire` = emulated time /

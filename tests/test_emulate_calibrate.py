@@ -7,10 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from emulate.calibrate import cpu_slowdown, fit_links, fit_network, fit_work, make_profile, write_profile
+from emulate.calibrate import (cpu_slowdown, fit_exchange, fit_links, fit_network, fit_work, make_profile, work_scale,
+                               write_profile)
 from emulate.netcal import fit_alpha_beta
 from emulate.summary import summarize
-from zensim.net.profile import WORK_KINDS, load_profile
+from zensim.net.profile import WORK_KINDS, WorkCost, load_profile
 
 
 def test_alpha_beta_recovers_latency_and_bandwidth():
@@ -40,19 +41,57 @@ def _run(name: str, stage_work: list[dict], cost: dict[str, float], seconds: flo
             "sent": 10, "received": 10, "control_sent": 8, "error": None}
 
 
-def test_work_fit_recovers_costs_per_kind():
-    cost = {"hash": 2e-8, "merge": 5e-8, "encode": 1e-8, "decode": 3e-9, "copy": 0.0}
+def _kernels(costs: dict[str, tuple[float, float]]) -> dict:
+    """Step-kernel measurements lying exactly on t(x) = alpha + beta x per kind."""
+    sizes = [2**k for k in range(10, 16)]
+    return {"device": "test", "kernels": "steps", "points": {k: [[x, a + b * x] for x in sizes] for k, (a, b) in costs.items()}}
+
+
+def test_work_fit_is_the_kernels_times_their_slowdown_in_the_runs():
+    """Each scheme's steps cost 1.5x, 2x and 3x what the kernels say: the profile's costs are the
+    kernels' alpha and beta x the median, 2, with the bare operation priced as its COO kind."""
+    kernels = {"hash": (1e-4, 2e-8), "merge.coo": (5e-5, 5e-9), "encode.coo": (1e-5, 1e-9), "search": (0.0, 3e-8)}
+    cost = {k: b for k, (_, b) in kernels.items()}
     rng = np.random.default_rng(1)
     runs = []
-    for i in range(12):
-        stages = [{"pre": {"hash": int(rng.integers(1e4, 1e5)), "encode": int(rng.integers(1e4, 1e5))},
-                   "post": {"decode": int(rng.integers(1e4, 1e5)), "merge": int(rng.integers(1e4, 1e5))}}
-                  for _ in range(3)]
-        runs.append(_run(f"s{i}", stages, cost))
-    fitted = fit_work([{"rank": 0, "runs": runs}])
-    for kind in ("hash", "merge", "encode", "decode"):
-        assert fitted[kind] == pytest.approx(cost[kind], rel=1e-6)
-    assert fitted["copy"] == 0.0
+    for i, slow in enumerate((1.5, 2.0, 3.0)):
+        stages = [{"pre": {"hash": int(rng.integers(1e4, 1e5)), "encode.coo": int(rng.integers(1e4, 1e5)),
+                           "search": int(rng.integers(1e4, 1e5))},
+                   "post": {"merge.coo": int(rng.integers(1e4, 1e5))}} for _ in range(3)]
+        run = _run(f"s{i}", stages, cost)
+        for s, st in enumerate(run["stages"]):  # CPU = slow x (alpha + beta x) of each record; wall twice that
+            for phase in ("pre", "post"):
+                records = [w for w in run["work"] if w[0] == s and w[1] == phase]
+                st[f"{phase}_cpu_s"] = slow * sum(kernels[k][0] + kernels[k][1] * e for _, _, k, e in records)
+                st[f"{phase}_s"] = 2 * st[f"{phase}_cpu_s"]
+        runs.append(run)
+    work, scale = fit_work([{"rank": 0, "runs": runs}], _kernels(kernels))
+    assert scale == pytest.approx(2.0, rel=1e-6)
+    for kind, (alpha, beta) in kernels.items():
+        assert work["work_seconds_per_element"][kind] == pytest.approx(2 * beta, rel=1e-4)
+        assert work["work_fixed_seconds"][kind] == pytest.approx(2 * alpha, rel=1e-3, abs=1e-12)
+    assert work["work_seconds_per_element"]["merge"] == work["work_seconds_per_element"]["merge.coo"]
+    assert work_scale([], WorkCost()) == 1.0
+
+
+def test_exchange_fit_recovers_its_cpu_per_stage_message_and_byte():
+    """comm steps whose CPU is exactly 0.5 ms + 0.3 ms per message + 0.4 ms per MB sent; stages a rank
+    takes no part in are left out."""
+    rng = np.random.default_rng(3)
+    runs = []
+    for i in range(5):
+        run = _run(f"s{i}", [{} for _ in range(6)], {})
+        for st in run["stages"]:
+            peers = int(rng.integers(1, 8))
+            st["sent_to"] = {str(d): 1 for d in range(peers)}
+            st["sent"] = st["received"] = int(rng.integers(0, 3_000_000))
+            st["comm_cpu_s"] = 5e-4 + 3e-4 * peers + 4e-10 * st["sent"]
+        run["stages"].append(dict(run["stages"][0], sent=0, received=0, sent_to={}, comm_cpu_s=1.0))
+        runs.append(run)
+    fitted = fit_exchange([{"rank": 0, "runs": runs}])
+    assert fitted == {"stage": pytest.approx(5e-4, rel=1e-6), "message": pytest.approx(3e-4, rel=1e-6),
+                      "byte": pytest.approx(4e-10, rel=1e-6)}
+    assert fit_exchange([]) == {"stage": 0.0, "message": 0.0, "byte": 0.0}
 
 
 def _pattern(bandwidth: float, latency: float) -> dict:
@@ -74,20 +113,6 @@ def test_links_keep_the_rate_and_measure_host_efficiency_by_flows():
     assert two["host_efficiency"] == {"1": 1.0, "2": 1.0}
 
 
-def test_work_fit_uses_the_cpu_time_of_each_step():
-    """Wall times are twice the CPU times (ranks sharing cores); the fit gives the CPU cost per element."""
-    cost = {"hash": 2e-8, "merge": 5e-8, "encode": 0.0, "decode": 0.0, "copy": 0.0}
-    rng = np.random.default_rng(2)
-    outs = [{"rank": r, "runs": []} for r in range(4)]
-    for i in range(6):
-        stages = [{"pre": {"hash": int(rng.integers(1e4, 1e5))}, "post": {"merge": int(rng.integers(1e4, 1e5))}}
-                  for _ in range(2)]
-        for out in outs:
-            out["runs"].append(_run(f"s{i}", stages, cost))
-    fitted = fit_work(outs)
-    assert fitted["hash"] == pytest.approx(cost["hash"], rel=1e-6) and fitted["merge"] == pytest.approx(cost["merge"], rel=1e-6)
-
-
 def test_cpu_slowdown_is_the_median_over_schemes_of_emulated_over_alone():
     from zensim.run.log import MessageLog
 
@@ -105,16 +130,20 @@ def test_cpu_slowdown_is_the_median_over_schemes_of_emulated_over_alone():
 
 def test_profile_is_read_back_by_the_simulator(tmp_path):
     describe = {"ranks": 4, "rate_bps": 200e6, "mtu": 65000}
-    work = {k: 1e-8 for k in WORK_KINDS}
+    work = {"work_seconds_per_element": {"encode.coo": 1e-9, "search": 3e-8, "merge": 1e-8},
+            "work_fixed_seconds": {"encode.coo": 1e-5}}
     path = tmp_path / "p.json"
     links = {"nic_bandwidth": 2.5e7, "nic_latency": 5e-4, "nic_efficiency": {"1": 0.95, "3": 0.6},
              "host_efficiency": {"1": 1.0, "8": 0.7}}
-    write_profile(path, make_profile(links, work, 2, 1.4, describe), {"x": 1})
+    exchange = {"stage": 5e-4, "message": 3e-4, "byte": 4e-10}
+    write_profile(path, make_profile(links, work, 2, 1.4, describe, exchange), {"x": 1})
     prof = load_profile(path)
     assert prof.links["nic_bandwidth"] == 2.5e7 and prof.links["nic_latency"] == 5e-4
     assert prof.nic_efficiency(1) == 0.95 and prof.nic_efficiency(3) == 0.6 and prof.host_cores == 2
     assert prof.host_efficiency(1) == 1.0 and prof.host_efficiency(8) == 0.7 and prof.cpu_slowdown == 1.4
-    assert prof.work.per_element == work
+    assert prof.work.seconds("encode.coo", 10) == pytest.approx(1e-5 + 1e-8)
+    assert prof.work.seconds("search", 10) == pytest.approx(3e-7) and prof.work.seconds("merge.coo", 10) == pytest.approx(1e-7)
+    assert prof.exchange.to_json() == exchange
     assert json.loads((tmp_path / "p.details.json").read_text()) == {"x": 1}
 
 
@@ -161,7 +190,7 @@ def test_calibrate_prints_the_profile_it_wrote():
     from zensim.cli.emulate import calibration_summary
 
     network = {"pingpong": _pattern(2.5e7, 1e-3), "shift-2": _pattern(2.2e7, 2e-3), "alltoall": _pattern(1.5e7, 9e-3)}
-    profile = make_profile(fit_links(network, 2.5e7, 4), {k: 0.0 for k in WORK_KINDS}, 2, 1.3,
+    profile = make_profile(fit_links(network, 2.5e7, 4), {"work_seconds_per_element": {k: 0.0 for k in WORK_KINDS}}, 2, 1.3,
                            {"ranks": 4, "rate_bps": 200e6, "mtu": 65000})
     line = calibration_summary("out/p.json", profile)
     assert line == ("wrote out/p.json: 200.0 Mbit/s per NIC x host efficiency by active flows {1: 1.00, 2: 0.88, "

@@ -227,3 +227,28 @@ def test_rendezvous_moves_a_message_once_its_receiver_has_posted(model):
         np.testing.assert_allclose(t.msg_start, want, rtol=0, atol=1e-15)
     early = t.transfer_start[arrays["dst"], arrays["stage"]] > t.transfer_start[arrays["src"], arrays["stage"]]
     assert early.any()  # the case is exercised: some senders ran ahead of their receivers
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_exchange_cpu_is_waited_for_and_shares_the_host(model):
+    """The exchange's CPU (per stage a rank takes part in, per message and byte it sends) delays the
+    sends inside the wait for messages; on one shared core the ranks' exchanges run one at a time."""
+    from zensim.net.profile import ExchangeCost
+    from zensim.net.replay import exchange_seconds
+
+    n, size = 4, 50_000
+    msgs = [Message(0, r, (r + 1) % n, size * (1 + r), "coo") for r in range(n)] + [Message(1, 0, 1, 8, "coo")]
+    log = MessageLog(n, 2, msgs)
+    x = ExchangeCost(per_stage=1e-3, per_message=2e-3, per_byte=1e-8)
+    cost = exchange_seconds(log, Costs(cluster(n), WorkCost.zero(), exchange=x))
+    want = np.array([[3e-3 + 1e-8 * size * (1 + r), 0.0] for r in range(n)])
+    want[0, 1], want[1, 1] = 3e-3 + 8e-8, 1e-3  # stage 1: rank 0 sends, rank 1 only receives
+    np.testing.assert_allclose(cost, want, rtol=1e-12)
+    # one message 0 -> 1, each rank on its own processor: both wait the sender's exchange longer
+    one = MessageLog(2, 1, [Message(0, 0, 1, size, "coo")])
+    base, with_x = run(one, cluster(2), model), run(one, cluster(2), model, exchange=x)
+    assert with_x.comm_wait[:, 0] == pytest.approx(base.comm_wait[:, 0] + 3e-3 + 1e-8 * size, rel=1e-9)
+    assert with_x.stage_end - with_x.stage_start == pytest.approx(with_x.comm_wait, rel=1e-12)
+    one_core = run(log, cluster(n), model, exchange=x, host_cores=1, host_of_rank=np.zeros(n, dtype=int))
+    assert one_core.transfer_start[:, 0] == pytest.approx(0.0)
+    assert one_core.makespan >= cost[:, 0].sum() + cost[:, 1].sum() - 1e-12  # one core does every exchange

@@ -16,9 +16,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="The cost of a scheme's local work per kind (hash, merge, encode, decode, "
                               "copy) as t(x) = alpha + beta x, in a calibration profile. See docs/iteration.md.")
     sub = p.add_subparsers(dest="work_command", required=True, metavar="ACTION")
-    m = sub.add_parser("measure", help="time each kind's kernel on a torch device at 2^10 .. 2^N elements")
-    m.add_argument("--device", default="cpu", help="torch device (default cpu)")
-    m.add_argument("--max-log2", type=int, default=22, help="largest size 2^N (default 22)")
+    m = sub.add_parser("measure", help="time each kind's kernel at 2^10 .. 2^N elements")
+    m.add_argument("--kernels", choices=("torch", "steps"), default="torch",
+                   help="torch: a device kernel standing for each of hash, merge, encode, decode, copy (default); "
+                   "steps: the code zensim's stage programs run for every work kind (wire formats, partitions; "
+                   "CPU, numpy), what the emulator's ranks do (docs/validation.md)")
+    m.add_argument("--device", default="cpu", help="torch device (default cpu; --kernels torch)")
+    m.add_argument("--max-log2", type=int, default=None, help="largest size 2^N (default 22, steps 21)")
     m.add_argument("--reps", type=int, default=10, help="timed repetitions per size (median; default 10)")
     m.add_argument("-o", "--output", required=True, help="measurements JSON to write")
     m.set_defaults(func=cmd_measure)
@@ -37,9 +41,15 @@ def cmd_measure(args: argparse.Namespace) -> int:
     from zensim.train.cost import measure_work
 
     check_output(args.output, "-o")
-    if not 10 <= args.max_log2 <= 30 or args.reps < 1:
-        raise ConfigError(f"--max-log2 {args.max_log2} / --reps {args.reps}: need 10 <= N <= 30 and reps >= 1")
-    measured = measure_work(args.device, args.max_log2, args.reps, progress=lambda line: print(line, file=sys.stderr))
+    top = args.max_log2 if args.max_log2 is not None else (21 if args.kernels == "steps" else 22)
+    if not 10 <= top <= 30 or args.reps < 1:
+        raise ConfigError(f"--max-log2 {top} / --reps {args.reps}: need 10 <= N <= 30 and reps >= 1")
+    say = lambda line: print(line, file=sys.stderr)  # noqa: E731
+    if args.kernels == "steps":
+        from zensim.schemes.workbench import measure_steps
+        measured = measure_steps(top, args.reps, progress=say)
+    else:
+        measured = measure_work(args.device, top, args.reps, progress=say)
     write_atomic(args.output, json.dumps(measured, indent=1) + "\n")
     print(f"wrote {args.output}: {measured['device']}")
     return 0
@@ -48,8 +58,8 @@ def cmd_measure(args: argparse.Namespace) -> int:
 def cmd_fit(args: argparse.Namespace) -> int:
     """Fit and write the profile; print alpha, beta and the fit's worst relative error per kind."""
     from zensim.atomic import check_output, write_atomic
-    from zensim.net.profile import WORK_KINDS, parse_profile
-    from zensim.train.cost import fit_error, work_profile
+    from zensim.net.profile import parse_profile
+    from zensim.train.cost import fit_error, measured_points, work_profile
     from zensim.train.layers import read_json
 
     check_output(args.output, "-o")
@@ -58,14 +68,14 @@ def cmd_fit(args: argparse.Namespace) -> int:
     measured = read_json(args.measurements, "measurements")
     try:
         doc = work_profile(measured, args.bandwidth_scale, args.source)
-        sizes, seconds = measured["sizes"], measured["seconds"]
+        points = measured_points(measured)
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{args.measurements}: not work measurements ({exc})") from None
     parse_profile(doc, args.output)  # what --profile will read back
     write_atomic(args.output, json.dumps(doc, indent=1) + "\n")
     rows = [[k, doc["work_fixed_seconds"][k] * 1e6, doc["work_seconds_per_element"][k] * 1e9,
-             fit_error(sizes, seconds[k], doc["work_fixed_seconds"][k],
-                       doc["work_seconds_per_element"][k] / args.bandwidth_scale)] for k in WORK_KINDS]
+             fit_error(*points[k], doc["work_fixed_seconds"][k], doc["work_seconds_per_element"][k] / args.bandwidth_scale)]
+            for k in points]
     print(f"wrote {args.output}: {doc['source']}")
     print(format_table(rows, ["kind", "alpha us", "beta ns/element", "worst rel. error (measured)"]))
     return 0

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from zensim.errors import ConfigError
-from zensim.net.profile import NicEfficiency, Profile, WorkCost
+from zensim.net.profile import ExchangeCost, NicEfficiency, Profile, WorkCost
 from zensim.net.topology import ClusterSpec, Topology
 
 
@@ -27,6 +27,7 @@ class Costs:
     seconds each log measured (MessageLog.measured) times f. `nic_efficiency`, `host_efficiency`,
     `host_cores`: see zensim.net.profile (None = the ideal host of the closed forms). `rendezvous`:
     a message moves only once its receiver has posted the stage's receives (zensim.net.replay).
+    `exchange`: the CPU of a stage's exchange itself (zensim.net.profile.ExchangeCost; None: free).
     """
 
     cluster: ClusterSpec
@@ -36,6 +37,7 @@ class Costs:
     host_cores: int | None = None
     measured_work: float | None = None
     rendezvous: bool = False
+    exchange: ExchangeCost | None = None
 
     def __post_init__(self) -> None:
         cores = self.host_cores
@@ -53,7 +55,7 @@ class Costs:
         if profile is None:
             return cls(cluster, measured_work=1.0 if measured_work else None)
         return cls(cluster, profile.work, profile.nic_efficiency, profile.host_efficiency, profile.host_cores,
-                   profile.cpu_slowdown if measured_work else None, profile.rendezvous)
+                   profile.cpu_slowdown if measured_work else None, profile.rendezvous, profile.exchange)
 
     def with_cluster(self, cluster: ClusterSpec) -> "Costs":
         """The same knobs on another cluster."""

@@ -32,7 +32,8 @@ _HOP, _DELIVER = MODEL, MODEL + 1
 
 def applies(net: Network) -> bool:
     """Whether the compiled loop gives the general path's times on this network: the fifo model, no
-    efficiency tables, no shared host processors, no rendezvous, nothing sent or scheduled yet."""
+    efficiency tables, no shared host processors, no rendezvous, no exchange CPU, nothing sent or
+    scheduled yet."""
     return fastloop.alone(net, "fifo")
 
 

@@ -32,9 +32,11 @@ ROW = 6
 
 def alone(net: Network, model: str) -> bool:
     """Whether a compiled loop gives the general path's times on this network: the `model` model, no
-    efficiency tables, no shared host processors, no rendezvous, nothing sent or scheduled yet."""
+    efficiency tables, no shared host processors, no rendezvous, no exchange CPU, nothing sent or
+    scheduled yet."""
     return (net.model.name == model and net.link_efficiency is None and net.host_efficiency is None
-            and net.costs.host_cores is None and not net.costs.rendezvous and net.clock.events == 0)
+            and net.costs.host_cores is None and not net.costs.rendezvous and net.costs.exchange is None
+            and net.clock.events == 0)
 
 
 def schedule(net: Network, arrays: dict[str, np.ndarray], first: int) -> tuple:

@@ -17,6 +17,8 @@ Profile schema (`zensim-profile/1`), every key but `schema` optional:
                                            # when all ranks share the host (replays of measured work)
       "rendezvous": true,                  # a message moves only once its receiver has posted the
                                            # stage's receives (gloo; NCCL's and MPI's large messages)
+      "exchange_cpu": {"stage": 5e-4, "message": 3e-4, "byte": 3e-10},  # a rank's CPU in a stage's
+                                           # exchange: per stage, per message and byte it sends
       "source": "free text: how it was measured"
     }
 
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,19 +46,41 @@ from zensim.errors import ConfigError
 from zensim.net.units import parse_bandwidth, parse_latency
 
 SCHEMA = "zensim-profile/1"
+# The operations of local work. A work kind is an operation, optionally refined by what it works on,
+# dot-separated (zensim.schemes.workkinds names them): `encode.coo.hash` is the encoding of COO
+# pieces over a hash partition. Costs are looked up from the most refined name a profile prices.
+# Operations on elements: hash (split by a hash partition), slice (split by ranges), search (a binary
+# search per element: positions in a hash partition), merge (union of sorted pieces, summing values),
+# select (a top-k re-selection), encode, decode (into / out of a wire format), copy. On positions of a domain (a dense or bitmap layout's every slot): add (a dense sum),
+# scan (a pass over dense values), pack / unpack (a bitmap's bits).
 WORK_KINDS = ("hash", "merge", "encode", "decode", "copy")
+WORK_OPS = (*WORK_KINDS, "slice", "search", "select", "add", "scan", "pack", "unpack")
 # GPU-class placeholders (seconds per element) until a calibration says otherwise: a few GB/s of
-# effective random-access throughput for hashing/merging, streaming speed for copies.
-DEFAULT_WORK_COST = {"hash": 1e-10, "merge": 2e-10, "encode": 5e-11, "decode": 5e-11, "copy": 2e-11}
+# effective random-access throughput for hashing/merging, streaming speed for copies and passes.
+DEFAULT_WORK_COST = {"hash": 1e-10, "merge": 2e-10, "encode": 5e-11, "decode": 5e-11, "copy": 2e-11,
+                     "slice": 0.0, "search": 2e-10, "select": 2e-10, "add": 2e-11, "scan": 2e-11, "pack": 2e-11, "unpack": 2e-11}
 _LINK_KEYS = {"nic_bandwidth": parse_bandwidth, "nic_latency": parse_latency,
               "nvlink_bandwidth": parse_bandwidth, "nvlink_latency": parse_latency}
+
+
+def work_op(kind: str) -> str:
+    """The operation of a work kind (its first dot-separated part)."""
+    return kind.split(".", 1)[0]
+
+
+def _prefixes(kind: str) -> list[str]:
+    """`kind` and its coarser names, most refined first: a.b.c, a.b, a."""
+    parts = kind.split(".")
+    return [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
 
 
 @dataclass(frozen=True)
 class WorkCost:
     """The time of one piece of local work of each kind: t(x) = fixed + per_element x for x elements
     (Cupcake's h(x) = alpha + beta x; a piece is one (rank, stage, phase, kind) entry of a message
-    log). `fixed` defaults to 0 for every kind: the per-element model of the closed forms."""
+    log). A kind is priced by its most refined name present in `per_element` (`encode.coo.hash`, else
+    `encode.coo`, else `encode`), and `fixed` by that same name (0 if absent): the per-element model of
+    the closed forms is the operations alone."""
 
     per_element: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WORK_COST))
     fixed: dict[str, float] = field(default_factory=dict)
@@ -63,19 +88,25 @@ class WorkCost:
     @classmethod
     def zero(cls) -> "WorkCost":
         """Free local work: the communication-only model of the closed forms."""
-        return cls({kind: 0.0 for kind in WORK_KINDS})
+        return cls({op: 0.0 for op in WORK_OPS})
 
-    def vector(self) -> np.ndarray:
-        """Per-element costs in WORK_KINDS order, for vectorized timing."""
-        return np.array([self.per_element[k] for k in WORK_KINDS], dtype=np.float64)
+    def priced_as(self, kind: str) -> str:
+        """The name `kind` is priced by (ValueError for an unknown operation)."""
+        for name in _prefixes(kind):
+            if name in self.per_element:
+                return name
+        raise ValueError(f"unknown work kind {kind!r} (operations: {', '.join(WORK_OPS)})")
 
-    def fixed_vector(self) -> np.ndarray:
-        """Fixed costs per piece of work in WORK_KINDS order."""
-        return np.array([self.fixed.get(k, 0.0) for k in WORK_KINDS], dtype=np.float64)
+    def costs(self, kinds: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(fixed, per_element) arrays for `kinds`, for vectorized timing."""
+        names = [self.priced_as(k) for k in kinds]
+        return (np.array([self.fixed.get(k, 0.0) for k in names], np.float64),
+                np.array([self.per_element[k] for k in names], np.float64))
 
     def seconds(self, kind: str, elements: int) -> float:
         """t(x) of one piece of `kind` on `elements` elements (0 for none)."""
-        return self.fixed.get(kind, 0.0) + self.per_element[kind] * elements if elements else 0.0
+        name = self.priced_as(kind)
+        return self.fixed.get(name, 0.0) + self.per_element[name] * elements if elements else 0.0
 
 
 @dataclass(frozen=True)
@@ -118,6 +149,22 @@ class NicEfficiency:
 
 
 @dataclass(frozen=True)
+class ExchangeCost:
+    """The CPU a rank spends in a stage's exchange itself (posting its sends, copying bytes, receipts):
+    `per_stage` in every stage it sends or receives in, `per_message` per message it sends, `per_byte`
+    per byte it sends. It runs on the host's processors (shared like local work) after the stage's
+    pre work, inside the wait for messages, and before the sends are injected (zensim.net.replay)."""
+
+    per_stage: float = 0.0
+    per_message: float = 0.0
+    per_byte: float = 0.0
+
+    def to_json(self) -> dict[str, float]:
+        """The profile form: {"stage", "message", "byte"} in seconds."""
+        return {"stage": self.per_stage, "message": self.per_message, "byte": self.per_byte}
+
+
+@dataclass(frozen=True)
 class Profile:
     """A parsed calibration profile: link overrides (bytes/s, seconds), work costs, NIC and CPU sharing."""
 
@@ -129,6 +176,7 @@ class Profile:
     host_efficiency: NicEfficiency | None = None
     cpu_slowdown: float = 1.0
     rendezvous: bool = False
+    exchange: ExchangeCost | None = None
 
 
 def load_profile(path: str | Path) -> Profile:
@@ -148,7 +196,7 @@ def parse_profile(raw: object, path: str | Path) -> Profile:
         raise ConfigError(f"{path}: not a profile (expected \"schema\": \"{SCHEMA}\")")
     unknown = set(raw) - set(_LINK_KEYS) - {"schema", "work_seconds_per_element", "work_fixed_seconds", "source",
                                             "nic_efficiency", "host_cores", "host_efficiency", "cpu_slowdown",
-                                            "rendezvous"}
+                                            "rendezvous", "exchange_cpu"}
     if unknown:
         raise ConfigError(f"{path}: unknown profile key(s) {', '.join(sorted(unknown))}")
     links = {key: parse(raw[key], f"{path}: {key}") for key, parse in _LINK_KEYS.items() if key in raw}
@@ -157,7 +205,19 @@ def parse_profile(raw: object, path: str | Path) -> Profile:
     return Profile(links, WorkCost(costs, fixed), str(raw.get("source", "")),
                    _efficiency(raw.get("nic_efficiency"), path, "nic_efficiency"), _cores(raw.get("host_cores"), path),
                    _efficiency(raw.get("host_efficiency"), path, "host_efficiency"), _slowdown(raw.get("cpu_slowdown", 1.0), path),
-                   _flag(raw.get("rendezvous", False), path, "rendezvous"))
+                   _flag(raw.get("rendezvous", False), path, "rendezvous"), _exchange(raw.get("exchange_cpu"), path))
+
+
+def _exchange(value, path) -> ExchangeCost | None:
+    """The profile's exchange_cpu {"stage", "message", "byte"} (seconds; each optional, >= 0) or null."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) - {"stage", "message", "byte"}:
+        raise ConfigError(f"{path}: exchange_cpu must be an object with keys stage, message, byte (seconds)")
+    for key, x in value.items():
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x < float("inf"):
+            raise ConfigError(f"{path}: exchange_cpu {key} must be a non-negative number of seconds, got {x!r}")
+    return ExchangeCost(float(value.get("stage", 0.0)), float(value.get("message", 0.0)), float(value.get("byte", 0.0)))
 
 
 def _work_seconds(raw: dict, key: str, path) -> dict[str, float]:
@@ -167,8 +227,9 @@ def _work_seconds(raw: dict, key: str, path) -> dict[str, float]:
         raise ConfigError(f"{path}: {key} must be an object")
     out = {}
     for kind, value in work.items():
-        if kind not in WORK_KINDS:
-            raise ConfigError(f"{path}: unknown work kind {kind!r} (known: {', '.join(WORK_KINDS)})")
+        if not isinstance(kind, str) or work_op(kind) not in WORK_OPS or not all(kind.split(".")):
+            raise ConfigError(f"{path}: unknown work kind {kind!r} (operations: {', '.join(WORK_OPS)}, "
+                              "refined as op.what, e.g. encode.coo.hash)")
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < float("inf"):
             raise ConfigError(f"{path}: work cost of {kind!r} must be a non-negative number of seconds, got {value!r}")
         out[kind] = float(value)

@@ -1,6 +1,7 @@
 """Replay a stage program's message log on a Network: the timing semantics of docs/architecture.md.
 
-Rank r's stage s starts when its stage s-1 ended; it does its `pre` work, injects its stage-s sends
+Rank r's stage s starts when its stage s-1 ended; it does its `pre` work, then the exchange's own
+CPU (`costs.exchange`: posting, copying, receipts; it counts as waiting for messages), injects its stage-s sends
 (in rotated order dst = src+1, src+2, ... so that an all-to-all has no hot spot in `fifo`), waits for
 all its stage-s messages to arrive and its own stage-s sends to be delivered, then does its `post`
 work; that ends stage s. No global barrier. Zero-byte messages cost their route's latency. With
@@ -25,7 +26,7 @@ import numpy as np
 from zensim.net import fastfifo, fastmaxmin
 from zensim.net.costs import Costs
 from zensim.net.network import Network
-from zensim.net.profile import WORK_KINDS, WorkCost
+from zensim.net.profile import WorkCost
 from zensim.run.log import PHASES, MessageLog
 
 
@@ -70,16 +71,32 @@ def work_seconds(log: MessageLog, costs: Costs, work: WorkCost | None = None) ->
     cols = log.work_arrays()
     if not len(cols["kind"]):
         return pre, post
-    unknown = [k for k in log.kind_names if k not in WORK_KINDS]
-    if unknown:
-        raise ValueError(f"message log has unknown work kind {unknown[0]!r}")
-    kind = np.array([WORK_KINDS.index(k) for k in log.kind_names], np.int64)[cols["kind"]]
     work = costs.work if work is None else work
-    seconds = cols["elements"] * work.vector()[kind] + work.fixed_vector()[kind]
+    try:
+        fixed, per_element = work.costs(log.kind_names)
+    except ValueError as exc:
+        raise ValueError(f"message log: {exc}") from None
+    kind = cols["kind"]
+    seconds = cols["elements"] * per_element[kind] + fixed[kind]
     for phase, out in enumerate((pre, post)):
         sel = cols["phase"] == phase
         np.add.at(out, (cols["rank"][sel], cols["stage"][sel]), seconds[sel])
     return pre, post
+
+
+def exchange_seconds(log: MessageLog, costs: Costs) -> np.ndarray:
+    """CPU seconds per (rank, stage) of the exchange itself (`costs.exchange`): per stage a rank sends
+    or receives in, per message and per byte it sends; zeros without exchange costs."""
+    out = np.zeros((log.n, log.num_stages))
+    x = costs.exchange
+    if x is None:
+        return out
+    cols = log.arrays()
+    src, dst, stage = cols["src"], cols["dst"], cols["stage"]
+    np.add.at(out, (src, stage), x.per_message + x.per_byte * cols["nbytes"])
+    busy = np.zeros(out.shape, np.bool_)
+    busy[src, stage] = busy[dst, stage] = True
+    return out + x.per_stage * busy
 
 
 class LogReplay:
@@ -103,6 +120,7 @@ class LogReplay:
         cols = log.arrays()
         stage, src, dst, nbytes = cols["stage"], cols["src"], cols["dst"], cols["nbytes"]
         pre, post = work_seconds(log, net.costs, work)
+        exchange = exchange_seconds(log, net.costs)
         self.ids = net.add_messages(self.gpu[src], self.gpu[dst], nbytes, self._delivered)
         self.first = int(self.ids[0]) if len(self.ids) else 0
         # sends of (rank, stage) as slices of one ordering; pending = messages a (rank, stage) waits for
@@ -112,7 +130,8 @@ class LogReplay:
         self.arrays = {"order": order, "bounds": np.searchsorted(key, np.arange(n * stages + 1)),
                        "pending": (np.bincount(src * stages + stage, minlength=n * stages)
                                    + np.bincount(dst * stages + stage, minlength=n * stages)),
-                       "stage": stage, "src": src, "dst": dst, "pre": pre.ravel(), "post": post.ravel()}
+                       "stage": stage, "src": src, "dst": dst, "pre": pre.ravel(), "post": post.ravel(),
+                       "exchange": exchange.ravel()}
         self.stages = stages
         self.stage_start = np.zeros((n, stages))
         self.stage_end = np.zeros((n, stages))
@@ -130,7 +149,7 @@ class LogReplay:
         a = self.arrays
         self.bounds, self.order, self.pending = a["bounds"].tolist(), (a["order"] + self.first).tolist(), a["pending"].tolist()
         self.stage_of, self.src_of, self.dst_of = a["stage"].tolist(), a["src"].tolist(), a["dst"].tolist()
-        self.pre, self.post = a["pre"].tolist(), a["post"].tolist()
+        self.pre, self.post, self.exchange = a["pre"].tolist(), a["post"].tolist(), a["exchange"].tolist()
         self.sent = [False] * len(self.pending)
         self.held: dict[int, list[int]] = {}  # rendezvous: (receiver, stage) slot -> messages waiting for it
         self._lists = True
@@ -175,7 +194,12 @@ class LogReplay:
 
     def _begin(self, r: int, s: int) -> None:
         self.stage_start[r, s] = self.net.now
-        self._work(r, s, self.pre[r * self.stages + s], self._send)
+        self._work(r, s, self.pre[r * self.stages + s], self._post)
+
+    def _post(self, r: int, s: int) -> None:
+        """Pre work done: the wait for messages begins with the exchange's own CPU, then the sends go."""
+        self.transfer_start[r, s] = self.net.now
+        self._work(r, s, self.exchange[r * self.stages + s], self._send)
 
     def _work(self, r: int, s: int, seconds: float, then: Callable[[int, int], None]) -> None:
         """Local work of rank r at stage s, then then(r, s) (at once when there is none)."""
@@ -185,7 +209,6 @@ class LogReplay:
             then(r, s)
 
     def _send(self, r: int, s: int) -> None:
-        self.transfer_start[r, s] = self.net.now
         slot = r * self.stages + s
         self.sent[slot] = True
         ids = self.order[self.bounds[slot]: self.bounds[slot + 1]]

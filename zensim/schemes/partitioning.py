@@ -91,9 +91,8 @@ class Parallelism:
         return self._domains
 
     def split(self, rank: int, chunk: SparseChunk, ctx: RunContext) -> list[SparseChunk]:
-        """The partitioner's n parts (hashing every element when the partitioner hashes)."""
-        if self.hashed:
-            ctx.add("hash", chunk.nnz)
+        """The partitioner's n parts (hashing every element when the partitioner hashes, else slices)."""
+        ctx.add("hash" if self.hashed else "slice", chunk.nnz)
         parts = self.partitioner.split(chunk)
         ctx.stats.setdefault("split", np.zeros((self.n, self.n), np.int64))[rank] = [p.nnz for p in parts]
         return parts

@@ -37,6 +37,7 @@ from zensim.schemes.aggregation import Aggregation
 from zensim.schemes.partitioning import Centralization, Parallelism
 from zensim.schemes.pieces import ChunkPiece, Piece, make_bit_pieces, union
 from zensim.schemes.plans import Stage, Transfer, full
+from zensim.schemes.workkinds import merge_work, payload_work
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.formats import Format
 
@@ -180,39 +181,37 @@ class StageProgram:
     def sends(self, stage: int, rank: int, items: list[list[Group]], ctx: RunContext) -> dict[int, wire.Message]:
         """This rank's messages of `stage`: per destination, its transfers' pieces in plan order."""
         fmt = self.fmt(stage)
-        out, encoded = {}, 0
+        out = {}
         for dst, transfers in self._by(stage, "src").get(rank, {}).items():
             payloads: tuple = ()
             for t in transfers:
                 for g, which in self._groups_for(rank, items, t, ctx):
                     sent = g.payloads(fmt, ctx)
-                    if len(which) == len(sent):
-                        encoded += g.nnz
-                        payloads += sent
-                    else:
-                        encoded += sum(g.pieces[i].nnz for i in which)
-                        payloads += tuple(sent[i] for i in which)
+                    payloads += sent if len(which) == len(sent) else tuple(sent[i] for i in which)
+            for payload in payloads:
+                for kind, count in payload_work("encode", payload):
+                    ctx.add(kind, count)
             out[dst] = wire.pack(payloads)
-        ctx.add("encode", encoded)
         return out
 
     def receive(self, stage: int, rank: int, items: list[list[Group]], inbox: dict[int, wire.Message],
                 ctx: RunContext) -> list[list[Group]]:
         """Take every transfer's pieces as one group, then aggregate each item that became complete."""
-        touched, decoded, fmt, bits, to_piece = set(), 0, self.fmt(stage), not ctx.values, wire.to_piece
+        touched, fmt, bits, to_piece = set(), self.fmt(stage), not ctx.values, wire.to_piece
         for src, transfers in self._by(stage, "dst").get(rank, {}).items():
             payloads, at = wire.unpack(inbox[src]), 0
             for t in transfers:
                 mine = payloads[at:at + self.count(t)]
                 at += len(mine)
                 group = Group(t.origins, tuple([to_piece(p, bits) for p in mine]), mine, fmt, self.piece_keys(t))
-                decoded += group.nnz
+                for payload in mine:
+                    for kind, count in payload_work("decode", payload):
+                        ctx.add(kind, count)
                 items[t.item].append(group)
                 touched.add(t.item)
             if at != len(payloads):
                 raise RuntimeError(f"{self.name}: stage {stage} rank {rank} got {len(payloads)} pieces "
                                    f"from {src}, expected {at}")
-        ctx.add("decode", decoded)
         self._complete(rank, items, sorted(touched), ctx)
         return items
 
@@ -269,11 +268,13 @@ class StageProgram:
     def _merge(self, rank: int, cover: list[Group], origins: int, ctx: RunContext) -> Group:
         """One group aggregating every piece of `cover` in origin order (merge work counted), then
         the aggregation's hook."""
-        ctx.add("merge", sum(g.nnz for g in cover))
         if ctx.values:
             pieces = [p for _, p in sorted((kp for g in cover for kp in g.keyed()), key=lambda kp: kp[0])]
         else:
             pieces = [p for g in cover for p in g.pieces]
+        for kind, count in merge_work(self.push.name == "dense", pieces[0].domain.size, sum(p.nnz for p in pieces),
+                                      len(pieces)):
+            ctx.add(kind, count)
         return Group(origins, (self.aggregation.after_merge(union(pieces, ctx), rank, ctx),))
 
     def _complete(self, rank: int, items: list[list[Group]], which: Sequence[int], ctx: RunContext) -> None:

@@ -33,7 +33,9 @@ from zensim.run.context import Meter, RunContext, Tables
 from zensim.run.log import MessageLog
 from zensim.schemes import wire
 from zensim.schemes.program import StageProgram
+from zensim.schemes.workkinds import format_work, merge_work
 from zensim.sparse.chunk import SparseChunk
+from zensim.sparse.domain import ExplicitDomain
 from zensim.sparse.formats import Counted
 
 # (plan, aggregation one-shot, Centralization): the shapes sized here
@@ -52,6 +54,8 @@ def shape_of(program) -> tuple[str, bool, bool] | None:
     itself (a subclass may bundle, key or select otherwise) built from one of the plans."""
     plan = getattr(program, "plan", None)
     if type(program) is not StageProgram or plan is None or program.n < 2 or not (program.push.size_from_count and program.pull.size_from_count):
+        return None
+    if "switch" in (program.push.name, program.pull.name):  # its work is the format each payload picks
         return None
     shape = (plan, program.aggregation.one_shot, program.partition.name == "centralization")
     if shape not in SHAPES or program.caps.needs_values or not program.caps.lossless:
@@ -78,8 +82,7 @@ def sized_log(program, chunks: Sequence[SparseChunk], tables: Tables | None = No
     else:
         own, first = (unions[0], None) if unions is not None else _items(program, chunks, domains, shape != P2P_REDUCE)
         ctx.stats["split"] = own.copy()
-        if program.partition.hashed:
-            log.work(0, 0, "hash", np.array([c.nnz for c in chunks], np.int64))
+        log.work(0, 0, "hash" if program.partition.hashed else "slice", np.array([c.nnz for c in chunks], np.int64))
     push = [Sizer(program.fmt(0), d) for d in domains]
     if unions is not None:
         if shape[2]:
@@ -109,6 +112,17 @@ class Sizer:
 
     def __init__(self, fmt, domain) -> None:  # type: ignore[no-untyped-def]
         self.name, self._fmt, self._domain = fmt.name, fmt, domain
+        self.positions, self.hashed = domain.size, isinstance(domain, ExplicitDomain)
+
+    def work(self, op: str, counts: np.ndarray, positions: np.ndarray | int) -> list:
+        """The work records (zensim.schemes.workkinds.format_work) of encoding (`op` 'encode') or
+        decoding payloads of this format holding `counts` elements over domains of `positions`."""
+        return format_work(op, self._fmt, self.hashed, counts, positions)
+
+    @property
+    def dense(self) -> bool:
+        """Whether merges of this (push) format are dense additions."""
+        return self.name == "dense"
 
     def __call__(self, counts: np.ndarray) -> np.ndarray:
         counts = np.asarray(counts, np.int64)
@@ -184,14 +198,15 @@ def _hier_central(log: _Log, unions: list[np.ndarray], size: Sizer, bundles: boo
             nbytes = size(carried)
         log.messages(k, ranks, ranks ^ (1 << k), nbytes, size.name)
         if k and not bundles:  # the partner's half of the block last received, and its own half
-            log.work(k, 0, "merge", unions[k - 1][(ranks >> (k - 1)) ^ 1, 0] + unions[k - 1][ranks >> (k - 1), 0])
-        log.work(k, 0, "encode", carried)
-        log.work(k, 1, "decode", carried[ranks ^ (1 << k)])
+            log.merge(k, 0, size, unions[k - 1][(ranks >> (k - 1)) ^ 1, 0] + unions[k - 1][ranks >> (k - 1), 0], 2)
+        parts = (1 << k) if bundles else 1
+        log.io(k, 0, "encode", size, carried, parts * size.positions)
+        log.io(k, 1, "decode", size, carried[ranks ^ (1 << k)], parts * size.positions)
     last = n.bit_length() - 2
     if bundles:
-        log.work(last, 1, "merge", np.full(n, own.sum()))
+        log.merge(last, 1, size, np.full(n, own.sum()), n)
     else:
-        log.work(last, 1, "merge", unions[last][(ranks >> last) ^ 1, 0] + unions[last][ranks >> last, 0])
+        log.merge(last, 1, size, unions[last][(ranks >> last) ^ 1, 0] + unions[last][ranks >> last, 0], 2)
 
 
 def _hier_reduce(log: _Log, own: np.ndarray, unions: list[np.ndarray], push: list[Sizer], pull: list[Sizer],
@@ -203,6 +218,7 @@ def _hier_reduce(log: _Log, own: np.ndarray, unions: list[np.ndarray], push: lis
     n = len(own)
     levels = n.bit_length() - 1
     ranks, items = np.arange(n), np.arange(n)
+    domain_sizes = np.array([p.positions for p in push], np.int64)
     held = unions[levels][0].copy()
     pieces = np.stack([push[j](own[:, j]) for j in range(n)], axis=1)  # [o, j]: rank o's piece of item j
     gathered = own.copy()  # [a, j]: what a would merge of item j at the next stage it sends it
@@ -220,15 +236,17 @@ def _hier_reduce(log: _Log, own: np.ndarray, unions: list[np.ndarray], push: lis
             count = sends.sum(axis=1)
         nbytes = _bundled((part_bytes * sends).sum(axis=1), count)
         log.messages(k, ranks, ranks ^ (1 << k), nbytes, push[0].name)
-        if k and not bundles:
-            log.work(k, 0, "merge", (gathered * sends).sum(axis=1))
+        sizes = (domain_sizes[None, :] * sends).sum(axis=1)  # positions of the items a rank sends
+        if k and not bundles:  # each item sent: its own piece and the k pieces got before
+            log.merge(k, 0, push[0], (gathered * sends).sum(axis=1), k + 1, sizes)
         encoded = (carried * sends).sum(axis=1)
-        log.work(k, 0, "encode", encoded)
-        log.work(k, 1, "decode", encoded[ranks ^ (1 << k)])
+        parts = 1 << k if bundles else 1
+        log.io(k, 0, "encode", push[0], encoded, parts * sizes)
+        log.io(k, 1, "decode", push[0], encoded[ranks ^ (1 << k)], parts * sizes[ranks ^ (1 << k)])
         gathered += unions[k][(ranks >> k) ^ 1]  # the partner's block, got at this stage
     final = np.full(n, 0, np.int64)
     final[:] = own.sum(axis=0) if bundles else gathered[ranks, ranks]
-    log.work(levels - 1, 1, "merge", final)
+    log.merge(levels - 1, 1, push[0], final, n if bundles else levels + 1, domain_sizes)
     pull_bytes = np.concatenate([pull[j](held[j:j + 1]) for j in range(n)])
     for t, k in enumerate(reversed(range(levels))):
         low = (1 << (k + 1)) - 1
@@ -237,9 +255,9 @@ def _hier_reduce(log: _Log, own: np.ndarray, unions: list[np.ndarray], push: lis
         log.messages(levels + t, ranks, ranks ^ (1 << k), _bundled((pull_bytes * sends).sum(axis=1), count),
                      pull[0].name)
         encoded = (held * sends).sum(axis=1)
-        log.work(levels + t, 0, "encode", encoded)
-        log.work(levels + t, 1, "decode", encoded[ranks ^ (1 << k)])
-        log.work(levels + t, 1, "merge", encoded[ranks ^ (1 << k)])
+        sizes = (domain_sizes[None, :] * sends).sum(axis=1)
+        log.io(levels + t, 0, "encode", pull[0], encoded, sizes)
+        log.io(levels + t, 1, "decode", pull[0], encoded[ranks ^ (1 << k)], sizes[ranks ^ (1 << k)])
     return held
 
 
@@ -284,6 +302,20 @@ class _Log:
         """Every rank's `kind` work at (stage, phase): elements[r] for rank r."""
         self.wcols.append((stage, phase, kind, np.broadcast_to(np.asarray(elements, np.int64), (self.n,))))
 
+    def io(self, stage: int, phase: int, op: str, size: Sizer, counts: np.ndarray, positions: np.ndarray | int) -> None:
+        """Every rank's encoding (`op` 'encode') or decoding of payloads in `size`'s format: counts[r]
+        elements over domains of positions[r] in all."""
+        for kind, value in size.work(op, counts, positions):
+            self.work(stage, phase, kind, value)
+
+    def merge(self, stage: int, phase: int, size: Sizer, total: np.ndarray, pieces: int,
+              positions: np.ndarray | int | None = None) -> None:
+        """Every rank's merge of `pieces` pieces of total[r] elements in all, of `size`'s (push) format
+        (positions[r]: the domain positions of the items merged; default the format's domain)."""
+        where = size.positions if positions is None else positions
+        for kind, value in merge_work(size.dense, where, total, pieces):
+            self.work(stage, phase, kind, value)
+
     def build(self) -> MessageLog:
         """The columnar log."""
         fmts = list(dict.fromkeys(c[4] for c in self.cols))
@@ -315,9 +347,9 @@ def _ring_gather(log: _Log, nnz: np.ndarray, size: Sizer) -> None:
     sizes = size(nnz)
     for s in range(n - 1):
         log.messages(s, ranks, (ranks + 1) % n, sizes[(ranks - s) % n], size.name)
-        log.work(s, 0, "encode", nnz[(ranks - s) % n])
-        log.work(s, 1, "decode", nnz[(ranks - 1 - s) % n])
-    log.work(n - 2, 1, "merge", nnz.sum())
+        log.io(s, 0, "encode", size, nnz[(ranks - s) % n], size.positions)
+        log.io(s, 1, "decode", size, nnz[(ranks - 1 - s) % n], size.positions)
+    log.merge(n - 2, 1, size, nnz.sum(), n)
 
 
 def _windows(chunks: Sequence[SparseChunk], numel: int) -> np.ndarray:
@@ -351,10 +383,10 @@ def _ring_windows(log: _Log, held: np.ndarray, size: Sizer) -> None:
     for s in range(n - 1):
         log.messages(s, ranks, (ranks + 1) % n, sizes[:, s], size.name)
         if s:
-            log.work(s, 0, "merge", got[:, s - 1] + own)
-        log.work(s, 0, "encode", held[:, s])
-        log.work(s, 1, "decode", got[:, s])
-    log.work(n - 2, 1, "merge", got[:, n - 2] + own)
+            log.merge(s, 0, size, got[:, s - 1] + own, 2)
+        log.io(s, 0, "encode", size, held[:, s], size.positions)
+        log.io(s, 1, "decode", size, got[:, s], size.positions)
+    log.merge(n - 2, 1, size, got[:, n - 2] + own, 2)
 
 
 def _p2p_gather(log: _Log, nnz: np.ndarray, size: Sizer) -> None:
@@ -364,9 +396,9 @@ def _p2p_gather(log: _Log, nnz: np.ndarray, size: Sizer) -> None:
     keep = src != dst
     log.messages(0, src[keep], dst[keep], size(nnz)[src[keep]], size.name)
     total = nnz.sum()
-    log.work(0, 0, "encode", (n - 1) * nnz)
-    log.work(0, 1, "decode", total - nnz)
-    log.work(0, 1, "merge", total)
+    log.io(0, 0, "encode", size, (n - 1) * nnz, (n - 1) * size.positions)
+    log.io(0, 1, "decode", size, total - nnz, (n - 1) * size.positions)
+    log.merge(0, 1, size, total, n)
 
 
 def _ring_reduce(log: _Log, own: np.ndarray, prefix: np.ndarray, push: list[Sizer], pull: list[Sizer],
@@ -377,6 +409,7 @@ def _ring_reduce(log: _Log, own: np.ndarray, prefix: np.ndarray, push: list[Size
     r-s); the aggregated items' sizes."""
     n = len(own)
     ranks = np.arange(n)
+    domain_sizes = np.array([p.positions for p in push], np.int64)
     held = prefix[:, n - 1].copy()
     if bundles:  # item j's pieces in ring order j+1, j+2, ...: what stage s carries is their first s+1
         along = own[(ranks[:, None] + 1 + ranks[None, :]) % n, ranks[:, None]]  # [j, k]: own[j+1+k, j]
@@ -390,17 +423,17 @@ def _ring_reduce(log: _Log, own: np.ndarray, prefix: np.ndarray, push: list[Size
         item, got = (ranks - 1 - s) % n, (ranks - 2 - s) % n
         log.messages(s, ranks, (ranks + 1) % n, push_bytes[item, s], push[0].name)
         if s and not bundles:
-            log.work(s, 0, "merge", prefix[item, s - 1] + own[ranks, item])
-        log.work(s, 0, "encode", carried[item, s])
-        log.work(s, 1, "decode", carried[got, s])
-    log.work(n - 2, 1, "merge", carried[ranks, n - 2] + own[ranks, ranks])
+            log.merge(s, 0, push[0], prefix[item, s - 1] + own[ranks, item], 2, domain_sizes[item])
+        parts = s + 1 if bundles else 1
+        log.io(s, 0, "encode", push[0], carried[item, s], parts * domain_sizes[item])
+        log.io(s, 1, "decode", push[0], carried[got, s], parts * domain_sizes[got])
+    log.merge(n - 2, 1, push[0], carried[ranks, n - 2] + own[ranks, ranks], n if bundles else 2, domain_sizes)
     pull_bytes = np.concatenate([pull[j](held[j:j + 1]) for j in range(n)])
     for t in range(n - 1):
         s = n - 1 + t
         log.messages(s, ranks, (ranks + 1) % n, pull_bytes[(ranks - t) % n], pull[0].name)
-        log.work(s, 0, "encode", held[(ranks - t) % n])
-        log.work(s, 1, "decode", held[(ranks - 1 - t) % n])
-        log.work(s, 1, "merge", held[(ranks - 1 - t) % n])
+        log.io(s, 0, "encode", pull[0], held[(ranks - t) % n], domain_sizes[(ranks - t) % n])
+        log.io(s, 1, "decode", pull[0], held[(ranks - 1 - t) % n], domain_sizes[(ranks - 1 - t) % n])
     return held
 
 
@@ -414,12 +447,13 @@ def _p2p_reduce(log: _Log, own: np.ndarray, prefix: np.ndarray, push: list[Sizer
     src, dst = src[keep], dst[keep]
     push_bytes = np.stack([push[j](own[:, j]) for j in range(n)], axis=1)
     log.messages(0, src, dst, push_bytes[src, dst], push[0].name)
-    log.work(0, 0, "encode", own.sum(axis=1) - own.diagonal())
-    log.work(0, 1, "decode", own.sum(axis=0) - own.diagonal())
-    log.work(0, 1, "merge", own.sum(axis=0))
+    sizes = np.array([p.positions for p in push], np.int64)
+    others = sizes.sum() - sizes  # positions of the items of every other rank
+    log.io(0, 0, "encode", push[0], own.sum(axis=1) - own.diagonal(), others)
+    log.io(0, 1, "decode", push[0], own.sum(axis=0) - own.diagonal(), (n - 1) * sizes)
+    log.merge(0, 1, push[0], own.sum(axis=0), n, sizes)
     pull_bytes = np.concatenate([pull[j](held[j:j + 1]) for j in range(n)])
     log.messages(1, src, dst, pull_bytes[src], pull[0].name)
-    log.work(1, 0, "encode", (n - 1) * held)
-    log.work(1, 1, "decode", held.sum() - held)
-    log.work(1, 1, "merge", held.sum() - held)
+    log.io(1, 0, "encode", pull[0], (n - 1) * held, (n - 1) * sizes)
+    log.io(1, 1, "decode", pull[0], held.sum() - held, others)
     return held

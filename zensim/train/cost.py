@@ -47,15 +47,32 @@ def fit_error(sizes: Sequence[float], seconds: Sequence[float], alpha: float, be
     return float(np.abs((alpha + beta * x - t) / t).max())
 
 
-def work_profile(measured: dict[str, Any], bandwidth_scale: float = 1.0, source: str = "") -> dict[str, Any]:
-    """A `zensim-profile/1` document with the fitted fixed and per-element costs of every kind."""
+def measured_points(measured: dict[str, Any]) -> dict[str, tuple[list[float], list[float]]]:
+    """Per work kind, the measured (sizes, seconds): the torch kernels' table (`sizes`, `seconds` per
+    kind) or the step kernels' points (zensim.schemes.workbench: `points` per kind)."""
+    if "points" in measured:
+        return {kind: ([p[0] for p in pts], [p[1] for p in pts]) for kind, pts in measured["points"].items()}
+    return {kind: (measured["sizes"], measured["seconds"][kind]) for kind in WORK_KINDS}
+
+
+def work_profile(measured: dict[str, Any], bandwidth_scale: float = 1.0, source: str = "",
+                 time_scale: float = 1.0) -> dict[str, Any]:
+    """A `zensim-profile/1` document with the fitted fixed and per-element costs of every kind
+    measured; an operation measured only refined (the step kernels' `merge.coo`) also prices the
+    bare operation (`merge`), as COO does. `time_scale` multiplies alpha and beta (the emulator's
+    CPU slowdown: every rank process sharing the host's processors and caches)."""
     fixed, per_element = {}, {}
-    for kind in WORK_KINDS:
-        alpha, beta = fit(measured["sizes"], measured["seconds"][kind])
-        fixed[kind], per_element[kind] = alpha, beta * bandwidth_scale
+    for kind, (sizes, seconds) in measured_points(measured).items():
+        alpha, beta = fit(sizes, seconds)
+        fixed[kind], per_element[kind] = alpha * time_scale, beta * bandwidth_scale * time_scale
+    for op in WORK_KINDS:
+        if op not in per_element and f"{op}.coo" in per_element:
+            fixed[op], per_element[op] = fixed[f"{op}.coo"], per_element[f"{op}.coo"]
     note = source or f"fitted t(x) = alpha + beta x to local-work kernels on {measured['device']}"
     if bandwidth_scale != 1.0:
         note += f"; betas x {bandwidth_scale:.4g} (memory-bandwidth ratio)"
+    if time_scale != 1.0:
+        note += f"; x {time_scale:.3g} (CPU slowdown)"
     return {"schema": SCHEMA, "work_fixed_seconds": fixed, "work_seconds_per_element": per_element, "source": note}
 
 

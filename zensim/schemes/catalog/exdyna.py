@@ -34,6 +34,7 @@ from zensim.schemes.closed import SparsityStats
 from zensim.schemes.options import Option
 from zensim.schemes.program import Capabilities
 from zensim.schemes.scheme import Scheme
+from zensim.schemes.workkinds import merge_work
 from zensim.sparse.chunk import SparseChunk, union_indices
 from zensim.sparse.partition import even_boundaries
 from zensim.sparse.values import ValueCodec, value_codec
@@ -161,16 +162,18 @@ class ExDynaProgram:
                 padded = np.full(longest, PAD, np.int32)
                 padded[: state.counts[origin]] = state.lists[origin]
                 state.padded[origin] = padded
-                ctx.add("encode", longest)
+                ctx.add("copy", longest)
             return {dst: Raw(INDEX, state.padded[origin])}  # forwarded as received
         if s == 0 and state.values is None:
             self._to_values(rank, state, ctx)
         codec = self.values_kind.codec
         if s < self.n - 1:  # reduce-scatter: the partial sum of segment r-1-s, as the wire carries it
             segment = self._segment(rank - 1 - s, state)
+            ctx.add("copy", segment.stop - segment.start)
             return {dst: Raw(self.values_kind, codec.quantize(state.values[segment]).copy())}
         segment = self._segment(rank - (s - self.n + 1), state)  # all-gather: the finished segment r - s'
         state.values[segment] = codec.quantize(state.values[segment])  # kept as sent: identical replicas
+        ctx.add("copy", segment.stop - segment.start)
         return {dst: Raw(self.values_kind, state.values[segment].copy())}
 
     def receive(self, stage: int, rank: int, state: State, inbox: dict[int, Raw], ctx: RunContext) -> State:
@@ -187,13 +190,13 @@ class ExDynaProgram:
             origin = (rank - 1 - s) % self.n
             state.padded[origin] = message.array
             state.lists[origin] = message.array[: state.counts[origin]]
-            ctx.add("decode", len(message.array))
         elif s < self.n - 1:  # reduce-scatter: add the segment that arrived (ring order: canonical)
             segment = self._segment(rank - 2 - s, state)
             state.values[segment] = message.array + state.values[segment]
-            ctx.add("merge", len(message.array))
+            ctx.add("add.dense", len(message.array))
         else:  # all-gather: copy the finished segment
             state.values[self._segment(rank - 1 - (s - self.n + 1), state)] = message.array
+            ctx.add("copy", len(message.array))
         return state
 
     def decode(self, stage: int, rank: int, src: int, buf: bytes, ctx: RunContext) -> Raw:
@@ -214,6 +217,8 @@ class ExDynaProgram:
         # union is computed once per run, keyed by them; after a bytes transport each rank has its own
         key = ("exdyna-union", *(id(state.padded.get(r, state.lists[r])) for r in range(self.n)))
         union = ctx.remember(key, lambda: union_indices([SparseChunk(np.asarray(x, np.int64)) for x in lists]))
+        for kind, count in merge_work(False, 0, sum(len(x) for x in lists), len(lists)):
+            ctx.add(kind, count)
         chunk = state.chunk
         if hasattr(chunk, "own"):
             if not np.array_equal(union, chunk.indices):
@@ -222,6 +227,7 @@ class ExDynaProgram:
         else:
             values = np.zeros(len(union), np.float32)
             values[np.searchsorted(union, chunk.indices)] = chunk.values
+            ctx.add("search", chunk.nnz)
         counts = np.array([state.counts[r] for r in range(self.n)])
         ctx.stats["padding"] = float(self.n * counts.max() / counts.sum()) if counts.sum() else 1.0
         ctx.stats["counts"] = counts.tolist()

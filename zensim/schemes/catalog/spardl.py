@@ -160,6 +160,7 @@ class Reselect(Incremental):
         chunk = piece.to_chunk()
         if chunk.nnz <= self.keep or chunk.values is None:
             return piece
+        ctx.add("select", chunk.nnz)
         keep = topk_indices(np.abs(chunk.values), self.keep)
         drop = np.ones(chunk.nnz, np.bool_)
         drop[keep] = False
@@ -175,6 +176,7 @@ class TeamBlocks(Parallelism):
 
     def split(self, rank: int, chunk: SparseChunk, ctx: RunContext) -> list[SparseChunk]:
         """The p blocks of the rank's chunk."""
+        ctx.add("slice", chunk.nnz)
         return self.partitioner.split(chunk)
 
 
