@@ -21,7 +21,7 @@ from emulate.summary import summarize
 from zensim.atomic import write_atomic
 from zensim.errors import ConfigError
 from zensim.net.models import MODELS
-from zensim.net.profile import Profile, parse_profile
+from zensim.net.profile import WORK_OPS, Profile, parse_profile
 from zensim.schemes.workbench import measure_steps
 from zensim.trace import Trace, trace_path
 
@@ -89,12 +89,15 @@ def calibrate_cluster(ranks: int, rate_bps: float, out: Path, trace: str | None 
         with Trace.open(trace) as t:
             logs = scheme_logs(t, iteration, ranks, list(schemes), options or {}, step_repeats)
     links = calibrate.fit_links(network, rate_bps / 8, ranks)
-    kernels = measure_steps()  # this host's step kernels, one process alone (after the cluster is gone)
-    work, scale = calibrate.fit_work(work_outs, kernels)
+    details = {"cluster": describe, "network": network,
+               "samples": [dict(s, rank=out["rank"]) for out in net_outs for s in out["samples"]]}
+    work: dict = {"work_seconds_per_element": {op: 0.0 for op in WORK_OPS}}  # links only: no local work
+    if work_outs:  # this host's step kernels, one process alone (the cluster is gone), up to the largest count
+        largest = max((int(log.work_arrays()["elements"].max(initial=0)) for log in logs.values()), default=0)
+        details["work_kernels"] = kernels = measure_steps(min(22, max(12, largest.bit_length())))
+        work, details["work_scale"] = calibrate.fit_work(work_outs, kernels)
     profile = calibrate.make_profile(links, work, os.cpu_count(), calibrate.cpu_slowdown(work_outs, logs), describe,
                                      calibrate.fit_exchange(work_outs) if work_outs else None)
-    details = {"cluster": describe, "network": network, "work_kernels": kernels, "work_scale": scale,
-               "samples": [dict(s, rank=out["rank"]) for out in net_outs for s in out["samples"]]}
     if work_outs:
         write_atomic(Path(out).with_name(Path(out).stem + ".runs.json.gz"), gzip.compress(json.dumps(work_outs).encode()))
         emulated = {r["name"]: r["time_s"] for r in summarize(work_outs)}
