@@ -1,11 +1,13 @@
 """The emulation driver: one rank runs the stage programs for real and times them (task `run`).
 
-Every scheme and peer runs once untimed first (warm-up), then `--repeats` timed runs.
+Every scheme and peer runs once untimed first (warm-up), then `--repeats` timed runs. Every run
+starts after a barrier at a common instant (`_start`) where the ranks share one clock (the
+emulator's namespaces: one kernel), and is timed from that instant.
 
 The stages run in zensim.run's one loop over the torch.distributed transport (zensim.run.torchdist):
 for every stage s (docs/architecture.md), `pre` = `start` (stage 0) + `sends` + serialization,
 `comm` = the point-to-point exchange, `post` = decoding + `receive`. A run starts
-right after a barrier; its time is this rank's wall time to the end of its last stage: the rank then
+at the common instant after a barrier; its time is this rank's wall time to the end of its last stage: the rank then
 holds the aggregate in the scheme's own form (e.g. ZEN's hash partitions), and turning that into
 one sorted chunk for the correctness check is not timed. The peers (torch's dense all_reduce of the
 dense tensor, torch's sparse COO all_reduce, gloo only) are timed the same way on the same data, from
@@ -59,16 +61,51 @@ def digest(chunk: SparseChunk) -> str:
     return h.hexdigest()
 
 
-def _timed(fn) -> tuple[dict, SparseChunk]:
-    """Barrier, then run `fn()` -> (record, finish, end) with start/end stamps and wire byte deltas
-    added; `end` is the clock when the work ended (None: when fn returned); `finish()`, called after
-    the clock stops, gives the result chunk for the check."""
+START_MARGIN_S = 0.25  # from the barrier to the common start: the broadcast and every rank's wake-up
+
+
+def one_host() -> bool:
+    """Whether every rank runs on this host (the emulator's namespaces share one kernel, so one
+    monotonic clock): the same boot id everywhere."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            mine = f.read().strip()
+    except OSError:
+        return False
+    ids: list = [None] * dist.get_world_size()
+    dist.all_gather_object(ids, mine)
+    return len(set(ids)) == 1
+
+
+def _start(shared_clock: bool) -> float | None:
+    """Barrier; with a clock shared by every rank, then wait for a common start instant that rank 0
+    names (now + START_MARGIN_S): the ranks leave a barrier up to ~100 ms apart on two loaded cores
+    (16 ranks), and a rank that starts early would time its wait for the late ones, which the
+    simulator (every rank starting at 0) does not have. Returns the common instant (None without)."""
     dist.barrier()
+    if not shared_clock:
+        return None
+    at = torch.tensor([time.monotonic() + START_MARGIN_S], dtype=torch.float64)
+    dist.broadcast(at, 0)
+    start = float(at.item())
+    while (left := start - time.monotonic()) > 0:
+        time.sleep(left)
+    return start
+
+
+def _timed(fn, shared_clock: bool = False) -> tuple[dict, SparseChunk]:
+    """Start together (`_start`), then run `fn()` -> (record, finish, end) with start/end stamps and
+    wire byte deltas added; `end` is the clock when the work ended (None: when fn returned); `finish()`,
+    called after the clock stops, gives the result chunk for the check. With a shared clock the run is
+    timed from the common instant, and `start_lag_s` says how late this rank began after it."""
+    common = _start(shared_clock)
     w0 = wire_counters()
     t0 = time.monotonic()
     record, finish, end = fn()
     t1 = end if end is not None else time.monotonic()
     w1 = wire_counters()
+    if common is not None:
+        record["start_lag_s"], t0 = t0 - common, common
     record.update(t_start=t0, t_end=t1, seconds=t1 - t0)
     if w0 and w1:
         record.update(wire_tx=w1[0] - w0[0], wire_rx=w1[1] - w0[1])
@@ -145,6 +182,7 @@ def run_task(args: argparse.Namespace, rank: int, world: int, device: torch.devi
     # one untimed run per job first (--warmup): one-time set-up such as a hash bitmap's domains
     # (computed once per tensor size, as ZEN does) and first-use allocations stay out of the times
     runs = []
+    shared_clock = one_host()
     jobs = [("scheme", name, build_scheme(name, world, trace.numel, profile=everyone if needs_profile(name) else None,
                                           **options)) for name in schemes]
     jobs += [("peer", name, None) for name in peers]
@@ -156,9 +194,9 @@ def run_task(args: argparse.Namespace, rank: int, world: int, device: torch.devi
         else:
             job = lambda: run_sparse_peer(chunk, trace.numel, device)  # noqa: E731
         if args.warmup:
-            _timed(job)
+            _timed(job, shared_clock)
         for rep in range(args.repeats):
-            record, result = _timed(job)
+            record, result = _timed(job, shared_clock)
             record.update(kind=kind, name=name, repeat=rep)
             caps = prog.caps if kind == "scheme" else None
             if expected is not None and (caps is None or caps.lossless):  # a lossy scheme (SparDL) is not the sum

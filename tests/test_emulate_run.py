@@ -63,6 +63,10 @@ def test_four_ranks_two_schemes_correct_and_bytes_match_the_driver(tmp_path):
         for run in out["runs"]:
             if run["kind"] == "scheme":
                 assert run["wire_tx"] >= run["sent"] + run["control_sent"]
+    # one host, one clock: every rank of a run is timed from the same instant, which none began before
+    for k in range(len(outs[0]["runs"])):
+        assert len({out["runs"][k]["t_start"] for out in outs}) == 1
+        assert all(out["runs"][k]["start_lag_s"] >= 0 for out in outs)
 
 
 @needs_netns
