@@ -134,7 +134,9 @@ def _undue(c, comp, ms):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _refill(s, segments):  # pragma: no cover (compiled)
     """The next sorted head of segment s (_Segment._refill): the `HEAD` or an eighth of the positions
-    left, whichever is more, earliest first, ties to the first in solve order."""
+    left, whichever is more, earliest first, ties to the first in solve order. The first head is
+    made when a departure first needs it, not at the solve as the Python model does (the order taken
+    is the same): a segment replaced by the next solve before any departure costs no sort."""
     finish, rest = segments[0][s], segments[2][s]
     left = rest.size
     head = max(HEAD, left // 8)
@@ -458,7 +460,7 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
         segment_of[keep[i]] = sid
     seg_first[c] = sid
     comp[11][c] = sid
-    _push_head(segments, ms, _next(sid, segments), sid)
+    _push_head(segments, ms, finish.min(), sid)  # its first head is sorted when a departure first needs it
 
 
 @numba.njit(cache=True)
