@@ -59,7 +59,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     """Fit and write the profile; print alpha, beta and the fit's worst relative error per kind."""
     from zensim.atomic import check_output, write_atomic
     from zensim.net.profile import parse_profile
-    from zensim.train.cost import fit_error, measured_points, work_profile
+    from zensim.net.profile import fit_error
+    from zensim.train.cost import measured_points, work_profile
     from zensim.train.layers import read_json
 
     check_output(args.output, "-o")

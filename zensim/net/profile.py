@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from scipy.optimize import nnls
 
 from zensim.errors import ConfigError
 from zensim.net.units import parse_bandwidth, parse_latency
@@ -177,6 +178,21 @@ class Profile:
     cpu_slowdown: float = 1.0
     rendezvous: bool = False
     exchange: ExchangeCost | None = None
+
+
+def fit(sizes: Sequence[float], seconds: Sequence[float]) -> tuple[float, float]:
+    """(alpha, beta) >= 0 minimizing sum(((alpha + beta x - t) / t)^2) over the measured (x, t)."""
+    x, t = np.asarray(sizes, np.float64), np.asarray(seconds, np.float64)
+    if len(x) < 2 or (t <= 0).any():
+        raise ValueError("need at least two positive measurements")
+    (alpha, beta), _ = nnls(np.stack([1 / t, x / t], axis=1), np.ones(len(t)))
+    return float(alpha), float(beta)
+
+
+def fit_error(sizes: Sequence[float], seconds: Sequence[float], alpha: float, beta: float) -> float:
+    """Largest relative error of the fitted line over the measurements."""
+    x, t = np.asarray(sizes, np.float64), np.asarray(seconds, np.float64)
+    return float(np.abs((alpha + beta * x - t) / t).max())
 
 
 def load_profile(path: str | Path) -> Profile:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from zensim.net.profile import fit
 from zensim.run.context import Meter, RunContext
 from zensim.schemes import wire
 from zensim.schemes.partitioning import partitioner_for
@@ -123,8 +124,6 @@ ORDER = ("hash", "slice", "search", "select", "copy", "merge.coo", "add.dense", 
 def measure_steps(max_log2: int = 21, reps: int = 5, min_log2: int = 10, seed: int = 0,
                   progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """CPU seconds of every kind's kernels at x = 2^min_log2 .. 2^max_log2 (module docstring)."""
-    from zensim.train.cost import fit
-
     rng = np.random.default_rng(seed)
     points: dict[str, list[list[float]]] = {k: [] for k in ORDER}
 

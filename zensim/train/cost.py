@@ -10,7 +10,7 @@ work t(x) = fixed + per_element x. This module makes those figures for a device:
   sparse chunks, unique, index_add the values, encode = gather values at ids, decode = index_add into
   a dense tensor, copy = a device copy;
 - `fit(sizes, seconds)` -> (alpha, beta), both >= 0, least squares on the relative error (small and
-  large pieces count alike);
+  large pieces count alike; it lives in zensim.net.profile beside WorkCost, which it prices);
 - `work_profile(measured)` -> a calibration profile (`zensim-profile/1`, keys `work_fixed_seconds`
   and `work_seconds_per_element`) that `--profile` takes everywhere (simulate, run, sweep, iteration).
   `bandwidth_scale` multiplies every beta: kernels of this kind are memory-bound, so another GPU's
@@ -25,26 +25,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.optimize import nnls
 
-from zensim.net.profile import SCHEMA, WORK_KINDS
+from zensim.net.profile import SCHEMA, WORK_KINDS, fit
 
 MIX = 0x9E3779B97F4A7C15 - (1 << 64)  # Fibonacci hashing constant as a signed int64
-
-
-def fit(sizes: Sequence[float], seconds: Sequence[float]) -> tuple[float, float]:
-    """(alpha, beta) >= 0 minimizing sum(((alpha + beta x - t) / t)^2) over the measured (x, t)."""
-    x, t = np.asarray(sizes, np.float64), np.asarray(seconds, np.float64)
-    if len(x) < 2 or (t <= 0).any():
-        raise ValueError("need at least two positive measurements")
-    (alpha, beta), _ = nnls(np.stack([1 / t, x / t], axis=1), np.ones(len(t)))
-    return float(alpha), float(beta)
-
-
-def fit_error(sizes: Sequence[float], seconds: Sequence[float], alpha: float, beta: float) -> float:
-    """Largest relative error of the fitted line over the measurements."""
-    x, t = np.asarray(sizes, np.float64), np.asarray(seconds, np.float64)
-    return float(np.abs((alpha + beta * x - t) / t).max())
 
 
 def measured_points(measured: dict[str, Any]) -> dict[str, tuple[list[float], list[float]]]:

@@ -17,7 +17,7 @@ SAFusion and Cupcake decide their buckets on the fused-chain model (`chain.py`) 
 profile with the strategy's compression cost h and a communication cost g(x) = alpha + beta x
 *measured on this timeline*: the synchronizations of a few prefix groups (the first tensor, a
 quarter, half and all of the tensors) timed alone by the same Timeline (network, scheme, layout,
-selection), fitted as Cupcake fits its offline profiles (`zensim.train.cost.fit`).
+selection), fitted as Cupcake fits its offline profiles (`zensim.net.profile.fit`).
 
 Compression h(x) = alpha + beta x per selection (`strategies.Compression.encode`, per dense byte).
 In ZEN's layout a GPU compresses only its 1/G shard of the machine's sum (the thesis' inter-machine
@@ -37,7 +37,7 @@ import numpy as np
 from zensim.errors import ConfigError
 from zensim.net.costs import Costs
 from zensim.train.buckets import MIB, Bucket, DDPBuckets, PerTensor
-from zensim.train.cost import fit
+from zensim.net.profile import fit
 from zensim.train.fusion.chain import Affine
 from zensim.train.fusion.selection import Selection
 from zensim.train.fusion.strategies import Compression, Workload, plan
