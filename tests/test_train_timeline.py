@@ -4,13 +4,14 @@ backward), agreement with the synchronization level, shared hosts."""
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from zensim.errors import ConfigError
 from zensim.net.costs import Costs
-from zensim.net.profile import WorkCost
+from zensim.net.profile import ExchangeCost, WorkCost
 from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
 from zensim.sim.run import simulate
@@ -18,6 +19,7 @@ from zensim.train.buckets import DDPBuckets, PerTensor, Single
 from zensim.sim.layout import dense_ring_log
 from zensim.train.iteration import simulate_iteration
 from zensim.train.layers import LayerProfile, ParamTime
+from zensim.train.tuner import DenseTuner
 from zensim.train.syncs import Part, SyncLogs
 from zensim.trace.format import TensorSpec, TraceWriter
 
@@ -210,6 +212,19 @@ def test_the_dense_algorithm_is_chosen_per_bucket_by_size() -> None:
         assert forced.iteration_s > auto.iteration_s
     with pytest.raises(ConfigError, match="--dense-algorithm tree"):
         simulate_iteration(prof, "dense-allreduce", c, dense_algorithm="tree")
+
+
+def test_the_tuners_kept_times_follow_every_field_of_the_costs() -> None:
+    """Candidates' times are kept per process by costs; costs that differ only in a field the key once
+    left out (the exchange's own CPU) are timed afresh, not served the other costs' times."""
+    plain = Costs(ClusterSpec(8, 1, LINK, nic_latency=2.0**-12), WorkCost.zero())
+    priced = replace(plain, exchange=ExchangeCost(per_stage=1e-3, per_byte=1e-8))
+    logs = SyncLogs(plain.cluster, "flat", "dense-allreduce", None)
+    first, second = DenseTuner(logs, plain, None), DenseTuner(logs, priced, None)
+    first(4096), second(4096)
+    for name in ("ring", "doubling"):
+        assert second.times[4096][name] == replay(logs.dense(4096, name), priced, "fifo").makespan
+        assert second.times[4096][name] > first.times[4096][name]
 
 
 def test_a_sparse_schemes_dense_buckets_choose_as_dense_ddp_does(trace_path) -> None:

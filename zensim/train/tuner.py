@@ -24,7 +24,7 @@ from zensim.sim.layout import DENSE_ALGORITHMS
 from zensim.train.syncs import SyncLogs
 
 DENSE_CHOICES = ("auto", *DENSE_ALGORITHMS)
-_TIMES: dict[tuple, dict[str, float]] = {}  # (costs, layout, machines, GPUs, elements) -> seconds alone per algorithm
+_TIMES: dict[tuple, dict[str, float]] = {}  # (costs, layout, elements) -> seconds alone per algorithm
 
 
 def check_dense_algorithm(choice: str) -> None:
@@ -50,11 +50,9 @@ class DenseTuner:
             if self.choice != "auto":
                 self.chosen[numel] = self.choice
             else:
-                c = self.costs
-                key = (c.cluster, repr(c.work), c.nic_efficiency, c.host_efficiency, c.host_cores, c.measured_work,
-                       c.rendezvous, self.logs.layout, numel)
+                key = (repr(self.costs), self.logs.layout, numel)  # every field of the costs, new ones too
                 if key not in _TIMES:
-                    _TIMES[key] = {name: replay(self.logs.dense(numel, name), c, "fifo").makespan
+                    _TIMES[key] = {name: replay(self.logs.dense(numel, name), self.costs, "fifo").makespan
                                    for name in DENSE_ALGORITHMS}
                 self.times[numel] = times = _TIMES[key]
                 self.chosen[numel] = min(DENSE_ALGORITHMS, key=times.__getitem__)
