@@ -36,6 +36,9 @@ def test_record_estimate_show_deepfm(tmp_path, capsys) -> None:
     (["layers", "estimate", "--workload", "deepfm", "--device", "v100", "--efficiency", "2", "-o", "{tmp}/x.json"],
      "--efficiency 2.0"),
     (["layers", "record", "--workload", "deepfm", "--device", "cuda:7", "-o", "{tmp}/x.json"], "CUDA"),
+    (["layers", "record", "--workload", "deepfm", "--device", "gpu0", "-o", "{tmp}/x.json"], "not a torch device"),
+    (["work", "measure", "--device", "cuda:7", "-o", "{tmp}/x.json"], "CUDA"),
+    (["work", "measure", "--device", "meta", "-o", "{tmp}/x.json"], "only cpu and cuda"),
     (["layers", "record", "--workload", "deepfm", "-o", "{tmp}/no/x.json"], "does not exist"),
     (["layers", "record", "--workload", "deepfm", "-o", "{tmp}"], "is a directory"),
     (["layers", "show", "{tmp}/missing.json"], "not found"),
@@ -160,3 +163,15 @@ def test_work_fit_makes_a_profile_the_simulator_reads(tmp_path, capsys) -> None:
         assert prof.work.seconds(k, 1000) == pytest.approx(2e-5 + 2 * (i + 1) * 1e-6, rel=1e-6)
     assert main(["work", "fit", str(tmp_path / "missing.json"), "-o", str(tmp_path / "q.json")]) == 2
     assert "measurements not found" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["layers", "record", "--workload", "deepfm"], ["work", "measure"]])
+def test_a_gpu_index_beyond_the_machine_is_refused_in_one_line(tmp_path, capsys, monkeypatch, argv) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert main([*argv, "--device", "cuda:1", "-o", str(tmp_path / "x.json")]) == 2
+    err = capsys.readouterr().err
+    assert "--device cuda:1: this machine has 1 CUDA device(s)" in err and err.count("\n") == 1
+    assert not (tmp_path / "x.json").exists()

@@ -211,6 +211,15 @@ def test_torch_profiler_import_matches_the_recorder_in_the_same_run(tmp_path) ->
         assert close(a.backward_s, b.backward_s)
     assert close(imported.forward_s, measured.forward_s)
     assert close(imported.optimizer_s, measured.optimizer_s)
+    # torch.profiler names the machine's GPUs in deviceProperties even for a CPU-only run: the device
+    # is the GPU only when the trace holds device work
+    raw = json.loads(path.read_text())
+    raw["deviceProperties"] = [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}]
+    path.write_text(json.dumps(raw))
+    assert import_trace(path, warmup=1).device == "cpu"
+    raw["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": 1, "args": {"correlation": -1}})
+    path.write_text(json.dumps(raw))
+    assert import_trace(path, warmup=1).device == "NVIDIA H100 80GB HBM3"
 
 
 def test_device_times_are_the_end_of_work_launched_before_each_mark() -> None:

@@ -111,17 +111,11 @@ def _finish(args: argparse.Namespace, profile) -> int:
 
 def cmd_record(args: argparse.Namespace) -> int:
     """Measure on this machine."""
-    import torch
-
+    from zensim.train.clocks import torch_device
     from zensim.train.record import record_workload
 
     check_output(args.output, "-o")
-    try:
-        device = torch.device(args.device)
-    except RuntimeError:
-        raise ConfigError(f"--device {args.device}: not a torch device") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"--device {args.device}: CUDA is not available on this machine")
+    device = torch_device(args.device)
     return _finish(args, record_workload(_workload(args), device, args.iterations, args.warmup, progress=True))
 
 

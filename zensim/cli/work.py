@@ -38,9 +38,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def cmd_measure(args: argparse.Namespace) -> int:
     """Measure on this machine."""
     from zensim.atomic import check_output, write_atomic
+    from zensim.train.clocks import torch_device
     from zensim.train.cost import measure_work
 
     check_output(args.output, "-o")
+    device = torch_device(args.device) if args.kernels == "torch" else None
     top = args.max_log2 if args.max_log2 is not None else (21 if args.kernels == "steps" else 22)
     if not 10 <= top <= 30 or args.reps < 1:
         raise ConfigError(f"--max-log2 {top} / --reps {args.reps}: need 10 <= N <= 30 and reps >= 1")
@@ -49,7 +51,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
         from zensim.schemes.workbench import measure_steps
         measured = measure_steps(top, args.reps, progress=say)
     else:
-        measured = measure_work(args.device, top, args.reps, progress=say)
+        measured = measure_work(device, top, args.reps, progress=say)
     write_atomic(args.output, json.dumps(measured, indent=1) + "\n")
     print(f"wrote {args.output}: {measured['device']}")
     return 0

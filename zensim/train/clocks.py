@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 import torch
 
+from zensim.errors import ConfigError
+
 
 class Clock(Protocol):
     """Marks now; seconds between two marks once settled."""
@@ -72,6 +74,24 @@ class ModelClock(WallClock):
     def mark(self, label: str = "") -> float:
         """The modelled time so far."""
         return self.now
+
+
+def torch_device(spec: str, what: str = "--device") -> torch.device:
+    """The torch device `spec` names, checked against this machine: one-line ConfigError for a name
+    torch does not parse, CUDA where none is, or a GPU index beyond the machine's count."""
+    try:
+        device = torch.device(spec)
+    except RuntimeError:
+        raise ConfigError(f"{what} {spec}: not a torch device") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(f"{what} {spec}: CUDA is not available on this machine")
+        count = torch.cuda.device_count()
+        if device.index is not None and device.index >= count:
+            raise ConfigError(f"{what} {spec}: this machine has {count} CUDA device(s)")
+    elif device.type != "cpu":
+        raise ConfigError(f"{what} {spec}: only cpu and cuda devices are supported")
+    return device
 
 
 def clock_for(device: torch.device) -> Clock:

@@ -58,15 +58,19 @@ def annotate(model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = N
 
 
 def _load(path: str | Path) -> tuple[list[dict[str, Any]], str]:
-    """The trace events of a Chrome trace file ({"traceEvents": [...]} or a bare list) and the GPU it
-    names in deviceProperties ('cpu' when none)."""
+    """The trace events of a Chrome trace file ({"traceEvents": [...]} or a bare list) and the device
+    the steps ran on: the GPU deviceProperties names when the trace holds device work, else 'cpu'
+    (torch.profiler lists the machine's GPUs even for a CPU-only run)."""
     raw = read_json(path, "Chrome trace")
     events = raw.get("traceEvents") if isinstance(raw, dict) else raw
     if not isinstance(events, list):
         raise ConfigError(f"{path}: not a Chrome trace (no traceEvents list)")
+    events = [e for e in events if isinstance(e, dict)]
     props = raw.get("deviceProperties") if isinstance(raw, dict) else None
-    device = str(props[0].get("name", "gpu")) if isinstance(props, list) and props and isinstance(props[0], dict) else "cpu"
-    return [e for e in events if isinstance(e, dict)], device
+    on_gpu = any(e.get("cat") in _GPU_CATS for e in events)
+    named = isinstance(props, list) and props and isinstance(props[0], dict)
+    device = str(props[0].get("name", "gpu")) if on_gpu and named else "gpu" if on_gpu else "cpu"
+    return events, device
 
 
 def device_times(events: list[dict[str, Any]], marks: np.ndarray) -> np.ndarray:
