@@ -8,6 +8,7 @@ import pytest
 from schemes_support import make_chunks, received
 from zensim.run import InBytes, run_ranks
 from zensim.schemes import build_scheme
+from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.hashpart import hash_domains
 from zensim.sparse.partition import even_boundaries
 
@@ -94,14 +95,37 @@ def test_sparse_ps_and_omnireduce_bytes(n):
     for m in log.messages:
         ids = chunks[m.src].indices if m.stage == 0 else union
         assert m.nbytes == 8 * len(inside(ids, m.dst if m.stage == 0 else m.src))
+    bounds = even_boundaries(NUMEL, n, 256)  # OmniReduce's aggregators own whole blocks of the tensor
     log = run_ranks(build_scheme("omnireduce", n, NUMEL), chunks).log
     for m in log.messages:
         j = m.dst if m.stage == 0 else m.src
-        ids = inside(chunks[m.src].indices if m.stage == 0 else union, j)
-        blocks = np.unique((ids - bounds[j]) // 256)
-        size = bounds[j + 1] - bounds[j]
-        values = sum(min(256, size - 256 * b) for b in blocks)
+        blocks = np.unique(inside(chunks[m.src].indices if m.stage == 0 else union, j) // 256)
+        values = sum(min(256, NUMEL - 256 * b) for b in blocks)
         assert m.nbytes == 4 * len(blocks) + 4 * values
+
+
+@pytest.mark.parametrize("n", [2, 5, 16])
+def test_omnireduce_blocks_are_the_tensors_blocks(n):
+    """An embedding table of rows of 256 elements (OmniReduce's block): whatever the number of
+    aggregators, each looked-up row is exactly one block, so the push carries (4 + 4 x 256) bytes per
+    row each worker looked up and the pull the same per row of the union, and every aggregator's
+    part starts on a block."""
+    rows, width = 997, 256
+    rng = np.random.default_rng(n)
+    looked = [np.unique(rng.integers(0, rows, 60)) for _ in range(4)]
+    chunks = [SparseChunk((r[:, None] * width + np.arange(width)).ravel()) for r in looked]
+    chunks = [chunks[i % len(chunks)] for i in range(n)]
+    prog = build_scheme("omnireduce", n, rows * width)
+    log = run_ranks(prog, chunks).log
+    union = np.unique(np.concatenate([c.indices for c in chunks]) // width)
+    push = sum(m.nbytes for m in log.messages if m.stage == 0)
+    pull = sum(m.nbytes for m in log.messages if m.stage == 1)
+    own = [np.unique(c.indices // width) for c in chunks]
+    parts = even_boundaries(rows * width, n, 256)
+    owner = lambda r: np.searchsorted(parts, r * width, side="right") - 1  # noqa: E731
+    assert push == sum((4 + 4 * width) * np.count_nonzero(owner(o) != i) for i, o in enumerate(own))
+    assert pull == sum((4 + 4 * width) * (n - 1) * np.count_nonzero(owner(union) == j) for j in range(n))
+    assert all(d.lo % width == 0 for d in prog.partition.domains())
 
 
 @pytest.mark.parametrize("n", [3, 5, 8])

@@ -17,7 +17,7 @@ from zensim.schemes.options import Option
 from zensim.schemes.pieces import Piece, assemble
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.domain import Domain, ExplicitDomain, RangeDomain
-from zensim.sparse.partition import Partitioner
+from zensim.sparse.partition import Contiguous, Partitioner
 from zensim.sparse.registry import PARTITIONERS
 
 
@@ -48,11 +48,15 @@ class Centralization:
         return pieces[0].to_chunk(ctx)
 
 
-def partitioner_for(kind: str, numel: int, n: int, seed: int = 0) -> Partitioner:
+def partitioner_for(kind: str, numel: int, n: int, seed: int = 0, align: int = 1) -> Partitioner:
     """A zensim.sparse partitioner by name, as a scheme uses it (`Partitioner.for_scheme`).
-    'thresholds' is never re-profiled here, so it splits evenly like 'contiguous'."""
+    'thresholds' is never re-profiled here, so it splits evenly like 'contiguous'. `align`: the
+    contiguous split in whole blocks of that many ids (a block format's blocks never straddle two
+    parts: OmniReduce's aggregators own whole blocks)."""
     if kind not in PARTITIONERS:
         raise ConfigError(f"partitioner {kind!r}: expected one of {', '.join(PARTITIONERS)}")
+    if kind == "contiguous":
+        return Contiguous(numel, n, align)
     return PARTITIONERS[kind].for_scheme(numel, n, seed)
 
 
@@ -69,9 +73,9 @@ class Parallelism:
         Option("seed", "hash seed shared by all ranks (hash partitioners)", 0, kind=int, minimum=0),
     )
 
-    def __init__(self, kind: str, numel: int, n: int, seed: int, tables: Tables) -> None:
+    def __init__(self, kind: str, numel: int, n: int, seed: int, tables: Tables, align: int = 1) -> None:
         self.kind, self.n = kind, n
-        self.partitioner = partitioner_for(kind, numel, n, seed)
+        self.partitioner = partitioner_for(kind, numel, n, seed, align)
         self.hashed, self.lossless = self.partitioner.hashes, not self.partitioner.lossy
         key = self.partitioner.key
         self._domains = tables.get(("domains", key), self.partitioner.domains) if key else self.partitioner.domains()

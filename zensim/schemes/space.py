@@ -131,7 +131,9 @@ def build_point(point: Point, n: int, numel: int, *, name: str | None = None, ta
         plan = pattern.name
     else:
         kind = opts["partitioner"] or ("zen" if point.balance == "balanced" else "contiguous")
-        partition = Parallelism(kind, numel, n, opts["seed"], tables if tables is not None else Tables())
+        # a block format's blocks are the tensor's (block b = ids [b B, (b + 1) B)): parts hold whole blocks
+        align = opts["block_size"] if "blocks" in (opts["push"], opts["pull"]) else 1
+        partition = Parallelism(kind, numel, n, opts["seed"], tables if tables is not None else Tables(), align)
         gather = PULLS[opts["pull_pattern"]] if opts["pull_pattern"] else pattern
         step1 = pattern.reduce_scatter(n)
         stages, step2 = step1 + gather.allgather(n), len(step1)

@@ -155,20 +155,32 @@ class RangePartitioner(Partitioner):
         return RangeDomain(int(self.boundaries[part]), int(self.boundaries[part + 1]))
 
 
-def even_boundaries(numel: int, n: int) -> np.ndarray:
-    """n+1 boundaries splitting [0, numel) evenly: the first numel % n parts get one more id."""
+def even_boundaries(numel: int, n: int, align: int = 1) -> np.ndarray:
+    """n+1 boundaries splitting [0, numel) evenly: the first numel % n parts get one more id; with
+    `align` > 1 in whole blocks of `align` ids (the blocks split evenly, the last one may be short),
+    so that no block straddles two parts."""
+    if align > 1:
+        return np.minimum(even_boundaries(-(-numel // align), n) * align, numel)
     q, r = divmod(numel, n)
     j = np.arange(n + 1, dtype=np.int64)
     return j * q + np.minimum(j, r)
 
 
 class Contiguous(RangePartitioner):
-    """Even split of [0, numel) into n ranges (Sparse PS, OmniReduce aggregators)."""
+    """Even split of [0, numel) into n ranges (Sparse PS, OmniReduce aggregators); with `align` > 1 in
+    whole blocks of that many ids (OmniReduce's aggregators own whole blocks of 256)."""
+
+    def __init__(self, numel: int, n: int, align: int = 1) -> None:
+        super().__init__(numel, n)
+        if align < 1:
+            raise ConfigError(f"partition alignment {align}: must be >= 1")
+        self.align = int(align)
+        self.boundaries = even_boundaries(self.numel, self.n, self.align)
 
     @property
     def key(self) -> tuple:
         """What the domains depend on."""
-        return ("contiguous", self.numel, self.n)
+        return ("contiguous", self.numel, self.n, self.align)
 
 
 class Thresholds(RangePartitioner):
