@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,8 @@ import pytest
 from zensim.errors import ConfigError
 from zensim.trace import Trace
 from zensim.trace.stats import trace_stats
-from zensim.trace.synth import SynthParams, layout, sample_outside, sample_unique, synthesize
+from zensim.trace.synth import (SynthParams, layout, overlap_for_densification, sample_outside, sample_unique,
+                                 synthesize)
 
 
 def by_k(rows: list[dict]) -> dict[int, dict]:
@@ -137,3 +139,25 @@ def test_sample_outside_avoids_taken() -> None:
     taken = np.sort(rng.choice(1000, 400, replace=False))
     got = sample_outside(rng, 1000, 600, taken)
     assert np.array_equal(np.union1d(got, taken), np.arange(1000))
+
+
+@pytest.mark.parametrize("gamma", [1.86, 3.0])
+def test_densification_request_gives_the_measured_gamma(tmp_path: Path, gamma: float) -> None:
+    """--densification 8:G: the solved overlap gives gamma^8 = G, expected and measured on 16 workers."""
+    params = SynthParams(0.028, None, 4.56, 4, (3.05,))
+    numel = 400_000
+    overlap = overlap_for_densification(numel, params, 8, gamma)
+    lay = layout(numel, replace(params, overlap=overlap))
+    assert lay.expected_union(8) / lay.nnz == pytest.approx(gamma, rel=0.01)  # shared counts are integers
+    path = tmp_path / "d.zt"
+    synthesize(path, 16, [("g", numel)], replace(params, overlap=overlap), seed=2)
+    with Trace.open(path) as t:
+        assert by_k(trace_stats(t)["densification"])[8]["mean"] == pytest.approx(gamma, rel=0.02)
+
+
+def test_densification_out_of_reach() -> None:
+    """Below 1 (identical sets) or above independent sets' union: one ConfigError naming the option."""
+    params = SynthParams(0.028, None, 1.0)
+    for gamma in (0.9, 8.5):
+        with pytest.raises(ConfigError, match="--densification 8:"):
+            overlap_for_densification(100_000, params, 8, gamma)

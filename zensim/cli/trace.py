@@ -30,7 +30,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     size.add_argument("--numel", type=int, help="elements of the single tensor 'synthetic'")
     size.add_argument("--tensors", help="several tensors: name=numel,name=numel,...")
     synth.add_argument("--density", type=float, required=True, help="fraction of non-zeros per worker")
-    synth.add_argument("--overlap", type=float, default=None, help="mean pairwise overlap (default: independent sets)")
+    mix = synth.add_mutually_exclusive_group()
+    mix.add_argument("--overlap", type=float, default=None, help="mean pairwise overlap (default: independent sets)")
+    mix.add_argument("--densification", metavar="K:G", default=None,
+                     help="instead of --overlap: the overlap at which the union of K workers is G times one "
+                          "worker's indices (gamma^K = G; solved on the largest tensor)")
     synth.add_argument("--skew", type=float, default=1.0, help="skewness ratio s^8 (1 = uniform, default 1)")
     synth.add_argument("--skew-inner", default="",
                        help="skews of nested levels inside part 0, e.g. 14 or 4,3: s^64 = s x 14 (default: part 0 uniform)")
@@ -107,17 +111,33 @@ def parse_tensors(text: str) -> list[tuple[str, int]]:
 
 def cmd_synth(args: argparse.Namespace) -> int:
     """Generate a synthetic trace."""
-    from zensim.trace.synth import SynthParams, synthesize
+    from dataclasses import replace
+
+    from zensim.trace.synth import SynthParams, overlap_for_densification, synthesize
 
     if args.numel is not None and args.numel < 1:
         raise ConfigError(f"--numel {args.numel}: must be positive")
     tensors = [("synthetic", args.numel)] if args.numel is not None else parse_tensors(args.tensors)
     params = SynthParams(args.density, args.overlap, args.skew, args.row, _floats(args.skew_inner, "--skew-inner"))
+    if args.densification is not None:
+        k, gamma = _densification(args.densification)
+        overlap = overlap_for_densification(max(n for _, n in tensors), params, k, gamma)
+        params = replace(params, overlap=overlap)
+        print(f"--densification {k}:{gamma:g}: overlap {overlap:.4f}")
     value_dtype = None if args.values == "none" else args.values
     synthesize(args.output, args.workers, tensors, params, args.iterations, args.seed, value_dtype,
                args.batch_size, progress=True)
     print(f"wrote {args.output}")
     return 0
+
+
+def _densification(text: str) -> tuple[int, float]:
+    """K:G of --densification."""
+    try:
+        k, gamma = text.split(":")
+        return int(k), float(gamma)
+    except ValueError:
+        raise ConfigError(f"--densification {text}: expected K:G, e.g. 8:1.86") from None
 
 
 def _floats(text: str, flag: str) -> tuple[float, ...]:

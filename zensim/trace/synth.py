@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 from tqdm import tqdm
@@ -140,6 +140,29 @@ def layout(numel: int, params: SynthParams) -> Layout:
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if at(mid).expected_overlap() < o else (lo, mid)
     return at(hi)
+
+
+def overlap_for_densification(numel: int, params: SynthParams, k: int, gamma: float) -> float:
+    """The overlap at which `params` (its own overlap ignored) give an expected densification ratio
+    gamma^k = |union of k workers| / nnz equal to `gamma` (e.g. a paper's density after aggregating a
+    machine's k GPUs over the density of one); ConfigError if no overlap reaches it."""
+    if k < 2:
+        raise ConfigError(f"--densification {k}:{gamma}: needs at least 2 workers")
+
+    def gamma_at(o: float | None) -> float:
+        lay = layout(numel, replace(params, overlap=o))
+        return lay.expected_union(k) / lay.nnz
+
+    lo = layout(numel, replace(params, overlap=None)).expected_overlap()  # independent sets: the largest gamma
+    top, bottom = gamma_at(None), gamma_at(1.0)
+    if not bottom - 1e-9 <= gamma <= top + 1e-9:
+        raise ConfigError(f"--densification {k}:{gamma}: must be in [{bottom:.4g}, {top:.4g}] at density "
+                          f"{params.density} and these skews")
+    hi = 1.0
+    for _ in range(40):  # gamma^k falls as the overlap rises
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if gamma_at(mid) > gamma else (lo, mid)
+    return (lo + hi) / 2
 
 
 def sample_unique(rng: np.random.Generator, size: int, count: int) -> np.ndarray:
