@@ -20,7 +20,8 @@ workers: 8 x max(16, machines), ZEN's testbed at least, fewer machines using the
 
     .venv/bin/python benchmarks/zen_figures.py [--machines 16] [--presets p3.16xlarge,p3dn.24xlarge]
         [--nic-latency 0us] [--profile P.json] [--model fifo] [--dense-algorithm auto|ring|doubling] [--json]
-        [--zen-size [--scale 1] [--trace-dir DIR] [--efficiency 0.66]]
+        [--models LSTM,DeepFM] [--zen-size [--scale 1] [--trace-dir DIR] [--efficiency 0.66]
+        [--deepfm-machine-density 0.052]]
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import argparse
 import json
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from zensim.net.costs import Costs
@@ -37,7 +39,7 @@ from zensim.net.profile import load_profile
 from zensim.report.table import format_table
 from zensim.sim.cluster import build_cluster
 from zensim.trace.format import Trace
-from zensim.trace.synth import SynthParams, synthesize
+from zensim.trace.synth import SynthParams, overlap_for_densification, synthesize
 from zensim.train.devices import get_device
 from zensim.train.iteration import simulate_iteration
 from zensim.train.layers import load_layers
@@ -80,13 +82,22 @@ def main() -> int:
     p.add_argument("--efficiency", type=float, default=0.66,
                    help="with --zen-size: fraction of the V100's peaks its kernels reach (default 0.66, "
                         "measured on an H100 for the 114M-parameter GPT, docs/iteration.md)")
+    p.add_argument("--deepfm-machine-density", type=float, default=None,
+                   help="with --zen-size: DeepFM's density after the intra-machine aggregation of 8 GPUs (ZEN "
+                        "section 5.3: 0.052); its trace then takes the overlap giving that densification "
+                        "(gamma^8 = this / 0.028) instead of our captured overlap 0.40")
+    p.add_argument("--models", default=",".join(MODELS), help="which of LSTM, DeepFM (default both)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     calib = load_profile(args.profile) if args.profile else None
     machines = [int(x) for x in args.machines.split(",")]
     presets = args.presets.split(",")
-    models = zen_size_models(args, 8 * max(16, *machines)) if args.zen_size else \
-        {name: (Trace.open(trace), load_layers(layers)) for name, (trace, layers) in MODELS.items()}
+    chosen = args.models.split(",")
+    unknown = sorted(set(chosen) - set(MODELS))
+    if unknown:
+        p.error(f"--models: unknown {unknown[0]!r} (choose from {', '.join(MODELS)})")
+    models = zen_size_models(args, 8 * max(16, *machines), chosen) if args.zen_size else \
+        {name: (Trace.open(trace), load_layers(layers)) for name, (trace, layers) in MODELS.items() if name in chosen}
     results = {}
     for name, (trace, prof) in models.items():
         for m in machines:
@@ -136,16 +147,24 @@ def main() -> int:
     return 0
 
 
-def zen_size_models(args: argparse.Namespace, workers: int) -> dict[str, tuple[Trace, object]]:
+def zen_size_models(args: argparse.Namespace, workers: int, chosen: list[str]) -> dict[str, tuple[Trace, object]]:
     """Per model at ZEN's size: its synthetic trace (written to --trace-dir unless there) and V100 profile."""
     device = get_device("v100").derated(args.efficiency)
     out = {}
     for name, (shapes_file, params) in ZEN_SIZE.items():
+        if name not in chosen:
+            continue
         spec = json.loads(Path(shapes_file).read_text())
         emb = next(layer for layer in spec["layers"] if layer["kind"] == "embedding")
         emb["rows"] = max(1, round(emb["rows"] * args.scale))
         prof = shapes_profile(spec, device, f"{shapes_file} (embedding rows x {args.scale:g})")
         numel, row = emb["rows"] * emb["dim"], emb["dim"]
+        if name == "DeepFM" and args.deepfm_machine_density is not None:
+            gamma = args.deepfm_machine_density / params.density
+            overlap = round(overlap_for_densification(numel, replace(params, row=row), 8, gamma), 4)
+            print(f"DeepFM: gamma^8 {gamma:.3f} (density {args.deepfm_machine_density:g} after a machine's 8 GPUs): "
+                  f"overlap {overlap}", file=sys.stderr, flush=True)
+            params = replace(params, overlap=overlap)
         path = Path(args.trace_dir) / (f"{spec['workload']}-{workers}w-{numel}-d{params.density}-o{params.overlap}"
                                        f"-s{params.skew}-{'-'.join(map(str, params.inner))}.zt")
         if not path.is_file():
