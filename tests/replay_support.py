@@ -1,5 +1,6 @@
 """Shared helpers of the compiled-replay tests (tests/test_net_fast*.py): random logs with the hard
-cases, the fabrics, and the check that a compiled loop gives the Python event loop's times bit for bit."""
+cases, the fabrics, random programs of several clients on one network, and the checks that a compiled
+loop gives the Python event loop's times bit for bit."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import numpy as np
 from schemes_support import make_chunks
 from zensim.net.costs import Costs
 from zensim.net.network import Network
-from zensim.net.replay import LogReplay, compiled, replay
+from zensim.net.fastloop import RANK, Program
+from zensim.net.replay import LogReplay, compiled, replay, run_compiled
 from zensim.net.topology import ClusterSpec
 from zensim.run import Tables
 from zensim.run.log import PHASES, MessageLog
@@ -81,3 +83,84 @@ def random_log(rng: np.random.Generator, n: int, stages: int, messages: int) -> 
         n, stages, (stage, src, dst, nbytes), np.zeros(messages, np.int64), ("coo",),
         (rng.integers(0, stages, works), rng.integers(0, n, works), rng.integers(0, len(PHASES), works),
          rng.integers(0, 5000, works)), kind, kinds)
+
+
+def program_general(net: Network, logs: list[MessageLog], program: Program) -> tuple[list[LogReplay], list, list]:
+    """The reference for a program of several clients: its nodes as callbacks of the Python event loop
+    (a timer is `Network.schedule`, a rank node `LogReplay.start_rank`, done at `on_rank_done`; a node
+    done starts each successor whose predecessors are all done, in link order). The clients, and per
+    node when it began and when it was done."""
+    count = len(program.kind)
+    join, began, ended = list(program.join), [np.nan] * count, [np.nan] * count
+    node = {(c, r): x for x, (kind, c, r) in enumerate(zip(program.kind, program.client, program.index))
+            if kind == RANK}
+
+    def done(x: int) -> None:
+        ended[x] = net.now
+        for y in program.links[x]:
+            join[y] -= 1
+            if join[y] == 0:
+                start(y)
+
+    def start(x: int) -> None:
+        began[x] = net.now
+        if program.kind[x] == RANK:
+            clients[program.client[x]].start_rank(program.index[x])
+        elif program.seconds[x] > 0:
+            net.schedule(program.seconds[x], done, x)
+        else:
+            done(x)
+
+    clients = [LogReplay(net, log, on_rank_done=lambda r, c=c: done(node[(c, r)])) for c, log in enumerate(logs)]
+    for x in [x for x in range(count) if program.join[x] == 0]:
+        start(x)
+    net.run()
+    return clients, began, ended
+
+
+def random_program(rng: np.random.Generator, logs: list[MessageLog]) -> Program:
+    """Every rank of every log a node, started at 0, after a timer (of a few equal lengths: ties, and
+    0), or after ranks of earlier logs (the same rank, another one, or two: a join) and a timer: logs
+    overlapping, staggered and in chains."""
+    program = Program()
+    nodes: list[int] = []  # the ranks of the earlier logs (a log's ranks wait for one another's messages)
+    delays = [0.0, 1e-6, 2e-6, 5e-5]
+    for c, log in enumerate(logs):
+        earlier = len(nodes)
+        for r in range(log.n):
+            rule = int(rng.integers(0, 4)) if c else int(rng.integers(0, 2))
+            x = program.rank(c, r)
+            if rule == 1:
+                t = program.timer(delays[int(rng.integers(0, len(delays)))])
+                program.then(t, x)
+            elif rule >= 2:
+                before = [nodes[int(rng.integers(0, earlier))] for _ in range(rule - 1)]
+                for b in before:
+                    t = program.timer(delays[int(rng.integers(0, len(delays)))])
+                    program.then(b, t)
+                    program.then(t, x)
+            nodes.append(x)
+    return program
+
+
+def assert_program_same(logs: list[MessageLog], costs: Costs, model: str, program: Program,
+                        options: dict | None = None) -> tuple[Network, Network]:
+    """The compiled loop runs `program` over clients of `logs` on one network with the reference's
+    times exactly: every client's stage and transfer times, every message time, the event count, the
+    clock, and when each node began and was done. Returns the compiled run's network and the reference's."""
+    net = Network(costs, model, options)
+    clients = [LogReplay(net, log) for log in logs]
+    assert compiled(net) is not None
+    began, ended = run_compiled(net, clients, program)
+    ref_net = Network(costs, model, options)
+    ref, ref_began, ref_ended = program_general(ref_net, logs, program)
+    for fast, slow in zip(clients, ref):
+        for field in ("stage_start", "stage_end", "transfer_start", "transfer_end"):
+            assert np.array_equal(getattr(fast, field), getattr(slow, field)), field
+        assert fast.running == slow.running
+    for field in ("sent_at", "delivered_at"):
+        assert np.array_equal(getattr(net, field)[:net.count], getattr(ref_net, field)[:ref_net.count], equal_nan=True)
+    assert np.array_equal(began, ref_began, equal_nan=True) and np.array_equal(ended, ref_ended, equal_nan=True)
+    assert (net.events, net.clock.now) == (ref_net.events, ref_net.clock.now)
+    assert np.isfinite(ended).all()  # every node ran
+    return net, ref_net

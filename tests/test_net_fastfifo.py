@@ -1,13 +1,15 @@
 """The compiled fifo replay (zensim.net.fastfifo) gives the general path's times bit for bit: every
 stage, transfer and message time, the event count and the clock, on scheme logs in both layouts and
-on random logs with ties, zero-byte and same-GPU messages, local work, latencies and every fabric."""
+on random logs with ties, zero-byte and same-GPU messages, local work, latencies and every fabric; and
+with several clients on one network started by a program (overlapping, staggered, chained)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from replay_support import B, LAYOUTS, SCHEMES, SPECS, random_log, scheme_costs, spec_id
+from replay_support import (B, LAYOUTS, SCHEMES, SPECS, assert_program_same, random_log, random_program, scheme_costs,
+                            spec_id)
 from replay_support import assert_same as assert_compiled_same
 from zensim.net import fastfifo
 from zensim.net.costs import Costs
@@ -59,3 +61,15 @@ def test_general_path_where_the_compiled_loop_does_not_apply():
     LogReplay(net, log)
     with pytest.raises(ValueError, match="alone"):
         LogReplay(net, log).run_compiled()  # a second client on the network
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=spec_id)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_several_clients_same_times(spec, seed):
+    """Three random logs as clients of one network, their ranks started by a random program
+    (staggered, overlapping, chained to one another's ranks): the same times."""
+    rng = np.random.default_rng(seed)
+    n = spec.machines * spec.gpus_per_machine
+    work = WorkCost({"hash": 2e-9, "merge": 1e-9, "encode": 0.0, "decode": 0.0, "copy": 5e-10})
+    logs = [random_log(rng, n, 3, 20 * n) for _ in range(3)]
+    assert_program_same(logs, Costs(spec, work), "fifo", random_program(rng, logs))

@@ -1,19 +1,23 @@
 """The compiled maxmin replay (zensim.net.fastmaxmin) gives the general path's times bit for bit: every
 stage, transfer and message time, the event count, the clock and the number of solves, in the fast
 (batched) and the exact mode, on scheme logs in both layouts, on the logs built to defeat batching and
-on random logs with ties, zero-byte and same-GPU messages, local work, latencies and every fabric."""
+on random logs with ties, zero-byte and same-GPU messages, local work, latencies and every fabric;
+and with several clients on one network started by a program (overlapping, staggered, chained)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from replay_support import B, LAYOUTS, SCHEMES, SPECS, assert_same, general, random_log, scheme_costs, spec_id
+from replay_support import (B, LAYOUTS, SCHEMES, SPECS, assert_program_same, assert_same, general, random_log,
+                            random_program, scheme_costs, spec_id)
 from test_net_maxmin import ADVERSARIAL
 from zensim.net import fastmaxmin
 from zensim.net.costs import Costs
+from zensim.net.fastloop import Program
 from zensim.net.models.maxmin import HEAD, _Segment
 from zensim.net.network import Network
+from zensim.net.replay import LogReplay, run_compiled
 from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.topology import ClusterSpec
 from zensim.run.log import Message, MessageLog
@@ -91,3 +95,63 @@ def test_general_path_where_the_compiled_loop_does_not_apply():
                   Costs(spec, rendezvous=True)):
         assert not fastmaxmin.applies(Network(costs, "maxmin"))
     assert not fastmaxmin.applies(Network(Costs(spec), "fifo"))
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("spec", SPECS, ids=spec_id)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_several_clients_same_times(spec, seed, mode):
+    """Three random logs as clients of one network, their ranks started by a random program
+    (staggered, overlapping, chained to one another's ranks): the same times and solves."""
+    rng = np.random.default_rng(seed)
+    n = spec.machines * spec.gpus_per_machine
+    work = WorkCost({"hash": 2e-9, "merge": 1e-9, "encode": 0.0, "decode": 0.0, "copy": 5e-10})
+    logs = [random_log(rng, n, 3, 20 * n) for _ in range(3)]
+    fast, slow = assert_program_same(logs, Costs(spec, work), "maxmin", random_program(rng, logs), MODES[mode])
+    assert fast.model.solves == slow.model.solves
+
+
+@pytest.mark.parametrize("machines,gpus", LAYOUTS)
+def test_scheme_logs_in_flight_together_same_times(machines, gpus):
+    """Every scheme's log a client of one network, all started together, then again with each rank's
+    next log waiting for its previous one (a stream per GPU, as the iteration's buckets): the same."""
+    logs = [scheme_costs(name, machines, gpus)[0] for name in SCHEMES]
+    costs = scheme_costs(SCHEMES[0], machines, gpus)[1]
+    together, stream = Program(), Program()
+    n = machines * gpus
+    for c in range(len(logs)):
+        for r in range(n):
+            together.rank(c, r)
+    last = [stream.timer(1e-6 * (r % 3)) for r in range(n)]  # staggered starts, ties
+    for c in range(len(logs)):
+        for r in range(n):
+            x = stream.rank(c, r)
+            stream.then(last[r], x)
+            last[r] = x
+    for program in (together, stream):
+        for options in MODES.values():
+            fast, slow = assert_program_same(logs, costs, "maxmin", program, options)
+            assert fast.model.solves == slow.model.solves
+
+
+def test_a_program_runs_its_clients_alone():
+    """A message of no client on the network, a rank started twice, or a rank of no client: refused."""
+    spec = ClusterSpec(4, 1, B)
+    log = random_log(np.random.default_rng(3), 4, 2, 30)
+    net = Network(Costs(spec), "maxmin")
+    LogReplay(net, log)
+    client = LogReplay(net, log)
+    program = Program()
+    for r in range(4):
+        program.rank(0, r)
+    with pytest.raises(ValueError, match="alone"):
+        run_compiled(net, [client], program)
+    net = Network(Costs(spec), "maxmin")
+    program.rank(0, 1)
+    with pytest.raises(ValueError, match="at most once"):
+        run_compiled(net, [LogReplay(net, log)], program)
+    program = Program()
+    program.rank(0, 4)  # client 0 has ranks 0..3
+    net = Network(Costs(spec), "maxmin")
+    with pytest.raises(ValueError, match="only"):
+        run_compiled(net, [LogReplay(net, log)], program)

@@ -1,11 +1,23 @@
 """What the compiled replays (zensim.net.fastfifo, zensim.net.fastmaxmin) share: the event heap that
-stands for `Clock`, and the ranks' stage program that stands for `LogReplay`, compiled with numba.
+stands for `Clock`, the ranks' stage program that stands for `LogReplay`, and the program that starts
+the ranks of several clients (`Program`), compiled with numba.
 
-Both replay one message log alone on a network of its own, every rank starting at 0, and give the
-general path's times bit for bit: the same events scheduled in the same order (so ties at one instant
-break the same way) and the same floating-point operations. A model's loop pops events, runs its own
-(hops, departures, solves) and calls `advance` for the ranks; where `advance` returns a (rank, stage)
-slot, the model injects that slot's sends (`Network.start`) and calls `advance` again with `SENT`.
+They replay the message logs of one or several clients (LogReplay) of a network that carries nothing
+else, and give the general path's times bit for bit: the same events scheduled in the same order (so
+ties at one instant break the same way) and the same floating-point operations. A model's loop pops
+events, runs its own (hops, departures, solves) and calls `advance` for the ranks and the program;
+where `advance` returns a slot, the model injects that slot's sends (`Network.start`) and calls
+`advance` again with `SENT` for the slot's rank.
+
+Ranks are numbered across clients (client c's rank r is global rank base[c] + r) and so are their
+(rank, stage) slots. A `Program` says when each rank starts: a graph of nodes, each a timer (a
+`Network.schedule` of its seconds) or a client's rank (`LogReplay.start_rank`, done when the rank has
+ended its last stage); a node starts once all its predecessors are done, and a node that is done
+starts its successors in the order they were linked, each with everything that follows from it at
+that instant before the next (the order of the general path's nested callbacks). Nodes without
+predecessors start at time 0 in the order they were made. The one-log replay is the program of its
+ranks, 0..n-1, each a node of its own; the training timeline's iterations are one program
+(zensim.train.timeline).
 
 An event row (float64): time, order, kind, three arguments. `order` is the scheduling sequence
 number, plus 2**52 for a `late` event (Clock.LATE: after every ordinary event of its instant), so
@@ -14,6 +26,7 @@ one comparison of (time, order) gives Clock's (time, priority, sequence) order.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numba
@@ -22,12 +35,15 @@ import numpy as np
 if TYPE_CHECKING:
     from zensim.net.network import Network
 
-# event kinds of the stage program (models number theirs from MODEL on)
-SEND, END, BEGIN, SENT, FINISH, MODEL = 0, 1, 2, 3, 4, 5
+# event kinds of the stage program and the program (models number theirs from MODEL on); START is an
+# entry of `advance`, never an event
+SEND, END, BEGIN, SENT, FINISH, NODE, START, MODEL = 0, 1, 2, 3, 4, 5, 6, 7
 # st: the loop's integer state
-SIZE, SEQ, EVENTS, RUNNING = 0, 1, 2, 3
+SIZE, SEQ, EVENTS, DEPTH = 0, 1, 2, 3
 _LATE = float(2**52)
 ROW = 6
+TIMER, RANK = 0, 1  # node kinds
+_WAIT, _DONE = -1, -2  # a rank waits for work or messages / has ended its last stage
 
 
 def alone(net: Network, model: str) -> bool:
@@ -39,14 +55,104 @@ def alone(net: Network, model: str) -> bool:
             and net.clock.events == 0)
 
 
-def schedule(net: Network, arrays: dict[str, np.ndarray], first: int) -> tuple:
-    """The log's schedule (LogReplay.arrays) as the compiled loop takes it: (order, bounds, pending,
-    stage, src, dst) as int64 arrays (pending a copy, counted down), then pre and post (float64).
-    ValueError unless the log is the network's only client."""
-    if first or len(arrays["stage"]) != net.count:
-        raise ValueError("the compiled replay runs one log alone on its network")
-    ints = [np.array(arrays[key], dtype=np.int64) for key in ("order", "bounds", "pending", "stage", "src", "dst")]
-    return (*ints, *(np.ascontiguousarray(arrays[key], dtype=np.float64) for key in ("pre", "post")))
+class Program:
+    """When the ranks of a network's clients start (module docstring): nodes, timers or client ranks,
+    and the links between them, as the compiled loops take them."""
+
+    def __init__(self) -> None:
+        self.kind: list[int] = []
+        self.seconds: list[float] = []
+        self.client: list[int] = []  # RANK nodes: index of the client (in the list given to `arrays`)
+        self.index: list[int] = []  # RANK nodes: the rank's number in its client
+        self.links: list[list[int]] = []  # per node its successors, in the order linked
+        self.join: list[int] = []  # per node its predecessors
+
+    def _node(self, kind: int, seconds: float, client: int, rank: int) -> int:
+        self.kind.append(kind)
+        self.seconds.append(seconds)
+        self.client.append(client)
+        self.index.append(rank)
+        self.links.append([])
+        self.join.append(0)
+        return len(self.kind) - 1
+
+    def timer(self, seconds: float) -> int:
+        """A node that is done `seconds` after it starts (at once for seconds <= 0); its id."""
+        return self._node(TIMER, float(seconds), -1, -1)
+
+    def rank(self, client: int, r: int) -> int:
+        """A node that starts rank r of client `client` and is done when the rank has ended; its id."""
+        return self._node(RANK, 0.0, client, r)
+
+    def then(self, before: int, after: int) -> None:
+        """Node `after` waits for node `before` (and its other predecessors)."""
+        self.links[before].append(after)
+        self.join[after] += 1
+
+    def arrays(self, base: np.ndarray) -> tuple:
+        """The program as the compiled loop takes it, with `base` per client its first global rank (and
+        the number of ranks last): (kind, seconds, target, succ_start, succ, join, roots, stack_node,
+        stack_pos, began, ended). ValueError if a node names no rank of the clients, or a rank twice."""
+        count = len(self.kind)
+        target = np.full(count, -1, np.int64)
+        ranks = np.array(self.kind, np.int64) == RANK
+        client, index = np.array(self.client, np.int64)[ranks], np.array(self.index, np.int64)[ranks]
+        if len(client) and (client.min() < 0 or client.max() >= len(base) - 1 or index.min() < 0
+                            or (index >= base[client + 1] - base[client]).any()):
+            raise ValueError("a program starts ranks of the clients it is given only")
+        target[ranks] = base[client] + index
+        if len(np.unique(target[ranks])) < ranks.sum():
+            raise ValueError("a program starts each rank of its clients at most once")
+        succ_start = np.zeros(count + 1, np.int64)
+        succ_start[1:] = np.cumsum([len(x) for x in self.links])
+        succ = np.array([y for x in self.links for y in x], np.int64)
+        join = np.array(self.join, np.int64)
+        roots = np.flatnonzero(join == 0).astype(np.int64)
+        return (np.array(self.kind, np.int64), np.array(self.seconds, np.float64), target, succ_start, succ, join,
+                roots, np.zeros(count, np.int64), np.zeros(count, np.int64), np.full(count, np.nan),
+                np.full(count, np.nan))
+
+
+def schedule(net: Network, clients: Sequence, program: Program) -> tuple[tuple, tuple, dict, tuple]:
+    """The clients' schedules (LogReplay.arrays) as one, ranks and slots numbered across clients: `rank`
+    (order, bounds, pending, sent, pre, post, stages, slot_base, slot_rank, node_of), `messages`
+    (stage, src, dst) per network message id, and `sizes` (ranks, slots, widest, linked); with the
+    program's arrays. ValueError unless the clients' messages are all the network's."""
+    base = np.cumsum([0] + [c.log.n for c in clients]).astype(np.int64)
+    slots = np.cumsum([0] + [c.log.n * c.stages for c in clients]).astype(np.int64)
+    count = net.count
+    stage_of, src_of, dst_of = (np.full(count, -1, np.int64) for _ in range(3))
+    order, bounds, pending, pre, post, stages = [], [np.zeros(1, np.int64)], [], [], [], []
+    offset = 0
+    for c, client in enumerate(clients):
+        a, first = client.arrays, client.first
+        ids = slice(first, first + len(a["stage"]))
+        stage_of[ids], src_of[ids], dst_of[ids] = a["stage"], a["src"] + base[c], a["dst"] + base[c]
+        order.append(np.asarray(a["order"], np.int64) + first)
+        bounds.append(np.asarray(a["bounds"][1:], np.int64) + offset)
+        offset += len(a["stage"])
+        pending.append(a["pending"])
+        pre.append(a["pre"])
+        post.append(a["post"])
+        stages.append(np.full(client.log.n, client.stages, np.int64))
+    if (stage_of < 0).any() or offset != count:
+        raise ValueError("the compiled replay runs its clients alone on their network: it carries messages of "
+                         "no client given")
+    stages = np.concatenate(stages) if stages else np.zeros(0, np.int64)
+    slot_base = np.repeat(slots[:-1], [c.log.n for c in clients]) + np.concatenate(
+        [np.arange(c.log.n) * c.stages for c in clients] + [np.zeros(0, np.int64)])
+    slot_rank = np.repeat(np.arange(len(stages)), stages)
+    prog = program.arrays(base)
+    node_of = np.full(len(stages), -1, np.int64)
+    node_of[prog[2][prog[0] == RANK]] = np.flatnonzero(prog[0] == RANK)
+    cat = np.concatenate
+    rank = (cat(order + [np.zeros(0, np.int64)]), cat(bounds), cat(pending + [np.zeros(0, np.int64)]).astype(np.int64),
+            np.zeros(int(slots[-1]), np.bool_), np.ascontiguousarray(cat(pre + [np.zeros(0)]), np.float64),
+            np.ascontiguousarray(cat(post + [np.zeros(0)]), np.float64), stages, slot_base.astype(np.int64),
+            slot_rank.astype(np.int64), node_of)
+    widest = int(np.diff(rank[1]).max()) if len(rank[1]) > 1 else 0
+    sizes = {"ranks": len(stages), "slots": int(slots[-1]), "widest": widest, "linked": len(prog[4]) > 0}
+    return rank, (stage_of, src_of, dst_of), sizes, prog
 
 
 def compact_routes(net: Network) -> np.ndarray:
@@ -155,18 +261,18 @@ def _work(heap, st, out, column, slot, now, seconds, then, r, s):  # pragma: no 
 
 
 @numba.njit(cache=True)
-def advance(r, s, step, now, rank, heap, st, out):  # pragma: no cover (compiled)
+def _stages(r, s, step, now, rank, heap, st, out):  # pragma: no cover (compiled)
     """Rank r at stage s from `step` on (BEGIN: the stage begins; SEND: its pre work done; SENT: its
     sends injected; FINISH: its messages all delivered; END: its post work done) until it waits for
-    work or messages (-1), or has sends to inject now: their (rank, stage) slot, after marking it
-    sent (LogReplay._begin/_send/_finish/_end). `rank`: (bounds, pending, sent, pre, post, stages);
-    out: per slot the stage start, transfer start, transfer end and stage end times."""
-    bounds, pending, sent, pre, post, stages = rank
+    work or messages (_WAIT), has ended its last stage (_DONE), or has sends to inject now: their slot,
+    after marking it sent (LogReplay._begin/_send/_finish/_end)."""
+    pending, sent, pre, post, stages_of, slot_base = rank[2], rank[3], rank[4], rank[5], rank[6], rank[7]
+    stages = stages_of[r]
     while True:
-        slot = r * stages + s
+        slot = slot_base[r] + s
         if step == BEGIN:
             if _work(heap, st, out, 0, slot, now, pre[slot], SEND, r, s):
-                return -1
+                return _WAIT
             step = SEND
         if step == SEND:
             out[1, slot] = now
@@ -174,26 +280,101 @@ def advance(r, s, step, now, rank, heap, st, out):  # pragma: no cover (compiled
             return slot
         if step == SENT:
             if pending[slot] != 0:
-                return -1
+                return _WAIT
             step = FINISH
         if step == FINISH:
             if _work(heap, st, out, 2, slot, now, post[slot], END, r, s):
-                return -1
+                return _WAIT
             step = END
         out[3, slot] = now
         if s + 1 < stages:
             s += 1
             step = BEGIN
             continue
-        st[RUNNING] -= 1
+        return _DONE
+
+
+@numba.njit(cache=True)
+def _done(x, now, prog, st):  # pragma: no cover (compiled)
+    """Node x is done now: its successors are to be started next (a frame on the stack)."""
+    stack_node, stack_pos, ended = prog[7], prog[8], prog[10]
+    ended[x] = now
+    stack_node[st[DEPTH]] = x
+    stack_pos[st[DEPTH]] = prog[3][x]
+    st[DEPTH] += 1
+
+
+@numba.njit(cache=True)
+def _start(x, now, rank, prog, heap, st):  # pragma: no cover (compiled)
+    """Node x starts now: a timer is scheduled (or done at once); a client rank that has stages is
+    returned, to run (else -1)."""
+    kind, seconds, target, began = prog[0], prog[1], prog[2], prog[9]
+    began[x] = now
+    if kind[x] == TIMER:
+        if seconds[x] > 0:
+            push(heap, st, now + seconds[x], NODE, x, 0, 0.0)
+        else:
+            _done(x, now, prog, st)
         return -1
+    r = target[x]
+    if rank[6][r] == 0:
+        _done(x, now, prog, st)
+        return -1
+    return r
+
+
+@numba.njit(cache=True)
+def advance(r, s, step, now, rank, prog, heap, st, out):  # pragma: no cover (compiled)
+    """Run the ranks and the program from one step until all wait, or a rank has sends to inject now:
+    their (rank, stage) slot (then call again with SENT for that rank and stage). Steps: those of
+    `_stages` for rank r at stage s; NODE: timer node r is done; START: node r starts (a root).
+    `rank`: fastloop.schedule's; out: per slot the stage start, transfer start, transfer end and stage
+    end times; prog: Program.arrays."""
+    succ_start, succ, join, stack_node, stack_pos = prog[3], prog[4], prog[5], prog[7], prog[8]
+    node_of = rank[9]
+    while True:
+        if step == NODE:
+            _done(r, now, prog, st)
+        elif step == START:
+            r = _start(r, now, rank, prog, heap, st)
+            if r >= 0:
+                s, step = 0, BEGIN
+                continue
+        else:
+            slot = _stages(r, s, step, now, rank, heap, st, out)
+            if slot >= 0:
+                return slot
+            if slot == _DONE:
+                _done(node_of[r], now, prog, st)
+        r = -1
+        while r < 0 and st[DEPTH] > 0:  # the successors of the nodes done, depth first
+            top = st[DEPTH] - 1
+            x, i = stack_node[top], stack_pos[top]
+            if i == succ_start[x + 1]:
+                st[DEPTH] = top
+                continue
+            stack_pos[top] = i + 1
+            y = succ[i]
+            join[y] -= 1
+            if join[y] == 0:
+                r = _start(y, now, rank, prog, heap, st)
+        if r < 0:
+            return -1
+        s, step = 0, BEGIN
 
 
 @numba.njit(cache=True)
 def arrived(r, s, rank):  # pragma: no cover (compiled)
     """A message of rank r's stage s was delivered (LogReplay._delivered): whether the stage now has
     all its messages and its own sends injected (then advance it from FINISH)."""
-    bounds, pending, sent, pre, post, stages = rank
-    slot = r * stages + s
+    pending, sent = rank[2], rank[3]
+    slot = rank[7][r] + s
     pending[slot] -= 1
     return pending[slot] == 0 and sent[slot]
+
+
+@numba.njit(cache=True)
+def resume(slot, rank):  # pragma: no cover (compiled)
+    """The (rank, stage) of a slot `advance` returned."""
+    r = rank[8][slot]
+    return r, slot - rank[7][r]

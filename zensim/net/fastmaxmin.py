@@ -1,4 +1,4 @@
-"""One message log alone on a `maxmin` network, as one compiled event loop (numba).
+"""Message logs alone on a `maxmin` network, as one compiled event loop (numba).
 
 The same semantics, step for step, as `LogReplay` on `Network` with the `MaxMin` model over `Clock`
 (zensim/net/replay.py, models/maxmin.py, clock.py): isolated flows with their own finish events and
@@ -8,9 +8,10 @@ heads of the solves' segments in (finish, segment) order, the batched re-solve a
 (`--maxmin-batch`, 0 = exact) with deferred checks. The same events are scheduled in the same order
 and the same floating-point operations done in the same order, and the solve is the same compiled
 function (zensim.net.waterfill), so every time comes out bit-identical (tests/test_net_fastmaxmin.py
-asserts it against the general path). It covers what `replay()` runs on its own: one log, every rank
-starting at 0, maxmin without NIC or host efficiency tables, shared host processors or rendezvous;
-anything else takes the general path. The heap and the ranks' stage program are zensim.net.fastloop's.
+asserts it against the general path). It covers one log alone (`replay()`: every rank starting at 0)
+and several logs started by a fastloop.Program (the training timeline: buckets in flight together),
+maxmin without NIC or host efficiency tables, shared host processors or rendezvous; anything else
+takes the general path. The heap and the ranks' stage program are zensim.net.fastloop's.
 
 State, all arrays: per flow its bytes left, rate, segment, component, isolation stamp and the next
 flow of its component (a component's flows are a linked list, in the order the general path
@@ -22,6 +23,7 @@ finish times, the sorted head taken so far and the positions not yet sorted, in 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numba
@@ -30,7 +32,8 @@ from numba import types
 from numba.typed import List
 
 from zensim.net import fastloop
-from zensim.net.fastloop import FINISH, MODEL, RUNNING, SENT, advance, arrived, grow, pop, push, push_late
+from zensim.net.fastloop import (FINISH, MODEL, SENT, START, Program, advance, arrived, grow, pop, push, push_late,
+                                 resume)
 from zensim.net.models.maxmin import DEFER, HEAD, TIE
 from zensim.net.waterfill import LinkState, solve_compiled
 
@@ -48,13 +51,12 @@ def applies(net: Network) -> bool:
     return fastloop.alone(net, "maxmin")
 
 
-def run(net: Network, schedule: dict[str, np.ndarray], first: int, n: int, stages: int) -> tuple[np.ndarray, int]:
-    """Start every rank of a log now and run the network until nothing is left (compiled). The log's
-    messages are the network's ids first.. in log order; `schedule`: LogReplay.arrays. Fills the
-    network's sent_at, delivered_at and clock, and the model's solve count; returns per (rank,
-    stage) slot the stage start, transfer start, transfer end and stage end times (4, n x stages),
-    and the ranks still running."""
-    plan = fastloop.schedule(net, schedule, first)
+def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Run `program` (fastloop.Program) over the clients, the network's only ones, until nothing is left
+    (compiled). Fills the network's sent_at, delivered_at and clock, and the model's solve count;
+    returns per slot (fastloop.schedule's numbering) the stage start, transfer start, transfer end and
+    stage end times (4, slots), and per node of the program when it began and when it was done."""
+    rank, messages, sizes, prog = fastloop.schedule(net, clients, program)
     count, links = net.count, net.num_links + 1
     capacity = np.append(net.capacity, np.inf)
     routes = np.ascontiguousarray(net.routes[:count], dtype=np.int64)
@@ -75,12 +77,13 @@ def run(net: Network, schedule: dict[str, np.ndarray], first: int, n: int, stage
                np.empty(comps, np.int64), np.empty(comps, np.int64))
     model = (wire, flow, link, comp, scratch, np.zeros(10, np.int64), np.full(1, np.inf))
     st = np.zeros(4, np.int64)
-    out = np.zeros((4, n * stages))
+    out = np.zeros((4, sizes["slots"]))
     sent_at, delivered_at = np.full(count, np.nan), np.full(count, np.nan)
-    now = _loop(model, *plan, n, stages, st, out, sent_at, delivered_at)
+    extra = sizes["ranks"] + len(prog[0])  # the ranks' and the program's events a step may schedule
+    now = _loop(model, rank, messages, prog, sizes["widest"], extra, st, out, sent_at, delivered_at)
     fastloop.finish(net, now, st, sent_at, delivered_at)
     net.model.solves = int(model[5][_SOLVES])
-    return out, int(st[RUNNING])
+    return out, prog[9], prog[10]
 
 
 # -- components and segments ------------------------------------------------------------------
@@ -592,21 +595,24 @@ def _check(c, mark, now, mm, heap, st):  # pragma: no cover (compiled)
 
 
 @numba.njit(cache=True)
-def _rank(r, s, step, now, order, rank, mm, heap, st, out, sent_at):  # pragma: no cover (compiled)
-    """Advance rank r from `step`, injecting its sends where it sends."""
-    bounds, stages = rank[0], rank[5]
-    slot = advance(r, s, step, now, rank, heap, st, out)
+def _rank(r, s, step, now, rank, prog, extra, mm, heap, st, out, sent_at):  # pragma: no cover (compiled)
+    """Advance the ranks and the program from rank r's (or node r's) `step`, injecting where they send
+    (the heap grown for each injection: several ranks may start and send in one step); the heap."""
+    order, bounds = rank[0], rank[1]
+    slot = advance(r, s, step, now, rank, prog, heap, st, out)
     while slot >= 0:
+        heap = grow(heap, st[fastloop.SIZE] + bounds[slot + 1] - bounds[slot] + extra + 2)
         _inject(bounds[slot], bounds[slot + 1], order, now, mm, heap, st, sent_at)
-        slot = advance(slot // stages, slot % stages, SENT, now, rank, heap, st, out)
+        r, s = resume(slot, rank)
+        slot = advance(r, s, SENT, now, rank, prog, heap, st, out)
+    return heap
 
 
 @numba.njit(cache=True)
-def _loop(model, order, bounds, pending, stage_of, src_of, dst_of, pre, post, n, stages, st, out, sent_at,
-          delivered_at):  # pragma: no cover (compiled)
-    """LogReplay.start() then Clock.run(): every rank begins stage 0 at time 0, events in (time,
-    priority, order of scheduling) order. Returns the time of the last event. `model`: the model's
-    arrays (run()); the segments' typed lists are made here (compiled with the loop, so cached)."""
+def _loop(model, rank, messages, prog, widest, extra, st, out, sent_at, delivered_at):  # pragma: no cover (compiled)
+    """The program's roots start at time 0, in order, then Clock.run(): events in (time, priority, order
+    of scheduling) order. Returns the time of the last event. `model`: the model's arrays (run()); the
+    segments' typed lists are made here (compiled with the loop, so cached)."""
     wire, flow, link, comp, scratch, ms, fs = model
     segments = (List.empty_list(types.float64[::1]), List.empty_list(types.int64[::1]),
                 List.empty_list(types.int64[::1]), List.empty_list(types.int64[::1]), List.empty_list(types.int64),
@@ -614,27 +620,21 @@ def _loop(model, order, bounds, pending, stage_of, src_of, dst_of, pre, post, n,
                 List.empty_list(types.float64[:, ::1]))
     segments[7].append(np.empty((64, 2)))
     mm = (wire, flow, link, comp, segments, scratch, ms, fs)
-    widest = 0
-    for slot in range(bounds.size - 1):
-        widest = max(widest, bounds[slot + 1] - bounds[slot])
-    heap = np.empty((len(sent_at) + n + 16, fastloop.ROW))
-    sent = np.zeros(n * stages, np.bool_)
-    rank = (bounds, pending, sent, pre, post, stages)
+    stage_of, src_of, dst_of = messages
+    heap = np.empty((len(sent_at) + len(rank[6]) + len(prog[0]) + 16, fastloop.ROW))
     now = 0.0
-    st[RUNNING] = n if stages else 0
-    if stages:
-        for r in range(n):
-            heap = grow(heap, st[fastloop.SIZE] + widest + 2)
-            _rank(r, 0, fastloop.BEGIN, now, order, rank, mm, heap, st, out, sent_at)
+    for x in prog[6]:
+        heap = grow(heap, st[fastloop.SIZE] + extra + 2)
+        heap = _rank(x, 0, START, now, rank, prog, extra, mm, heap, st, out, sent_at)
     while st[fastloop.SIZE] > 0:
-        heap = grow(heap, st[fastloop.SIZE] + 2 * (ms[_ACTIVE] + widest) + 8)
+        heap = grow(heap, st[fastloop.SIZE] + 2 * (ms[_ACTIVE] + widest) + extra + 8)
         now, kind, a, b, c = pop(heap, st)
         if kind == _DELIVER:  # Network._delivered, LogReplay._delivered
             delivered_at[a] = now
             s = stage_of[a]
             for r in (src_of[a], dst_of[a]):
                 if arrived(r, s, rank):
-                    _rank(r, s, FINISH, now, order, rank, mm, heap, st, out, sent_at)
+                    heap = _rank(r, s, FINISH, now, rank, prog, extra, mm, heap, st, out, sent_at)
         elif kind == _ISOLATED:
             _isolated_done(a, b, now, mm, heap, st)
         elif kind == _DEPART:
@@ -644,5 +644,5 @@ def _loop(model, order, bounds, pending, stage_of, src_of, dst_of, pre, post, n,
         elif kind == _FLUSH:
             _flush(now, mm, heap, st)
         else:
-            _rank(a, b, kind, now, order, rank, mm, heap, st, out, sent_at)
+            heap = _rank(a, b, kind, now, rank, prog, extra, mm, heap, st, out, sent_at)
     return now

@@ -13,11 +13,15 @@ for its receiver instead of using the receiver's link early.
 `LogReplay` is one client of zensim.net.network.Network: several of them (buckets of an iteration,
 started at different times) can share one network, and other clients (background traffic) with
 them. `replay(log, costs, model)` is the one-log case: a network of its own, every rank starting at 0.
+Where a compiled loop applies (COMPILED: fifo and maxmin without efficiency tables, shared host
+processors, rendezvous or exchange CPU) `run_compiled` runs clients that are the network's only ones,
+their ranks started by a zensim.net.fastloop.Program, with the same times: `replay()` and the
+training timeline take it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -25,6 +29,7 @@ import numpy as np
 
 from zensim.net import fastfifo, fastmaxmin
 from zensim.net.costs import Costs
+from zensim.net.fastloop import RANK, Program
 from zensim.net.network import Network
 from zensim.net.profile import WorkCost
 from zensim.run.log import PHASES, MessageLog
@@ -170,12 +175,10 @@ class LogReplay:
     def run_compiled(self) -> None:
         """`start()` and run the network to the end in one compiled loop (the one of COMPILED that
         `applies`, ValueError if none): the same times, this log the network's only client."""
-        loop = compiled(self.net)
-        if loop is None:
-            raise ValueError(f"no compiled replay for this {self.net.model.name} network")
-        out, self.running = loop.run(self.net, self.arrays, self.first, self.log.n, self.stages)
-        for target, row in zip((self.stage_start, self.transfer_start, self.transfer_end, self.stage_end), out):
-            target[:] = row.reshape(target.shape)
+        program = Program()
+        for r in range(self.log.n):
+            program.rank(0, r)
+        run_compiled(self.net, [self], program)
 
     def timing(self) -> Timing:
         """Times so far (complete once the network has run out of work)."""
@@ -253,6 +256,30 @@ COMPILED = (fastfifo, fastmaxmin)  # one log alone on a network: these loops giv
 def compiled(net: Network) -> ModuleType | None:
     """The compiled loop (of COMPILED) that applies to this network, or None."""
     return next((loop for loop in COMPILED if loop.applies(net)), None)
+
+
+def run_compiled(net: Network, clients: Sequence[LogReplay], program: Program) -> tuple[np.ndarray, np.ndarray]:
+    """Run `program` (zensim.net.fastloop.Program: when each rank of each client starts, its client
+    given by its index in `clients`) and the network to the end in one compiled loop: the times the
+    general path gives with the same starts (each client's stage times, the network's message times,
+    clock, event count, solves). The clients must be the network's only ones; ValueError if no
+    compiled loop applies. Returns per node of the program when it began and when it was done (NaN:
+    never)."""
+    loop = compiled(net)
+    if loop is None:
+        raise ValueError(f"no compiled replay for this {net.model.name} network")
+    out, began, ended = loop.run(net, clients, program)
+    ranks = np.array(program.kind, np.int64) == RANK
+    done = np.bincount(np.array(program.client, np.int64)[ranks & np.isfinite(ended)], minlength=len(clients))
+    slot = 0
+    for client, ended_ranks in zip(clients, done.tolist()):
+        size = client.log.n * client.stages
+        for target, row in zip((client.stage_start, client.transfer_start, client.transfer_end, client.stage_end),
+                               out[:, slot:slot + size]):
+            target[:] = row.reshape(target.shape)
+        client.running = client.log.n - ended_ranks if client.stages else 0
+        slot += size
+    return began, ended
 
 
 def replay(log: MessageLog, costs: Costs, model: str = "fifo", *, gpu_of_rank: np.ndarray | None = None,
