@@ -159,7 +159,7 @@ def iteration_events(pid: int, label: str, record: Any, gpus: Sequence[int], bin
                                     run.bucket_end[i, b, g], iteration=i, bytes=info["bytes"], sync=info["sync"],
                                     ready_s=float(run.bucket_ready[i, b, g])))
         for (i, b, k), client in run.clients.items():
-            pre, post, stages = client.pre, client.post, client.stages
+            pre, post, stages = client.arrays["pre"], client.arrays["post"], client.stages
             for s in range(stages):
                 p, q = pre[g * stages + s], post[g * stages + s]
                 if p > 0:

@@ -28,6 +28,11 @@ A fusion strategy's selection (BucketSync.compress) runs on the compute stream a
 backward, delaying the rest of it, as in Cupcake's timeline (thesis Fig. 5.1c); the bucket is ready
 when its last compression is done.
 
+The whole run (every GPU, bucket and iteration) is one zensim.net.fastloop.Program where a compiled
+loop applies to the network (fifo or maxmin without efficiency tables, shared host processors,
+rendezvous or exchange CPU) and neither `hosts` nor background traffic is given: the same times, bit
+for bit, as the callbacks of the general path (`_run_general`), which runs everything else.
+
 Limits: the scheme's local work on the communication stream does not slow the backward kernels (no
 contention between the streams on a GPU); every GPU runs the same profile (no stragglers); the
 forward does not wait for parameters by bucket.
@@ -44,6 +49,8 @@ import numpy as np
 from zensim.net.costs import Costs
 from zensim.net.network import Network
 from zensim.net.profile import WorkCost
+from zensim.net import replay
+from zensim.net.fastloop import Program
 from zensim.net.replay import LogReplay
 from zensim.train.layers import LayerProfile
 from zensim.train.syncs import BucketSync, Part, Step, SyncLogs
@@ -104,19 +111,115 @@ class Timeline:
             return self.logs.steps(part, iteration)
         return self.logs.steps(part, iteration, self.tuner(part.numel))
 
-    def run(self) -> Run:
-        """Simulate every iteration on every GPU; returns the raw times."""
+    def run(self, compiled: bool = True) -> Run:
+        """Simulate every iteration on every GPU; returns the raw times. The whole schedule runs as one
+        compiled loop (zensim.net.replay.run_compiled) where one applies to the run's network and
+        neither `hosts` nor `on_iteration` is given (the same times, bit for bit); otherwise, or with
+        `compiled` False, on the general path (the network's Python event loop)."""
         start = time.perf_counter()
         net = Network(self.costs, self.model, self.model_options)
-        prof, syncs = self.profile, self.syncs
-        nb, n_it, g = len(syncs), self.iterations, self.gpus
+        nb, n_it, g = len(self.syncs), self.iterations, self.gpus
         shape = (n_it, g)
         run = Run(np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros((n_it, nb, g)),
                   np.zeros((n_it, nb, g)), np.zeros((n_it, nb, g)), np.zeros(shape), {}, net)
+        steps = None
+        if compiled and self.hosts is None and self.on_iteration is None and replay.compiled(net) is not None:
+            steps = self._all_steps()
+        if steps is not None and all(step and all(st.log.n == g for st in step) for step in steps.values()):
+            self._run_compiled(run, steps)
+        else:
+            self._run_general(run)
+        run.events = net.events
+        run.dense_algorithms = dict(self.tuner.chosen)
+        run.wall_s = time.perf_counter() - start
+        return run
+
+    def _marks(self) -> list[tuple[float, int, int, float]]:
+        """Backward's stops: (seconds into backward, bucket, 0 = a compression of `seconds` / 1 = the
+        bucket ready), in time order."""
+        syncs = self.syncs
+        return sorted([(at, b, 0, seconds) for b in range(len(syncs)) for at, seconds in syncs[b].compress]
+                      + [(syncs[b].ready_s, b, 1, 0.0) for b in range(len(syncs))])
+
+    def _all_steps(self) -> dict[tuple[int, int], list[Step]]:
+        """Per (iteration, bucket) the steps of its parts, in order."""
+        out = {}
+        for i in range(self.iterations):
+            t_it = self.trace_iterations[i % len(self.trace_iterations)]
+            for b, sync in enumerate(self.syncs):
+                out[(i, b)] = [st for part in sync.parts for st in self._steps(part, t_it)]
+        return out
+
+    def _run_compiled(self, run: Run, steps: dict[tuple[int, int], list[Step]]) -> None:
+        """The general path's schedule (`_run_general`) as one fastloop.Program: per GPU and iteration the
+        forward, backward's stops and compressions and its tail as timers, each part of each bucket a
+        rank of its client (made in the general path's order, so with the same message ids), the
+        optimizer step a timer after backward and the last bucket; the next iteration's forward after
+        it. Fills `run` from the times the nodes began and were done."""
+        net, prof, nb, n_it, g = run.network, self.profile, len(self.syncs), self.iterations, self.gpus
+        clients: list[LogReplay] = []
+        first: dict[tuple[int, int], int] = {}  # (iteration, bucket) -> index of its first part's client
+        for (i, b), mine in steps.items():
+            first[(i, b)] = len(clients)
+            for k, step in enumerate(mine):
+                client = run.clients[(i, b, k)] = LogReplay(net, step.log,
+                                                            work=None if step.compression else self.dense_work)
+                clients.append(client)
+        marks = self._marks()
+        program = Program()
+        forward = np.array([[program.timer(prof.forward_s) for _ in range(g)]] + [[-1] * g] * (n_it - 1), np.int64)
+        ready, start, end = (np.zeros((n_it, nb, g), np.int64) for _ in range(3))
+        backward_end, optimizer = (np.zeros((n_it, g), np.int64) for _ in range(2))
+        for i in range(n_it):
+            for r in range(g):
+                if i:
+                    forward[i, r] = program.timer(prof.forward_s)
+                    program.then(optimizer[i - 1, r], forward[i, r])
+                last = -1
+                for b in range(nb):  # the communication stream: buckets in order, parts in order
+                    c0 = first[(i, b)]
+                    nodes = [program.rank(c0 + k, r) for k in range(len(steps[(i, b)]))]
+                    if last >= 0:
+                        program.then(last, nodes[0])
+                    for x, y in zip(nodes, nodes[1:]):
+                        program.then(x, y)
+                    start[i, b, r], end[i, b, r] = nodes[0], nodes[-1]
+                    last = nodes[-1]
+                prev, done = forward[i, r], 0.0
+                for at, b, is_ready, seconds in marks:  # backward, stop by stop
+                    mark = program.timer(at - done)
+                    program.then(prev, mark)
+                    if is_ready:
+                        ready[i, b, r] = prev = mark
+                        program.then(mark, start[i, b, r])
+                    else:
+                        prev = program.timer(seconds)
+                        program.then(mark, prev)
+                    done = at
+                backward_end[i, r] = program.timer(prof.backward_s - done)
+                program.then(prev, backward_end[i, r])
+                optimizer[i, r] = program.timer(prof.optimizer_s)
+                program.then(backward_end[i, r], optimizer[i, r])
+                if last >= 0:
+                    program.then(last, optimizer[i, r])
+        began, ended = replay.run_compiled(net, clients, program)
+        run.iteration_start[:], run.backward_start[:] = began[forward], ended[forward]
+        run.bucket_ready[:], run.bucket_start[:], run.bucket_end[:] = ended[ready], began[start], ended[end]
+        run.backward_end[:], run.optimizer_start[:], run.iteration_end[:] = (
+            ended[backward_end], began[optimizer], ended[optimizer])
+        compression = 0.0
+        for _, _, is_ready, seconds in marks:
+            if not is_ready:
+                compression += seconds
+        run.compression[:] = compression
+
+    def _run_general(self, run: Run) -> None:
+        """Every iteration on every GPU as callbacks of the network's event loop."""
+        net = run.network
+        prof, syncs = self.profile, self.syncs
+        nb, n_it, g = len(syncs), self.iterations, self.gpus
         backward = prof.backward_s
-        # backward's stops: (seconds into backward, bucket, 0 = a compression of `seconds` / 1 = the bucket ready)
-        marks = sorted([(at, b, 0, seconds) for b in range(nb) for at, seconds in syncs[b].compress]
-                       + [(syncs[b].ready_s, b, 1, 0.0) for b in range(nb)])
+        marks = self._marks()
         hosts = self.hosts
         # per GPU: current iteration, next bucket to synchronize, buckets ready, stream busy, backward done
         it = [0] * g
@@ -222,7 +325,3 @@ class Timeline:
         for r in range(g):
             begin(r)
         net.run()
-        run.events = net.events
-        run.dense_algorithms = dict(self.tuner.chosen)
-        run.wall_s = time.perf_counter() - start
-        return run
