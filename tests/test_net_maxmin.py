@@ -9,7 +9,7 @@ from zensim.net.models import maxmin as mm
 from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
-from zensim.net.waterfill import LinkState, solve_flows, waterfill
+from zensim.net.waterfill import LinkState, solve_flows, warm_flows, waterfill
 from zensim.run.log import Message, MessageLog
 
 B = 25e9 / 8
@@ -184,3 +184,63 @@ def test_solve_flows_touches_only_its_links(seed):
         assert state.spent[k] == pytest.approx(before["spent"][k] + before["freed"][k] * 2.0 - before["freed_t"][k])
         assert state.room[k] == (0.25 * cap[k] * (end - state.busy_from[k]) if np.isfinite(level[k]) else np.inf)
     assert (state.slot == -1).all()
+
+
+def test_warm_flows_keep_max_min_or_change_nothing():
+    """Flows added to solved ones, some of which have left (their rates freed on their links): where
+    warm_flows takes the new flows, the solved ones keep their rates, every link a new flow uses limited
+    none of them, and each new flow has a bottleneck (a full link on which no flow is faster); with
+    nothing freed, every rate is waterfill's of all the flows together; the new flows' links are
+    restarted as a solve restarts them. Where it does not take them, nothing changed. Both occur."""
+    took = refused = 0
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        links, old, new = 16, int(rng.integers(5, 30)), int(rng.integers(1, 6))
+        # solved flows: a slow link 0-5 and maybe a fast one 6-11; new flows: a fresh link 12-15 and a
+        # fast link, or now and then a slow one
+        routes = np.full((old + new, 2), links)
+        for f in range(old):
+            hops = [rng.integers(0, 6), rng.integers(6, 12)][: int(rng.integers(1, 3))]
+            routes[f, : len(hops)] = hops
+        for f in range(old, old + new):
+            routes[f] = [rng.integers(12, 16), rng.integers(0, 6) if rng.random() < 0.2 else rng.integers(6, 12)]
+        cap = np.append(np.concatenate([rng.uniform(1, 3, 6), rng.uniform(2, 12, 6), rng.uniform(1, 10, 4)]), np.inf)
+        left, base, rate = rng.uniform(1, 5, old + new), np.zeros(old + new), np.zeros(old + new)
+        alive = np.ones(old + new, bool)
+        state = LinkState(links + 1)
+        solve_flows(np.arange(old), alive, left, base, rate, routes, cap, 0.0, 0.25, state)
+        gone = rng.choice(old, int(rng.integers(0, 3)) * (seed % 2), replace=False)
+        for f in gone:  # as MaxMin._depart: the rate freed on each link, at time 0.5
+            alive[f] = False
+            for k in set(routes[f].tolist()) - {links}:
+                state.freed[k] += rate[f]
+                state.freed_t[k] += rate[f] * 0.5
+        before = {k: getattr(state, k).copy() for k in ("room", "spent", "freed", "freed_t", "last", "used", "peak",
+                                                         "level")}
+        rates, lefts = rate.copy(), left.copy()
+        added = np.arange(old, old + new)
+        finish = warm_flows(added, left, base, rate, routes, cap, 0.5, 0.25, state)
+        assert (state.slot == -1).all()
+        if finish is None:
+            refused += 1
+            assert rate.tolist() == rates.tolist() and left.tolist() == lefts.tolist()
+            assert all(getattr(state, k).tolist() == v.tolist() for k, v in before.items())
+            continue
+        took += 1
+        mine = set(routes[added].ravel().tolist()) - {links}
+        assert rate[:old].tolist() == rates[:old].tolist() and not np.isfinite(before["level"][list(mine)]).any()
+        on = [np.flatnonzero(alive & (routes == k).any(axis=1)) for k in range(links)]
+        load = np.array([rate[fs].sum() for fs in on])
+        assert (load <= cap[:links] * (1 + 1e-9)).all()
+        for f in added:
+            assert any(load[k] >= cap[k] * (1 - 1e-9) and rate[f] >= rate[on[k]].max() * (1 - 1e-12)
+                       for k in routes[f] if k < links), f
+        if not len(gone):
+            assert rate == pytest.approx(waterfill(routes, cap)[0], rel=1e-12)
+        assert finish == pytest.approx(0.5 + left[added] / rate[added], rel=1e-15)
+        for k in mine:
+            ends = [0.5 + left[f] / rate[f] for f in on[k] if f >= old] + [before["last"][k]]
+            assert state.last[k] == max(ends) and state.freed[k] == 0
+            assert state.used[k] == pytest.approx(load[k], rel=1e-12)
+            assert np.isfinite(state.room[k]) == np.isfinite(state.level[k])
+    assert took and refused

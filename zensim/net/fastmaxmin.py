@@ -5,7 +5,8 @@ The same semantics, step for step, as `LogReplay` on `Network` with the `MaxMin`
 promotion when company arrives, components of shared flows (union-find, merged on arrival, never
 split), one solve per due component at the end of an instant (`late`), departures taken from the
 heads of the solves' segments in (finish, segment) order, the batched re-solve allowance
-(`--maxmin-batch`, 0 = exact) with deferred checks. The same events are scheduled in the same order
+(`--maxmin-batch`, 0 = exact) with deferred checks, and arrivals given rates without a solve where
+that is still max-min (`_warm`, MaxMin._warm). The same events are scheduled in the same order
 and the same floating-point operations done in the same order, and the solve is the same compiled
 function (zensim.net.waterfill), so every time comes out bit-identical (tests/test_net_fastmaxmin.py
 asserts it against the general path). It covers one log alone (`replay()`: every rank starting at 0)
@@ -15,9 +16,10 @@ takes the general path. The heap and the ranks' stage program are zensim.net.fas
 
 State, all arrays: per flow its bytes left, rate, segment, component, isolation stamp and the next
 flow of its component (a component's flows are a linked list, in the order the general path
-concatenates them); per link the flows on it, its component, its isolated flow and the allowance
-(waterfill.LinkState's arrays); per component its union-find parent, flow list, pieces, flows
-alive, check time, solve count, due flag and segment list; per segment (typed lists) its flows and
+concatenates them); per link the flows on it, its component, its isolated flow, the allowance and the last solve's
+rates on it (waterfill.LinkState's arrays); per component its union-find parent, flow list, pieces,
+flows alive, check time, solve count, due flag, segment list, its flows joined since its last solve
+(the first, how many) and whether freed capacity or a merge made it due (then no _warm); per segment (typed lists) its flows and
 finish times, the sorted head taken so far and the positions not yet sorted, in solve order.
 """
 
@@ -35,14 +37,14 @@ from zensim.net import fastloop
 from zensim.net.fastloop import (FINISH, MODEL, SENT, START, Program, advance, arrived, grow, pop, push, push_late,
                                  resume)
 from zensim.net.models.maxmin import DEFER, HEAD, TIE
-from zensim.net.waterfill import LinkState, solve_compiled
+from zensim.net.waterfill import LinkState, solve_compiled, warm_compiled
 
 if TYPE_CHECKING:
     from zensim.net.network import Network
 
 _DELIVER, _ISOLATED, _DEPART, _CHECK, _FLUSH = MODEL, MODEL + 1, MODEL + 2, MODEL + 3, MODEL + 4
 # ms: the model's integer state
-_STAMP, _VERSION, _ARMED, _ACTIVE, _SOLVES, _COMPS, _JOINED, _HEADS, _DUE, _STACK = range(10)
+_STAMP, _VERSION, _ARMED, _ACTIVE, _SOLVES, _COMPS, _JOINED, _HEADS, _DUE, _STACK, _WARM = range(11)
 
 
 def applies(net: Network) -> bool:
@@ -67,22 +69,22 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
             np.full(count, -1), np.zeros(count, np.int64), np.zeros(count), np.zeros(count), np.full(count, -1))
     state = LinkState(links)
     link = (np.zeros(links, np.int64), np.full(links, -1), np.full(links, -1), state.busy_from, state.room,
-            state.spent, state.freed, state.freed_t, state.last, state.slot)
+            state.spent, state.freed, state.freed_t, state.last, state.slot, state.used, state.peak, state.level)
     comps = count + 1
     comp = (np.arange(comps), np.full(comps, -1), np.full(comps, -1), np.zeros(comps, np.int64),
             np.zeros(comps, np.int64), np.zeros(comps, np.int64), np.full(comps, np.inf), np.zeros(comps, np.int64),
             np.zeros(comps, np.bool_), np.zeros(comps, np.bool_), np.full(comps, -1), np.full(comps, -1),
-            np.full(comps, np.inf))
+            np.full(comps, np.inf), np.full(comps, -1), np.zeros(comps, np.int64), np.zeros(comps, np.bool_))
     scratch = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(comps, np.int64),
                np.empty(comps, np.int64), np.empty(comps, np.int64))
-    model = (wire, flow, link, comp, scratch, np.zeros(10, np.int64), np.full(1, np.inf))
+    model = (wire, flow, link, comp, scratch, np.zeros(11, np.int64), np.full(1, np.inf))
     st = np.zeros(4, np.int64)
     out = np.zeros((4, sizes["slots"]))
     sent_at, delivered_at = np.full(count, np.nan), np.full(count, np.nan)
     extra = sizes["ranks"] + len(prog[0])  # the ranks' and the program's events a step may schedule
     now = _loop(model, rank, messages, prog, sizes["widest"], extra, st, out, sent_at, delivered_at)
     fastloop.finish(net, now, st, sent_at, delivered_at)
-    net.model.solves = int(model[5][_SOLVES])
+    net.model.solves, net.model.warm = int(model[5][_SOLVES]), int(model[5][_WARM])
     return out, prog[9], prog[10]
 
 
@@ -251,7 +253,7 @@ def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (com
     wire, flow, link, comp, segments, scratch, ms, fs = mm
     croutes, routes, nbytes, capacity, latency, pad, batch = wire
     left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following = flow
-    nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot = link
+    nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
     joined = scratch[0]
     width = croutes.shape[1]
     for j in range(b0, b1):
@@ -313,7 +315,8 @@ def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (com
                 break
             if nflows[k] == 0:
                 busy_from[k] = now
-                spent[k] = freed[k] = freed_t[k] = 0.0
+                spent[k] = freed[k] = freed_t[k] = used[k] = peak[k] = 0.0
+                level[k] = np.inf
             nflows[k] += 1
     if ms[_JOINED]:
         _later(now, heap, st, ms)
@@ -345,7 +348,7 @@ def _join(mm):  # pragma: no cover (compiled)
     croutes, pad = wire[0], wire[5]
     comp_of, alive, following = flow[5], flow[4], flow[9]
     comp_on = link[1]
-    parent, first, last, size, nparts, living, check, epoch, exists, due, seg_first, seg_last, _ = comp
+    parent, first, last, size, nparts, living, check, epoch, exists, due, seg_first, seg_last, _, fresh, nnew, full = comp
     seg_next = segments[6]
     joined, touched = scratch[0], scratch[4]
     width = croutes.shape[1]
@@ -395,6 +398,7 @@ def _join(mm):  # pragma: no cover (compiled)
                         size[root] += size[c]
                         nparts[root] += nparts[c]
                         living[root] += living[c]
+                        full[root] = True
                         _undue(c, comp, ms)
             else:
                 root = ms[_COMPS]
@@ -402,6 +406,9 @@ def _join(mm):  # pragma: no cover (compiled)
                 exists[root] = True
             _due(root, comp, scratch, ms)
         following[m] = -1
+        if nnew[root] == 0:
+            fresh[root] = m
+        nnew[root] += 1
         if first[root] < 0:
             first[root] = m
         else:
@@ -430,7 +437,7 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
     wire, flow, link, comp, segments, scratch, ms, fs = mm
     croutes, routes, nbytes, capacity, latency, pad, batch = wire
     left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following = flow
-    nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot = link
+    nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
     first, tail, size, nparts, check, epoch, seg_first = comp[1], comp[2], comp[3], comp[4], comp[6], comp[7], comp[10]
     seg_next = segments[6]
     flows = np.empty(size[c], np.int64)
@@ -443,34 +450,70 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
         _drop(s, segments)
         s = seg_next[s]
     keep, finish = solve_compiled(flows, alive, left, base_time, rate, routes, capacity, now, batch, busy_from, room,
-                                  spent, freed, freed_t, last, slot)
+                                  spent, freed, freed_t, last, slot, used, peak, level)
     for i in range(keep.size - 1):
         following[keep[i]] = keep[i + 1]
     following[keep[keep.size - 1]] = -1
-    first[c], tail[c], size[c], nparts[c] = keep[0], keep[keep.size - 1], keep.size, 1
+    first[c], tail[c], size[c], nparts[c], comp[14][c] = keep[0], keep[keep.size - 1], keep.size, 1, 0
     check[c] = np.inf
     epoch[c] += 1
     ms[_SOLVES] += 1
+    seg_first[c] = -1
+    _segment(c, keep, finish, mm)
+
+
+@numba.njit(cache=True)
+def _warm(c, now, mm):  # pragma: no cover (compiled)
+    """MaxMin._warm: rates for component c's flows that joined this instant, the others kept, where that
+    is still max-min (waterfill.warm_compiled); a departure segment of their own. False: solve c."""
+    wire, flow, link, comp, segments, scratch, ms, fs = mm
+    croutes, routes, nbytes, capacity, latency, pad, batch = wire
+    left, base_time, rate, following = flow[0], flow[1], flow[2], flow[9]
+    nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
+    fresh, nnew = comp[13], comp[14]
+    new = np.empty(nnew[c], np.int64)
+    m = fresh[c]
+    for i in range(new.size):
+        new[i] = m
+        m = following[m]
+    fits, finish = warm_compiled(new, left, base_time, rate, routes, capacity, now, batch, busy_from, room, spent,
+                                 freed, freed_t, last, slot, used, peak, level)
+    if not fits:
+        return False
+    comp[4][c], nnew[c] = 1, 0
+    ms[_WARM] += 1
+    _segment(c, new, finish, mm)
+    return True
+
+
+@numba.njit(cache=True)
+def _segment(c, flows, finish, mm):  # pragma: no cover (compiled)
+    """A departure segment of `flows` (finishing at `finish`) appended to component c's."""
+    segments, ms, segment_of, seg_first, seg_last = mm[4], mm[6], mm[1][3], mm[3][10], mm[3][11]
     sid = len(segments[0])
     segments[0].append(finish)
-    segments[1].append(keep)
-    segments[2].append(np.arange(keep.size))
-    segments[3].append(keep[:0].copy())
+    segments[1].append(flows)
+    segments[2].append(np.arange(flows.size))
+    segments[3].append(flows[:0].copy())
     segments[4].append(0)
     segments[5].append(True)
     segments[6].append(-1)
-    for i in range(keep.size):
-        segment_of[keep[i]] = sid
-    seg_first[c] = sid
-    comp[11][c] = sid
+    for i in range(flows.size):
+        segment_of[flows[i]] = sid
+    if seg_first[c] < 0:
+        seg_first[c] = sid
+    else:
+        segments[6][seg_last[c]] = sid
+    seg_last[c] = sid
     _push_head(segments, ms, finish.min(), sid)  # its first head is sorted when a departure first needs it
 
 
 @numba.njit(cache=True)
 def _flush(now, mm, heap, st):  # pragma: no cover (compiled)
-    """End of an instant: place new shared flows, then solve every component that is due, in id order."""
-    comp, scratch, ms = mm[3], mm[5], mm[6]
-    parent, exists, due = comp[0], comp[8], comp[9]
+    """End of an instant: place new shared flows, then solve every component that is due, in id order
+    (where only flows joined it, and no component merged into it, first try _warm)."""
+    comp, scratch, ms, batch = mm[3], mm[5], mm[6], mm[0][6]
+    parent, living, exists, due, nnew, full = comp[0], comp[5], comp[8], comp[9], comp[14], comp[15]
     ms[_ARMED] = 0
     _join(mm)
     stack, roots = scratch[2], scratch[3]
@@ -481,10 +524,12 @@ def _flush(now, mm, heap, st):  # pragma: no cover (compiled)
             count += 1
     roots[:count].sort()
     for i in range(count):
-        if (i == 0 or roots[i] != roots[i - 1]) and exists[roots[i]]:
-            _solve(roots[i], now, mm)
+        c = roots[i]
+        if (i == 0 or c != roots[i - 1]) and exists[c]:
+            if batch == 0 or full[c] or not 0 < nnew[c] < living[c] or not _warm(c, now, mm):
+                _solve(c, now, mm)
     for i in range(ms[_STACK]):
-        due[stack[i]] = False
+        due[stack[i]] = full[stack[i]] = False
     ms[_STACK] = ms[_DUE] = 0
     _arm(now, mm, heap, st)
 
@@ -515,7 +560,7 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
     wire, flow, link, comp, segments, scratch, ms, fs = mm
     croutes, routes, nbytes, capacity, latency, pad, batch = wire
     left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following = flow
-    nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot = link
+    nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
     parent, living, check, epoch, exists, due, deferred = comp[0], comp[5], comp[6], comp[7], comp[8], comp[9], comp[12]
     gone, waiting = scratch[1], scratch[4]
     if version != ms[_VERSION]:
@@ -561,6 +606,7 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
                 when = ((allowance - lost) * DEFER + free_t) / free
                 if batch == 0 or when <= now:
                     _due(c, comp, scratch, ms)
+                    comp[15][c] = True
                 else:
                     if deferred[c] == np.inf:
                         waiting[nwait] = c
@@ -588,6 +634,7 @@ def _check(c, mark, now, mm, heap, st):  # pragma: no cover (compiled)
     comp, scratch, ms = mm[3], mm[5], mm[6]
     if comp[8][c] and comp[7][c] == mark:
         _due(c, comp, scratch, ms)
+        comp[15][c] = True
         _later(now, heap, st, ms)
 
 

@@ -121,13 +121,13 @@ def waterfill(routes: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.
 def solve_compiled(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray,
                    routes: np.ndarray, capacity: np.ndarray, now: float, batch: float, busy_from: np.ndarray,
                    room: np.ndarray, spent: np.ndarray, freed: np.ndarray, freed_t: np.ndarray, last: np.ndarray,
-                   slot: np.ndarray):  # pragma: no cover (compiled)
+                   slot: np.ndarray, used: np.ndarray, peak: np.ndarray, level: np.ndarray):  # pragma: no cover (compiled)
     """solve_flows with its arrays as they are (int64 flows, float64 capacity), callable from compiled code
     (zensim.net.fastmaxmin)."""
     keep = flows[alive[flows]]
     count, width = keep.size, routes.shape[1]
     dummy = capacity.size - 1
-    used = np.empty(count * width, np.int64)  # the links of the solve, numbered 0.. in the sub-problem
+    links = np.empty(count * width, np.int64)  # the links of the solve, numbered 0.. in the sub-problem
     nused = 0
     for i in range(count):
         f = keep[i]
@@ -137,7 +137,7 @@ def solve_compiled(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_
             k = routes[f, j]
             if k != dummy and slot[k] < 0:
                 slot[k] = nused
-                used[nused] = k
+                links[nused] = k
                 nused += 1
     sub = np.empty((count, width), np.int32)
     for i in range(count):
@@ -146,37 +146,117 @@ def solve_compiled(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_
             sub[i, j] = nused if k == dummy else slot[k]
     cap = np.empty(nused + 1)
     for u in range(nused):
-        cap[u] = capacity[used[u]]
+        cap[u] = capacity[links[u]]
     cap[nused] = np.inf
-    fair, level = _fill(sub, cap)
-    finish = np.empty(count)
-    end_of = np.full(nused + 1, -np.inf)
-    for i in range(count):
-        f = keep[i]
+    fair, saturation = _fill(sub, cap)
+    finish, end_of, load, top = _set_rates(keep, fair, sub, nused, left, rate, now)
+    for u in range(nused):
+        k = links[u]
+        slot[k] = -1
+        used[k], peak[k], level[k] = load[u], top[u], saturation[u]
+        _restart(k, end_of[u], saturation[u], capacity, now, batch, busy_from, room, spent, freed, freed_t, last)
+    return keep, finish
+
+
+@numba.njit(cache=True)
+def _set_rates(flows, fair, sub, nused, left, rate, now):  # pragma: no cover (compiled)
+    """Flows (rows of sub, links numbered 0..nused-1, the padding nused) take their rates `fair`: their
+    finish times, and per link the latest finish, the sum of the rates and the fastest."""
+    finish = np.empty(flows.size)
+    end_of, load, top = np.full(nused + 1, -np.inf), np.zeros(nused + 1), np.zeros(nused + 1)
+    for i in range(flows.size):
+        f = flows[i]
         rate[f] = fair[i]
         end = finish[i] = now + left[f] / fair[i]
-        for j in range(width):
+        for j in range(sub.shape[1]):
             u = sub[i, j]
             if end > end_of[u]:
                 end_of[u] = end
+            load[u] += fair[i]
+            top[u] = max(top[u], fair[i])
+    return finish, end_of, load, top
+
+
+@numba.njit(cache=True)
+def _restart(k, end, saturation, capacity, now, batch, busy_from, room, spent, freed, freed_t,
+             last):  # pragma: no cover (compiled)
+    """Link k's allowance after a solve that gave its flows rates ending by `end` (nothing where that is
+    not finite): room = batch x capacity x (end - busy_from) where it saturated, else inf; the service
+    lost to capacity freed since the last solve moved into spent."""
+    if not np.isfinite(end):
+        return
+    room[k] = batch * capacity[k] * (end - busy_from[k]) if np.isfinite(saturation) else np.inf
+    spent[k] += freed[k] * now - freed_t[k]
+    freed[k] = 0.0
+    freed_t[k] = 0.0
+    last[k] = end
+
+
+@numba.njit(cache=True)
+def warm_compiled(new: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray, routes: np.ndarray,
+                  capacity: np.ndarray, now: float, batch: float, busy_from: np.ndarray, room: np.ndarray,
+                  spent: np.ndarray, freed: np.ndarray, freed_t: np.ndarray, last: np.ndarray, slot: np.ndarray,
+                  used: np.ndarray, peak: np.ndarray, level: np.ndarray):  # pragma: no cover (compiled)
+    """warm_flows with its arrays as they are (int64 flows, float64 capacity), callable from compiled code
+    (zensim.net.fastmaxmin)."""
+    count, width = new.size, routes.shape[1]
+    dummy = capacity.size - 1
+    links = np.empty(count * width, np.int64)
+    nused = 0
+    fits = True
+    for i in range(count):
+        for j in range(width):
+            k = routes[new[i], j]
+            if k != dummy and slot[k] < 0:
+                slot[k] = nused
+                links[nused] = k
+                nused += 1
+                fits = fits and not np.isfinite(level[k])  # a link that limits a flow: the others would give way
+    sub = np.empty((count, width), np.int32)
+    cap = np.empty(nused + 1)
+    fair, saturation = np.empty(0), np.empty(0)
+    if fits:
+        for i in range(count):
+            for j in range(width):
+                k = routes[new[i], j]
+                sub[i, j] = nused if k == dummy else slot[k]
+        for u in range(nused):
+            k = links[u]
+            cap[u] = max(capacity[k] - (used[k] - freed[k]), 0.0)
+        cap[nused] = np.inf
+        fair, saturation = _fill(sub, cap)
+        for i in range(count):  # each new flow needs a link it saturates with no flow faster on it
+            bottleneck = False
+            for j in range(width):
+                u = sub[i, j]
+                if u < nused and saturation[u] == fair[i] and fair[i] >= peak[links[u]]:
+                    bottleneck = True
+            if not bottleneck:
+                fits = False
+                break
+    if not fits:
+        for u in range(nused):
+            slot[links[u]] = -1
+        return False, np.empty(0)
+    for f in new:
+        left[f] = max(left[f] - rate[f] * (now - base_time[f]), 0.0)
+        base_time[f] = now
+    finish, end_of, load, top = _set_rates(new, fair, sub, nused, left, rate, now)
     for u in range(nused):
-        k = used[u]
+        k = links[u]
         slot[k] = -1
-        end = end_of[u]
-        if not np.isfinite(end):
-            continue
-        room[k] = batch * capacity[k] * (end - busy_from[k]) if np.isfinite(level[u]) else np.inf
-        spent[k] += freed[k] * now - freed_t[k]
-        freed[k] = 0.0
-        freed_t[k] = 0.0
-        last[k] = end
-    return keep, finish
+        used[k] = used[k] - freed[k] + load[u]
+        peak[k], level[k] = max(peak[k], top[u]), saturation[u]
+        _restart(k, max(end_of[u], last[k]), saturation[u], capacity, now, batch, busy_from, room, spent, freed,
+                 freed_t, last)
+    return True, finish
 
 
 class LinkState:
     """Per link what a solve reads and sets (the maxmin model's allowance bookkeeping, docs in
-    zensim.net.models.maxmin): busy_from, room, spent, freed, freed_t, last; one float64 array each
-    over the links and the padding link."""
+    zensim.net.models.maxmin): busy_from, room, spent, freed, freed_t, last, and the last solve's
+    rates on it (used: their sum, peak: the fastest, level: where it saturated, inf where it limits no
+    flow); one float64 array each over the links and the padding link."""
 
     def __init__(self, links: int) -> None:
         self.busy_from = np.zeros(links)
@@ -185,6 +265,9 @@ class LinkState:
         self.freed = np.zeros(links)
         self.freed_t = np.zeros(links)
         self.last = np.zeros(links)
+        self.used = np.zeros(links)
+        self.peak = np.zeros(links)
+        self.level = np.full(links, np.inf)
         self.slot = np.full(links, -1, np.int64)  # scratch of the compiled solve (all -1 between solves)
 
 
@@ -201,4 +284,21 @@ def solve_flows(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_tim
     `spent`, `freed` and `freed_t` zeroed. Returns the alive flows and their finish times."""
     return solve_compiled(np.ascontiguousarray(flows, dtype=np.int64), alive, left, base_time, rate, routes,
                   np.ascontiguousarray(capacity, dtype=np.float64), float(now), float(batch), links.busy_from,
-                  links.room, links.spent, links.freed, links.freed_t, links.last, links.slot)
+                  links.room, links.spent, links.freed, links.freed_t, links.last, links.slot, links.used, links.peak,
+                  links.level)
+
+
+def warm_flows(new: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray, routes: np.ndarray,
+               capacity: np.ndarray, now: float, batch: float, links: LinkState) -> np.ndarray | None:
+    """Rates for flows `new` that start now in a component whose other flows keep theirs, where that is
+    still max-min: each new link limits no flow at the last solve (`links.level` inf), the new flows
+    share the capacity the others leave (capacity - used + freed) max-min, and each new flow saturates a
+    link on which no flow is faster (`links.peak`, the last solve's fastest: the others' bottlenecks
+    are untouched and stay theirs). Then the rates, bytes left, finish times and the new flows' links'
+    allowance are set as solve_flows sets them (returns the finish times); else nothing is changed
+    (returns None: solve the component)."""
+    fits, finish = warm_compiled(np.ascontiguousarray(new, dtype=np.int64), left, base_time, rate, routes,
+                                 np.ascontiguousarray(capacity, dtype=np.float64), float(now), float(batch),
+                                 links.busy_from, links.room, links.spent, links.freed, links.freed_t, links.last,
+                                 links.slot, links.used, links.peak, links.level)
+    return finish if fits else None
