@@ -36,7 +36,7 @@ from numba.typed import List
 from zensim.net import fastloop
 from zensim.net.fastloop import (FINISH, MODEL, SENT, START, Program, advance, arrived, grow, pop, push, push_late,
                                  resume)
-from zensim.net.models.maxmin import DEFER, HEAD, TIE
+from zensim.net.models.maxmin import DEFER, FIRST, HEAD, TIE
 from zensim.net.waterfill import LinkState, solve_compiled, warm_compiled
 
 if TYPE_CHECKING:
@@ -139,12 +139,12 @@ def _undue(c, comp, ms):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _refill(s, segments):  # pragma: no cover (compiled)
     """The next sorted head of segment s (_Segment._refill): the `HEAD` or an eighth of the positions
-    left, whichever is more, earliest first, ties to the first in solve order. The first head is
+    left (the first head a `FIRST`th), whichever is more, earliest first, ties to the first in solve order. The first head is
     made when a departure first needs it, not at the solve as the Python model does (the order taken
     is the same): a segment replaced by the next solve before any departure costs no sort."""
     finish, rest = segments[0][s], segments[2][s]
     left = rest.size
-    head = max(HEAD, left // 8)
+    head = max(HEAD, left // (FIRST if segments[3][s].size == 0 else 8))
     values = finish[rest]
     if left <= head:
         segments[3][s] = rest[np.argsort(values, kind="mergesort")]

@@ -65,6 +65,7 @@ from zensim.net.waterfill import LinkState, solve_flows, warm_flows
 TIE = 1e-12  # relative tolerance: flows finishing "now"
 DEFER = 1 / 64  # the part of what is left of a link's allowance a departure may actually lose before its re-solve
 HEAD = 256  # a departure segment's sorted head: at least this many flows
+FIRST = 64  # its first head: 1/FIRST of its flows (it is often replaced by the next solve soon), later ones 1/8
 
 
 _NONE = np.empty(0, dtype=np.int64)
@@ -87,7 +88,8 @@ class _Component:
 class _Segment:
     """The flows of one solve by projected finish time, ties in the order of the solve: a sorted head of
     the earliest, the rest unsorted in solve order (refilled as the head is used up, an eighth of what
-    is left at a time, at least HEAD: a solve costs O(flows), not a full sort, and draining a segment
+    is left at a time, the first head a 64th (FIRST), at least HEAD: a solve costs O(flows), not a
+    full sort, a segment replaced by the next solve soon sorts little, and draining a segment costs
     O(flows) partitions in all). The order taken is the stable sort of the whole segment, however it
     is cut into heads (zensim.net.fastmaxmin takes the same)."""
 
@@ -95,10 +97,11 @@ class _Segment:
 
     def __init__(self, finish: np.ndarray, flows: np.ndarray) -> None:
         self.finish, self.flows = finish, flows
+        self.head_flows: list[int] = []
         self._refill()
 
     def _refill(self) -> None:
-        head = max(HEAD, len(self.finish) // 8)
+        head = max(HEAD, len(self.finish) // (FIRST if not self.head_flows else 8))
         if len(self.finish) <= head:  # all of it (the common case: a small component)
             order = np.argsort(self.finish, kind="stable")
             self.head_finish, self.head_flows = self.finish[order].tolist(), self.flows[order].tolist()
