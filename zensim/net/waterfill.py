@@ -118,23 +118,24 @@ def waterfill(routes: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.
 
 
 @numba.njit(cache=True)
-def solve_compiled(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray,
-                   routes: np.ndarray, capacity: np.ndarray, now: float, batch: float, busy_from: np.ndarray,
-                   room: np.ndarray, spent: np.ndarray, freed: np.ndarray, freed_t: np.ndarray, last: np.ndarray,
-                   slot: np.ndarray, used: np.ndarray, peak: np.ndarray, level: np.ndarray):  # pragma: no cover (compiled)
-    """solve_flows with its arrays as they are (int64 flows, float64 capacity), callable from compiled code
-    (zensim.net.fastmaxmin)."""
-    keep = flows[alive[flows]]
-    count, width = keep.size, routes.shape[1]
-    dummy = capacity.size - 1
-    links = np.empty(count * width, np.int64)  # the links of the solve, numbered 0.. in the sub-problem
-    nused = 0
-    for i in range(count):
-        f = keep[i]
+def _advance(flows, left, base_time, rate, now):  # pragma: no cover (compiled)
+    """The bytes `left` of `flows` advanced from `base_time` to now at their `rate`."""
+    for f in flows:
         left[f] = max(left[f] - rate[f] * (now - base_time[f]), 0.0)
         base_time[f] = now
+
+
+@numba.njit(cache=True)
+def _subproblem(flows, routes, dummy, slot):  # pragma: no cover (compiled)
+    """The links of `flows` numbered 0.. in first-use order (slot[k] = k's number; the caller resets it
+    to -1): (links by number, their count, per flow its row of numbers with the padding `dummy` as the
+    count)."""
+    count, width = flows.size, routes.shape[1]
+    links = np.empty(count * width, np.int64)
+    nused = 0
+    for i in range(count):
         for j in range(width):
-            k = routes[f, j]
+            k = routes[flows[i], j]
             if k != dummy and slot[k] < 0:
                 slot[k] = nused
                 links[nused] = k
@@ -142,8 +143,21 @@ def solve_compiled(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_
     sub = np.empty((count, width), np.int32)
     for i in range(count):
         for j in range(width):
-            k = routes[keep[i], j]
+            k = routes[flows[i], j]
             sub[i, j] = nused if k == dummy else slot[k]
+    return links, nused, sub
+
+
+@numba.njit(cache=True)
+def solve_compiled(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray,
+                   routes: np.ndarray, capacity: np.ndarray, now: float, batch: float, busy_from: np.ndarray,
+                   room: np.ndarray, spent: np.ndarray, freed: np.ndarray, freed_t: np.ndarray, last: np.ndarray,
+                   slot: np.ndarray, used: np.ndarray, peak: np.ndarray, level: np.ndarray):  # pragma: no cover (compiled)
+    """solve_flows with its arrays as they are (int64 flows, float64 capacity), callable from compiled code
+    (zensim.net.fastmaxmin)."""
+    keep = flows[alive[flows]]
+    _advance(keep, left, base_time, rate, now)
+    links, nused, sub = _subproblem(keep, routes, capacity.size - 1, slot)
     cap = np.empty(nused + 1)
     for u in range(nused):
         cap[u] = capacity[links[u]]
@@ -200,26 +214,13 @@ def warm_compiled(new: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate
     """warm_flows with its arrays as they are (int64 flows, float64 capacity), callable from compiled code
     (zensim.net.fastmaxmin)."""
     count, width = new.size, routes.shape[1]
-    dummy = capacity.size - 1
-    links = np.empty(count * width, np.int64)
-    nused = 0
+    links, nused, sub = _subproblem(new, routes, capacity.size - 1, slot)
     fits = True
-    for i in range(count):
-        for j in range(width):
-            k = routes[new[i], j]
-            if k != dummy and slot[k] < 0:
-                slot[k] = nused
-                links[nused] = k
-                nused += 1
-                fits = fits and not np.isfinite(level[k])  # a link that limits a flow: the others would give way
-    sub = np.empty((count, width), np.int32)
+    for u in range(nused):  # a link that limits a flow: the others would give way
+        fits = fits and not np.isfinite(level[links[u]])
     cap = np.empty(nused + 1)
     fair, saturation = np.empty(0), np.empty(0)
     if fits:
-        for i in range(count):
-            for j in range(width):
-                k = routes[new[i], j]
-                sub[i, j] = nused if k == dummy else slot[k]
         for u in range(nused):
             k = links[u]
             cap[u] = max(capacity[k] - (used[k] - freed[k]), 0.0)
@@ -238,9 +239,7 @@ def warm_compiled(new: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate
         for u in range(nused):
             slot[links[u]] = -1
         return False, np.empty(0)
-    for f in new:
-        left[f] = max(left[f] - rate[f] * (now - base_time[f]), 0.0)
-        base_time[f] = now
+    _advance(new, left, base_time, rate, now)
     finish, end_of, load, top = _set_rates(new, fair, sub, nused, left, rate, now)
     for u in range(nused):
         k = links[u]
