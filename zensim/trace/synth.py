@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
+from scipy.optimize import brentq
 from tqdm import tqdm
 
 from zensim.errors import ConfigError
@@ -158,11 +159,11 @@ def overlap_for_densification(numel: int, params: SynthParams, k: int, gamma: fl
     if not bottom - 1e-9 <= gamma <= top + 1e-9:
         raise ConfigError(f"--densification {k}:{gamma}: must be in [{bottom:.4g}, {top:.4g}] at density "
                           f"{params.density} and these skews")
-    hi = 1.0
-    for _ in range(40):  # gamma^k falls as the overlap rises
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if gamma_at(mid) > gamma else (lo, mid)
-    return (lo + hi) / 2
+    if gamma_at(lo) <= gamma:  # at an end of the range (within the slack above)
+        return lo
+    if gamma_at(1.0) >= gamma:
+        return 1.0
+    return float(brentq(lambda o: gamma_at(o) - gamma, lo, 1.0, xtol=1e-12))  # gamma^k falls as the overlap rises
 
 
 def sample_unique(rng: np.random.Generator, size: int, count: int) -> np.ndarray:
