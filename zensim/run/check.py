@@ -61,7 +61,10 @@ def check_results(name: str, chunks: Sequence[SparseChunk], results: Sequence[Sp
                   value_dtype: str = "float32", keeps_zeros: bool = True, replicas_identical: bool = True,
                   tables: Tables | None = None) -> None:
     """AggregationMismatch unless every result is the dense sum of `chunks` and, where
-    `replicas_identical`, every result has rank 0's bits (see the module docstring)."""
+    `replicas_identical`, every result has rank 0's bits (see the module docstring). Chunks of
+    any array library are checked on the host."""
+    chunks = [c.host() for c in chunks]
+    results = _host_results(results)
     expected = expected_sum(chunks, numel, tables)
     seen: set[int] = set()
     for rank, got in enumerate(results):
@@ -78,8 +81,15 @@ def check_results(name: str, chunks: Sequence[SparseChunk], results: Sequence[Sp
                                           "(replicas must be identical)")
 
 
+def _host_results(results: Sequence[SparseChunk]) -> list[SparseChunk]:
+    """The results on the host, one host chunk per distinct result object (shared results stay shared)."""
+    made: dict[int, SparseChunk] = {}
+    return [made.setdefault(id(r), r.host()) for r in results]
+
+
 def same_bits(a: SparseChunk, b: SparseChunk) -> bool:
-    """Whether two chunks have the same indices and bit-identical values."""
+    """Whether two chunks (of any array library) have the same indices and bit-identical values."""
+    a, b = a.host(), b.host()
     if not np.array_equal(a.indices, b.indices):
         return False
     if a.values is None or b.values is None:

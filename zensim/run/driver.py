@@ -18,12 +18,14 @@ import gc
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from zensim.errors import ConfigError, ValueRangeError
 from zensim.run.check import check_results
 from zensim.run.context import COMM, POST, PRE, Meter, RunContext, Tables
 from zensim.run.log import LogBuilder, MessageLog
 from zensim.run.transports import InMemory, Transport
+from zensim.sparse import xp as backend
 from zensim.sparse.chunk import SparseChunk
 
 
@@ -54,7 +56,7 @@ def run_ranks(program, chunks: Sequence[SparseChunk] | Mapping[int, SparseChunk]
     transport = transport if transport is not None else InMemory()
     ranks = transport.local_ranks(program.n)
     values = _check_inputs(program, chunks, ranks)
-    ctx = RunContext(Meter(program.n, program.num_stages, timed), tables, values)
+    ctx = RunContext(Meter(program.n, program.num_stages, timed), tables, values, _like(chunks, ranks))
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -107,6 +109,12 @@ def _loop(program, chunks, transport: Transport, ranks: list[int],
         meter.finished_at = time.monotonic()
     log = builder.build(meter.counts)
     return log, [program.result(r, states[r], ctx) for r in ranks]
+
+
+def _like(chunks: Sequence[SparseChunk] | Mapping[int, SparseChunk], ranks: list[int]) -> Any:
+    """An array of the library and device of the local ranks' chunks (None for numpy)."""
+    first = chunks[ranks[0]].indices if ranks else None
+    return None if first is None or backend.is_numpy(first) else first
 
 
 def _check_inputs(program, chunks, ranks: list[int]) -> bool:

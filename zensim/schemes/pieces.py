@@ -28,7 +28,9 @@ from zensim.errors import ValueRangeError
 from zensim.run.context import RunContext
 from zensim.sparse.bits import bit_positions, pack_positions
 from zensim.sparse.chunk import SparseChunk, sum_chunks
+from zensim.sparse import xp as backend
 from zensim.sparse.domain import Domain
+from zensim.sparse.formats.dense import dense_to_chunk
 
 _serials = itertools.count()
 
@@ -95,20 +97,21 @@ class DensePiece:
     def nnz(self) -> int:
         """Number of non-zero positions (counted on first use: a pass over every position)."""
         if self._nnz is None:
-            self._nnz = int(np.count_nonzero(self.values))
+            self._nnz = int(backend.namespace(self.values).count_nonzero(self.values))
         return self._nnz
 
     @classmethod
     def of(cls, piece: ChunkPiece) -> "DensePiece":
         """A chunk piece laid out densely over its domain (explicit zeros become absent)."""
-        values = np.zeros(piece.domain.size, np.float32)
-        values[piece.domain.positions(piece.chunk.indices)] = piece.chunk.values
+        ids = piece.chunk.indices
+        xp = backend.namespace(ids)
+        values = xp.zeros(piece.domain.size, dtype=xp.float32, device=backend.device(ids))
+        values[piece.domain.positions(ids)] = piece.chunk.values
         return cls(piece.domain, values)
 
     def to_chunk(self, ctx: RunContext | None = None) -> SparseChunk:
         """The non-zero positions as a chunk of global ids."""
-        pos = np.flatnonzero(self.values)
-        return SparseChunk(self.domain.ids(pos), np.asarray(self.values[pos], np.float32))
+        return dense_to_chunk(self.values, self.domain)
 
 
 Piece = ChunkPiece | BitPiece | DensePiece
@@ -163,11 +166,21 @@ def _union(pieces: Sequence[Piece]) -> Piece:
         return _dense_sum(pieces[0], pieces[1])
     with np.errstate(over="ignore"):  # an overflow is reported below, as a user error
         out = sum_chunks([p.to_chunk() for p in pieces])
-    if out.values is not None and not np.isfinite(out.values).all():
-        bad = int(np.flatnonzero(~np.isfinite(out.values))[0])
-        if all(np.isfinite(p.to_chunk().values).all() for p in pieces if not isinstance(p, BitPiece)):
+    if out.values is not None:
+        bad = _first_nonfinite(out.values)
+        if bad is not None and all(_first_nonfinite(p.to_chunk().values) is None
+                                   for p in pieces if not isinstance(p, BitPiece)):
             _overflow(int(out.indices[bad]))
     return ChunkPiece(first.domain, out)
+
+
+def _first_nonfinite(values: backend.Array) -> int | None:
+    """The position of the first NaN or infinity in `values`, None if all are finite."""
+    xp = backend.namespace(values)
+    finite = xp.isfinite(values)
+    if bool(xp.all(finite)):
+        return None
+    return int(backend.flatnonzero(~finite)[0])
 
 
 def _overflow(element: int) -> None:
@@ -178,17 +191,18 @@ def _overflow(element: int) -> None:
 def _dense_sum(a: Piece, b: Piece) -> DensePiece:
     """a + b as a dense piece (at least one of them dense), in float32 (see DensePiece)."""
     first, second = (a, b) if isinstance(a, DensePiece) else (b, a)
-    out = np.array(first.values, np.float32)  # a writable copy (received values may be a read-only view)
+    xp = backend.namespace(first.values)
+    out = xp.astype(first.values, xp.float32, copy=True)  # writable (received values may be a read-only view)
     with np.errstate(over="ignore"):  # an overflow is reported below, as a user error
         if isinstance(second, DensePiece):
-            np.add(out, second.values, out=out)
+            out += second.values
         else:
             pos = first.domain.positions(second.chunk.indices)
             out[pos] += second.chunk.values
-    if not np.isfinite(out).all():
-        bad = int(np.flatnonzero(~np.isfinite(out))[0])
+    bad = _first_nonfinite(out)
+    if bad is not None:
         theirs = second.values if isinstance(second, DensePiece) else second.chunk.values
-        if np.isfinite(first.values).all() and np.isfinite(theirs).all():
+        if _first_nonfinite(first.values) is None and _first_nonfinite(theirs) is None:
             _overflow(int(first.domain.ids(np.array([bad]))[0]))
     return DensePiece(first.domain, out)
 
@@ -209,11 +223,12 @@ def _assemble(pieces: Sequence[Piece]) -> SparseChunk:
             present[p.domain.ids(p.positions())] = True
         return SparseChunk(np.flatnonzero(present), None)
     chunks = [p.to_chunk() for p in pieces]
-    ids = np.concatenate([c.indices for c in chunks])
+    xp = backend.namespace(*[c.indices for c in chunks])
+    ids = xp.concat([c.indices for c in chunks])
     values = None
     if all(c.values is not None for c in chunks):
-        values = np.concatenate([c.values for c in chunks])
-    if len(ids) > 1 and not (ids[1:] > ids[:-1]).all():  # domains out of order (hashed partitions)
-        order = np.argsort(ids, kind="stable")
+        values = xp.concat([c.values for c in chunks])
+    if ids.shape[0] > 1 and not bool(xp.all(ids[1:] > ids[:-1])):  # domains out of order (hashed partitions)
+        order = xp.argsort(ids, stable=True)
         ids, values = ids[order], values[order] if values is not None else None
     return SparseChunk(ids, values)

@@ -220,7 +220,7 @@ class StageProgram:
         fmt = self.fmt(stage)
         layout = [(fmt, self._domains[t.item])
                   for t in self._by(stage, "dst")[rank][src] for _ in range(self.count(t))]
-        return wire.from_bytes(buf, layout, with_values=ctx.values)
+        return wire.from_bytes(buf, layout, with_values=ctx.values, like=ctx.like)
 
     def count(self, t: Transfer) -> int:
         """Number of pieces transfer `t` carries (the aggregation's; programs may bundle otherwise)."""

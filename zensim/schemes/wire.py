@@ -140,11 +140,12 @@ def as_sent(piece: Piece, payload: Payload) -> Piece:
     return to_piece(payload, False)
 
 
-def from_bytes(buf: bytes, layout: Sequence[tuple[Format, Domain]], with_values: bool) -> Message:
-    """Decode a message whose parts have the given (format, domain) layout (ValueError if malformed)."""
+def from_bytes(buf: bytes, layout: Sequence[tuple[Format, Domain]], with_values: bool, like=None) -> Message:
+    """Decode a message whose parts have the given (format, domain) layout (ValueError if malformed),
+    into the array library and device of `like` (numpy when None)."""
     if len(layout) == 1:
         fmt, domain = layout[0]
-        return fmt.from_bytes(buf, domain, with_values=with_values)
+        return fmt.from_bytes(buf, domain, with_values=with_values, like=like)
     head = BUNDLE_HEADER * len(layout)
     if len(buf) < head:
         raise ValueError(f"bundle of {len(layout)} parts: {len(buf)} bytes, shorter than its header")
@@ -154,5 +155,5 @@ def from_bytes(buf: bytes, layout: Sequence[tuple[Format, Domain]], with_values:
     ends = head + np.cumsum(lengths)
     starts = ends - lengths
     view = memoryview(buf)
-    return Bundle(tuple(fmt.from_bytes(bytes(view[a:b]), domain, with_values=with_values)
+    return Bundle(tuple(fmt.from_bytes(bytes(view[a:b]), domain, with_values=with_values, like=like)
                         for (fmt, domain), a, b in zip(layout, starts, ends)))

@@ -1,4 +1,7 @@
-"""SparseChunk: sorted unique global element ids with optional values (None = indices-only mode)."""
+"""SparseChunk: sorted unique global element ids with optional values (None = indices-only mode).
+
+The arrays are numpy arrays (the simulator) or torch tensors on any device (the emulator, the
+DDP hook): every function here is written once over their shared namespace (zensim.sparse.xp)."""
 
 from __future__ import annotations
 
@@ -7,56 +10,65 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from zensim.sparse import xp as backend
+from zensim.sparse.xp import Array, namespace, run_starts
+
 
 @dataclass(frozen=True)
 class SparseChunk:
     """A sparse piece of a gradient: `indices` int64 sorted unique, `values` aligned or None."""
 
-    indices: np.ndarray
-    values: np.ndarray | None = None
+    indices: Array
+    values: Array | None = None
 
     def __post_init__(self) -> None:
-        if self.values is not None and len(self.values) != len(self.indices):
+        if self.values is not None and self.values.shape[0] != self.indices.shape[0]:
             raise ValueError(f"{len(self.values)} values for {len(self.indices)} indices")
 
     @property
     def nnz(self) -> int:
         """Number of non-zero elements carried."""
-        return int(len(self.indices))
+        return int(self.indices.shape[0])
 
     @classmethod
-    def empty(cls, with_values: bool) -> "SparseChunk":
-        """A chunk with no elements, carrying an empty value array iff `with_values`."""
-        return cls(np.empty(0, np.int64), np.empty(0, np.float32) if with_values else None)
+    def empty(cls, with_values: bool, like: Array | None = None) -> "SparseChunk":
+        """A chunk with no elements, carrying an empty value array iff `with_values`; in the
+        library and on the device of `like` (numpy when None)."""
+        xp = np if like is None else namespace(like)
+        dev = "cpu" if like is None else backend.device(like)
+        return cls(xp.zeros(0, dtype=xp.int64, device=dev),
+                   xp.zeros(0, dtype=xp.float32, device=dev) if with_values else None)
+
+    def host(self) -> "SparseChunk":
+        """The chunk with numpy arrays (no copy when it has them already)."""
+        if backend.is_numpy(self.indices):
+            return self
+        return SparseChunk(backend.host(self.indices), None if self.values is None else backend.host(self.values))
 
     def to_dense(self, numel: int) -> np.ndarray:
         """Scatter into a dense float64 vector of length `numel` (for checks, not the hot path)."""
+        chunk = self.host()
         dense = np.zeros(numel, np.float64)
-        if self.values is not None:
-            dense[self.indices] = self.values
+        if chunk.values is not None:
+            dense[chunk.indices] = chunk.values
         else:
-            dense[self.indices] = 1.0
+            dense[chunk.indices] = 1.0
         return dense
 
 
-def unique_sorted(ids: np.ndarray) -> np.ndarray:
+def unique_sorted(ids: Array) -> Array:
     """Sorted unique ids by sort + neighbour compare (numpy's hash-based np.unique is far slower
     on millions of int64)."""
-    ids = np.sort(ids)
+    ids = namespace(ids).sort(ids)
     return ids[run_starts(ids)]
 
 
-def run_starts(sorted_values: np.ndarray) -> np.ndarray:
-    """Boolean mask of the first element of each run of equal values in a sorted array."""
-    first = np.ones(len(sorted_values), np.bool_)
-    np.not_equal(sorted_values[1:], sorted_values[:-1], out=first[1:])
-    return first
-
-
-def union_indices(chunks: list[SparseChunk]) -> np.ndarray:
+def union_indices(chunks: list[SparseChunk]) -> Array:
     """The sorted union of the chunks' indices (int64)."""
     nonempty = [c.indices for c in chunks if c.nnz]
-    return unique_sorted(np.concatenate(nonempty)) if nonempty else np.empty(0, np.int64)
+    if not nonempty:
+        return chunks[0].indices[:0] if chunks else np.empty(0, np.int64)
+    return unique_sorted(namespace(*nonempty).concat(nonempty))
 
 
 def union_marked(chunks: Sequence[SparseChunk], seen: np.ndarray) -> np.ndarray:
@@ -76,33 +88,36 @@ def sum_chunks(chunks: list[SparseChunk]) -> SparseChunk:
     nonempty = [c for c in chunks if c.nnz]
     with_values = all(c.values is not None for c in chunks) and bool(chunks)
     if not nonempty:
-        return SparseChunk.empty(with_values)
+        return SparseChunk.empty(with_values, chunks[0].indices if chunks else None)
     if len(nonempty) == 1:
         return nonempty[0]
     if with_values and len(nonempty) == 2:
         return _sum_two(*nonempty)
-    idx = np.concatenate([c.indices for c in nonempty])
+    xp = namespace(*[c.indices for c in nonempty])
+    idx = xp.concat([c.indices for c in nonempty])
     if not with_values:
         return SparseChunk(unique_sorted(idx), None)
-    order = np.argsort(idx, kind="stable")
+    order = xp.argsort(idx, stable=True)
     idx = idx[order]
-    starts = np.flatnonzero(run_starts(idx))
-    vals = np.concatenate([c.values for c in nonempty]).astype(np.float64)[order]
-    return SparseChunk(idx[starts], np.add.reduceat(vals, starts).astype(np.float32))
+    starts = backend.flatnonzero(run_starts(idx))
+    vals = xp.astype(xp.concat([c.values for c in nonempty]), xp.float64)[order]
+    return SparseChunk(idx[starts], xp.astype(backend.segment_sum(vals, starts), xp.float32))
 
 
 def _sum_two(a: SparseChunk, b: SparseChunk) -> SparseChunk:
     """a + b: the sorted concatenation (two sorted runs: a linear merge), each shared id's pair
     added in float32. The float32 sum of two float32 values is correctly rounded, so it has the
     bits of the general path's float64 sum rounded to float32 (and is commutative)."""
-    idx = np.concatenate([a.indices, b.indices])
-    order = np.argsort(idx, kind="stable")
+    xp = namespace(a.indices, b.indices)
+    idx = xp.concat([a.indices, b.indices])
+    order = xp.argsort(idx, stable=True)
     idx = idx[order]
-    values = np.concatenate([a.values, b.values], dtype=np.float32)[order]
-    first = np.flatnonzero(idx[1:] == idx[:-1])  # each id is at most once in a and once in b
-    if not len(first):
+    values = xp.concat([xp.astype(a.values, xp.float32, copy=False),
+                        xp.astype(b.values, xp.float32, copy=False)])[order]
+    first = backend.flatnonzero(idx[1:] == idx[:-1])  # each id is at most once in a and once in b
+    if not first.shape[0]:
         return SparseChunk(idx, values)
     values[first] += values[first + 1]
-    keep = np.ones(len(idx), np.bool_)
+    keep = xp.ones(idx.shape[0], dtype=xp.bool, device=backend.device(idx))
     keep[first + 1] = False
     return SparseChunk(idx[keep], values[keep])

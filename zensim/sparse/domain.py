@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from zensim.sparse import xp as backend
+
 INT32_LIMIT = 2**31
 
 
@@ -45,14 +47,15 @@ class RangeDomain:
 
     def positions(self, ids: np.ndarray) -> np.ndarray:
         """Positions (int64) of `ids`, which must all lie in the domain (ValueError otherwise)."""
-        ids = np.asarray(ids, dtype=np.int64)
-        if len(ids) and (ids.min() < self.lo or ids.max() >= self.hi):
+        ids = _int64(ids)
+        xp = backend.namespace(ids)
+        if ids.shape[0] and (int(xp.min(ids)) < self.lo or int(xp.max(ids)) >= self.hi):
             raise ValueError(f"ids outside [{self.lo}, {self.hi})")
         return ids - self.lo
 
     def ids(self, positions: np.ndarray) -> np.ndarray:
         """Ids (int64) at `positions`."""
-        return np.asarray(positions, dtype=np.int64) + self.lo
+        return _int64(positions) + self.lo
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, RangeDomain) and (self.lo, self.hi) == (other.lo, other.hi)
@@ -67,7 +70,7 @@ class RangeDomain:
 class ExplicitDomain:
     """A sorted set of ids given explicitly (a hash partition 𝕀_i); `bound` defaults to max + 1."""
 
-    __slots__ = ("elements", "_bound")
+    __slots__ = ("elements", "_bound", "_copies")
 
     def __init__(self, elements: np.ndarray, bound: int | None = None) -> None:
         elements = np.asarray(elements)
@@ -80,6 +83,16 @@ class ExplicitDomain:
             raise ValueError(f"ExplicitDomain bound {bound} below its largest element")
         self.elements = elements
         self._bound = top if bound is None else int(bound)
+        self._copies: dict[str, object] = {}  # the elements on other devices, made on first use
+
+    def elements_like(self, ref: np.ndarray) -> np.ndarray:
+        """`elements` in the library and on the device of `ref` (kept once made)."""
+        if backend.is_numpy(ref):
+            return self.elements
+        key = str(backend.device(ref))
+        if key not in self._copies:
+            self._copies[key] = backend.like(self.elements, ref)
+        return self._copies[key]
 
     @property
     def size(self) -> int:
@@ -93,23 +106,35 @@ class ExplicitDomain:
 
     def positions(self, ids: np.ndarray) -> np.ndarray:
         """Positions (int64) of `ids` in `elements`; ValueError if any id is not in the domain."""
-        ids = np.asarray(ids)
-        if len(ids) == 0:
-            return np.empty(0, np.int64)
-        if self.size == 0 or ids.min() < 0 or ids.max() > self.elements[-1]:
+        ids = ids if hasattr(ids, "shape") else np.asarray(ids)
+        xp = backend.namespace(ids)
+        if ids.shape[0] == 0:
+            return xp.zeros(0, dtype=xp.int64, device=backend.device(ids))
+        if self.size == 0 or int(xp.min(ids)) < 0 or int(xp.max(ids)) > int(self.elements[-1]):
             raise ValueError("ids outside the explicit domain")
-        pos = np.searchsorted(self.elements, ids.astype(self.elements.dtype, copy=False))
-        pos = np.minimum(pos, self.size - 1)
-        if np.any(self.elements[pos] != ids):
+        elements = self.elements_like(ids)
+        pos = xp.searchsorted(elements, xp.astype(ids, elements.dtype, copy=False))
+        pos = xp.clip(pos, max=self.size - 1)
+        if bool(xp.any(elements[pos] != ids)):
             raise ValueError("ids outside the explicit domain")
-        return pos.astype(np.int64, copy=False)
+        return xp.astype(pos, xp.int64, copy=False)
 
     def ids(self, positions: np.ndarray) -> np.ndarray:
         """Ids (int64) at `positions`."""
-        return self.elements[np.asarray(positions, dtype=np.int64)].astype(np.int64)
+        positions = _int64(positions)
+        xp = backend.namespace(positions)
+        return xp.astype(self.elements_like(positions)[positions], xp.int64)
 
     def __repr__(self) -> str:
         return f"ExplicitDomain(<{self.size} ids>, bound={self._bound})"
 
 
 Domain = RangeDomain | ExplicitDomain
+
+
+def _int64(x: object) -> np.ndarray:
+    """`x` (an array of any library, or a sequence) as an int64 array of its library."""
+    if not hasattr(x, "shape"):
+        return np.asarray(x, dtype=np.int64)
+    xp = backend.namespace(x)
+    return xp.astype(x, xp.int64, copy=False)

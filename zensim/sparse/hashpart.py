@@ -11,8 +11,9 @@ Hierarchical hashing, as modelled here (ZEN §3.2, SEEDS.md §2):
   each). Default r1 = 2 x nnz of the chunk hashed (ZEN: 2|G|d_G), r2 = r1 / 10. Empty slots hold
   -1, never an id, so element 0 is an ordinary element.
 - parallel writes, vectorized: in round i = 1..k every pending id targets slot h_i(id) of its
-  partition; the ids whose slot is empty all write it at once (numpy scatter: one writer wins),
-  then every writer reads its slot back; the ones that read another id lost the race (the
+  partition; the ids whose slot is empty all write it at once (a scatter in which the largest id
+  wins: a deterministic race, the same on numpy and on any torch device; `xp.claim`), then every
+  writer reads its slot back; the ones that read another id lost the race (the
   read-after-write check that stands in for an atomic claim) and stay pending with the ids whose
   slot was already taken. Ids still pending after k rounds take the next serial slot of their
   partition (an atomic counter). A partition whose serial slots run out spills the rest into an
@@ -33,10 +34,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zensim.errors import ConfigError
+from zensim.sparse import xp as backend
 from zensim.sparse.chunk import SparseChunk, run_starts
 from zensim.sparse.domain import ExplicitDomain
 from zensim.sparse.hashing import hash64, hash_key, hash_to_range, low_to_range
 from zensim.sparse.partition import PartitionStats, Partitioner, domains_from_owner, group_by_part
+from zensim.sparse.xp import namespace
 
 EMPTY = -1
 SCOPES = ("total", "per_partition")
@@ -66,8 +69,11 @@ class HashTable:
 
     def extract(self) -> list[np.ndarray]:
         """Per partition, every id written anywhere (parallel, serial, spill), sorted int64."""
-        return [np.sort(np.concatenate([row[row != EMPTY], ser, sp]).astype(np.int64))
-                for row, ser, sp in zip(self.slots, self.serial, self.spill)]
+        out = []
+        for row, ser, sp in zip(self.slots, self.serial, self.spill):
+            xp = namespace(row)
+            out.append(xp.sort(xp.astype(xp.concat([row[row != EMPTY], ser, sp]), xp.int64)))
+        return out
 
 
 class HierarchicalHash(Partitioner):
@@ -153,13 +159,14 @@ class HierarchicalHash(Partitioner):
 
         h1 is the low half of the h0 hash, recomputed here on the partition's (contiguous) ids:
         cheaper than carrying it through the grouping's random gather."""
-        dtype = np.int32 if self.numel < 2**31 else np.int64
-        ids = indices.astype(dtype)
-        row = np.full(r1, EMPTY, dtype)
-        pending = np.arange(len(ids))
-        collided = len(ids)
+        xp, dev = namespace(indices), backend.device(indices)
+        dtype = xp.int32 if self.numel < 2**31 else xp.int64
+        ids = xp.astype(indices, dtype)
+        row = xp.full(r1, EMPTY, dtype=dtype, device=dev)
+        pending = xp.arange(ids.shape[0], device=dev)
+        collided = ids.shape[0]
         for i in range(self.k):
-            if i and not len(pending):
+            if i and not pending.shape[0]:
                 break  # every id placed: the remaining rounds would write nothing
             if i == 0:
                 target = low_to_range(hash64(indices, self.keys[0]), r1)
@@ -169,13 +176,13 @@ class HierarchicalHash(Partitioner):
                 free = row[target] == EMPTY
                 writers, target, taken = pending[free], target[free], pending[~free]
                 wids = ids[writers]
-            row[target] = wids
-            pending = np.concatenate([taken, writers[row[target] != wids]])
+            backend.claim(row, target, wids)
+            pending = xp.sort(xp.concat([taken, writers[row[target] != wids]]))  # ascending ids
             if i == 0:
-                collided = len(pending)
-        pending.sort()
+                collided = pending.shape[0]
         serial, spill = ids[pending[:r2]], ids[pending[r2:]]
-        stats = PartitionStats(elements=len(ids), collided=collided, serial=len(pending), overflow=len(spill))
+        stats = PartitionStats(elements=int(ids.shape[0]), collided=int(collided), serial=int(pending.shape[0]),
+                               overflow=int(spill.shape[0]))
         return stats, row, serial, spill
 
 
@@ -224,10 +231,11 @@ class SingleHash(Partitioner):
 
     def split(self, chunk: SparseChunk) -> list[SparseChunk]:
         slots = self.slot(chunk.indices)
-        order = np.argsort(slots, kind="stable")
-        last = run_starts(slots[order][::-1])[::-1]  # the last (largest) id of each slot's run
-        keep = np.zeros(len(order), np.bool_)
-        keep[order[last]] = True
-        self.stats.add(PartitionStats(elements=chunk.nnz, lost=int(chunk.nnz - keep.sum())))
+        xp, dev = namespace(slots), backend.device(slots)
+        order = xp.argsort(slots, stable=True)
+        ends = xp.concat([run_starts(slots[order])[1:], xp.ones(min(1, order.shape[0]), dtype=xp.bool, device=dev)])
+        keep = xp.zeros(order.shape[0], dtype=xp.bool, device=dev)
+        keep[order[ends]] = True  # the last (largest) id of each slot's run
+        self.stats.add(PartitionStats(elements=chunk.nnz, lost=int(chunk.nnz - int(xp.sum(keep)))))
         kept = SparseChunk(chunk.indices[keep], None if chunk.values is None else chunk.values[keep])
         return group_by_part(kept, slots[keep] // self.r, self.n)

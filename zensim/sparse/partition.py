@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zensim.errors import ConfigError
+from zensim.sparse import xp as backend
 from zensim.sparse.chunk import SparseChunk, union_indices
 from zensim.sparse.domain import Domain, ExplicitDomain, RangeDomain
 
@@ -66,12 +67,13 @@ def check_partitions(numel: int, n: int) -> None:
 
 
 def group_by_part(chunk: SparseChunk, parts: np.ndarray, n: int) -> list[SparseChunk]:
-    """Split `chunk` by part id (stable, so each part stays sorted; radix sort on ids < 2**16)."""
-    key = parts.astype(np.uint16) if n <= 65536 else parts
-    order = np.argsort(key, kind="stable")
-    cuts = np.cumsum(np.bincount(parts, minlength=n))[:-1]
-    ids = np.split(chunk.indices[order], cuts)
-    vals = np.split(chunk.values[order], cuts) if chunk.values is not None else [None] * n
+    """Split `chunk` by part id (stable, so each part stays sorted; numpy: radix sort on ids < 2**16)."""
+    xp = backend.namespace(parts)
+    key = parts.astype(np.uint16) if xp is np and n <= 65536 else parts
+    order = xp.argsort(key, stable=True)
+    counts = backend.host(backend.bincount(parts, n)).tolist()
+    ids = backend.split(chunk.indices[order], counts)
+    vals = backend.split(chunk.values[order], counts) if chunk.values is not None else [None] * n
     return [SparseChunk(i, v) for i, v in zip(ids, vals)]
 
 
@@ -141,10 +143,12 @@ class RangePartitioner(Partitioner):
         self.boundaries = even_boundaries(self.numel, self.n)
 
     def owner(self, indices: np.ndarray) -> np.ndarray:
-        return np.searchsorted(self.boundaries, indices, side="right").astype(np.int64) - 1
+        xp = backend.namespace(indices)
+        return xp.astype(xp.searchsorted(backend.like(self.boundaries, indices), indices, side="right"), xp.int64) - 1
 
     def split(self, chunk: SparseChunk) -> list[SparseChunk]:
-        cuts = np.searchsorted(chunk.indices, self.boundaries)
+        xp = backend.namespace(chunk.indices)
+        cuts = backend.host(xp.searchsorted(chunk.indices, backend.like(self.boundaries, chunk.indices))).tolist()
         self.stats.add(PartitionStats(elements=chunk.nnz))
         return [
             SparseChunk(chunk.indices[a:b], None if chunk.values is None else chunk.values[a:b])

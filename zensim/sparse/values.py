@@ -42,13 +42,26 @@ class ValueCodec:
         return bits.view(np.float32)
 
     def quantize(self, values: np.ndarray) -> np.ndarray:
-        """`values` rounded to this dtype's precision, as float32 (no copy for float32 input)."""
+        """`values` rounded to this dtype's precision, as float32 (no copy for float32 input); a
+        torch tensor is rounded by torch's own conversion (round to nearest even, as here)."""
+        if not isinstance(values, np.ndarray) and hasattr(values, "dtype"):
+            return _torch_quantize(values, self.name)
         v = np.asarray(values, dtype=np.float32)
         if self.name == "float32":
             return v
         if self.name == "float16":
             return v.astype(np.float16).astype(np.float32)
         return (_bf16_bits(v).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def _torch_quantize(values, name: str):  # type: ignore[no-untyped-def]
+    """quantize for a torch tensor: float32 through torch's float16 / bfloat16 and back."""
+    import torch
+
+    v = values.to(torch.float32)
+    if name == "float32":
+        return v
+    return v.to(torch.float16 if name == "float16" else torch.bfloat16).to(torch.float32)
 
 
 def _bf16_bits(v: np.ndarray) -> np.ndarray:

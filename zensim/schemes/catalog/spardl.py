@@ -45,6 +45,7 @@ import numpy as np
 
 from zensim.errors import ConfigError
 from zensim.run.context import RunContext, Tables
+from zensim.sparse import xp as backend
 from zensim.schemes.aggregation import Incremental
 from zensim.schemes.closed import SparsityStats
 from zensim.schemes.options import Option
@@ -161,12 +162,13 @@ class Reselect(Incremental):
         if chunk.nnz <= self.keep or chunk.values is None:
             return piece
         ctx.add("select", chunk.nnz)
-        keep = topk_indices(np.abs(chunk.values), self.keep)
-        drop = np.ones(chunk.nnz, np.bool_)
+        xp = backend.namespace(chunk.values)
+        keep = topk_indices(xp.abs(chunk.values), self.keep)
+        drop = xp.ones(chunk.nnz, dtype=xp.bool, device=backend.device(chunk.values))
         drop[keep] = False
         dropped = chunk.values[drop]
         if self.copies > 1:
-            dropped /= np.float32(self.copies)
+            dropped = dropped / self.copies  # float32 / a scalar: the float32 quotient on every library
         ctx.discard(rank, SparseChunk(chunk.indices[drop], dropped))
         return ChunkPiece(piece.domain, SparseChunk(chunk.indices[keep], chunk.values[keep]))
 

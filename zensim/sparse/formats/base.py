@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zensim.errors import ValueRangeError
+from zensim.sparse import xp as backend
 from zensim.sparse.bits import bit_positions
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.domain import Domain
@@ -44,8 +45,8 @@ class Encoded:
         return self.chunk.nnz
 
     def to_bytes(self) -> bytes:
-        """The exact wire bytes (values written as 1.0 in indices-only mode)."""
-        buf = self.fmt.serialize(self.chunk, self.domain)
+        """The exact wire bytes (values written as 1.0 in indices-only mode), made on the host."""
+        buf = self.fmt.serialize(self.chunk.host(), self.domain)
         if len(buf) != self.nbytes:
             raise AssertionError(f"{self.fmt.name}: serialized {len(buf)} bytes, size path said {self.nbytes}")
         return buf
@@ -96,7 +97,7 @@ class Format:
         values, flushed = self.rounded(values, lambda at: int(chunk.indices[at]))
         if not self.keeps_zeros:
             keep = values != 0
-            if not keep.all():
+            if not bool(backend.namespace(keep).all(keep)):
                 return SparseChunk(chunk.indices[keep], values[keep]), flushed
         return (chunk if values is chunk.values else SparseChunk(chunk.indices, values)), flushed
 
@@ -108,25 +109,30 @@ class Format:
             return values, 0
         with np.errstate(over="ignore"):  # beyond the range: reported below, as a user error
             rounded = self.value.quantize(values)
-        over = np.isinf(rounded) & np.isfinite(values)
-        if over.any():
-            at = int(np.flatnonzero(over)[0])
+        xp = backend.namespace(values)
+        over = xp.isinf(rounded) & xp.isfinite(values)
+        if bool(xp.any(over)):
+            at = int(backend.flatnonzero(over)[0])
             raise ValueRangeError(f"value {float(values[at]):.6g} at element {element(at)} is beyond "
                                   f"{self.value.name}'s range (largest {self.value.max:.6g})")
-        return rounded, int(np.count_nonzero((rounded == 0) & (values != 0)))
+        return rounded, int(xp.count_nonzero((rounded == 0) & (values != 0)))
 
     def serialize(self, chunk: SparseChunk, domain: Domain) -> bytes:
         """The wire bytes of `chunk` over `domain` (ValueError if an id lies outside it)."""
         raise NotImplementedError
 
     def from_bytes(self, buf: bytes, domain: Domain, n_values: int | None = None,
-                   *, with_values: bool = True) -> Encoded:
+                   *, with_values: bool = True, like: backend.Array | None = None) -> Encoded:
         """Decode `buf` over `domain`; `n_values`, if given, is the expected nnz (checked);
-        `with_values=False` returns an indices-only chunk."""
+        `with_values=False` returns an indices-only chunk; `like`: an array whose library and
+        device the decoded chunk takes (numpy when None)."""
         ids, values = self._decode(memoryview(buf), domain)
         if n_values is not None and len(ids) != n_values:
             raise ValueError(f"{self.name}: decoded {len(ids)} values, expected {n_values}")
-        return Encoded(self, len(buf), SparseChunk(ids, values if with_values else None), domain)
+        chunk = SparseChunk(ids, values if with_values else None)
+        if like is not None and not backend.is_numpy(like):
+            chunk = SparseChunk(backend.like(ids, like), backend.like(values, like) if with_values else None)
+        return Encoded(self, len(buf), chunk, domain)
 
     def _decode(self, buf: memoryview, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
         """(ids int64 sorted, values float32) from the wire bytes."""
@@ -134,7 +140,10 @@ class Format:
 
     def _wire_values(self, chunk: SparseChunk) -> np.ndarray:
         """The values to write: the chunk's, or 1.0 per element in indices-only mode."""
-        return chunk.values if chunk.values is not None else np.ones(chunk.nnz, np.float32)
+        if chunk.values is not None:
+            return chunk.values
+        xp = backend.namespace(chunk.indices)
+        return xp.ones(chunk.nnz, dtype=xp.float32, device=backend.device(chunk.indices))
 
     def _check_length(self, buf: memoryview, expected: int) -> None:
         """ValueError unless the payload has exactly the expected length."""

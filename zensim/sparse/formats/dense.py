@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from zensim.sparse import xp as backend
 from zensim.sparse.domain import Domain
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.formats.base import Encoded, Format
@@ -30,19 +31,26 @@ class DenseEncoded:
     @property
     def chunk(self) -> SparseChunk:
         """The non-zero positions as a chunk of global ids."""
-        pos = np.flatnonzero(self.values)
-        return SparseChunk(self.domain.ids(pos), np.asarray(self.values[pos], np.float32))
+        return dense_to_chunk(self.values, self.domain)
 
     @property
     def nnz(self) -> int:
         """Number of non-zero positions."""
-        return int(np.count_nonzero(self.values))
+        return int(backend.namespace(self.values).count_nonzero(self.values))
 
     def to_bytes(self) -> bytes | memoryview:
-        """The exact wire bytes (float32: a read-only view of the values, no copy)."""
+        """The exact wire bytes (float32 on the host: a read-only view of the values, no copy)."""
+        values = backend.host(self.values)
         if self.fmt.value.name == "float32":
-            return memoryview(np.ascontiguousarray(self.values, "<f4")).cast("B").toreadonly()
-        return self.fmt.value.pack(self.values)
+            return memoryview(np.ascontiguousarray(values, "<f4")).cast("B").toreadonly()
+        return self.fmt.value.pack(values)
+
+
+def dense_to_chunk(values: backend.Array, domain: Domain) -> SparseChunk:
+    """The non-zero positions of dense `values` over `domain` as a chunk of global ids (float32)."""
+    xp = backend.namespace(values)
+    pos = backend.flatnonzero(values)
+    return SparseChunk(domain.ids(pos), xp.astype(values[pos], xp.float32))
 
 
 class Dense(Format):
@@ -66,15 +74,18 @@ class Dense(Format):
         return DenseEncoded(self, domain.size * self.value.itemsize, rounded, domain), flushed
 
     def from_bytes(self, buf: bytes, domain: Domain, n_values: int | None = None,
-                   *, with_values: bool = True) -> Encoded | DenseEncoded:
-        """With values, a DenseEncoded (float32: a read-only view of `buf`); indices-only, an Encoded."""
+                   *, with_values: bool = True, like: backend.Array | None = None) -> Encoded | DenseEncoded:
+        """With values, a DenseEncoded (numpy float32: a read-only view of `buf`; else on `like`'s
+        library and device); indices-only, an Encoded."""
         if not with_values:
-            return super().from_bytes(buf, domain, n_values, with_values=False)
+            return super().from_bytes(buf, domain, n_values, with_values=False, like=like)
         self._check_length(memoryview(buf), domain.size * self.value.itemsize)
         if self.value.name == "float32":
             values = np.frombuffer(buf, "<f4", domain.size)
         else:
             values = self.value.unpack(buf, domain.size)
+        if like is not None and not backend.is_numpy(like):
+            values = backend.like(np.array(values), like)  # a writable copy for torch
         out = DenseEncoded(self, len(buf), values, domain)
         if n_values is not None and out.nnz != n_values:
             raise ValueError(f"{self.name}: decoded {out.nnz} values, expected {n_values}")
