@@ -55,6 +55,7 @@ def wire_counters() -> tuple[int, int] | None:
 
 def digest(chunk: SparseChunk) -> str:
     """SHA-256 of a result's indices and value bits: equal on every rank iff the replicas are identical."""
+    chunk = chunk.host()
     h = hashlib.sha256(np.ascontiguousarray(chunk.indices, "<i8").tobytes())
     if chunk.values is not None:
         h.update(np.ascontiguousarray(chunk.values, "<f4").tobytes())
@@ -161,6 +162,11 @@ def run_sparse_peer(chunk: SparseChunk, numel: int, device: torch.device) -> tup
     return {"payload_bytes": 12 * chunk.nnz}, finish, None
 
 
+def kernels_on_torch(kernels: str, device: torch.device) -> bool:
+    """Whether the schemes' local work runs in torch on `device` (--kernels; auto: on CUDA only)."""
+    return kernels == "torch" or (kernels == "auto" and device.type == "cuda")
+
+
 def run_task(args: argparse.Namespace, rank: int, world: int, device: torch.device, progress_cls,
              channels: Channels) -> dict:
     """Task `run`: every named scheme then every peer, `args.repeats` times each; returns this rank's JSON."""
@@ -170,6 +176,7 @@ def run_task(args: argparse.Namespace, rank: int, world: int, device: torch.devi
     if trace.workers < world:
         raise ConfigError(f"{args.trace}: trace has {trace.workers} workers, cannot emulate {world} ranks")
     chunk = worker_chunk(trace, args.iteration, rank)
+    kernel_chunk = chunk.to_torch(str(device)) if kernels_on_torch(args.kernels, device) else chunk
     schemes = [s for s in args.schemes.split(",") if s]
     profiled = any(needs_profile(s) for s in schemes)
     everyone = [worker_chunk(trace, args.iteration, w) for w in range(world)] if not args.no_check or profiled else None
@@ -188,7 +195,7 @@ def run_task(args: argparse.Namespace, rank: int, world: int, device: torch.devi
     jobs += [("peer", name, None) for name in peers]
     for kind, name, prog in jobs:
         if kind == "scheme":
-            job = lambda: run_program(prog, rank, chunk, device, channels)  # noqa: E731
+            job = lambda: run_program(prog, rank, kernel_chunk, device, channels)  # noqa: E731
         elif name == "dense":
             job = lambda: run_dense_peer(chunk, trace.numel, device)  # noqa: E731
         else:

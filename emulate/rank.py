@@ -34,6 +34,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--master-port", type=int, default=None, help="rendezvous port (default: $MASTER_PORT)")
     p.add_argument("--backend", choices=("gloo", "nccl"), default="nccl" if cuda else "gloo")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cuda" if cuda else "cpu")
+    p.add_argument("--kernels", choices=("auto", "numpy", "torch"), default="auto",
+                   help="where a scheme's local work runs: torch on --device, or numpy on the host; auto: torch "
+                   "on CUDA, numpy on the CPU (faster there: benchmarks/device.py, steps)")
     p.add_argument("--ifname", default=None, help="interface gloo binds (sets GLOO_SOCKET_IFNAME)")
     p.add_argument("--task", choices=("run", "netcal"), default="run")
     p.add_argument("--trace", default=None, help="trace file (task run)")

@@ -23,8 +23,6 @@ from zensim.sparse.hashing import hash64, hash_key, low_to_range, to_range
 from zensim.sparse.hashpart import HierarchicalHash, SingleHash
 from zensim.sparse.partition import Contiguous
 
-from test_conformance import NOT_ON_TORCH
-
 
 def _ids(seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
@@ -145,7 +143,7 @@ def no_implicit_host_copies(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(torch.Tensor, "__array__", refuse)
 
 
-@pytest.mark.parametrize("name", sorted((set(CATALOG) | {p.name for p in DISTINCT}) - NOT_ON_TORCH))
+@pytest.mark.parametrize("name", sorted(set(CATALOG) | {p.name for p in DISTINCT}))
 def test_schemes_make_no_hidden_host_copy(name: str, no_implicit_host_copies: None) -> None:
     chunks = sample_chunks("random", 6, 701, 0.1, 1, values=True)
     profile = chunks if name == "zen-auto" else None

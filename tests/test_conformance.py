@@ -19,12 +19,9 @@ from zensim.sparse.registry import PARTITIONERS
 from zensim.trace.capture.names import WORKLOADS
 
 
-NOT_ON_TORCH = {"exdyna"}  # its stage program is still numpy-only (docs/sparse.md, "One kernel")
-
-
 @pytest.mark.parametrize("name", list(CATALOG) + [p.name for p in DISTINCT])
 def test_scheme(name):
-    check_scheme(name, skip_torch=name in NOT_ON_TORCH)
+    check_scheme(name)
 
 
 @pytest.mark.parametrize("name", list(FORMATS))

@@ -29,10 +29,11 @@ def torchrun(nproc: int, rank_args: list[str], tmp_path: Path) -> list[dict]:
     return [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(nproc)]
 
 
-def test_torchrun_standalone_gloo_equals_the_in_memory_driver(tmp_path):
+@pytest.mark.parametrize("kernels", ["numpy", "torch"])
+def test_torchrun_standalone_gloo_equals_the_in_memory_driver(tmp_path, kernels):
     trace = write_trace(tmp_path / "t.zt")
     outs = torchrun(RANKS, ["--backend", "gloo", "--device", "cpu", "--trace", trace, "--schemes", ",".join(SCHEMES),
-                            "--peers", "none", "--warmup", "0", "--timeout", "120"], tmp_path)
+                            "--peers", "none", "--warmup", "0", "--timeout", "120", "--kernels", kernels], tmp_path)
     assert [o["rank"] for o in outs] == list(range(RANKS)) and {o["backend"] for o in outs} == {"gloo"}
     assert_as_in_memory(outs, trace, SCHEMES, {})
 

@@ -17,6 +17,10 @@ float16 values). For each bucket, on every rank:
    loop and exchange the emulator times), which leaves every rank with the same sum;
 4. the sum written back into the bucket (zero elsewhere).
 
+The scheme's local work (selection, partitions, merges, formats) runs on the bucket's device, in
+torch (zensim.sparse.xp: the same kernel the simulator runs on numpy); only the payload bytes a
+transport serializes pass through host memory.
+
 With `dense_above=d`, a bucket whose last synchronized sum had a density above d (the same
 figure on every rank, so every rank decides alike) is all-reduced densely instead, as ZEN does for
 dense layers: an LSTM's or a softmax's gradient goes through torch's all_reduce, the embedding's
@@ -37,7 +41,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -54,7 +57,8 @@ WIRE_DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat1
 @dataclass
 class HookStats:
     """What the hook did so far on this rank: buckets synchronized, payload bytes it sent and received,
-    non-zeros it contributed, seconds its thread spent per bucket (selection, exchange, write-back)."""
+    non-zeros it contributed, seconds its thread spent on them (selection, exchange, write-back) and
+    the CPU seconds of that thread among them (host-side work)."""
 
     buckets: int = 0
     dense: int = 0  # of which all-reduced densely (dense_above)
@@ -62,6 +66,7 @@ class HookStats:
     received: int = 0
     nnz: int = 0
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
     by_numel: dict[int, int] = field(default_factory=dict)
 
 
@@ -135,12 +140,12 @@ class ZensimHook:
     def synchronize(self, buffer: torch.Tensor, grads: list[tuple[str, torch.Tensor]]) -> int:
         """Replace `buffer` (a bucket) with the world's average of the ranks' sparse gradients; the
         number of non-zeros of the sum."""
-        t0 = time.monotonic()
+        t0, c0 = time.monotonic(), time.thread_time()
         dtype = WIRE_DTYPES.get(buffer.dtype)
         if dtype is None:
             raise ConfigError(f"zensim_hook: bucket of {buffer.dtype} (float32, float16 or bfloat16 only)")
         chunk, positions = self._select(buffer, grads)
-        values = (chunk.values / self.world).astype(np.float32)
+        values = chunk.values / self.world
         program = self._program(buffer.numel(), self.options.get("value_dtype", dtype))
         # NCCL moves device tensors; gloo's point-to-point moves host memory (the payload bytes are there)
         wire = buffer.device if self.channels.backend() == "nccl" else torch.device("cpu")
@@ -152,8 +157,7 @@ class ZensimHook:
             self._restore(positions, lost)
         buffer.zero_()
         if total.nnz:
-            index = torch.from_numpy(total.indices).to(buffer.device)
-            buffer[index] = torch.from_numpy(np.ascontiguousarray(total.values, np.float32)).to(buffer.device, buffer.dtype)
+            buffer[total.indices.to(buffer.device)] = total.values.to(buffer.device, buffer.dtype)
         s = self.stats
         s.buckets += 1
         s.sent += sum(b.sent for b in transport.stage_bytes)
@@ -161,6 +165,7 @@ class ZensimHook:
         s.nnz += chunk.nnz
         s.by_numel[buffer.numel()] = s.by_numel.get(buffer.numel(), 0) + 1
         s.seconds += time.monotonic() - t0
+        s.cpu_seconds += time.thread_time() - c0
         return total.nnz
 
     def _program(self, numel: int, value_dtype: str):
@@ -172,36 +177,37 @@ class ZensimHook:
         return self.programs[key]
 
     def _select(self, buffer: torch.Tensor, grads: list[tuple[str, torch.Tensor]]) -> tuple[SparseChunk, list]:
-        """This rank's sparse bucket (sorted bucket positions, float32 values) and, with a sparsifier,
-        where each parameter lies in the bucket ([(key, offset, numel)])."""
+        """This rank's sparse bucket (sorted bucket positions, float32 values, on the bucket's device)
+        and, with a sparsifier, where each parameter lies in the bucket ([(key, offset, numel)])."""
         if self.sparsifier is None:
             flat = buffer.view(-1)
             index = flat.nonzero().flatten()
-            return SparseChunk(index.cpu().numpy().astype(np.int64),
-                               flat[index].float().cpu().numpy()), []
+            return SparseChunk(index, flat[index].float()), []
         base, size = buffer.data_ptr(), buffer.element_size()
         ids, vals, positions = [], [], []
         for key, grad in grads:
             offset = (grad.data_ptr() - base) // size
             acc = self.memory.accumulate(key, grad.detach().reshape(-1).float())
             chosen = self.sparsifier.propose(key, acc)
-            ids.append((chosen + offset).cpu().numpy().astype(np.int64))
-            vals.append(acc[chosen].cpu().numpy().astype(np.float32))
+            ids.append(chosen.to(torch.int64) + offset)
+            vals.append(acc[chosen].float())
             self.memory.consume(key, chosen)
             positions.append((key, offset, grad.numel()))
-        order_ids = np.concatenate(ids) if ids else np.empty(0, np.int64)
-        order = np.argsort(order_ids, kind="stable")
-        return SparseChunk(order_ids[order], np.concatenate(vals)[order] if vals else np.empty(0, np.float32)), positions
+        if not ids:
+            return SparseChunk.empty(True, buffer), positions
+        order_ids = torch.cat(ids)
+        order = torch.argsort(order_ids, stable=True)
+        return SparseChunk(order_ids[order], torch.cat(vals)[order]), positions
 
     def _restore(self, positions: list[tuple[str, int, int]], lost: SparseChunk) -> None:
         """Values a scheme dropped (bucket positions, already divided by the world size) back into the
         residuals of their parameters."""
         for key, offset, numel in positions:
             inside = (lost.indices >= offset) & (lost.indices < offset + numel)
-            if inside.any():
+            if bool(inside.any()):
                 residual = self.memory.residuals[key]
-                where = torch.from_numpy(lost.indices[inside] - offset).to(residual.device)
-                self.memory.restore(key, where, torch.from_numpy(lost.values[inside] * self.world).to(residual.device))
+                where = (lost.indices[inside] - offset).to(residual.device)
+                self.memory.restore(key, where, (lost.values[inside] * self.world).to(residual.device))
 
 
 def _check_arguments(scheme: str, sparsifier: str | None, density: float | None, dense_above: float | None,

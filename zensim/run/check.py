@@ -99,7 +99,9 @@ def same_bits(a: SparseChunk, b: SparseChunk) -> bool:
 
 def result_problem(got: SparseChunk, exp: Expected, n: int, value_dtype: str = "float32",
                    keeps_zeros: bool = True) -> str | None:
-    """Why `got` is not the dense sum `exp` of n ranks' chunks, or None (one rank's check)."""
+    """Why `got` (of any array library) is not the dense sum `exp` of n ranks' chunks, or None (one
+    rank's check)."""
+    got = got.host()
     if exp.sums is None or got.values is None:
         if not np.array_equal(got.indices, exp.indices):
             missing = np.setdiff1d(exp.indices, got.indices)

@@ -34,12 +34,12 @@ def check_torch(name: str, n: int, numel: int, chunks: list[SparseChunk], refere
             assert same_bits(a, b), f"{name}: torch {how}: rank {rank}'s result differs from numpy's bits"
 
 
-def check_scheme(name: str, sizes: tuple[int, ...] = (1, 2, 5, 8), numel: int = 701, skip_torch: bool = False) -> None:
+def check_scheme(name: str, sizes: tuple[int, ...] = (1, 2, 5, 8), numel: int = 701) -> None:
     """For every n in `sizes`: lossless schemes end with the dense sum (and bit-identical replicas
     where promised: the driver checks both); the bytes transport logs exactly the in-memory bytes
     and ends with the same bits; indices-only runs log the same bytes (unless the scheme needs
     values, which it must then refuse in one line); on torch tensors the same log and the same bits
-    (`check_torch`; `skip_torch` for a scheme not yet written over zensim.sparse.xp); the closed
+    (`check_torch`: a scheme's local work is written once over zensim.sparse.xp); the closed
     form, if any, gives a time; every declared option's default builds and an undeclared option is
     refused."""
     for n in sizes:
@@ -50,8 +50,7 @@ def check_scheme(name: str, sizes: tuple[int, ...] = (1, 2, 5, 8), numel: int = 
             wire = run_ranks(_build(name, n, numel, chunks), chunks, InBytes())
             assert memory.log.messages == wire.log.messages, f"{name}: bytes transport logs other bytes"
             assert all(same_bits(a, b) for a, b in zip(memory.results, wire.results)), f"{name}: bytes change results"
-            if not skip_torch:
-                check_torch(name, n, numel, chunks, memory)
+            check_torch(name, n, numel, chunks, memory)
             bare = [SparseChunk(c.indices) for c in chunks]
             if prog.caps.needs_values:
                 try:

@@ -39,6 +39,14 @@ class SparseChunk:
         return cls(xp.zeros(0, dtype=xp.int64, device=dev),
                    xp.zeros(0, dtype=xp.float32, device=dev) if with_values else None)
 
+    def to_torch(self, device: str = "cpu") -> "SparseChunk":
+        """The chunk as torch tensors on `device` (a copy; no copy for tensors already there)."""
+        import torch
+
+        def move(x: Array) -> Array:
+            return x.to(device) if isinstance(x, torch.Tensor) else torch.from_numpy(np.array(x)).to(device)
+        return SparseChunk(move(self.indices), None if self.values is None else move(self.values))
+
     def host(self) -> "SparseChunk":
         """The chunk with numpy arrays (no copy when it has them already)."""
         if backend.is_numpy(self.indices):

@@ -45,11 +45,7 @@ def sample_chunks(case: str, n: int, numel: int, density: float, seed: int, valu
 
 def on_torch(chunks: list[SparseChunk], device: str = "cpu") -> list[SparseChunk]:
     """The chunks as torch tensors on `device` (copies: the numpy ones stay as they are)."""
-    import torch
-
-    return [SparseChunk(torch.from_numpy(c.indices.copy()).to(device),
-                        None if c.values is None else torch.from_numpy(c.values.copy()).to(device))
-            for c in chunks]
+    return [c.to_torch(device) for c in chunks]
 
 
 def check_format(fmt: Format) -> None:

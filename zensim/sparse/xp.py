@@ -22,7 +22,11 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-from array_api_compat import array_namespace
+
+try:
+    from array_api_compat import array_namespace
+except ImportError:  # a bare GPU host with only torch, numpy and scipy: scipy ships the same package
+    from scipy._lib.array_api_compat import array_namespace
 
 Array = Any  # a numpy array or a torch tensor (or another array-API array)
 

@@ -35,6 +35,7 @@ from zensim.schemes.options import Option
 from zensim.schemes.program import Capabilities
 from zensim.schemes.scheme import Scheme
 from zensim.schemes.workkinds import merge_work
+from zensim.sparse import xp as backend
 from zensim.sparse.chunk import SparseChunk, union_indices
 from zensim.sparse.partition import even_boundaries
 from zensim.sparse.values import ValueCodec, value_codec
@@ -52,6 +53,7 @@ class WireKind:
 
     def pack(self, array: np.ndarray) -> bytes:
         """The wire bytes of `array`."""
+        array = backend.host(array)
         return self.codec.pack(array) if self.codec else array.astype("<i4").tobytes()
 
     def unpack(self, buf: bytes) -> np.ndarray:
@@ -140,7 +142,8 @@ class ExDynaProgram:
     def start(self, rank: int, chunk: SparseChunk, ctx: RunContext) -> State:
         """The rank's own count and list; its values wait for the union."""
         own = getattr(chunk, "own", chunk.indices)  # a plain chunk: its ids are its proposal, zero elsewhere
-        state = State(chunk, {rank: len(own)}, {rank: np.asarray(own, np.int64)})
+        xp = backend.namespace(chunk.indices)
+        state = State(chunk, {rank: len(own)}, {rank: xp.astype(own, xp.int64, copy=False)})
         if self.n == 1:
             self._to_values(rank, state, ctx)
         return state
@@ -151,15 +154,17 @@ class ExDynaProgram:
         if dst is None:
             return {}
         phase, s = self._phase(stage)
+        ids = state.chunk.indices
+        xp, dev = backend.namespace(ids), backend.device(ids)
         if phase == "counts":
             count = min(1 << s, self.n - (1 << s))
             ranks = [(rank + j) % self.n for j in range(count)]
-            return {dst: Raw(COUNTS, np.array([state.counts[r] for r in ranks], np.int32))}
+            return {dst: Raw(COUNTS, xp.asarray([state.counts[r] for r in ranks], dtype=xp.int32, device=dev))}
         if phase == "index":
             origin = (rank - s) % self.n
             if origin not in state.padded:  # this rank's own list, padded once it knows the longest
                 longest = max(state.counts.values())
-                padded = np.full(longest, PAD, np.int32)
+                padded = xp.full(longest, PAD, dtype=xp.int32, device=dev)
                 padded[: state.counts[origin]] = state.lists[origin]
                 state.padded[origin] = padded
                 ctx.add("copy", longest)
@@ -170,11 +175,11 @@ class ExDynaProgram:
         if s < self.n - 1:  # reduce-scatter: the partial sum of segment r-1-s, as the wire carries it
             segment = self._segment(rank - 1 - s, state)
             ctx.add("copy", segment.stop - segment.start)
-            return {dst: Raw(self.values_kind, codec.quantize(state.values[segment]).copy())}
+            return {dst: Raw(self.values_kind, xp.asarray(codec.quantize(state.values[segment]), copy=True))}
         segment = self._segment(rank - (s - self.n + 1), state)  # all-gather: the finished segment r - s'
         state.values[segment] = codec.quantize(state.values[segment])  # kept as sent: identical replicas
         ctx.add("copy", segment.stop - segment.start)
-        return {dst: Raw(self.values_kind, state.values[segment].copy())}
+        return {dst: Raw(self.values_kind, xp.asarray(state.values[segment], copy=True))}
 
     def receive(self, stage: int, rank: int, state: State, inbox: dict[int, Raw], ctx: RunContext) -> State:
         """Merge the counts, keep a list, or add / copy a value segment."""
@@ -202,13 +207,15 @@ class ExDynaProgram:
     def decode(self, stage: int, rank: int, src: int, buf: bytes, ctx: RunContext) -> Raw:
         """The message `src` sent (the bytes transports)."""
         kind = {"counts": COUNTS, "index": INDEX, "values": self.values_kind}[self._phase(stage)[0]]
-        return Raw(kind, kind.unpack(buf))
+        array = kind.unpack(buf)
+        return Raw(kind, array if ctx.like is None else backend.like(array, ctx.like))
 
     def result(self, rank: int, state: State, ctx: RunContext) -> SparseChunk:
         """The union with the summed values."""
         if state.values is None:
             self._to_values(rank, state, ctx)
-        return SparseChunk(state.union, state.values.astype(np.float32))
+        xp = backend.namespace(state.values)
+        return SparseChunk(state.union, xp.astype(state.values, xp.float32))
 
     def _to_values(self, rank: int, state: State, ctx: RunContext) -> None:
         """Once every list is in: the union, checked against the input, and this rank's values there."""
@@ -216,17 +223,18 @@ class ExDynaProgram:
         # in memory every rank holds the same list objects (each padded once, then forwarded): the
         # union is computed once per run, keyed by them; after a bytes transport each rank has its own
         key = ("exdyna-union", *(id(state.padded.get(r, state.lists[r])) for r in range(self.n)))
-        union = ctx.remember(key, lambda: union_indices([SparseChunk(np.asarray(x, np.int64)) for x in lists]))
+        chunk = state.chunk
+        xp = backend.namespace(chunk.indices)
+        union = ctx.remember(key, lambda: union_indices([SparseChunk(xp.astype(x, xp.int64)) for x in lists]))
         for kind, count in merge_work(False, 0, sum(len(x) for x in lists), len(lists)):
             ctx.add(kind, count)
-        chunk = state.chunk
         if hasattr(chunk, "own"):
-            if not np.array_equal(union, chunk.indices):
+            if union.shape != chunk.indices.shape or not bool(xp.all(union == chunk.indices)):
                 raise ConfigError(f"scheme exdyna: rank {rank}'s values are not at the union of the proposals")
-            values = chunk.values.astype(np.float32).copy()
+            values = xp.astype(chunk.values, xp.float32, copy=True)
         else:
-            values = np.zeros(len(union), np.float32)
-            values[np.searchsorted(union, chunk.indices)] = chunk.values
+            values = xp.zeros(union.shape[0], dtype=xp.float32, device=backend.device(union))
+            values[xp.searchsorted(union, chunk.indices)] = chunk.values
             ctx.add("search", chunk.nnz)
         counts = np.array([state.counts[r] for r in range(self.n)])
         ctx.stats["padding"] = float(self.n * counts.max() / counts.sum()) if counts.sum() else 1.0
