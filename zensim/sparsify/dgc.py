@@ -15,6 +15,7 @@ import zlib
 
 import numpy as np
 
+from zensim.sparse import xp as backend
 from zensim.sparsify import ops
 from zensim.sparsify.base import KeyState, Sparsifier, target_count
 from zensim.sparsify.ops import Array
@@ -40,7 +41,7 @@ class DGC(Sparsifier):
         size = min(numel, max(MIN_SAMPLE, math.ceil(SAMPLE_RATIO * numel)))
         sample = mag[ops.as_index(rng.integers(0, numel, size), mag)]
         threshold = ops.kth_largest(sample, target_count(self.density, size))
-        chosen = ops.nonzero(mag >= threshold)
+        chosen = backend.flatnonzero(mag >= threshold)
         if len(chosen) > k:
             chosen = chosen[ops.topk_indices(mag[chosen], k)]
         return chosen

@@ -4,34 +4,27 @@ A sparsifier is written once against these functions and runs on whatever it is 
 arrays in the replay (fast on a CPU), torch tensors on the gradient's device in the capture hook
 (CUDA included). Every function returns the same type as its input. Selections are exact and
 deterministic across backends: the k largest magnitudes, ties broken towards the lowest index.
-torch is imported only when a tensor is passed.
+The library-neutral pieces come from zensim.sparse.xp (the schemes' backend); what is here is the
+selection itself and its numpy fast paths.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
+from zensim.sparse import xp as backend
+from zensim.sparse.xp import Array
 from zensim.sparsify.kernels import at_least as _at_least
-
-Array = Any  # np.ndarray or torch.Tensor
 
 _SAMPLE = 1 << 16  # at most this many elements sampled to guess the k-th magnitude before the exact selection
 _EXPECTED = 64  # elements above the k-th the sample is sized to hold (the guess then errs low at > 4 sigma)
 
 
 def is_torch(x: Array) -> bool:
-    """Whether `x` is a torch tensor (without importing torch)."""
-    return type(x).__module__.split(".")[0] == "torch"
-
-
-def nonzero(mask: Array) -> Array:
-    """Sorted int64 positions of the true elements of a 1-D boolean array."""
-    if is_torch(mask):
-        return mask.nonzero().flatten()
-    return np.flatnonzero(mask)
+    """Whether `x` is a torch tensor (anything not numpy: zensim.sparse.xp's other library)."""
+    return not backend.is_numpy(x)
 
 
 def magnitude(x: Array, out: np.ndarray | None = None) -> Array:
@@ -45,58 +38,34 @@ def magnitude(x: Array, out: np.ndarray | None = None) -> Array:
 def at_least(x: Array, threshold: float) -> Array:
     """Sorted int64 positions where |x| >= threshold (numpy: one compiled pass, no |x| array)."""
     if is_torch(x):
-        return nonzero(x.abs() >= threshold)
+        return backend.flatnonzero(x.abs() >= threshold)
     return _at_least(x, threshold)
 
 
-def empty_index(like: Array) -> Array:
-    """An empty int64 index array of `like`'s kind (and device)."""
-    return as_index(np.empty(0, np.int64), like)
-
-
 def as_index(indices: np.ndarray, like: Array) -> Array:
-    """A numpy int64 index array as an index array of `like`'s kind (and device)."""
-    if is_torch(like):
-        import torch
-
-        return torch.from_numpy(np.ascontiguousarray(indices, np.int64)).to(like.device)
-    return np.asarray(indices, np.int64)
+    """A numpy int64 index array as an index array of `like`'s library and device."""
+    return backend.like(np.asarray(indices, np.int64), like)
 
 
-def to_numpy(x: Array) -> np.ndarray:
-    """A numpy view (CPU) or copy (other devices) of `x`."""
-    return x.detach().cpu().numpy() if is_torch(x) else np.asarray(x)
+def empty_index(like: Array) -> Array:
+    """An empty int64 index array of `like`'s library (and device)."""
+    return as_index(np.empty(0, np.int64), like)
 
 
 def concat(parts: list[Array], like: Array) -> Array:
     """The concatenation of index arrays (already in order: no sort)."""
-    if not parts:
-        return empty_index(like)
-    if is_torch(like):
-        import torch
-
-        return torch.cat(parts)
-    return np.concatenate(parts)
+    return backend.namespace(like).concat(parts) if parts else empty_index(like)
 
 
 def concat_sorted(parts: list[Array], like: Array) -> Array:
     """The sorted concatenation of disjoint index arrays."""
-    if not parts:
-        return empty_index(like)
-    if is_torch(like):
-        import torch
-
-        return torch.sort(torch.cat(parts)).values
-    return np.sort(np.concatenate(parts))
+    return backend.namespace(like).sort(concat(parts, like))
 
 
 def arange(start: int, stop: int, like: Array) -> Array:
-    """int64 start .. stop - 1 of `like`'s kind (and device)."""
-    if is_torch(like):
-        import torch
-
-        return torch.arange(start, stop, dtype=torch.int64, device=like.device)
-    return np.arange(start, stop, dtype=np.int64)
+    """int64 start .. stop - 1 of `like`'s library (and device)."""
+    xp = backend.namespace(like)
+    return xp.arange(start, stop, dtype=xp.int64, device=backend.device(like))
 
 
 def kth_largest(mag: Array, k: int) -> float:
@@ -164,10 +133,10 @@ def _candidates(mag: np.ndarray, k: int, signed: bool = False) -> np.ndarray | N
 
 def _with_ties(mag: Array, kth: float, k: int, positions: np.ndarray | None) -> Array:
     """Positions with magnitude > kth, plus the lowest-positioned ones equal to kth up to k in all."""
-    above = nonzero(mag > kth)
+    above = backend.flatnonzero(mag > kth)
     if len(above) == k:  # no tie taken (the usual case): already sorted
         return positions[above] if positions is not None else above
-    ties = nonzero(mag == kth)[: k - len(above)]
+    ties = backend.flatnonzero(mag == kth)[: k - len(above)]
     if positions is not None:
         above, ties = positions[above], positions[ties]
     return concat_sorted([above, ties], mag)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from zensim.sparse.chunk import SparseChunk, union_indices
+from zensim.sparse import xp as backend
 from zensim.sparsify import ops
 from zensim.sparsify.memory import ErrorFeedback
 from zensim.sparsify.ops import Array
@@ -56,13 +57,13 @@ class Team:
         accs = [m.accumulate(key, g) for m, g in zip(self.memories, grads)]
         proposals = [s.propose(key, acc) for s, acc in zip(self.sparsifiers, accs)]
         counts = [len(p) for p in proposals]
-        own = [ops.to_numpy(p).astype(np.int64) for p in proposals]
+        own = [backend.host(p).astype(np.int64) for p in proposals]
         if self.combine == "union":
             union = ops.as_index(union_indices([SparseChunk(p) for p in own]), accs[0])
             proposals = [union] * self.workers
         sent: list[SparseChunk] = []
         for memory, acc, chosen, mine in zip(self.memories, accs, proposals, own):
-            positions, values = ops.to_numpy(chosen).astype(np.int64), ops.to_numpy(acc[chosen]).astype(np.float32)
+            positions, values = backend.host(chosen).astype(np.int64), backend.host(acc[chosen]).astype(np.float32)
             sent.append(UnionChunk(positions, values, mine) if self.combine == "union" else SparseChunk(positions, values))
             memory.consume(key, chosen)
         for s in self.sparsifiers:
