@@ -83,12 +83,14 @@ def test_the_driver_meters_what_each_step_does(n):
     assert totals(dense, "add.dense") == (n - 1) * NUMEL  # each item summed n - 1 times over its positions
 
 
-def test_step_kernels_time_every_kind_and_fit(tmp_path):
+@pytest.mark.parametrize("device", [[], ["--device", "cpu"]], ids=["numpy", "torch-cpu"])
+def test_step_kernels_time_every_kind_and_fit(tmp_path, device):
     from zensim.cli import main
 
     out = tmp_path / "k.json"
-    assert main(["work", "measure", "--kernels", "steps", "--max-log2", "12", "--reps", "1", "-o", str(out)]) == 0
+    assert main(["work", "measure", "--kernels", "steps", "--max-log2", "12", "--reps", "1", "-o", str(out), *device]) == 0
     measured = json.loads(out.read_text())
+    assert ("torch" in measured["device"]) == bool(device)
     kinds = set(measured["points"])
     assert {"hash", "slice", "search", "merge.coo", "add.dense", "scan.dense", "encode.coo", "decode.coo",
             "encode.bitmap", "unpack.bitmap"} <= kinds

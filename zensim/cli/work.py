@@ -21,7 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="torch: a device kernel standing for each of hash, merge, encode, decode, copy (default); "
                    "steps: the code zensim's stage programs run for every work kind (wire formats, partitions; "
                    "CPU, numpy), what the emulator's ranks do (docs/validation.md)")
-    m.add_argument("--device", default="cpu", help="torch device (default cpu; --kernels torch)")
+    m.add_argument("--device", default=None, help="torch device (--kernels torch: default cpu; --kernels steps: "
+                   "the step code in torch on this device, default numpy on the host)")
     m.add_argument("--max-log2", type=int, default=None, help="largest size 2^N (default 22, steps 21)")
     m.add_argument("--reps", type=int, default=10, help="timed repetitions per size (median; default 10)")
     m.add_argument("-o", "--output", required=True, help="measurements JSON to write")
@@ -42,14 +43,14 @@ def cmd_measure(args: argparse.Namespace) -> int:
     from zensim.train.cost import measure_work
 
     check_output(args.output, "-o")
-    device = torch_device(args.device) if args.kernels == "torch" else None
+    device = torch_device(args.device or "cpu") if args.kernels == "torch" or args.device else None
     top = args.max_log2 if args.max_log2 is not None else (21 if args.kernels == "steps" else 22)
     if not 10 <= top <= 30 or args.reps < 1:
         raise ConfigError(f"--max-log2 {top} / --reps {args.reps}: need 10 <= N <= 30 and reps >= 1")
     say = lambda line: print(line, file=sys.stderr)  # noqa: E731
     if args.kernels == "steps":
         from zensim.schemes.workbench import measure_steps
-        measured = measure_steps(top, args.reps, progress=say)
+        measured = measure_steps(top, args.reps, progress=say, device=None if device is None else str(device))
     else:
         measured = measure_work(device, top, args.reps, progress=say)
     write_atomic(args.output, json.dumps(measured, indent=1) + "\n")

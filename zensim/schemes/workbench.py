@@ -9,6 +9,11 @@ block payload's elements and its value slots) is timed whole; the part per posit
 first (a payload of almost no elements over x positions), is subtracted, which leaves the part per
 element.
 
+With `device` (a torch device: "cpu", "cuda", ...) the same step code runs on torch tensors there
+(zensim.sparse.xp: one kernel for both libraries), timed by the wall clock between device
+synchronizations: a GPU's work is not the host thread's CPU time. Payload bytes are made and read
+on the host, as the transports do.
+
 `measure_steps()` returns `{"device", "kernels": "steps", "reps", "points": {kind: [[x, seconds],
 ...]}}`; zensim.train.cost.work_profile fits t(x) = alpha + beta x per kind to it.
 """
@@ -29,6 +34,7 @@ from zensim.schemes import wire
 from zensim.schemes.partitioning import partitioner_for
 from zensim.schemes.pieces import ChunkPiece, DensePiece, union
 from zensim.schemes.workkinds import merge_work
+from zensim.sparse import xp as backend
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.domain import Domain, ExplicitDomain, RangeDomain
 from zensim.sparse.formats import make_format
@@ -60,8 +66,10 @@ def _domain(rng: np.random.Generator, size: int, hashed: bool) -> Domain:
 
 def _io(fmt_name: str, domain: Domain, chunk: SparseChunk) -> tuple[Callable[[], Any], Callable[[], Any]]:
     """(encode, decode) of one payload as a stage program and the bytes transport do them: the
-    format's payload and its bytes; the bytes back to a held piece and its element count."""
+    format's payload and its bytes; the bytes back to a held piece (in the chunk's library and on
+    its device) and its element count."""
     fmt, ctx = make_format(fmt_name), _ctx()
+    like = None if backend.is_numpy(chunk.indices) else chunk.indices
     piece = DensePiece.of(ChunkPiece(domain, chunk)) if fmt_name == "dense" else ChunkPiece(domain, chunk)
     buf = bytes(wire.encode(piece, fmt, ctx).to_bytes())
 
@@ -70,46 +78,55 @@ def _io(fmt_name: str, domain: Domain, chunk: SparseChunk) -> tuple[Callable[[],
         return payload.to_bytes(), payload.nnz
 
     def decode() -> tuple:
-        held = wire.to_piece(fmt.from_bytes(buf, domain), False)
+        held = wire.to_piece(fmt.from_bytes(buf, domain, like=like), False)
         return held, held.nnz
     return encode, decode
 
 
-def _kernels(rng: np.random.Generator, x: int) -> dict[str, list[tuple[Callable[[], Any], int, str | None, int]]]:
-    """Per kind, its kernels at size x: (function, x, positional kind timed inside it or None, its positions)."""
+def _kernels(rng: np.random.Generator, x: int,
+             device: str | None) -> dict[str, list[tuple[Callable[[], Any], int, str | None, int]]]:
+    """Per kind, its kernels at size x: (function, x, positional kind timed inside it or None, its
+    positions); on torch tensors on `device` when given."""
+    def on(c: SparseChunk) -> SparseChunk:
+        return c if device is None else c.to_torch(device)
+
+    def arr(a: np.ndarray) -> Any:
+        return a if device is None else backend.like(a, on(SparseChunk(a[:0].astype(np.int64))).indices)
+
     out: dict[str, list] = {}
     numel = 5 * SPREAD * x
     ids = _ids(rng, x, numel)
-    chunk = SparseChunk(ids, (rng.random(x) + 0.5).astype(np.float32))
+    chunk = on(SparseChunk(ids, (rng.random(x) + 0.5).astype(np.float32)))
     for kind, partitioner in (("hash", "zen"), ("slice", "contiguous")):
         part = partitioner_for(partitioner, numel, PARTS)
         part.split(chunk)  # one-time set-up (a hash partition's domains) outside the timing
         out[kind] = [(lambda p=part: p.split(chunk), x, None, 0)]
     hashed = _domain(rng, SPREAD * x, True)
-    inside = hashed.ids(_ids(rng, x, hashed.size))
+    inside = arr(hashed.ids(_ids(rng, x, hashed.size)))
     out["search"] = [(lambda: hashed.positions(inside), x, None, 0)]
-    mags = rng.random(x).astype(np.float32)
+    mags = arr(rng.random(x).astype(np.float32))
     out["select"] = [(lambda: topk_indices(mags, max(1, x // 8)), x, None, 0)]
-    values = rng.random(x).astype(np.float32)
-    out["copy"] = [(lambda: values.copy(), x, None, 0)]
+    values = arr(rng.random(x).astype(np.float32))
+    out["copy"] = [(lambda: backend.namespace(values).asarray(values, copy=True), x, None, 0)]
     whole = RangeDomain(0, numel)
     out["merge.coo"] = []
     for k in (2, 8):  # k sorted pieces of x elements in all: x (1 + log2 k) steps (zensim.schemes.workkinds)
-        pieces = [ChunkPiece(whole, _chunk(rng, whole, x // k)) for _ in range(k)]
+        pieces = [ChunkPiece(whole, on(_chunk(rng, whole, x // k))) for _ in range(k)]
         steps = merge_work(False, 0, (x // k) * k, k)[0][1]
         out["merge.coo"].append((lambda p=pieces: union(p, _ctx()), steps, None, 0))
-    dense = [DensePiece.of(ChunkPiece(RangeDomain(0, x), _chunk(rng, RangeDomain(0, x), x // SPREAD))) for _ in range(2)]
+    dense = [DensePiece.of(ChunkPiece(RangeDomain(0, x), on(_chunk(rng, RangeDomain(0, x), x // SPREAD))))
+             for _ in range(2)]
     out["add.dense"] = [(lambda: union(dense, _ctx()), x, None, 0)]
-    enc, dec = _io("dense", RangeDomain(0, x), _chunk(rng, RangeDomain(0, x), x // SPREAD))
+    enc, dec = _io("dense", RangeDomain(0, x), on(_chunk(rng, RangeDomain(0, x), x // SPREAD)))
     out["scan.dense"] = [(enc, x, None, 0), (dec, x, None, 0)]
     few = max(1, x // 1024)  # a payload of almost no elements: its work is its positions'
-    enc, dec = _io("bitmap", RangeDomain(0, x), _chunk(rng, RangeDomain(0, x), few))
+    enc, dec = _io("bitmap", RangeDomain(0, x), on(_chunk(rng, RangeDomain(0, x), few)))
     out["pack.bitmap"], out["unpack.bitmap"] = [(enc, x, None, 0)], [(dec, x, None, 0)]
-    enc, _ = _io("blocks", RangeDomain(0, x), _chunk(rng, RangeDomain(0, x), few))
+    enc, _ = _io("blocks", RangeDomain(0, x), on(_chunk(rng, RangeDomain(0, x), few)))
     out["scan.blocks"] = [(enc, x, None, 0)]
     for fmt_name in ("coo", "bitmap", "blocks"):  # over a range domain: a hash partition's search is `search`
         domain = RangeDomain(0, SPREAD * x)
-        enc, dec = _io(fmt_name, domain, _chunk(rng, domain, x))
+        enc, dec = _io(fmt_name, domain, on(_chunk(rng, domain, x)))
         enc_pos, dec_pos = {"bitmap": ("pack.bitmap", "unpack.bitmap"), "blocks": ("scan.blocks", None)}.get(fmt_name, (None, None))
         out[f"encode.{fmt_name}"] = [(enc, x, enc_pos, domain.size if enc_pos else 0)]
         out[f"decode.{fmt_name}"] = [(dec, x, dec_pos, domain.size if dec_pos else 0)]
@@ -122,22 +139,27 @@ ORDER = ("hash", "slice", "search", "select", "copy", "merge.coo", "add.dense", 
 
 
 def measure_steps(max_log2: int = 21, reps: int = 5, min_log2: int = 10, seed: int = 0,
-                  progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """CPU seconds of every kind's kernels at x = 2^min_log2 .. 2^max_log2 (module docstring)."""
+                  progress: Callable[[str], None] | None = None, device: str | None = None) -> dict[str, Any]:
+    """Seconds of every kind's kernels at x = 2^min_log2 .. 2^max_log2 (module docstring): CPU
+    seconds of the numpy kernels, or with `device` the wall seconds of the torch kernels there."""
     rng = np.random.default_rng(seed)
     points: dict[str, list[list[float]]] = {k: [] for k in ORDER}
+    clock = time.thread_time if device is None else time.perf_counter
+    sync = _synchronizer(device)
 
     def timed(fn: Callable[[], Any]) -> float:
         fn()
         samples, kept = [], []
         for _ in range(reps):  # results kept: each run gets fresh memory, as a stage's steps do
-            c0 = time.thread_time()
+            sync()
+            c0 = clock()
             kept.append(fn())
-            samples.append(time.thread_time() - c0)
+            sync()
+            samples.append(clock() - c0)
         return statistics.median(samples)
 
     sizes = range(min_log2, max_log2 + 1)
-    kernels = {log2: _kernels(rng, 1 << log2) for log2 in sizes}
+    kernels = {log2: _kernels(rng, 1 << log2, device) for log2 in sizes}
     fitted: dict[str, float] = {}
     for kind in ORDER:  # positional kinds before the payloads that contain them
         for log2 in sizes:
@@ -147,5 +169,25 @@ def measure_steps(max_log2: int = 21, reps: int = 5, min_log2: int = 10, seed: i
         fitted[kind] = fit(*zip(*points[kind]))[1]
         if progress is not None:
             progress(f"{kind}: " + ", ".join(f"{x:.0f} {s * 1e6:.1f} us" for x, s in points[kind]))
-    return {"device": f"cpu ({platform.processor() or platform.machine()}; zensim's numpy step kernels, one thread)",
-            "kernels": "steps", "reps": reps, "points": points}
+    return {"device": _describe(device), "kernels": "steps", "reps": reps, "points": points}
+
+
+def _synchronizer(device: str | None) -> Callable[[], None]:
+    """A call that waits for `device`'s queued work (nothing to wait for on the host)."""
+    if device is None or not device.startswith("cuda"):
+        return lambda: None
+    import torch
+
+    return lambda: torch.cuda.synchronize(device)
+
+
+def _describe(device: str | None) -> str:
+    """What ran the kernels, for the profile's `device` field."""
+    cpu = platform.processor() or platform.machine()
+    if device is None:
+        return f"cpu ({cpu}; zensim's numpy step kernels, one thread)"
+    import torch
+
+    if device.startswith("cuda"):
+        return f"{torch.cuda.get_device_name(device)} (zensim's step kernels in torch {torch.__version__})"
+    return f"{device} ({cpu}; zensim's step kernels in torch {torch.__version__}, {torch.get_num_threads()} threads)"

@@ -32,11 +32,12 @@ Array = Any  # a numpy array or a torch tensor (or another array-API array)
 
 
 def namespace(*arrays: Array) -> ModuleType:
-    """The array namespace of `arrays` (numpy itself for numpy arrays; None entries ignored)."""
-    present = [a for a in arrays if a is not None and not isinstance(a, (list, tuple, int, float))]
-    if all(isinstance(a, np.ndarray) for a in present):
-        return np
-    return array_namespace(*present)
+    """The array namespace of `arrays` (numpy itself for numpy arrays; None entries and Python
+    sequences and scalars ignored)."""
+    for a in arrays:  # the simulator's case, numpy throughout, costs one isinstance per argument
+        if not isinstance(a, np.ndarray) and a is not None and hasattr(a, "shape"):
+            return array_namespace(*[x for x in arrays if x is not None and hasattr(x, "shape")])
+    return np
 
 
 def is_numpy(x: Array) -> bool:
