@@ -1,6 +1,7 @@
 """The torch.distributed exchange on gloo: one message per (src, dst) up to EAGER_BYTES, the rest of a
 larger payload in a second message; exact bytes either way, empty payloads included, with and without
-delivery receipts."""
+delivery receipts. The sized exchange NCCL takes (a size header, then the payload, tensors on the
+device end to end) runs here on gloo with CPU tensors."""
 
 from __future__ import annotations
 
@@ -44,6 +45,15 @@ def rank_main(rank: int, tmp: str) -> None:
                                           channels, True)
         assert rank == 0 or bytes(inbox[0]) == payload(0, rank, 7)
         assert stats.control_sent == (torchdist.HEADER_BYTES * len(others) if rank == 0 else torchdist.RECEIPT_BYTES)
+        # the sized exchange (NCCL's, run here on gloo's CPU tensors): device payloads in, device tensors out
+        for stage, size in enumerate(SIZES, start=len(SIZES) * 2 + 1):
+            outbox = {dst: torch.frombuffer(bytearray(payload(rank, dst, size + dst)) or bytearray(1),
+                                            dtype=torch.uint8)[: size + dst] for dst in others}
+            inbox, stats = torchdist._exchange_sized(stage, outbox, others, torch.device("cpu"), channels)
+            for src in others:
+                assert isinstance(inbox[src], torch.Tensor) and inbox[src].dtype == torch.uint8
+                assert inbox[src].numpy().tobytes() == payload(src, rank, size + rank), (stage, src)
+            assert stats.sent == sum(size + d for d in others) and stats.received == (size + rank) * len(others)
     finally:
         dist.destroy_process_group()
 

@@ -69,7 +69,7 @@ class Meter:
 class RunContext:
     """What one run owns besides the ranks' states: `meter`, `tables`, `values` (whether the run
     carries values or indices only), `like` (an array of the library and device the run's chunks
-    are in, None for numpy: what a bytes transport's payloads are decoded into), a small memo of merges
+    are in: what a bytes transport's payloads are decoded into), a small memo of merges
     (`memo`), values a scheme discarded on the way (`discard`), values flushed to zero by a narrow
     wire dtype (`flushed`), and statistics programs report (`stats`)."""
 
@@ -79,7 +79,7 @@ class RunContext:
                  like: Any = None) -> None:
         self.meter = meter
         self.values = values  # whether the run carries values (else indices only)
-        self.like = like  # an array of the run's library and device (None: numpy), for what bytes decode to
+        self.like = like  # an array of the run's library and device, for what bytes decode to
         self.tables = tables if tables is not None else Tables()
         self.memo: OrderedDict[Hashable, Any] = OrderedDict()
         self.discarded: dict[int, list[SparseChunk]] = {}

@@ -25,7 +25,6 @@ from zensim.run.check import check_results
 from zensim.run.context import COMM, POST, PRE, Meter, RunContext, Tables
 from zensim.run.log import LogBuilder, MessageLog
 from zensim.run.transports import InMemory, Transport
-from zensim.sparse import xp as backend
 from zensim.sparse.chunk import SparseChunk
 
 
@@ -112,9 +111,8 @@ def _loop(program, chunks, transport: Transport, ranks: list[int],
 
 
 def _like(chunks: Sequence[SparseChunk] | Mapping[int, SparseChunk], ranks: list[int]) -> Any:
-    """An array of the library and device of the local ranks' chunks (None for numpy)."""
-    first = chunks[ranks[0]].indices if ranks else None
-    return None if first is None or backend.is_numpy(first) else first
+    """An array of the library and device of the local ranks' chunks (None without local ranks)."""
+    return chunks[ranks[0]].indices if ranks else None
 
 
 def _check_inputs(program, chunks, ranks: list[int]) -> bool:

@@ -26,6 +26,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from zensim.sparse import xp as backend
+
 HEADER_BYTES = 8
 
 
@@ -88,12 +90,13 @@ EAGER_BYTES = 16 << 20
 RECEIPT_BYTES = 1  # a delivery receipt (exchange's `receipts`), control traffic
 
 
-def exchange(stage: int, outbox: dict[int, bytes], sources: list[int], device: torch.device,
-             channels: Channels, receipts: bool = False) -> tuple[dict[int, memoryview], StageBytes]:
-    """Send `outbox[dst]` to every dst and receive one message from every rank in `sources`.
+def exchange(stage: int, outbox: dict[int, object], sources: list[int], device: torch.device,
+             channels: Channels, receipts: bool = False) -> tuple[dict[int, object], StageBytes]:
+    """Send `outbox[dst]` (bytes-like, or a uint8 array of any library) to every dst and receive one
+    message from every rank in `sources`.
 
-    Returns the received payloads by source (read-only views) and the byte counts of this stage for
-    this rank. On gloo one message per (src, dst) (`_exchange_eager`); on other backends (NCCL
+    Returns the received payloads by source (gloo: read-only host views; otherwise uint8 tensors on
+    `device`) and the byte counts of this stage for this rank. On gloo one message per (src, dst) (`_exchange_eager`); on other backends (NCCL
     matches a receive to a send of the same size) a size header, then the payload.
 
     `receipts` (gloo): every receiver returns a receipt of RECEIPT_BYTES once a message has arrived
@@ -130,14 +133,15 @@ def _exchange_eager(stage: int, outbox: dict[int, bytes], sources: list[int],
                                   tag=receipt_tag) for dst in outbox]
         stats.control_received += RECEIPT_BYTES * len(outbox)
     for dst, payload in outbox.items():
+        payload = backend.host(backend.as_buffer(payload))  # gloo sends host memory
         nbytes = len(payload)
         first = min(nbytes, EAGER_BYTES - HEADER_BYTES)
         message = np.empty(HEADER_BYTES + first, np.uint8)
         message[:HEADER_BYTES] = np.frombuffer(np.int64(nbytes).tobytes(), np.uint8)
-        message[HEADER_BYTES:] = np.frombuffer(payload, np.uint8, first)
+        message[HEADER_BYTES:] = payload[:first]
         sends.append(dist.isend(torch.from_numpy(message), dst, group=channels.of(me, dst), tag=head_tag))
         if nbytes > first:
-            rest = torch.frombuffer(bytearray(memoryview(payload)[first:]), dtype=torch.uint8)
+            rest = torch.from_numpy(payload[first:].copy())
             sends.append(dist.isend(rest, dst, group=channels.of(me, dst), tag=body_tag))
         stats.control_sent += HEADER_BYTES
         stats.sent += nbytes
@@ -169,19 +173,21 @@ def _exchange_eager(stage: int, outbox: dict[int, bytes], sources: list[int],
 def _exchange_sized(stage: int, outbox: dict[int, bytes], sources: list[int], device: torch.device,
                     channels: Channels) -> tuple[dict[int, memoryview], StageBytes]:
     """A size header (int64), then the payload when non-empty, per (src, dst); payload receives are
-    posted as their headers arrive."""
+    posted as their headers arrive. Payloads stay on `device` end to end: a payload already there
+    (a device chunk's serialization) is sent as it is, and what arrives is handed over as a device
+    tensor, decoded there (no host copy on NCCL)."""
     head_tag, body_tag, _ = _tags(stage)
     me = dist.get_rank()
     stats = StageBytes()
     sends = []
     for dst, payload in outbox.items():
-        nbytes = len(payload)
+        body = backend.like(backend.as_buffer(payload), torch.empty(0, device=device))
+        nbytes = int(body.shape[0])
         header = torch.tensor([nbytes], dtype=torch.int64, device=device)
         sends.append(dist.isend(header, dst, group=channels.of(me, dst), tag=head_tag))
         stats.control_sent += HEADER_BYTES
         if nbytes:
-            body = torch.frombuffer(bytearray(payload), dtype=torch.uint8).to(device)
-            sends.append(dist.isend(body, dst, group=channels.of(me, dst), tag=body_tag))
+            sends.append(dist.isend(body.contiguous(), dst, group=channels.of(me, dst), tag=body_tag))
         stats.sent += nbytes
         stats.sent_to[dst] = nbytes
     headers = {src: torch.zeros(1, dtype=torch.int64, device=device) for src in sources}
@@ -199,11 +205,9 @@ def _exchange_sized(stage: int, outbox: dict[int, bytes], sources: list[int], de
         req.wait()
     for req in sends:
         req.wait()
-    inbox = {}
-    for src, body in bodies.items():
-        inbox[src] = memoryview(body.cpu().numpy()).toreadonly()
-        stats.received += len(inbox[src])
-    return inbox, stats
+    for body in bodies.values():
+        stats.received += int(body.shape[0])
+    return bodies, stats
 
 
 def payload_of(nbytes: int, seed: int) -> bytes:
@@ -236,12 +240,13 @@ class TorchP2P:
         return [self.rank]
 
     def post(self, stage: int, src: int, dst: int, message) -> int:
-        """Serialize for the exchange; the bytes must be the size the format announced."""
-        buf = message.to_bytes()
-        if len(buf) != message.nbytes:
-            raise AssertionError(f"stage {stage} {src}->{dst}: serialized {len(buf)} bytes, sized {message.nbytes}")
+        """Serialize for the exchange (on the chunk's device); the bytes must be the size the format
+        announced."""
+        buf = message.to_buffer()
+        if buf.shape[0] != message.nbytes:
+            raise AssertionError(f"stage {stage} {src}->{dst}: serialized {buf.shape[0]} bytes, sized {message.nbytes}")
         self.outbox[dst] = buf
-        return len(buf)
+        return int(buf.shape[0])
 
     def deliver(self, stage: int, rank: int, sources: list[int]) -> None:
         """The stage's exchange: every posted message out, one message in from each source."""

@@ -6,8 +6,9 @@ that go on the wire), `deliver` in its `comm` step (the exchange), `take` in its
 received message, decoded where bytes travelled). Every transport logs exactly the bytes it sends.
 
 - `InMemory`: all ranks here, payload objects passed as they are (the simulator's transport);
-- `InBytes`: all ranks here, every payload through `to_bytes` and the program's `decode` (what the
-  byte tests and the step-cost measurement use);
+- `InBytes`: all ranks here, every payload through `to_buffer` (its exact wire bytes, a uint8 array
+  on the payload's device) and the program's `decode` (what the byte tests and the step-cost
+  measurement use);
 - `zensim.run.torchdist.TorchP2P`: one rank here, the others in other processes, point-to-point
   over torch.distributed (gloo or NCCL): the emulator's and the training hook's transport.
 """
@@ -69,11 +70,11 @@ class InBytes(InMemory):
 
     def post(self, stage: int, src: int, dst: int, message: Any) -> int:
         """Serialize; the bytes must be exactly the size the format announced."""
-        buf = message.to_bytes()
-        if len(buf) != message.nbytes:
-            raise AssertionError(f"stage {stage} {src}->{dst}: serialized {len(buf)} bytes, sized {message.nbytes}")
+        buf = message.to_buffer()
+        if buf.shape[0] != message.nbytes:
+            raise AssertionError(f"stage {stage} {src}->{dst}: serialized {buf.shape[0]} bytes, sized {message.nbytes}")
         self.box[src, dst] = buf
-        return len(buf)
+        return int(buf.shape[0])
 
     def take(self, stage: int, dst: int, src: int, program: Any, ctx: RunContext) -> Any:
         """Decode the bytes as the receiving program does."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zensim.run.context import RunContext
+from zensim.sparse import xp as backend
 from zensim.schemes.pieces import BitPiece, ChunkPiece, DensePiece, Piece, make_piece
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.domain import Domain
@@ -42,9 +43,13 @@ class BitEncoded:
         """The piece as an indices-only chunk (materialized)."""
         return self.piece.to_chunk()
 
+    def to_buffer(self) -> np.ndarray:
+        """The exact wire bytes (values written as 1.0, as the format does in indices-only mode), uint8."""
+        return self.fmt.encode(self.chunk, self.domain).to_buffer()
+
     def to_bytes(self) -> bytes:
-        """The exact wire bytes (values written as 1.0, as the format does in indices-only mode)."""
-        return self.fmt.encode(self.chunk, self.domain).to_bytes()
+        """The exact wire bytes."""
+        return self.to_buffer().tobytes()
 
 
 Payload = Encoded | BitEncoded | DenseEncoded
@@ -66,11 +71,15 @@ class Bundle:
         """The format of the first part (all parts of a message share one format)."""
         return self.parts[0].fmt
 
+    def to_buffer(self) -> backend.Array:
+        """The exact wire bytes, lengths then parts, as a uint8 array of the parts' library and device."""
+        bufs = [p.to_buffer() for p in self.parts]
+        header = backend.as_bytes_of(np.array([b.shape[0] for b in bufs], "<u4"))
+        return backend.concat_bytes([backend.like(header, bufs[0]), *bufs], bufs[0])
+
     def to_bytes(self) -> bytes:
-        """The exact wire bytes: lengths then parts."""
-        bufs = [p.to_bytes() for p in self.parts]
-        header = np.array([len(b) for b in bufs], "<u4").tobytes()
-        return header + b"".join(bufs)
+        """The exact wire bytes, on the host."""
+        return backend.host(self.to_buffer()).tobytes()
 
 
 Message = Payload | Bundle
@@ -140,20 +149,22 @@ def as_sent(piece: Piece, payload: Payload) -> Piece:
     return to_piece(payload, False)
 
 
-def from_bytes(buf: bytes, layout: Sequence[tuple[Format, Domain]], with_values: bool, like=None) -> Message:
-    """Decode a message whose parts have the given (format, domain) layout (ValueError if malformed),
-    into the array library and device of `like` (numpy when None)."""
+def from_bytes(buf: bytes | backend.Array, layout: Sequence[tuple[Format, Domain]], with_values: bool,
+               like: backend.Array | None = None) -> Message:
+    """Decode a message (bytes-like, or a uint8 array of any library, decoded on its device) whose
+    parts have the given (format, domain) layout (ValueError if malformed), into the array library
+    and device of `like` when given. A bundle's header (4 bytes a part) is read on the host."""
     if len(layout) == 1:
         fmt, domain = layout[0]
         return fmt.from_bytes(buf, domain, with_values=with_values, like=like)
+    buf = backend.as_buffer(buf)
     head = BUNDLE_HEADER * len(layout)
-    if len(buf) < head:
-        raise ValueError(f"bundle of {len(layout)} parts: {len(buf)} bytes, shorter than its header")
-    lengths = np.frombuffer(buf, "<u4", len(layout)).astype(np.int64)
-    if head + int(lengths.sum()) != len(buf):
-        raise ValueError(f"bundle: header says {head + int(lengths.sum())} bytes, got {len(buf)}")
+    if buf.shape[0] < head:
+        raise ValueError(f"bundle of {len(layout)} parts: {buf.shape[0]} bytes, shorter than its header")
+    lengths = backend.host(buf[:head]).view("<u4").astype(np.int64)
+    if head + int(lengths.sum()) != buf.shape[0]:
+        raise ValueError(f"bundle: header says {head + int(lengths.sum())} bytes, got {buf.shape[0]}")
     ends = head + np.cumsum(lengths)
     starts = ends - lengths
-    view = memoryview(buf)
-    return Bundle(tuple(fmt.from_bytes(bytes(view[a:b]), domain, with_values=with_values, like=like)
+    return Bundle(tuple(fmt.from_bytes(buf[int(a):int(b)], domain, with_values=with_values, like=like)
                         for (fmt, domain), a, b in zip(layout, starts, ends)))

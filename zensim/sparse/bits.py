@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from zensim.sparse import xp as backend
 from zensim.sparse.chunk import run_starts
 
 _ONE = np.uint64(1)
@@ -34,7 +35,13 @@ def bit_positions(words: np.ndarray) -> np.ndarray:
     return nz[row] * 64 + col
 
 
-def bitmap_bytes(positions: np.ndarray, size: int) -> bytes:
-    """The ceil(size / 8)-byte LSB-first bitmap of the sorted unique `positions` in [0, size)."""
+def bitmap_bytes(positions: np.ndarray, size: int) -> np.ndarray:
+    """The ceil(size / 8)-byte LSB-first bitmap of the sorted unique `positions` in [0, size), a
+    uint8 array of the positions' library (numpy: packed by words, one OR-reduce per word)."""
+    if not isinstance(positions, np.ndarray):
+        xp = backend.namespace(positions)
+        mask = xp.zeros(size, dtype=xp.bool, device=backend.device(positions))
+        mask[positions] = True
+        return backend.packbits(mask)
     words = pack_positions(np.asarray(positions, np.int64), size).astype("<u8", copy=False)
-    return words.view(np.uint8)[: (size + 7) // 8].tobytes()
+    return words.view(np.uint8)[: (size + 7) // 8]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zensim.errors import ConfigError
+from zensim.sparse import xp as backend
 
 
 @dataclass(frozen=True)
@@ -23,22 +24,32 @@ class ValueCodec:
     itemsize: int
     max: float  # largest finite value
 
-    def pack(self, values: np.ndarray) -> bytes:
-        """The wire bytes of `values` (any float array), `itemsize` bytes each, little-endian."""
+    def pack(self, values: np.ndarray) -> np.ndarray:
+        """The wire bytes of `values` (any float array), `itemsize` bytes each, little-endian: a
+        uint8 array of the values' library and device."""
+        if not isinstance(values, np.ndarray) and hasattr(values, "dtype"):
+            return backend.as_bytes_of(_torch_narrow(values, self.name))
         v = np.asarray(values, dtype=np.float32)
         if self.name == "float32":
-            return v.astype("<f4", copy=False).tobytes()
+            return backend.as_bytes_of(v.astype("<f4", copy=False))
         if self.name == "float16":
-            return v.astype("<f2").tobytes()
-        return _bf16_bits(v).astype("<u2").tobytes()
+            return backend.as_bytes_of(v.astype("<f2"))
+        return backend.as_bytes_of(_bf16_bits(v).astype("<u2"))
 
-    def unpack(self, buf: bytes | memoryview, count: int) -> np.ndarray:
-        """Decode `count` values from `buf` (exactly count x itemsize bytes) into float32."""
+    def unpack(self, buf: bytes | memoryview | np.ndarray, count: int) -> np.ndarray:
+        """Decode `count` values from `buf` (exactly count x itemsize bytes; bytes-like or a uint8
+        array of any library) into float32 of the buffer's library."""
+        buf = backend.as_buffer(buf)[: count * self.itemsize]
+        if not isinstance(buf, np.ndarray):
+            import torch
+
+            narrow = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[self.name]
+            return backend.view(buf, narrow).to(torch.float32)
         if self.name == "float32":
-            return np.frombuffer(buf, "<f4", count).astype(np.float32)
+            return buf.view("<f4").astype(np.float32)
         if self.name == "float16":
-            return np.frombuffer(buf, "<f2", count).astype(np.float32)
-        bits = np.frombuffer(buf, "<u2", count).astype(np.uint32) << np.uint32(16)
+            return buf.view("<f2").astype(np.float32)
+        bits = buf.view("<u2").astype(np.uint32) << np.uint32(16)
         return bits.view(np.float32)
 
     def quantize(self, values: np.ndarray) -> np.ndarray:
@@ -54,14 +65,18 @@ class ValueCodec:
         return (_bf16_bits(v).astype(np.uint32) << np.uint32(16)).view(np.float32)
 
 
+def _torch_narrow(values, name: str):  # type: ignore[no-untyped-def]
+    """A torch tensor's values in the wire dtype `name` (torch's own rounding: to nearest even)."""
+    import torch
+
+    return values.to({"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[name])
+
+
 def _torch_quantize(values, name: str):  # type: ignore[no-untyped-def]
     """quantize for a torch tensor: float32 through torch's float16 / bfloat16 and back."""
     import torch
 
-    v = values.to(torch.float32)
-    if name == "float32":
-        return v
-    return v.to(torch.float16 if name == "float16" else torch.bfloat16).to(torch.float32)
+    return _torch_narrow(values, name).to(torch.float32)
 
 
 def _bf16_bits(v: np.ndarray) -> np.ndarray:

@@ -60,7 +60,8 @@ def like(x: np.ndarray | Array, ref: Array) -> Array:
 
     if isinstance(x, torch.Tensor):
         return x.to(ref.device)
-    return torch.from_numpy(np.ascontiguousarray(x)).to(ref.device)
+    x = np.ascontiguousarray(x)
+    return torch.from_numpy(x if x.flags.writeable else x.copy()).to(ref.device)
 
 
 def device(x: Array) -> Any:
@@ -142,3 +143,68 @@ def claim(row: Array, target: Array, ids: Array) -> None:
         row[target] = ids
         return
     row.scatter_reduce_(0, target, ids.to(row.dtype), reduce="amax")
+
+
+# --- wire buffers: 1-d uint8 arrays of any library (little-endian, as every supported host is) ---
+
+def as_buffer(buf: Any) -> Array:
+    """A received payload as a uint8 array: bytes-like objects as a numpy view, arrays as they are."""
+    if isinstance(buf, (bytes, bytearray, memoryview)):
+        return np.frombuffer(buf, np.uint8)
+    return buf
+
+
+def view(buf: Array, dtype: Any) -> Array:
+    """The uint8 array `buf` read as `dtype` (its length a multiple of the item size); a copy where
+    torch cannot view it in place (an offset not a multiple of the item size)."""
+    if isinstance(buf, np.ndarray):
+        return buf.view(dtype)
+    if buf.storage_offset() % dtype.itemsize:
+        buf = buf.clone()
+    return buf.view(dtype)
+
+
+def int_dtype(xp: ModuleType, itemsize: int) -> Any:
+    """The signed integer dtype of `itemsize` bytes (4 or 8) in namespace `xp`."""
+    return xp.int32 if itemsize == 4 else xp.int64
+
+
+def as_bytes_of(x: Array) -> Array:
+    """The bytes of the contiguous array `x` as a uint8 array of its library (a view where possible)."""
+    if isinstance(x, np.ndarray):
+        return np.ascontiguousarray(x).view(np.uint8).reshape(-1)
+    flat = x.reshape(-1)
+    if flat.stride(0) != 1:  # an expanded or one-element tensor: torch views only unit strides
+        xp = namespace(x)
+        flat = xp.empty(flat.shape, dtype=flat.dtype, device=flat.device).copy_(flat)
+    return flat.view(namespace(x).uint8)
+
+
+def concat_bytes(parts: list[Array], like: Array | None) -> Array:
+    """The uint8 arrays `parts` one after the other (of `like`'s library and device; numpy when None)."""
+    if like is None or isinstance(like, np.ndarray):
+        return np.concatenate([host(p) for p in parts]) if parts else np.zeros(0, np.uint8)
+    xp = namespace(like)
+    return xp.concat(parts) if parts else xp.zeros(0, dtype=xp.uint8, device=device(like))
+
+
+def packbits(mask: Array) -> Array:
+    """The LSB-first bitmap (uint8, ceil(len / 8) bytes) of a boolean array."""
+    if isinstance(mask, np.ndarray):
+        return np.packbits(mask, bitorder="little")
+    xp = namespace(mask)
+    pad = (-mask.shape[0]) % 8
+    bits = xp.astype(mask, xp.uint8)
+    if pad:
+        bits = xp.concat([bits, xp.zeros(pad, dtype=xp.uint8, device=device(mask))])
+    weights = xp.asarray([1, 2, 4, 8, 16, 32, 64, 128], dtype=xp.uint8, device=device(mask))
+    return xp.astype(xp.sum(xp.reshape(bits, (-1, 8)) * weights, axis=1, dtype=xp.int32), xp.uint8)
+
+
+def unpackbits(buf: Array, count: int) -> Array:
+    """The first `count` bits (0/1, uint8) of the LSB-first bitmap `buf`."""
+    if isinstance(buf, np.ndarray):
+        return np.unpackbits(buf, count=count, bitorder="little")
+    xp = namespace(buf)
+    shifts = xp.arange(8, dtype=xp.uint8, device=device(buf))
+    return xp.reshape((buf[:, None] >> shifts) & 1, (-1,))[:count]

@@ -94,7 +94,7 @@ def bitmap_nbytes(numel: int) -> int:
 
 def encode_bitmap_indices(indices: np.ndarray, numel: int) -> bytes:
     """One bit per element of [0, numel), padding bits zero."""
-    return bitmap_bytes(indices, numel)
+    return bitmap_bytes(indices, numel).tobytes()
 
 
 def decode_bitmap_indices(buf: bytes, numel: int) -> np.ndarray:

@@ -51,16 +51,20 @@ class WireKind:
     name: str
     codec: ValueCodec | None = None
 
-    def pack(self, array: np.ndarray) -> bytes:
-        """The wire bytes of `array`."""
-        array = backend.host(array)
-        return self.codec.pack(array) if self.codec else array.astype("<i4").tobytes()
-
-    def unpack(self, buf: bytes) -> np.ndarray:
-        """The array `pack` wrote."""
+    def pack(self, array: np.ndarray) -> np.ndarray:
+        """The wire bytes of `array`: a uint8 array of its library and device."""
         if self.codec:
-            return self.codec.unpack(buf, len(buf) // self.codec.itemsize)
-        return np.frombuffer(buf, "<i4").astype(np.int32)
+            return self.codec.pack(array)
+        xp = backend.namespace(array)
+        return backend.as_bytes_of(xp.astype(array, xp.int32))
+
+    def unpack(self, buf: bytes | np.ndarray) -> np.ndarray:
+        """The array `pack` wrote (bytes-like, or a uint8 array of any library: decoded there)."""
+        buf = backend.as_buffer(buf)
+        if self.codec:
+            return self.codec.unpack(buf, buf.shape[0] // self.codec.itemsize)
+        xp = backend.namespace(buf)
+        return xp.astype(backend.view(buf, xp.int32), xp.int32, copy=True)
 
     def itemsize(self) -> int:
         """Bytes per element."""
@@ -82,9 +86,13 @@ class Raw:
         """Elements x the wire size of one."""
         return len(self.array) * self.fmt.itemsize()
 
-    def to_bytes(self) -> bytes:
-        """The wire bytes."""
+    def to_buffer(self) -> np.ndarray:
+        """The wire bytes, a uint8 array of the array's library and device."""
         return self.fmt.pack(self.array)
+
+    def to_bytes(self) -> bytes:
+        """The wire bytes, on the host."""
+        return backend.host(self.to_buffer()).tobytes()
 
 
 @dataclass

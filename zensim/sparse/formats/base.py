@@ -44,12 +44,17 @@ class Encoded:
         """Number of elements the payload carries."""
         return self.chunk.nnz
 
-    def to_bytes(self) -> bytes:
-        """The exact wire bytes (values written as 1.0 in indices-only mode), made on the host."""
-        buf = self.fmt.serialize(self.chunk.host(), self.domain)
-        if len(buf) != self.nbytes:
-            raise AssertionError(f"{self.fmt.name}: serialized {len(buf)} bytes, size path said {self.nbytes}")
+    def to_buffer(self) -> backend.Array:
+        """The exact wire bytes (values written as 1.0 in indices-only mode) as a uint8 array of the
+        chunk's library, on its device."""
+        buf = self.fmt.serialize(self.chunk, self.domain)
+        if buf.shape[0] != self.nbytes:
+            raise AssertionError(f"{self.fmt.name}: serialized {buf.shape[0]} bytes, size path said {self.nbytes}")
         return buf
+
+    def to_bytes(self) -> bytes:
+        """The exact wire bytes, on the host."""
+        return backend.host(self.to_buffer()).tobytes()
 
 
 class Format:
@@ -117,25 +122,27 @@ class Format:
                                   f"{self.value.name}'s range (largest {self.value.max:.6g})")
         return rounded, int(xp.count_nonzero((rounded == 0) & (values != 0)))
 
-    def serialize(self, chunk: SparseChunk, domain: Domain) -> bytes:
-        """The wire bytes of `chunk` over `domain` (ValueError if an id lies outside it)."""
+    def serialize(self, chunk: SparseChunk, domain: Domain) -> backend.Array:
+        """The wire bytes of `chunk` over `domain` as a uint8 array of the chunk's library (ValueError
+        if an id lies outside it)."""
         raise NotImplementedError
 
     def from_bytes(self, buf: bytes, domain: Domain, n_values: int | None = None,
                    *, with_values: bool = True, like: backend.Array | None = None) -> Encoded:
         """Decode `buf` over `domain`; `n_values`, if given, is the expected nnz (checked);
-        `with_values=False` returns an indices-only chunk; `like`: an array whose library and
-        device the decoded chunk takes (numpy when None)."""
-        ids, values = self._decode(memoryview(buf), domain)
-        if n_values is not None and len(ids) != n_values:
-            raise ValueError(f"{self.name}: decoded {len(ids)} values, expected {n_values}")
-        chunk = SparseChunk(ids, values if with_values else None)
-        if like is not None and not backend.is_numpy(like):
-            chunk = SparseChunk(backend.like(ids, like), backend.like(values, like) if with_values else None)
-        return Encoded(self, len(buf), chunk, domain)
+        `with_values=False` returns an indices-only chunk. `buf`: bytes-like, or a uint8 array of any
+        library (decoded there, on its device); `like`: an array whose library and device the
+        decoded chunk takes (default: the buffer's)."""
+        buf = backend.as_buffer(buf)
+        ids, values = self._decode(buf, domain)
+        if n_values is not None and ids.shape[0] != n_values:
+            raise ValueError(f"{self.name}: decoded {ids.shape[0]} values, expected {n_values}")
+        if like is not None:
+            ids, values = backend.like(ids, like), backend.like(values, like)
+        return Encoded(self, int(buf.shape[0]), SparseChunk(ids, values if with_values else None), domain)
 
-    def _decode(self, buf: memoryview, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
-        """(ids int64 sorted, values float32) from the wire bytes."""
+    def _decode(self, buf: backend.Array, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
+        """(ids int64 sorted, values float32) from the wire bytes (a uint8 array), in its library."""
         raise NotImplementedError
 
     def _wire_values(self, chunk: SparseChunk) -> np.ndarray:
@@ -145,10 +152,10 @@ class Format:
         xp = backend.namespace(chunk.indices)
         return xp.ones(chunk.nnz, dtype=xp.float32, device=backend.device(chunk.indices))
 
-    def _check_length(self, buf: memoryview, expected: int) -> None:
+    def _check_length(self, buf: backend.Array, expected: int) -> None:
         """ValueError unless the payload has exactly the expected length."""
-        if len(buf) != expected:
-            raise ValueError(f"{self.name}: payload of {len(buf)} bytes, expected {expected}")
+        if buf.shape[0] != expected:
+            raise ValueError(f"{self.name}: payload of {buf.shape[0]} bytes, expected {expected}")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(value_dtype={self.value.name!r})"

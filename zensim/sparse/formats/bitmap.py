@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from zensim.sparse import xp as backend
 from zensim.sparse.bits import bitmap_bytes
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.domain import Domain, ExplicitDomain
@@ -18,17 +19,17 @@ class Bitmap(Format):
     def size(self, chunk: SparseChunk, domain: Domain) -> int:
         return -(-domain.size // 8) + chunk.nnz * self.value.itemsize
 
-    def serialize(self, chunk: SparseChunk, domain: Domain) -> bytes:
-        return bitmap_bytes(domain.positions(chunk.indices), domain.size) + self.value.pack(self._wire_values(chunk))
+    def serialize(self, chunk: SparseChunk, domain: Domain) -> backend.Array:
+        bitmap = bitmap_bytes(domain.positions(chunk.indices), domain.size)
+        return backend.concat_bytes([bitmap, self.value.pack(self._wire_values(chunk))], chunk.indices)
 
-    def _decode(self, buf: memoryview, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
+    def _decode(self, buf: backend.Array, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
         nmap = -(-domain.size // 8)
-        if len(buf) < nmap:
-            raise ValueError(f"{self.name}: payload of {len(buf)} bytes shorter than its {nmap}-byte bitmap")
-        bits = np.unpackbits(np.frombuffer(buf, np.uint8, nmap), count=domain.size, bitorder="little")
-        pos = np.flatnonzero(bits)
-        self._check_length(buf, nmap + len(pos) * self.value.itemsize)
-        return domain.ids(pos), self.value.unpack(buf[nmap:], len(pos))
+        if buf.shape[0] < nmap:
+            raise ValueError(f"{self.name}: payload of {buf.shape[0]} bytes shorter than its {nmap}-byte bitmap")
+        pos = backend.flatnonzero(backend.unpackbits(buf[:nmap], domain.size))
+        self._check_length(buf, nmap + pos.shape[0] * self.value.itemsize)
+        return domain.ids(pos), self.value.unpack(buf[nmap:], pos.shape[0])
 
 
 class HashBitmap(Bitmap):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from zensim.errors import ConfigError
+from zensim.sparse import xp as backend
 from zensim.sparse.bits import bit_positions
 from zensim.sparse.chunk import SparseChunk, run_starts
 from zensim.sparse.domain import Domain, index_dtype
@@ -33,7 +34,8 @@ class Blocks(Format):
     def _carried_values(self, blocks: np.ndarray, domain: Domain) -> int:
         """Number of values the carried `blocks` hold (the domain's last block may be short)."""
         short = (-domain.size) % self.block_size
-        return len(blocks) * self.block_size - (short if len(blocks) and blocks[-1] == self._nblocks(domain) - 1 else 0)
+        count = blocks.shape[0]
+        return count * self.block_size - (short if count and int(blocks[-1]) == self._nblocks(domain) - 1 else 0)
 
     def _nblocks(self, domain: Domain) -> int:
         """Number of blocks covering the domain."""
@@ -59,28 +61,32 @@ class Blocks(Format):
     def _size(self, blocks: np.ndarray, domain: Domain) -> int:
         """Bytes of the occupied `blocks`: their ids and every value they carry."""
         bid = index_dtype(self._nblocks(domain)).itemsize
-        return len(blocks) * bid + self._carried_values(blocks, domain) * self.value.itemsize
+        return blocks.shape[0] * bid + self._carried_values(blocks, domain) * self.value.itemsize
 
-    def serialize(self, chunk: SparseChunk, domain: Domain) -> bytes:
+    def serialize(self, chunk: SparseChunk, domain: Domain) -> backend.Array:
         pos = domain.positions(chunk.indices)
         blocks = self.occupied(chunk, domain)
-        slot = np.searchsorted(blocks, pos // self.block_size) * self.block_size + pos % self.block_size
-        flat = np.zeros(len(blocks) * self.block_size, np.float32)
+        xp, dev = backend.namespace(pos), backend.device(pos)
+        slot = xp.searchsorted(blocks, pos // self.block_size) * self.block_size + pos % self.block_size
+        flat = xp.zeros(blocks.shape[0] * self.block_size, dtype=xp.float32, device=dev)
         flat[slot] = self._wire_values(chunk)
-        ids = blocks.astype(index_dtype(self._nblocks(domain))).tobytes()
-        return ids + self.value.pack(flat[: self._carried_values(blocks, domain)])
+        ids = xp.astype(blocks, backend.int_dtype(xp, index_dtype(self._nblocks(domain)).itemsize))
+        values = self.value.pack(flat[: self._carried_values(blocks, domain)])
+        return backend.concat_bytes([backend.as_bytes_of(ids), values], chunk.indices)
 
-    def _decode(self, buf: memoryview, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
-        bid = index_dtype(self._nblocks(domain))
-        per_block = bid.itemsize + self.block_size * self.value.itemsize
-        nb = -(-len(buf) // per_block)
-        blocks = np.frombuffer(buf, bid, nb).astype(np.int64) if nb else np.empty(0, np.int64)
-        if np.any(blocks[1:] <= blocks[:-1]) or (nb and (blocks[0] < 0 or blocks[-1] >= self._nblocks(domain))):
+    def _decode(self, buf: backend.Array, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
+        size = index_dtype(self._nblocks(domain)).itemsize
+        per_block = size + self.block_size * self.value.itemsize
+        nb = -(-buf.shape[0] // per_block)
+        xp = backend.namespace(buf)
+        blocks = xp.astype(backend.view(buf[: nb * size], backend.int_dtype(xp, size)), xp.int64)
+        if bool(xp.any(blocks[1:] <= blocks[:-1])) or (nb and (int(blocks[0]) < 0
+                                                              or int(blocks[-1]) >= self._nblocks(domain))):
             raise ValueError("blocks: block ids not sorted or outside the domain")
         count = self._carried_values(blocks, domain)
-        self._check_length(buf, nb * bid.itemsize + count * self.value.itemsize)
-        flat = self.value.unpack(buf[nb * bid.itemsize:], count)
-        slots = np.flatnonzero(flat)
+        self._check_length(buf, nb * size + count * self.value.itemsize)
+        flat = self.value.unpack(buf[nb * size:], count)
+        slots = backend.flatnonzero(flat)
         pos = blocks[slots // self.block_size] * self.block_size + slots % self.block_size
         return domain.ids(pos), flat[slots]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from zensim.sparse import xp as backend
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.domain import Domain, index_dtype
 from zensim.sparse.formats.base import Format
@@ -17,15 +18,17 @@ class COO(Format):
     def size(self, chunk: SparseChunk, domain: Domain) -> int:
         return chunk.nnz * (index_dtype(domain.bound).itemsize + self.value.itemsize)
 
-    def serialize(self, chunk: SparseChunk, domain: Domain) -> bytes:
+    def serialize(self, chunk: SparseChunk, domain: Domain) -> backend.Array:
         domain.positions(chunk.indices)  # validates membership
-        ids = chunk.indices.astype(index_dtype(domain.bound)).tobytes()
-        return ids + self.value.pack(self._wire_values(chunk))
+        xp = backend.namespace(chunk.indices)
+        ids = xp.astype(chunk.indices, backend.int_dtype(xp, index_dtype(domain.bound).itemsize))
+        return backend.concat_bytes([backend.as_bytes_of(ids), self.value.pack(self._wire_values(chunk))], chunk.indices)
 
-    def _decode(self, buf: memoryview, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
-        idt = index_dtype(domain.bound)
-        nnz, rest = divmod(len(buf), idt.itemsize + self.value.itemsize)
+    def _decode(self, buf: backend.Array, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
+        size = index_dtype(domain.bound).itemsize
+        nnz, rest = divmod(buf.shape[0], size + self.value.itemsize)
         if rest:
-            raise ValueError(f"coo: payload of {len(buf)} bytes is not a whole number of elements")
-        ids = np.frombuffer(buf, idt, nnz).astype(np.int64)
-        return ids, self.value.unpack(buf[nnz * idt.itemsize:], nnz)
+            raise ValueError(f"coo: payload of {buf.shape[0]} bytes is not a whole number of elements")
+        xp = backend.namespace(buf)
+        ids = xp.astype(backend.view(buf[: nnz * size], backend.int_dtype(xp, size)), xp.int64)
+        return ids, self.value.unpack(buf[nnz * size:], nnz)

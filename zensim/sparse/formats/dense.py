@@ -38,12 +38,13 @@ class DenseEncoded:
         """Number of non-zero positions."""
         return int(backend.namespace(self.values).count_nonzero(self.values))
 
-    def to_bytes(self) -> bytes | memoryview:
-        """The exact wire bytes (float32 on the host: a read-only view of the values, no copy)."""
-        values = backend.host(self.values)
-        if self.fmt.value.name == "float32":
-            return memoryview(np.ascontiguousarray(values, "<f4")).cast("B").toreadonly()
-        return self.fmt.value.pack(values)
+    def to_buffer(self) -> backend.Array:
+        """The exact wire bytes as a uint8 array of the values' library (float32: a view, no copy)."""
+        return self.fmt.value.pack(self.values)
+
+    def to_bytes(self) -> bytes:
+        """The exact wire bytes, on the host."""
+        return backend.host(self.to_buffer()).tobytes()
 
 
 def dense_to_chunk(values: backend.Array, domain: Domain) -> SparseChunk:
@@ -62,8 +63,9 @@ class Dense(Format):
     def size(self, chunk: SparseChunk, domain: Domain) -> int:
         return domain.size * self.value.itemsize
 
-    def serialize(self, chunk: SparseChunk, domain: Domain) -> bytes:
-        dense = np.zeros(domain.size, np.float32)
+    def serialize(self, chunk: SparseChunk, domain: Domain) -> backend.Array:
+        xp = backend.namespace(chunk.indices)
+        dense = xp.zeros(domain.size, dtype=xp.float32, device=backend.device(chunk.indices))
         dense[domain.positions(chunk.indices)] = self._wire_values(chunk)
         return self.value.pack(dense)
 
@@ -75,24 +77,25 @@ class Dense(Format):
 
     def from_bytes(self, buf: bytes, domain: Domain, n_values: int | None = None,
                    *, with_values: bool = True, like: backend.Array | None = None) -> Encoded | DenseEncoded:
-        """With values, a DenseEncoded (numpy float32: a read-only view of `buf`; else on `like`'s
-        library and device); indices-only, an Encoded."""
+        """With values, a DenseEncoded (float32: a view of `buf`, no copy; then in `like`'s library
+        and on its device when given); indices-only, an Encoded."""
         if not with_values:
             return super().from_bytes(buf, domain, n_values, with_values=False, like=like)
-        self._check_length(memoryview(buf), domain.size * self.value.itemsize)
+        buf = backend.as_buffer(buf)
+        self._check_length(buf, domain.size * self.value.itemsize)
         if self.value.name == "float32":
-            values = np.frombuffer(buf, "<f4", domain.size)
+            values = backend.view(buf, backend.namespace(buf).float32)
         else:
             values = self.value.unpack(buf, domain.size)
-        if like is not None and not backend.is_numpy(like):
-            values = backend.like(np.array(values), like)  # a writable copy for torch
-        out = DenseEncoded(self, len(buf), values, domain)
+        if like is not None:
+            values = backend.like(values, like)
+        out = DenseEncoded(self, int(buf.shape[0]), values, domain)
         if n_values is not None and out.nnz != n_values:
             raise ValueError(f"{self.name}: decoded {out.nnz} values, expected {n_values}")
         return out
 
-    def _decode(self, buf: memoryview, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
+    def _decode(self, buf: backend.Array, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
         self._check_length(buf, domain.size * self.value.itemsize)
         dense = self.value.unpack(buf, domain.size)
-        pos = np.flatnonzero(dense)
+        pos = backend.flatnonzero(dense)
         return domain.ids(pos), dense[pos]

@@ -32,10 +32,10 @@ class Switch(Format):
     def size(self, chunk: SparseChunk, domain: Domain) -> int:
         return (self.dense if self.is_dense(chunk.nnz, domain) else self.coo).size(chunk, domain)
 
-    def serialize(self, chunk: SparseChunk, domain: Domain) -> bytes:
+    def serialize(self, chunk: SparseChunk, domain: Domain) -> np.ndarray:
         return (self.dense if self.is_dense(chunk.nnz, domain) else self.coo).serialize(chunk, domain)
 
-    def _decode(self, buf: memoryview, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
-        if len(buf) == domain.size * self.value.itemsize:
+    def _decode(self, buf: np.ndarray, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
+        if buf.shape[0] == domain.size * self.value.itemsize:
             return self.dense._decode(buf, domain)
         return self.coo._decode(buf, domain)
