@@ -5,7 +5,18 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_TRACE := traces/lstm-lm-128w.zt
 
-.PHONY: demo test install clean
+.PHONY: demo test install system-packages clean
+
+# Debian packages some tests and workloads use: the KJV text of the LSTM language-model workload,
+# iproute2 (ip, tc) for emulation. Installed when root with apt (CI); otherwise a note says what is
+# missing (those tests then fail with a one-line message naming the package).
+SYSTEM_PACKAGES := bible-kjv bible-kjv-text iproute2
+system-packages:
+	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -z "$$missing" ]; then echo "system packages: all present"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "system packages: installing $$missing"; apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; \
+	else echo "system packages missing (install as root: apt-get install $$missing)"; fi
 
 install: $(STAMP)
 
