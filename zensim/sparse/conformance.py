@@ -51,7 +51,8 @@ def on_torch(chunks: list[SparseChunk], device: str = "cpu") -> list[SparseChunk
 def check_format(fmt: Format) -> None:
     """`encode` sizes exactly what `to_bytes` writes; `from_bytes` decodes what a receiver is promised
     (`received`), on range and explicit domains, with and without values, in every hard case; explicit
-    zeros survive exactly when the format says it keeps them; the bitset size equals the chunk size."""
+    zeros survive exactly when the format says it keeps them; the bitset size equals the chunk size;
+    on torch tensors the same sizes, bytes and decoded bits (a format is written over zensim.sparse.xp)."""
     from zensim.sparse.bits import pack_positions
 
     numel = 500
@@ -78,11 +79,29 @@ def check_format(fmt: Format) -> None:
                 assert np.array_equal(back.chunk.values, want.values), f"{fmt!r}: decoded other values"
                 zeros = int((c.values == 0).sum())
                 assert want.nnz == (c.nnz if fmt.keeps_zeros else c.nnz - zeros), f"{fmt!r}: keeps_zeros"
+                _check_format_on_torch(fmt, c, domain, enc, back)
+
+
+def _check_format_on_torch(fmt: Format, chunk: SparseChunk, domain, enc, back) -> None:  # type: ignore[no-untyped-def]
+    """The same chunk as torch tensors: the same size and wire bytes, decoded (from a torch buffer,
+    in torch) to the same bits as numpy's decoding."""
+    from zensim.run.check import same_bits
+
+    tensor = chunk.to_torch()
+    tenc = fmt.encode(tensor, domain)
+    assert tenc.nbytes == enc.nbytes, f"{fmt!r}: torch sizes {tenc.nbytes} bytes, numpy {enc.nbytes}"
+    buf = tenc.to_buffer()
+    assert not isinstance(buf, np.ndarray), f"{fmt!r}: a torch chunk serialized to numpy"
+    assert buf.numpy().tobytes() == enc.to_bytes(), f"{fmt!r}: torch writes other bytes than numpy"
+    tback = fmt.from_bytes(buf, domain)
+    assert not isinstance(tback.chunk.indices, np.ndarray), f"{fmt!r}: a torch buffer decoded to numpy"
+    assert same_bits(tback.chunk, back.chunk), f"{fmt!r}: torch decodes other bits than numpy"
 
 
 def check_partitioner(cls: type[Partitioner]) -> None:
     """n sorted parts, each inside its domain and agreeing with `owner`; domains disjoint and covering
-    [0, numel); nothing invented (a lossy one may drop, never add); `key` names equal domains."""
+    [0, numel); nothing invented (a lossy one may drop, never add); a torch chunk split alike; `key`
+    names equal domains."""
     numel = 1000
     for n in (1, 3, 8):
         part = cls.for_scheme(numel, n, seed=1)
@@ -102,6 +121,12 @@ def check_partitioner(cls: type[Partitioner]) -> None:
             assert np.array_equal(domain.ids(domain.positions(p.indices)), p.indices)
             covered[domain.ids(np.arange(domain.size))] += 1
         assert (covered == 1).all(), f"{cls.__name__}: domains overlap or miss ids"
+        twin = cls.for_scheme(numel, n, seed=1)
+        twin.prepare(0, [chunk])
+        on_torch_parts = twin.split(chunk.to_torch())
+        assert all(not isinstance(p.indices, np.ndarray) and np.array_equal(p.indices.numpy(), q.indices)
+                   and np.array_equal(p.values.numpy(), q.values) for p, q in zip(on_torch_parts, parts)), \
+            f"{cls.__name__}: splits a torch chunk otherwise than numpy's"
         if part.key is not None:
             other = cls.for_scheme(numel, n, seed=1)
             assert other.key == part.key and all(
