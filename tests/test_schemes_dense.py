@@ -115,3 +115,45 @@ def test_recursive_doubling_bytes_and_time_are_its_closed_forms(n):
         assert eager == seconds
     prog = build_scheme("dense-doubling", n, numel)
     assert prog.caps.closed_form is closed.dense_doubling and prog.num_stages == max(1, levels + 2 * (n > p))
+
+
+def work_by_piece(log) -> dict:
+    """Elements of each (stage, rank, phase, kind) of a log's work."""
+    out: dict = {}
+    for w in log.work:
+        key = (w.stage, w.rank, w.phase, w.kind)
+        out[key] = out.get(key, 0) + w.elements
+    return out
+
+
+def work_by_kind(log) -> dict:
+    """Elements of each work kind of a log."""
+    out: dict = {}
+    for w in log.work:
+        out[w.kind] = out.get(w.kind, 0) + w.elements
+    return out
+
+
+@pytest.mark.parametrize("machines,gpus,layout", [(5, 1, "flat"), (8, 1, "flat"), (3, 4, "flat"), (3, 4, "zen"),
+                                                  (4, 2, "zen"), (6, 2, "zen")])
+@pytest.mark.parametrize("numel", [NUMEL, 1003])
+@pytest.mark.parametrize("algorithm", list(DENSE_ALGORITHMS))
+def test_the_dense_reference_does_the_dense_schemes_work(machines, gpus, layout, numel, algorithm):
+    """The dense all-reduces from sizes (dense_log: the ring is the vs_dense reference) record the
+    local work their scheme's own run records on the same cluster when every rank's gradient is
+    dense: the same kinds (a dense reduction is an array addition, `add.dense`, not a union of sorted
+    ids) and the same elements per (stage, rank, phase, kind), run through the driver. On sparse
+    chunks only the ring's split of each rank's chunk (`slice`, per element of the chunk) differs."""
+    n = machines * gpus
+    sized = dense_log(machines, gpus, numel, layout, algorithm)
+    dense = [SparseChunk(np.arange(numel, dtype=np.int64), None) for _ in range(n)]
+    build = lambda k, size, part: build_scheme(DENSE_SCHEMES[algorithm], k, size)  # noqa: E731
+    run = place(prepare(dense, numel, machines, gpus, layout), build, check=True).log
+    assert work_by_kind(sized) == work_by_kind(run)
+    assert work_by_piece(sized) == work_by_piece(run)
+    if layout == "flat" or gpus == 1:
+        assert {w.kind for w in sized.work} == {"scan.dense", "add.dense"} | ({"slice"} if algorithm == "ring" else set())
+    sparse = [SparseChunk(np.arange(w, numel, 5, dtype=np.int64), None) for w in range(n)]
+    run = place(prepare(sparse, numel, machines, gpus, layout), build, check=True).log
+    assert ({k: v for k, v in work_by_piece(sized).items() if k[3] != "slice"}
+            == {k: v for k, v in work_by_piece(run).items() if k[3] != "slice"})

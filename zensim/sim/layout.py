@@ -106,37 +106,66 @@ def intra_ring(machines: int, gpus: int, sizes: np.ndarray, first_stage: int, ga
 
 def doubling_log(n: int, numel: int) -> MessageLog:
     """The dense recursive-doubling all-reduce of `numel` fp32 elements among n ranks (the dense-doubling
-    scheme's messages), from sizes: with p the largest power of two <= n, rank r >= p sends its tensor to
-    r - p (which merges it), log2 p stages of exchanges with partner r ^ 2**k (each merges what it gets),
-    then r - p sends the sum back to r (a copy)."""
+    scheme's messages and the work its run records, zensim.schemes.workkinds), from sizes: with p the
+    largest power of two <= n, rank r >= p sends its tensor to r - p, log2 p stages of exchanges with
+    partner r ^ 2**k, then r - p sends the sum back to r. Every send encodes the whole tensor and every
+    receive decodes it (`scan.dense`); a received tensor is added (`add.dense`) before the rank's next
+    send, the last exchange's right after it is received."""
     p = 1 << (n.bit_length() - 1)
     levels, folded = p.bit_length() - 1, n > p
     nbytes = numel * DENSE_BYTES
     msgs, work = [], []
+
+    def send(stage: int, src: int, dst: int) -> None:
+        msgs.append(Message(stage, src, dst, nbytes, "dense"))
+        work.append(Work(stage, src, "pre", "scan.dense", numel))
+        work.append(Work(stage, dst, "post", "scan.dense", numel))
+
     stage = 0
     if folded:
         for r in range(p, n):
-            msgs.append(Message(stage, r, r - p, nbytes, "dense"))
-            work.append(Work(stage, r - p, "post", "merge", numel))
+            send(stage, r, r - p)
         stage += 1
     for k in range(levels):
         for r in range(p):
-            msgs.append(Message(stage, r, r ^ (1 << k), nbytes, "dense"))
-            work.append(Work(stage, r, "post", "merge", numel))
+            if k or r < n - p:  # what it received at the stage before (the fold, or the last exchange)
+                work.append(Work(stage, r, "pre", "add.dense", numel))
+            send(stage, r, r ^ (1 << k))
+        if k == levels - 1:
+            work.extend(Work(stage, r, "post", "add.dense", numel) for r in range(p))
         stage += 1
     if folded:
         for r in range(p, n):
-            msgs.append(Message(stage, r - p, r, nbytes, "dense"))
-            work.append(Work(stage, r, "post", "copy", numel))
+            send(stage, r - p, r)
         stage += 1
-    return MessageLog(n, max(stage, 1), msgs, work)
+    return MessageLog(n, max(stage, 1), msgs, [w for w in work if w.elements])
 
 
 def ring_log(n: int, numel: int) -> MessageLog:
-    """The dense ring all-reduce of `numel` fp32 elements among n ranks (reduce-scatter, all-gather)."""
-    parts = np.diff(even_boundaries(numel, n))
-    return MessageLog.concat([intra_ring(1, n, parts, 0, gather=False),
-                              intra_ring(1, n, parts, n - 1, gather=True)], n, 2 * (n - 1))
+    """The dense ring all-reduce of `numel` fp32 elements among n ranks (reduce-scatter, all-gather):
+    the dense-allreduce scheme's messages and the work its run records when every rank's gradient is
+    dense (zensim.schemes.workkinds), so that the reference is priced as that scheme is. Rank r splits
+    its tensor into the n parts (`slice`, its elements); at reduce-scatter stage s it adds the part it
+    got at stage s-1 to its own (`add.dense`, before sending it on) and encodes part r-1-s
+    (`scan.dense`), decodes the part it gets (`scan.dense`) and after the last receive adds it (part r
+    complete); at all-gather stage t it encodes part r-t and decodes part r-1-t (`scan.dense`)."""
+    parts = np.diff(even_boundaries(numel, n)).tolist()
+    msgs, work = [], []
+    for s in range(2 * (n - 1)):
+        gather = s >= n - 1
+        for r in range(n):
+            sent = (r - s + n - 1) % n if gather else (r - 1 - s) % n
+            got = (sent - 1) % n
+            msgs.append(Message(s, r, (r + 1) % n, parts[sent] * DENSE_BYTES, "dense"))
+            if s == 0:
+                work.append(Work(s, r, "pre", "slice", numel))
+            if 0 < s < n - 1:
+                work.append(Work(s, r, "pre", "add.dense", parts[sent]))
+            work.append(Work(s, r, "pre", "scan.dense", parts[sent]))
+            work.append(Work(s, r, "post", "scan.dense", parts[got]))
+            if s == n - 2:
+                work.append(Work(s, r, "post", "add.dense", parts[r]))
+    return MessageLog(n, 2 * (n - 1), msgs, [w for w in work if w.elements])
 
 
 # dense all-reduce algorithms from sizes: name -> (ranks, elements) -> log, and the scheme each one's messages are
@@ -148,8 +177,10 @@ def dense_log(machines: int, gpus: int, numel: int, layout: str, algorithm: str 
     """A dense all-reduce of `numel` fp32 elements by `algorithm` (DENSE_ALGORITHMS), from sizes alone (no
     data, no driver): across all GPUs (flat, or one GPU per machine), or hierarchical in ZEN's layout as
     NCCL runs it: a ring reduce-scatter inside each machine over NVLink, the algorithm's all-reduce of
-    shard l across machines per local rank l, a ring all-gather inside each machine. Work: a merge of
-    each received part (reductions), a copy (gathers)."""
+    shard l across machines per local rank l, a ring all-gather inside each machine. Work: the ring's
+    is the dense-allreduce scheme's (`ring_log`: array additions, `add.dense`), recursive doubling's
+    the dense-doubling scheme's (`doubling_log`); the intra-machine rings' a merge of each received
+    part, a copy of each gathered one (`intra_ring`, as for every scheme placed)."""
     inter = DENSE_ALGORITHMS[algorithm]
     n = machines * gpus
     if layout == "flat" or gpus == 1:

@@ -1,0 +1,44 @@
+"""docs/results.md's Fig. 8 tables are what benchmarks/fig8.py computes: one cheap column re-run."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from zensim.net.profile import WorkCost
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "results.md"
+
+
+def _fig8():
+    """benchmarks/fig8.py as a module (benchmarks/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("fig8", ROOT / "benchmarks" / "fig8.py")
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _page_column(title: str, column: str) -> dict[str, str]:
+    """The cells of `column` in the page's table under the line starting with `title`, by row label."""
+    lines = PAGE.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    table = []
+    for line in lines[start + 1:]:
+        if line.startswith("|"):
+            table.append([c.strip() for c in line.strip("|").split("|")])
+        elif table:
+            break
+    at = table[0].index(column)
+    return {row[0]: row[at] for row in table[2:]}
+
+
+def test_page_fifo_8x1_zero_work_is_what_the_script_computes():
+    fig8 = _fig8()
+    page = _page_column(fig8.table_title("fifo", "zero"), "8x1")
+    schemes = [label for label in page if label != "dense all-reduce, ms"]
+    assert set(schemes) == set(fig8.SCHEMES)
+    col = fig8.run_column("8x1", "fifo", WorkCost.zero(), schemes)
+    assert page["dense all-reduce, ms"] == fig8.cell(col["dense_s"] * 1e3)
+    assert {s: page[s] for s in schemes} == {s: fig8.cell(col["ratios"][s]) for s in schemes}
