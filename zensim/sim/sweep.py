@@ -30,6 +30,7 @@ from typing import Any
 from tqdm import tqdm
 
 from zensim.errors import ConfigError
+from zensim.extras import require
 from zensim.net.costs import Costs
 from zensim.report.links import link_files
 from zensim.report.outputs import plot_format
@@ -179,6 +180,10 @@ def run_scenario(scn: Scenario, progress: bool = False, command: str | None = No
     timings, which are not stored, so a scenario with a timeline output recomputes every point."""
     if workers < 0:
         raise ConfigError(f"--workers {workers}: must be 0 (in this process) or more")
+    if scheduler is not None:
+        require("distributed", "dask", f"--scheduler {scheduler}")
+    elif workers > 0:
+        require("distributed", "dask", f"--workers {workers}")
     start = time.perf_counter()
     keep = "timeline" in scn.outputs
     made = provenance(command, scenario=scn.path)
