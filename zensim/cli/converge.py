@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from zensim.errors import ConfigError
+from zensim.net.models import MODELS
 
 DEFAULT_SCHEMES = "dense-allreduce,topka,spardl,exdyna"
 
@@ -61,6 +62,8 @@ def cmd_converge(args: argparse.Namespace) -> int:
         raise ConfigError(f"--density {args.density}: must be in (0, 1]")
     if args.compute < 0:
         raise ConfigError(f"--compute {args.compute}: must be non-negative")
+    if args.model not in MODELS:  # before the first iteration of training, not after it
+        raise ConfigError(f"--model {args.model}: unknown (choose from {', '.join(MODELS)})")
     outs, paths = results.plan(args, inputs=[args.profile])
     cluster, profile = build_cluster(args.workers, 1, nic=args.nic, nic_latency=args.nic_latency, profile=args.profile)
     make = lambda: make_workload(args.workload, None, args.seed, args.corpus)  # noqa: E731

@@ -74,6 +74,8 @@ def cmd_partition(args: argparse.Namespace) -> int:
         raise ConfigError(f"--partitioners {args.partitioners!r}: expected names from {', '.join(PARTITIONERS)}")
     if args.iterations is not None and args.iterations < 1:
         raise ConfigError(f"--iterations {args.iterations}: must be positive")
+    if args.k < 1:  # the library keeps k = 0 (every id serial) as a strawman; ZEN's first level needs one
+        raise ConfigError(f"--k {args.k}: must be at least 1 (ZEN's first level places ids with k hash functions)")
     outs = OutputFiles(inputs=[args.path])
     csv_path = outs.add(args.csv, "--csv") if args.csv else None
     with Trace.open(args.path) as trace:

@@ -8,6 +8,9 @@ import argparse
 from zensim.errors import ConfigError
 from zensim.replay.method import ITERATION_SET
 
+DENSITY = 0.01  # --density's default
+ONLY_WITH_ITERATIONS = ("sparsifier", "density", "per_iteration")
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of the iteration mode of `simulate`."""
@@ -18,8 +21,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sparsifier", default=None,
                    help="with --iterations: sparsifier of every scheme, or 'none' (default: each scheme's own: "
                         "spardl blocktopk, exdyna exdyna, dense-allreduce none, others topk)")
-    p.add_argument("--density", type=float, default=0.01, help="with --iterations: user-set density (default 0.01)")
+    p.add_argument("--density", type=float, default=None, help=f"with --iterations: user-set density (default {DENSITY})")
     p.add_argument("--per-iteration", action="store_true", help="with --iterations: print every iteration too")
+
+
+def check_mode(args: argparse.Namespace) -> None:
+    """One line, before any work, for an option of one mode of `simulate` given with the other: the
+    replay's options without --iterations, --iteration or the analytic model with it."""
+    if args.iterations is None:
+        for name in ONLY_WITH_ITERATIONS:
+            if getattr(args, name) not in (None, False):
+                raise ConfigError(f"--{name.replace('_', '-')}: only with --iterations A:B (without it, simulate "
+                                  "times one iteration's synchronization of the trace's own indices)")
+        return
+    if args.iteration is not None:
+        raise ConfigError(f"--iteration {args.iteration}: not with --iterations {args.iterations} (which replays "
+                          "iterations A..B-1)")
+    if args.model == "analytic":
+        raise ConfigError("--model analytic: not with --iterations (a replay times every iteration on fifo or maxmin)")
 
 
 def cmd_replay(args: argparse.Namespace, cluster, profile, outs, paths) -> int:  # type: ignore[no-untyped-def]
@@ -34,25 +53,25 @@ def cmd_replay(args: argparse.Namespace, cluster, profile, outs, paths) -> int: 
     for option in ("timeline", "links", "traffic", "link_plot"):
         if getattr(args, option, None):
             raise ConfigError(f"--{option.replace('_', '-')}: not with --iterations")
-    if not 0 < args.density <= 1:
-        raise ConfigError(f"--density {args.density}: must be in (0, 1]")
+    density = DENSITY if args.density is None else args.density
+    if not 0 < density <= 1:
+        raise ConfigError(f"--density {density}: must be in (0, 1]")
     source = TraceGradients(Trace.open(args.trace))
     if source.workers < cluster.gpus:
         raise ConfigError(f"{args.trace}: trace has {source.workers} workers, the cluster asks for {cluster.gpus} GPUs")
     first, last = parse_range(args.iterations, source.iterations)
-    methods = make_methods(args.scheme, args.sparsifier, args.density, cluster.gpus, source.numel, 0,
+    methods = make_methods(args.scheme, args.sparsifier, density, cluster.gpus, source.numel, 0,
                            parse_options(args.options), default=ITERATION_SET)
-    model = args.model if args.model != "analytic" else "fifo"
-    records = replay_iterations(source, methods, first, last, Costs.of(cluster, profile), model, progress=True)
+    records = replay_iterations(source, methods, first, last, Costs.of(cluster, profile), args.model, progress=True)
     summary = summarize(records)
-    title = f"{args.trace}: {cluster.describe()}, d = {args.density}, iterations {first}:{last}"
+    title = f"{args.trace}: {cluster.describe()}, d = {density}, iterations {first}:{last}"
     if finish(args, outs, paths, records, summary, lambda: iterations_figure(records, title)):
         return 0
     if args.per_iteration:
         for m in methods:
             print(f"{m.label}:\n{render_iterations(records, m.label)}\n")
     print(f"{args.trace}: {cluster.describe()}, {len(methods)} methods, iterations {first}:{last}, "
-          f"user-set density {args.density}")
+          f"user-set density {density}")
     print(render_summary(summary))
     return 0
 
