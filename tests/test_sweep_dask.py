@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -45,10 +46,12 @@ def comparable(outcome) -> list[dict]:
             for r in records_of(outcome.results)]
 
 
-def test_local_dask_cluster_of_two_processes_gives_the_sequential_rows(scenario):
+def test_local_dask_cluster_of_two_processes_gives_the_sequential_rows(scenario, tmp_path, monkeypatch):
     scn = load_scenario(scenario)
     sequential = run_scenario(scn)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the run's temporary directory
     on_dask = run_scenario(scn, workers=2)
+    assert list(tmp_path.iterdir()) == []  # nothing left there (was dask-scratch-space)
     assert not sequential.failures and not on_dask.failures
     assert on_dask.computed == sequential.computed == 12 and on_dask.reused == 0
     assert comparable(on_dask) == comparable(sequential)

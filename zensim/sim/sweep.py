@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import tempfile
 import time
 import traceback
 from collections.abc import Iterator
@@ -284,6 +285,7 @@ def _failure(task: PointTask, exc: BaseException, detail: str) -> Failure:
 def dask_client(workers: int, scheduler: str | None) -> Iterator[Any]:
     """A Dask client: of the scheduler at `scheduler` (tcp://HOST:PORT), or of a local cluster of
     `workers` single-threaded worker processes (closed on exit, whatever ends the run)."""
+    import dask
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
@@ -295,8 +297,12 @@ def dask_client(workers: int, scheduler: str | None) -> Iterator[Any]:
             yield client
         return
     quiet = logging.ERROR
-    with LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=quiet) as cluster, Client(cluster) as client:
+    # the scheduler's and workers' scratch space in a folder of this run, removed with it (Dask's
+    # default, $TMPDIR/dask-scratch-space, stays behind after every sweep)
+    with tempfile.TemporaryDirectory(prefix="zensim-dask-") as scratch, \
+            dask.config.set({"temporary-directory": scratch}), \
+            LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True, dashboard_address=None,
+                         silence_logs=quiet, local_directory=scratch) as cluster, Client(cluster) as client:
         yield client
 
 
