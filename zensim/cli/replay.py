@@ -46,7 +46,10 @@ def cmd_replay(args: argparse.Namespace, cluster, profile, outs, paths) -> int: 
     from emulate.options import parse_options
     from zensim.net.costs import Costs
     from zensim.replay import make_methods, parse_range, replay_iterations, summarize
+    from zensim.replay.document import REPLAY_SCHEMA
     from zensim.replay.report import iterations_figure, render_iterations, render_summary
+    from zensim.report.provenance import provenance, trace_info
+    from zensim.sim.run import cluster_info
     from zensim.trace import Trace
     from zensim.trace.gradients import TraceGradients
 
@@ -56,16 +59,21 @@ def cmd_replay(args: argparse.Namespace, cluster, profile, outs, paths) -> int: 
     density = DENSITY if args.density is None else args.density
     if not 0 < density <= 1:
         raise ConfigError(f"--density {density}: must be in (0, 1]")
-    source = TraceGradients(Trace.open(args.trace))
+    trace = Trace.open(args.trace)
+    source = TraceGradients(trace)
     if source.workers < cluster.gpus:
         raise ConfigError(f"{args.trace}: trace has {source.workers} workers, the cluster asks for {cluster.gpus} GPUs")
     first, last = parse_range(args.iterations, source.iterations)
     methods = make_methods(args.scheme, args.sparsifier, density, cluster.gpus, source.numel, 0,
                            parse_options(args.options), default=ITERATION_SET)
-    records = replay_iterations(source, methods, first, last, Costs.of(cluster, profile), args.model, progress=True)
+    costs = Costs.of(cluster, profile)
+    records = replay_iterations(source, methods, first, last, costs, args.model, progress=True)
     summary = summarize(records)
     title = f"{args.trace}: {cluster.describe()}, d = {density}, iterations {first}:{last}"
-    if finish(args, outs, paths, records, summary, lambda: iterations_figure(records, title)):
+    made = {"provenance": provenance(args.command_line),
+            "trace": {**trace_info(trace, first), "iteration": None, "iterations": [first, last]},
+            "cluster": {**cluster_info(costs), "model": args.model}}
+    if finish(args, outs, paths, records, summary, lambda: iterations_figure(records, title), REPLAY_SCHEMA, made):
         return 0
     if args.per_iteration:
         for m in methods:
@@ -77,19 +85,22 @@ def cmd_replay(args: argparse.Namespace, cluster, profile, outs, paths) -> int: 
 
 
 
-def finish(args: argparse.Namespace, outs, paths: dict, records: list, summary: list[dict], figure) -> bool:  # type: ignore[no-untyped-def]
-    """Write --csv (every record) and --plot (`figure()`) all or none, print --json (summary and
-    records); whether the JSON was printed (then nothing else is)."""
-    from zensim.report.export import to_csv, to_json
+def finish(args: argparse.Namespace, outs, paths: dict, records: list, summary: list[dict], figure,  # type: ignore[no-untyped-def]
+           schema: str, made: dict) -> bool:
+    """Write --csv (every record, with the `made` blocks as dotted columns) and --plot (`figure()`) all
+    or none, print --json (the `schema` document: `made`, summary, records; zensim.replay.document);
+    whether the JSON was printed (then nothing else is)."""
+    from zensim.replay.document import csv_rows, document
+    from zensim.report.export import to_csv
     from zensim.report.outputs import plot_format
     from zensim.report.plots import figure_bytes
 
     files: dict = {}
     if "csv" in paths:
-        files[paths["csv"]] = to_csv([r.to_dict() for r in records])
+        files[paths["csv"]] = to_csv(csv_rows(records, made))
     if "plot" in paths:
         files[paths["plot"]] = figure_bytes(figure(), plot_format(paths["plot"]))
     outs.write(files)
     if args.json:
-        print(to_json([{"summary": summary, "iterations": [r.to_dict() for r in records]}]))
+        print(document(schema, records, summary, made))
     return bool(args.json)

@@ -50,7 +50,7 @@ from zensim.train.layers import LayerProfile
 from zensim.train.syncs import DENSE
 
 Results = list[tuple[Point, list[RunRecord]]]  # with a training: section, IterationRecords
-REPLAY_SCHEMA = "zensim-replay/1"  # a stored point's replay records (zensim.replay.IterationRecord)
+from zensim.replay.document import REPLAY_SCHEMA  # a stored point's replay records (its own document)
 CONNECT_TIMEOUT = "10s"  # how long to keep trying a --scheduler address before giving up
 
 
