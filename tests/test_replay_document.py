@@ -55,6 +55,17 @@ def test_training_document_carries_provenance_and_report_reads_it(tmp_path, caps
     assert "workload digits-cnn" in out and "zensim converge" in out and "\nspardl " in out
 
 
+def test_partition_document_is_read_by_report(tmp_path, capsys):
+    lstm = ROOT / "traces" / "lstm-lm-16w.zt"
+    doc = _json_of(["partition", str(lstm), "--iterations", "1", "--partitioners", "zen", "--json"], capsys)
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    assert main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"sha256 {file_sha256(lstm)[:12]}" in out and "partitioners zen" in out
+    assert out.splitlines()[-1].split()[:2] == ["zen", "0"]
+
+
 def test_a_malformed_replay_document_is_one_line(tmp_path, capsys):
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"schema": "zensim-replay/1", "records": [{"method": "x"}], "summary": []}))

@@ -1,6 +1,7 @@
-"""`zensim report` of replay and training documents (zensim-replay/1 from `simulate --iterations
---json`, zensim-training/1 from `converge --json`): what made each run, its summary table, --csv of
-every record with that context, --plot of one file's figures."""
+"""`zensim report` of replay, training and partition documents (zensim-replay/1 from `simulate
+--iterations --json`, zensim-training/1 from `converge --json`, zensim-partition/1 from `partition
+--json`): what made each run, its table, --csv of every record with that context, --plot of one
+replay's or training's figures."""
 
 from __future__ import annotations
 
@@ -9,19 +10,20 @@ from pathlib import Path
 from typing import Any
 
 from zensim.errors import ConfigError
-from zensim.replay.document import REPLAY_SCHEMA, csv_rows, document
+from zensim.replay.document import PARTITION_SCHEMA, REPLAY_SCHEMA, TRAINING_SCHEMA, csv_rows, document
 
 
 def made_line(context: dict[str, Any]) -> str:
     """One line naming what made the run: zensim version and commit, the command, the trace (path and
-    SHA-256 prefix) or workload, the cluster and model."""
-    prov, cluster = context.get("provenance", {}), context.get("cluster", {})
+    SHA-256 prefix) or workload, the cluster and model (or the partitioners)."""
+    prov, cluster = context.get("provenance", {}), context.get("cluster")
     trace, workload = context.get("trace"), context.get("workload")
     source = (f"trace {trace['path']} (sha256 {str(trace.get('sha256'))[:12]})" if trace else
               f"workload {workload['name']}" if workload else "source unknown")
+    where = (f"{cluster.get('description')}, model {cluster.get('model')}" if cluster else
+             f"partitioners {', '.join(context.get('partitioners', {}))}")
     return (f"made by zensim {prov.get('zensim')} (commit {prov.get('commit') or 'unknown'}) at {prov.get('created')}: "
-            f"{prov.get('command') or 'the Python API'}; {source}; {cluster.get('description')}, "
-            f"model {cluster.get('model')}")
+            f"{prov.get('command') or 'the Python API'}; {source}; {where}")
 
 
 def report_documents(args: argparse.Namespace, labels: list[str], docs: list, outs, paths: dict) -> int:  # type: ignore[no-untyped-def]
@@ -43,6 +45,8 @@ def report_documents(args: argparse.Namespace, labels: list[str], docs: list, ou
         if many and len(docs) > 1:
             raise ConfigError(f"{name}: one file at a time ({len(docs)} given)")
     replayed = schemas == {REPLAY_SCHEMA}
+    if schemas == {PARTITION_SCHEMA} and "plot" in paths:
+        raise ConfigError("--plot: partition rows have no figure")
     out: dict[Path, str | bytes] = {}
     if "csv" in paths:
         out[paths["csv"]] = to_csv([row for _, records, _, context in docs for row in csv_rows(records, context)])
@@ -60,7 +64,11 @@ def report_documents(args: argparse.Namespace, labels: list[str], docs: list, ou
         schema, records, summary, context = docs[0]
         print(document(schema, records, summary, context))
         return 0
-    render = render_summary if replayed else render_training
-    print("\n\n".join(f"{label}: {made_line(context)}\n{render(summary)}"
-                      for label, (_, _, summary, context) in zip(labels, docs)))
+    from zensim.cli.partition import partition_table
+
+    render = {REPLAY_SCHEMA: lambda records, summary: render_summary(summary),
+              TRAINING_SCHEMA: lambda records, summary: render_training(summary),
+              PARTITION_SCHEMA: lambda records, summary: partition_table(records)}[next(iter(schemas))]
+    print("\n\n".join(f"{label}: {made_line(context)}\n{render(records, summary)}"
+                      for label, (_, records, summary, context) in zip(labels, docs)))
     return 0
