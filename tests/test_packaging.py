@@ -85,6 +85,16 @@ def test_dask_workers_without_the_dask_extra_is_one_line(missing, tmp_path, caps
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]  # refused before any work
 
 
+def test_a_sweep_without_the_dask_extra_runs_its_points_here(missing, tmp_path, capsys):
+    missing.add("distributed")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(f"trace: {ROOT / 'traces' / 'lstm-lm-16w.zt'}\nschemes: [zen]\n"
+                        "sweep:\n  machines: [2, 4]\noutputs:\n  csv: out.csv\n")
+    assert main(["sweep", str(scenario), "--out", str(tmp_path), "--cache", "none"]) == 0
+    assert "2 simulated (this process)" in capsys.readouterr().err
+    assert len((tmp_path / "out.csv").read_text().splitlines()) == 1 + 2
+
+
 def test_digits_without_the_digits_extra_is_one_line(missing, tmp_path, capsys):
     missing.add("sklearn")
     assert main(["capture", "--workload", "digits-cnn", "--workers", "2", "--iterations", "1",
