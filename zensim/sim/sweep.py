@@ -298,10 +298,13 @@ def dask_client(workers: int, scheduler: str | None) -> Iterator[Any]:
         return
     quiet = logging.ERROR
     # the scheduler's and workers' scratch space in a folder of this run, removed with it (Dask's
-    # default, $TMPDIR/dask-scratch-space, stays behind after every sweep)
+    # default, $TMPDIR/dask-scratch-space, stays behind after every sweep); no dashboard, and the
+    # scheduler's HTTP server (health, metrics) on a free port of the loopback, not 8787 (taken by
+    # any other Dask cluster on the host: "Port 8787 is already in use")
     with tempfile.TemporaryDirectory(prefix="zensim-dask-") as scratch, \
             dask.config.set({"temporary-directory": scratch}), \
             LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True, dashboard_address=None,
+                         scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
                          silence_logs=quiet, local_directory=scratch) as cluster, Client(cluster) as client:
         yield client
 
