@@ -148,6 +148,7 @@ REPLAY = ["simulate", "--trace", DENSE, "--scheme", "spardl", "--machines", "4",
 
 @pytest.mark.parametrize("extra, message", [
     (["--density", "0.5"], "--density: only with --iterations A:B"),
+    (["--density", "0"], "--density: only with --iterations A:B"),
     (["--sparsifier", "topk"], "--sparsifier: only with --iterations A:B"),
     (["--per-iteration"], "--per-iteration: only with --iterations A:B"),
 ])

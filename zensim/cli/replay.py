@@ -30,7 +30,7 @@ def check_mode(args: argparse.Namespace) -> None:
     replay's options without --iterations, --iteration or the analytic model with it."""
     if args.iterations is None:
         for name in ONLY_WITH_ITERATIONS:
-            if getattr(args, name) not in (None, False):
+            if getattr(args, name) is not None and getattr(args, name) is not False:  # (0.0 == False)
                 raise ConfigError(f"--{name.replace('_', '-')}: only with --iterations A:B (without it, simulate "
                                   "times one iteration's synchronization of the trace's own indices)")
         return
