@@ -22,9 +22,10 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	# torch first and pinned: 2.13.0 is the CPU build that lies on disk (no multi-GB CUDA download)
+	# torch first: 2.13.0 is the CPU build that lies on disk (no multi-GB CUDA download); pyproject
+	# accepts a range, so the next line keeps it. The tests need every extra (Dask, scikit-learn).
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,dask,digits]'
 	touch $(STAMP)
 
 # A real trace (LSTM LM on the KJV, 128 workers): its statistics, then the whole design space

@@ -1,9 +1,10 @@
 """A local emulated cluster: one network namespace per rank, veths into a bridge, tc tbf shaping.
 
-Layout (every object carries the prefix `zsim`, nothing is created in the host's namespace):
+Layout (every object carries the prefix `zsim`, nothing is created in the host's namespace; P is
+the pid of the process that owns the cluster, the per-run part of its namespaces' and run folder's names):
 
-    namespace zsim-br        bridge zsim-br0, ports zsim-p0 .. zsim-p{n-1} (tbf: the rank's ingress)
-    namespace zsim-r{r}      interface zsim-e{r} = 10.213.x.y/16 (tbf: the rank's egress)
+    namespace zsim-P-br      bridge zsim-br0, ports zsim-p0 .. zsim-p{n-1} (tbf: the rank's ingress)
+    namespace zsim-P-r{r}    interface zsim-e{r} = 10.213.x.y/16 (tbf: the rank's egress)
 
 The /16 is only ever configured inside these namespaces and no namespace has a default route, so
 traffic can only flow between the project's namespaces. A machine-wide file lock makes one cluster
@@ -31,7 +32,6 @@ from emulate.shield import SignalGuard
 from zensim.errors import ConfigError, ZensimError
 
 PREFIX = "zsim"
-BRIDGE_NS = f"{PREFIX}-br"
 BRIDGE_DEV = f"{PREFIX}-br0"
 SUBNET = ipaddress.ip_network("10.213.0.0/16")
 # namespaces are machine-wide, so is their lock (not under $TMPDIR, which differs between users)
@@ -47,9 +47,19 @@ class NamespaceError(ZensimError):
     """Network namespaces, veths or tc cannot be set up (not root, no netns support, missing tool)."""
 
 
-def rank_ns(rank: int) -> str:
-    """Name of rank `rank`'s network namespace."""
-    return f"{PREFIX}-r{rank}"
+def run_part(owner: int) -> str:
+    """The start of every namespace and run folder name of the cluster owned by process `owner`."""
+    return f"{PREFIX}-{owner}-"
+
+
+def bridge_ns(owner: int) -> str:
+    """Name of the bridge's network namespace of the cluster owned by process `owner`."""
+    return f"{run_part(owner)}br"
+
+
+def rank_ns(rank: int, owner: int) -> str:
+    """Name of rank `rank`'s network namespace in the cluster owned by process `owner`."""
+    return f"{run_part(owner)}r{rank}"
 
 
 def rank_dev(rank: int) -> str:
@@ -80,7 +90,10 @@ def _run(cmd: list[str], check: bool = True, stdin: str | None = None) -> subpro
     """Run one ip/tc command (`stdin`: its input); failures become a NamespaceError naming the command.
     The command has a process group of its own: a Ctrl-C at the terminal (sent to the whole foreground
     group) must not kill an `ip netns del` of the teardown."""
-    proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, process_group=0)
+    try:
+        proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, process_group=0)
+    except FileNotFoundError:
+        raise NamespaceError(f"emulation needs iproute2: {cmd[0]} not found on PATH") from None
     if check and proc.returncode != 0:
         msg = (proc.stderr or proc.stdout).strip().splitlines()
         raise NamespaceError(f"`{' '.join(cmd)}` failed: {msg[-1] if msg else 'exit ' + str(proc.returncode)}")
@@ -98,15 +111,22 @@ def check_privileges() -> None:
         raise NamespaceError("this kernel has no network namespaces (/proc/self/ns/net missing)")
 
 
-def project_namespaces() -> list[str]:
-    """Names of the existing network namespaces that belong to the project (prefix `zsim-`)."""
+def project_namespaces(owner: int | None = None) -> list[str]:
+    """Names of the existing network namespaces that belong to the project (prefix `zsim-`), or with
+    `owner` only those of the cluster that process owns. Without iproute2 there are none of ours (a
+    cluster is refused before any is made)."""
+    if shutil.which("ip") is None:
+        return []
     out = _run(["ip", "netns", "list"], check=False).stdout
     names = [line.split()[0] for line in out.splitlines() if line.strip()]
-    return sorted(n for n in names if n.startswith(f"{PREFIX}-"))
+    start = f"{PREFIX}-" if owner is None else run_part(owner)
+    return sorted(n for n in names if n.startswith(start))
 
 
 def project_host_links() -> list[str]:
     """Project-named links in the host namespace (never created by us; a leftover if present)."""
+    if shutil.which("ip") is None:
+        return []
     out = _run(["ip", "-o", "link", "show"], check=False).stdout
     names = [line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line]
     return [n for n in names if n.startswith(f"{PREFIX}-")]  # as project_namespaces: not e.g. 'zsimfoo'
@@ -121,9 +141,9 @@ def _kill_namespace_processes(ns: str) -> None:
             pass
 
 
-def project_run_dirs() -> list[Path]:
-    """Run folders (`zsim-run-*`) in the temporary directory."""
-    return sorted(Path(tempfile.gettempdir()).glob(f"{RUN_PREFIX}*"))
+def project_run_dirs(owner: int | None = None) -> list[Path]:
+    """Run folders (`zsim-run-*`) in the temporary directory, or with `owner` those of process `owner`."""
+    return sorted(Path(tempfile.gettempdir()).glob(f"{RUN_PREFIX}{'' if owner is None else f'{owner}-'}*"))
 
 
 def remove_project_objects() -> list[str]:
@@ -240,6 +260,7 @@ class LocalCluster:
         self.wait_lock = wait_lock
         self.leftovers: list[str] = []
         self.run_dir: Path | None = None
+        self.owner = os.getpid()  # the per-run part of the names (setup: the process that builds it)
         self._lock_fd: int | None = None
         self._reaper: tuple[subprocess.Popen, int] | None = None
         self._guard = SignalGuard()
@@ -327,21 +348,23 @@ class LocalCluster:
     def setup(self) -> None:
         """Create the cluster from scratch (removing leftovers first), so calling it twice is harmless."""
         self.leftovers = remove_project_objects()
-        self.run_dir = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
+        self.owner = os.getpid()
+        self.run_dir = Path(tempfile.mkdtemp(prefix=f"{RUN_PREFIX}{self.owner}-"))
         prefix_len = SUBNET.prefixlen
-        self._make_ns(BRIDGE_NS)
-        _run(["ip", "-n", BRIDGE_NS, "link", "add", BRIDGE_DEV, "type", "bridge"])
-        _run(["ip", "-n", BRIDGE_NS, "link", "set", BRIDGE_DEV, "up"])
+        bridge = bridge_ns(self.owner)
+        self._make_ns(bridge)
+        _run(["ip", "-n", bridge, "link", "add", BRIDGE_DEV, "type", "bridge"])
+        _run(["ip", "-n", bridge, "link", "set", BRIDGE_DEV, "up"])
         for r in range(self.n):
-            ns, dev, port = rank_ns(r), rank_dev(r), port_dev(r)
+            ns, dev, port = rank_ns(r, self.owner), rank_dev(r), port_dev(r)
             self._make_ns(ns)
-            _run(["ip", "-n", BRIDGE_NS, "link", "add", port, "type", "veth", "peer", "name", dev, "netns", ns])
-            _run(["ip", "-n", BRIDGE_NS, "link", "set", port, "mtu", str(self.shaping.mtu), "master", BRIDGE_DEV, "up"])
+            _run(["ip", "-n", bridge, "link", "add", port, "type", "veth", "peer", "name", dev, "netns", ns])
+            _run(["ip", "-n", bridge, "link", "set", port, "mtu", str(self.shaping.mtu), "master", BRIDGE_DEV, "up"])
             _run(["ip", "-n", ns, "addr", "add", f"{rank_addr(r)}/{prefix_len}", "dev", dev])
             _run(["ip", "-n", ns, "link", "set", dev, "mtu", str(self.shaping.mtu), "up"])
             peers = tuple(rank_addr(p) for p in range(self.n) if p != r)
             _run_batch(ns, self.shaping.qdisc_commands(dev, peers, match="dst"))
-            _run_batch(BRIDGE_NS, self.shaping.qdisc_commands(port, peers, match="src"))
+            _run_batch(bridge, self.shaping.qdisc_commands(port, peers, match="src"))
 
     @staticmethod
     def _make_ns(ns: str) -> None:
@@ -369,10 +392,10 @@ class LocalCluster:
     # --- use ---------------------------------------------------------------------------------
     def exec_prefix(self, rank: int) -> list[str]:
         """Command prefix that runs a program inside rank `rank`'s namespace."""
-        return ["ip", "netns", "exec", rank_ns(rank)]
+        return ["ip", "netns", "exec", rank_ns(rank, self.owner)]
 
     def describe(self) -> dict:
         """The cluster as a JSON-ready dict (for results and docs)."""
         s = self.shaping
         return {"ranks": self.n, "rate_bps": s.rate_bps, "tbf_burst_bytes": s.burst_bytes,
-                "tbf_limit_bytes": s.limit_bytes, "mtu": s.mtu, "subnet": str(SUBNET), "bridge_ns": BRIDGE_NS}
+                "tbf_limit_bytes": s.limit_bytes, "mtu": s.mtu, "subnet": str(SUBNET), "bridge_ns": bridge_ns(self.owner)}

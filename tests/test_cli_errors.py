@@ -40,8 +40,12 @@ def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
     ("--nvlink", "-300GB/s", "--nvlink: cannot parse '-300GB/s' as a bandwidth"),
     ("--nic-latency", "-5us", "--nic-latency: cannot parse '-5us' as a latency"),
     ("--nvlink-latency", "-.5us", "--nvlink-latency: cannot parse '-.5us' as a latency"),
+    # issue 26: figures no link has (typos) were simulated
+    ("--nic", "1e30Gbps", "--nic: '1e30Gbps' is above 1000Tbps"),
+    ("--nvlink", "2e15B/s", "--nvlink: '2e15B/s' is above 1000Tbps"),
+    ("--nic-latency", "1e9s", "--nic-latency: '1e9s' is above 10 s"),
 ])
-def test_negative_unit_values_are_one_line_errors(trace, capsys, option, value, message):
+def test_negative_or_impossible_unit_values_are_one_line_errors(trace, capsys, option, value, message):
     assert main(["simulate", "--trace", str(trace), "--machines", "2", option, value]) == 2
     assert message in one_line_error(capsys)
 
@@ -135,3 +139,84 @@ def test_validate_never_writes_into_the_repository_docs_by_default(tmp_path, mon
     assert (tmp_path / "docs" / "validation.md").read_text() == "the project's page\n"
     assert sorted(p.name for p in (tmp_path / "docs").iterdir()) == ["validation.md"]
     assert sorted(p.name for p in (tmp_path / "validation-out").iterdir()) == ["validation.md", "validation.png"]
+
+
+# Issue 26, item 6: inputs accepted silently or refused late, each refused before any work in one line.
+DENSE = str(ROOT / "traces" / "digits-cnn-16w.zt")  # a trace with values: what --iterations replays
+REPLAY = ["simulate", "--trace", DENSE, "--scheme", "spardl", "--machines", "4", "--iterations", "0:2"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--density", "0.5"], "--density: only with --iterations A:B"),
+    (["--density", "0"], "--density: only with --iterations A:B"),
+    (["--sparsifier", "topk"], "--sparsifier: only with --iterations A:B"),
+    (["--per-iteration"], "--per-iteration: only with --iterations A:B"),
+])
+def test_replay_options_without_iterations_are_refused(trace, capsys, extra, message):
+    assert main(["simulate", "--trace", str(trace), "--machines", "2", "--scheme", "zen", *extra]) == 2
+    assert message in one_line_error(capsys)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--iteration", "3"], "--iteration 3: not with --iterations 0:2"),
+    (["--iteration", "0"], "--iteration 0: not with --iterations 0:2"),
+    (["--model", "analytic"], "--model analytic: not with --iterations"),
+    (["--options", '{"nosuch": 1}'], "--options: 'nosuch' is accepted by none of spardl"),
+    (["--scheme", "zen+nosuch"], "--scheme zen+nosuch: unknown sparsifier 'nosuch'"),
+])
+def test_replay_inputs_it_would_ignore_or_misname_are_refused(capsys, extra, message):
+    assert main([*REPLAY, *extra]) == 2
+    assert message in one_line_error(capsys)
+
+
+def test_partition_needs_a_hash_function(capsys):
+    assert main(["partition", str(ROOT / "traces" / "lstm-lm-16w.zt"), "--k", "0"]) == 2
+    assert "--k 0: must be at least 1" in one_line_error(capsys)
+
+
+@pytest.mark.parametrize("option", ["--csv", "--plot", "--timeline"])
+def test_dash_is_not_a_file_name(trace, tmp_path, monkeypatch, capsys, option):
+    monkeypatch.chdir(tmp_path)
+    assert main(["simulate", "--trace", str(trace), "--machines", "2", "--scheme", "zen", option, "-"]) == 2
+    assert f"{option}: '-' (standard output) is not an output here" in one_line_error(capsys)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_trace_synth_replaces_no_file_unless_forced(tmp_path, capsys):
+    out = tmp_path / "t.zt"
+    out.write_bytes(b"a capture")
+    synth = ["trace", "synth", "--workers", "2", "--numel", "100", "--density", "0.1", "-o", str(out)]
+    assert main(synth) == 2
+    assert f"-o {out}: exists" in one_line_error(capsys)
+    assert out.read_bytes() == b"a capture"
+    assert main([*synth, "--force"]) == 0
+    assert out.read_bytes()[:8] != b"a captur"
+
+
+def test_converge_refuses_an_unknown_model_before_training(capsys, monkeypatch):
+    import zensim.replay.training as training
+
+    monkeypatch.setattr(training, "train", lambda *a, **k: pytest.fail("trained before refusing --model"))
+    assert main(["converge", "--model", "nosuch", "--iterations", "2"]) == 2
+    assert "--model nosuch: unknown (choose from fifo, maxmin)" in one_line_error(capsys)
+
+
+def test_a_binary_file_as_profile_is_one_line(trace, capsys):
+    assert main(["simulate", "--trace", str(trace), "--machines", "2", "--profile", str(trace)]) == 2
+    assert f"{trace}: not a JSON profile (not UTF-8 text)" in one_line_error(capsys)
+
+
+def test_a_cache_under_a_file_is_one_line_before_any_point(trace, tmp_path, capsys):
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(f"trace: {trace}\nschemes: [zen]\nsweep:\n  machines: [2, 4]\noutputs:\n  csv: out.csv\n")
+    (tmp_path / "afile").write_text("")
+    assert main(["sweep", str(scenario), "--workers", "0", "--cache", str(tmp_path / "afile" / "c"),
+                 "--out", str(tmp_path)]) == 2
+    assert "--cache: cannot create folder" in one_line_error(capsys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "s.yaml"]
+
+
+def test_no_progress_bar_goes_into_a_redirected_stderr(capsys):
+    assert main([*REPLAY, "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "replay" not in err and "\r" not in err, err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -51,7 +52,7 @@ def test_bad_argument_is_one_line_and_exit_2(argv, message, trace, tmp_path, cap
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and err.startswith("zensim: error:")
     assert re.search(message, err), err
-    assert netns.project_namespaces() == []
+    assert netns.project_namespaces(os.getpid()) == []  # this run's: another emulation may run beside
 
 
 def test_from_json_that_is_not_a_validation(tmp_path, capsys):
@@ -89,7 +90,7 @@ def test_validate_checks_every_size_and_iteration_before_running(trace, tmp_path
                            (["--ranks", "2", "--calibration-iteration", "4"], "--calibration-iteration: 4 out of range")):
         assert main(base + extra) == 2
         assert message in capsys.readouterr().err
-        assert not (tmp_path / "w").exists() and netns.project_namespaces() == []
+        assert not (tmp_path / "w").exists() and netns.project_namespaces(os.getpid()) == []
 
 
 def test_rank_program_without_rank_or_with_one_out_of_range(monkeypatch, capsys):
@@ -100,3 +101,22 @@ def test_rank_program_without_rank_or_with_one_out_of_range(monkeypatch, capsys)
     assert "--rank: not given" in capsys.readouterr().err
     assert rank.main(["--task", "netcal", "--rank", "2", "--world", "2"]) == 2
     assert "--rank: 2 out of range" in capsys.readouterr().err
+
+
+def test_without_iproute2_every_check_is_one_line(trace, tmp_path, monkeypatch, capsys):
+    """A host without iproute2 (a GPU container): bad arguments are named as anywhere else, good ones end
+    in one line saying what is missing, and nothing raises FileNotFoundError."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no ip, no tc
+    for argv in (["emulate", "--ranks", "2", "--trace", trace, "--scheme", "zen", "--bandwidth", "10mbit"],
+                 ["validate", "--ranks", "2", "--trace", trace, "--schemes", "zen", "--bandwidth", "10mbit",
+                  "--workdir", str(tmp_path / "w"), "--docs", ""],
+                 ["calibrate", "--ranks", "2", "--bandwidth", "10mbit", "--out", str(tmp_path / "p.json")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == "zensim: error: emulation needs iproute2: ip, tc not found on PATH", err
+    for argv, message in CASES[:3]:
+        assert main([*argv, "--trace", trace]) == 2
+        assert re.search(message, capsys.readouterr().err)
+        assert netns.project_namespaces(os.getpid()) == [] and netns.project_host_links() == []
+    with pytest.raises(netns.NamespaceError, match="^emulation needs iproute2: tc not found on PATH$"):
+        netns._run(["tc", "qdisc", "show"])

@@ -3,6 +3,7 @@ and a killed rank reported with the others ended."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import threading
@@ -36,8 +37,11 @@ def _trace(path, numel: int, nnz: int, workers: int = 4) -> str:
 
 
 def _no_project_objects() -> bool:
+    """Nothing of this process's clusters is left (another emulation's may exist), nothing in the host's
+    namespace."""
     host_qdiscs = subprocess.run(["tc", "qdisc", "show"], capture_output=True, text=True).stdout
-    return project_namespaces() == [] and project_host_links() == [] and netns.PREFIX not in host_qdiscs
+    return (project_namespaces(os.getpid()) == [] and netns.project_run_dirs(os.getpid()) == []
+            and project_host_links() == [] and netns.PREFIX not in host_qdiscs)
 
 
 @needs_netns

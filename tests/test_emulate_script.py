@@ -4,6 +4,7 @@ links (iterations no faster than the wire allows), iteration times, nothing left
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -55,7 +56,7 @@ def test_a_ddp_script_runs_on_shaped_ranks_with_torchruns_environment(tmp_path, 
     assert result["median_s"] >= 0.95 * wire_bound
     assert min(result["wire_tx"]) >= 4 * NUMEL * 4  # every iteration's gradient went over the shaped link
     with emulation_lock():
-        assert netns.project_namespaces() == [] and netns.project_run_dirs() == []
+        assert netns.project_namespaces(os.getpid()) == [] and netns.project_run_dirs(os.getpid()) == []
 
 
 def test_torchrun_environment_and_summary():

@@ -51,7 +51,7 @@ def _start(tmp_path: Path) -> tuple[subprocess.Popen, Path, list[int]]:
         assert time.monotonic() < deadline
         time.sleep(0.1)
     pids = [int(p) for r in range(RANKS) for p in subprocess.run(
-        ["ip", "netns", "pids", netns.rank_ns(r)], capture_output=True, text=True).stdout.split()]
+        ["ip", "netns", "pids", netns.rank_ns(r, proc.pid)], capture_output=True, text=True).stdout.split()]
     assert len(pids) == RANKS
     return proc, tmp, pids
 
@@ -64,10 +64,11 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _nothing_left(tmp: Path, pids: list[int]) -> None:
+def _nothing_left(proc: subprocess.Popen, tmp: Path, pids: list[int]) -> None:
+    """Nothing of the run `proc` made is left (another emulation's namespaces may exist)."""
     assert not any(_alive(p) for p in pids)
     assert list(tmp.iterdir()) == []  # no run folder (nor anything else)
-    assert project_namespaces() == [] and project_host_links() == []
+    assert project_namespaces(proc.pid) == [] and project_host_links() == []
     assert netns.PREFIX not in subprocess.run(["tc", "qdisc", "show"], capture_output=True, text=True).stdout
 
 
@@ -80,7 +81,7 @@ def test_sigterm_and_sighup_leave_nothing_and_exit_128_plus_the_signal(tmp_path,
     assert proc.returncode == status, err
     assert "Traceback" not in err and err.strip().splitlines()[-1] == f"zensim: terminated by {sig.name}"
     with emulation_lock():
-        _nothing_left(tmp, pids)
+        _nothing_left(proc, tmp, pids)
 
 
 @needs_netns
@@ -99,7 +100,7 @@ def test_a_second_ctrl_c_cannot_interrupt_the_teardown(tmp_path):
     assert NOTE in err, err  # a later Ctrl-C came during the teardown
     assert "Traceback" not in err and err.strip().splitlines()[-1] == "zensim: interrupted"
     with emulation_lock():
-        _nothing_left(tmp, pids)
+        _nothing_left(proc, tmp, pids)
 
 
 @needs_netns
@@ -109,7 +110,7 @@ def test_a_killed_launcher_leaves_nothing(tmp_path):
     proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGKILL
     with emulation_lock():  # held by the reaper until it is done
-        _nothing_left(tmp, pids)
+        _nothing_left(proc, tmp, pids)
 
 
 def test_a_failed_rank_is_reported_with_its_own_last_line(tmp_path):

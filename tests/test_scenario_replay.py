@@ -53,7 +53,7 @@ def test_replay_scenario_sweeps_and_equals_the_replay(tmp_path: Path) -> None:
     ("iterations: '0:999'\n", "iterations: 0:999: must satisfy"),
     ("iterations: {range: 3}\n", "iterations.range: expected A:B"),
     ("iterations: {range: '0:4', density: 2}\n", "iterations.density: expected a number in (0, 1]"),
-    ("iterations: '0:4'\nschemes: [spardl+nosuch]\n", "schemes: --sparsifier nosuch: unknown"),
+    ("iterations: '0:4'\nschemes: [spardl+nosuch]\n", "schemes: --scheme spardl+nosuch: unknown sparsifier 'nosuch'"),
     ("iterations: '0:4'\noptions: {nosuch: 1}\n", "options.nosuch: no scheme of"),
     ("iterations: '0:4'\noutputs: {timeline: t.json}\n", "outputs.timeline: not with iterations:"),
 ])

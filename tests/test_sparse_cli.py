@@ -7,6 +7,7 @@ import json
 import numpy as np
 
 from zensim.cli import main
+from zensim.report.provenance import file_sha256
 from zensim.sparse import Contiguous, SparseChunk, push_imbalance
 from zensim.trace import TensorSpec, TraceWriter
 
@@ -26,7 +27,10 @@ def test_partition_command_rows_json_and_csv(tmp_path, capsys) -> None:
     sets = _trace(tmp_path / "t.zt")
     csv_path = tmp_path / "rows.csv"
     assert main(["partition", str(tmp_path / "t.zt"), "--json", "--csv", str(csv_path), "--period", "2"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    doc = json.loads(capsys.readouterr().out)  # a zensim-partition/1 document: what made it, the rows
+    assert doc["schema"] == "zensim-partition/1" and doc["trace"]["sha256"] == file_sha256(tmp_path / "t.zt")
+    assert doc["provenance"]["command"].startswith("zensim partition") and doc["partitioners"]["zen"]["k"] == 3
+    rows = doc["records"]
     assert len(rows) == 4 * 3
     assert {r["partitioner"] for r in rows} == {"contiguous", "thresholds", "single_hash", "zen"}
     for r in rows:

@@ -3,8 +3,12 @@ failed point is reported with its values without losing the others; a rerun reus
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
+import socket
+import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -45,10 +49,18 @@ def comparable(outcome) -> list[dict]:
             for r in records_of(outcome.results)]
 
 
-def test_local_dask_cluster_of_two_processes_gives_the_sequential_rows(scenario):
+def test_local_dask_cluster_of_two_processes_gives_the_sequential_rows(scenario, tmp_path, monkeypatch):
     scn = load_scenario(scenario)
     sequential = run_scenario(scn)
-    on_dask = run_scenario(scn, workers=2)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the run's temporary directory
+    with socket.socket() as taken, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with contextlib.suppress(OSError):  # Dask's default port in use, as by another cluster on the host
+            taken.bind(("", 8787))
+            taken.listen()
+        on_dask = run_scenario(scn, workers=2)
+    assert [str(w.message) for w in caught if "already in use" in str(w.message)] == []
+    assert list(tmp_path.iterdir()) == []  # nothing left there (was dask-scratch-space)
     assert not sequential.failures and not on_dask.failures
     assert on_dask.computed == sequential.computed == 12 and on_dask.reused == 0
     assert comparable(on_dask) == comparable(sequential)

@@ -64,8 +64,19 @@ class AtomicFile:
             self.discard()
 
 
+def check_name(path: str | os.PathLike[str], what: str) -> None:
+    """ConfigError unless `path` names a file: not empty, not '-' (which would make a file named '-')."""
+    if str(path) == "":
+        raise ConfigError(f"{what}: empty file name")
+    if str(path) == "-":
+        raise ConfigError(f"{what}: '-' (standard output) is not an output here; name a file (--json prints "
+                          "to standard output)")
+
+
 def check_output(path: str | os.PathLike[str], what: str) -> Path:
-    """An output file name checked before any long work: not a directory, its directory exists."""
+    """An output file name checked before any long work: a name (check_name), not a directory, its
+    directory exists."""
+    check_name(path, what)
     target = Path(path)
     if target.is_dir():
         raise ConfigError(f"{what}: {path} is a directory, expected a file name")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from zensim.errors import ConfigError
+from zensim.net.models import MODELS
 
 DEFAULT_SCHEMES = "dense-allreduce,topka,spardl,exdyna"
 
@@ -48,8 +49,11 @@ def cmd_converge(args: argparse.Namespace) -> int:
     from zensim.cli import results
     from zensim.cli.replay import finish
     from zensim.replay import make_methods
+    from zensim.replay.document import TRAINING_SCHEMA
+    from zensim.replay.report import render_training
+    from zensim.report.provenance import provenance
+    from zensim.sim.run import cluster_info
     from zensim.replay.training import loss_figure, summarize_training, train
-    from zensim.report.table import format_table
     from zensim.sim.cluster import build_cluster
     from zensim.trace.capture.workloads import make_workload
 
@@ -61,23 +65,27 @@ def cmd_converge(args: argparse.Namespace) -> int:
         raise ConfigError(f"--density {args.density}: must be in (0, 1]")
     if args.compute < 0:
         raise ConfigError(f"--compute {args.compute}: must be non-negative")
+    if args.model not in MODELS:  # before the first iteration of training, not after it
+        raise ConfigError(f"--model {args.model}: unknown (choose from {', '.join(MODELS)})")
     outs, paths = results.plan(args, inputs=[args.profile])
     cluster, profile = build_cluster(args.workers, 1, nic=args.nic, nic_latency=args.nic_latency, profile=args.profile)
     make = lambda: make_workload(args.workload, None, args.seed, args.corpus)  # noqa: E731
     numel = sum(p.numel() for p in make().model.parameters() if p.requires_grad)
     methods = make_methods(args.scheme, args.sparsifier, args.density, args.workers, numel, args.seed, {},
                            default=DEFAULT_SCHEMES.split(","))
-    records = train(make, methods, args.iterations, Costs.of(cluster, profile), args.model, args.compute, args.eval_every,
-                    progress=True)
+    costs = Costs.of(cluster, profile)
+    records = train(make, methods, args.iterations, costs, args.model, args.compute, args.eval_every, progress=True)
     summary = summarize_training(records)
+    made = {"provenance": provenance(args.command_line),
+            "workload": {"name": args.workload, "workers": args.workers, "iterations": args.iterations,
+                         "seed": args.seed, "density": args.density, "compute_s": args.compute,
+                         "corpus": args.corpus},
+            "cluster": {**cluster_info(costs), "model": args.model}}
     title = f"{args.workload}, {args.workers} workers, {cluster.describe()}, d = {args.density}, " \
             f"compute {args.compute} s/iteration"
-    if finish(args, outs, paths, records, summary, lambda: loss_figure(records, title)):
+    if finish(args, outs, paths, records, summary, lambda: loss_figure(records, title), TRAINING_SCHEMA, made):
         return 0
     print(f"{args.workload}: {args.workers} virtual workers, {args.iterations} iterations, {cluster.describe()}, "
           f"user-set density {args.density}, compute {args.compute} s per iteration")
-    keys = ["method", "iterations", "final_loss", "test_loss", "test_accuracy", "density_mean", "sync_s_mean", "clock_s"]
-    print(format_table([[row[k] for k in keys] for row in summary],
-                       ["method", "iters", "loss (last 10)", "test loss", "test acc", "d' mean", "sync s mean",
-                        "clock s"]))
+    print(render_training(summary))
     return 0

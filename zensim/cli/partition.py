@@ -9,7 +9,9 @@ import sys
 from tqdm import tqdm
 
 from zensim.errors import ConfigError
-from zensim.report.export import to_csv, to_json
+from zensim.replay.document import PARTITION_SCHEMA, csv_rows, document
+from zensim.report.export import to_csv
+from zensim.report.provenance import provenance, trace_info
 from zensim.report.outputs import OutputFiles
 from zensim.report.table import format_table
 from zensim.sparse.chunk import SparseChunk
@@ -74,13 +76,24 @@ def cmd_partition(args: argparse.Namespace) -> int:
         raise ConfigError(f"--partitioners {args.partitioners!r}: expected names from {', '.join(PARTITIONERS)}")
     if args.iterations is not None and args.iterations < 1:
         raise ConfigError(f"--iterations {args.iterations}: must be positive")
+    if args.k < 1:  # the library keeps k = 0 (every id serial) as a strawman; ZEN's first level needs one
+        raise ConfigError(f"--k {args.k}: must be at least 1 (ZEN's first level places ids with k hash functions)")
     outs = OutputFiles(inputs=[args.path])
     csv_path = outs.add(args.csv, "--csv") if args.csv else None
     with Trace.open(args.path) as trace:
         parts = {n: make_partitioner(n, trace.numel, trace.workers, **_options(n, args)) for n in names}
         count = trace.iterations if args.iterations is None else min(args.iterations, trace.iterations)
         rows = partition_rows(trace, parts, count)
+        info = trace_info(trace, 0)
+    made = {"provenance": provenance(args.command_line),
+            "trace": {**info, "iteration": None, "iterations": [0, count]},
+            "partitioners": {n: _options(n, args) for n in names}}
     if csv_path is not None:
-        outs.write({csv_path: to_csv(rows)})
-    print(to_json(rows) if args.json else format_table([[r[c] for c in COLUMNS] for r in rows], COLUMNS))
+        outs.write({csv_path: to_csv(csv_rows(rows, made))})
+    print(document(PARTITION_SCHEMA, rows, [], made) if args.json else partition_table(rows))
     return 0
+
+
+def partition_table(rows: list[dict]) -> str:
+    """The rows as `zensim partition` prints them."""
+    return format_table([[r[c] for c in COLUMNS] for r in rows], COLUMNS)

@@ -10,8 +10,10 @@ import json
 from pathlib import Path
 
 from zensim.cli import results
+from zensim.cli.replayreport import report_documents
 from zensim.errors import ConfigError
 from zensim.inputs import read_text
+from zensim.replay.document import read_document
 from zensim.report.record import RunRecord, load_results
 from zensim.report.runs import group_sweep, split_runs
 from zensim.report.table import render, render_comparison
@@ -43,7 +45,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Load every file, then print and write the tables/plots."""
     labels = _labels(args)
     outs, paths = results.plan(args, inputs=args.results)
-    iterations = [_iteration_records(path) for path in args.results]
+    docs = [_json(path) for path in args.results]
+    replays = [read_document(doc, path) for doc, path in zip(docs, args.results)]
+    if any(r is not None for r in replays):
+        missing = next((path for path, r in zip(args.results, replays) if r is None), None)
+        if missing is not None:
+            raise ConfigError(f"{missing}: not a replay or training document (report those apart from other results)")
+        return report_documents(args, labels, replays, outs, paths)
+    iterations = [_iteration_records(doc, path) for doc, path in zip(docs, args.results)]
     if any(r is not None for r in iterations):
         return _report_iterations(args, labels, iterations, outs, paths)
     files = []
@@ -63,18 +72,22 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _iteration_records(path: str) -> list | None:
-    """The training-iteration records of a JSON file, None for any other results file."""
-    from zensim.report.iteration import iteration_records_of
-
+def _json(path: str) -> object:
+    """The file read as JSON; None for a file that is not (CSV, or broken: load_results names the problem)."""
     text = read_text(path, "results file")
     if text.lstrip()[:1] not in ("{", "["):
         return None
     try:
-        doc = json.loads(text)
+        return json.loads(text)
     except ValueError:
-        return None  # load_results names the problem
-    return iteration_records_of(doc, path)
+        return None
+
+
+def _iteration_records(doc: object, path: str) -> list | None:
+    """The training-iteration records of a JSON document, None for any other results file."""
+    from zensim.report.iteration import iteration_records_of
+
+    return None if doc is None else iteration_records_of(doc, path)
 
 
 def _report_iterations(args: argparse.Namespace, labels: list[str], files: list, outs, paths) -> int:

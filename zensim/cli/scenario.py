@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 from zensim.errors import ConfigError
+from zensim.extras import installed
+from zensim.report.outputs import check_creatable
 from zensim.sim.scenario import load_scenario
 from zensim.sim.sweep import records_of, render_results, results_document, run_scenario, write_outputs
 
@@ -48,8 +50,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError("--workers: not with --scheduler (the scheduler's workers run the points)")
     workers = args.workers
     if workers is None:
-        workers = 0 if len(scn.points) == 1 else min(os.cpu_count() or 1, len(scn.points))
+        # without the dask extra, every point runs here (an explicit --workers N asks for Dask)
+        workers = 0 if len(scn.points) == 1 or not installed("distributed") else min(os.cpu_count() or 1, len(scn.points))
     store = None if args.cache == "none" else Path(args.cache) if args.cache else Path(args.out or ".") / STORE
+    if store is not None:  # a cache under a file fails in every worker: one line now instead
+        check_creatable(store, "--cache" if args.cache else "--out")
     outcome = run_scenario(scn, progress=True, command=args.command_line, workers=workers,
                            scheduler=args.scheduler, store=store, fresh=args.fresh)
     where = (f"Dask scheduler {args.scheduler}" if args.scheduler else

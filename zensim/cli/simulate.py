@@ -6,7 +6,7 @@ import argparse
 
 from emulate.options import parse_options
 from zensim.cli import results
-from zensim.cli.replay import add_arguments as add_iteration_arguments
+from zensim.cli.replay import add_arguments as add_iteration_arguments, check_mode
 from zensim.errors import ConfigError
 from zensim.sim.layout import LAYOUTS
 from zensim.sim.run import ALL_MODELS
@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--gpus-per-machine", type=int, default=None, help="GPUs per machine (default: the preset's or 1)")
     add_link_args(p)
     p.add_argument("--model", choices=ALL_MODELS, default="fifo", help="bandwidth sharing model (default fifo)")
-    p.add_argument("--iteration", type=int, default=0, help="trace iteration (default 0)")
+    p.add_argument("--iteration", type=int, default=None, help="trace iteration (default 0; not with --iterations)")
     p.add_argument("--options", default="{}", metavar="JSON",
                    help="scheme options as JSON, e.g. '{\"value_dtype\": \"float16\", \"pull\": \"coo\"}' "
                         "(`zensim schemes --options NAME` lists a scheme's)")
@@ -81,6 +81,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from zensim.report.provenance import provenance
     from zensim.sim.run import simulate
 
+    check_mode(args)
     for option in ("timeline", "links", "traffic", "link_plot"):
         if getattr(args, option) and args.model == "analytic":
             raise ConfigError(f"--{option.replace('_', '-')}: the analytic model has no timeline nor per-link "
@@ -90,7 +91,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.iterations is not None:
         from zensim.cli.replay import cmd_replay
         return cmd_replay(args, cluster, profile, outs, paths)
-    records = simulate(args.trace, args.scheme, Costs.of(cluster, profile), args.model, iteration=args.iteration,
+    records = simulate(args.trace, args.scheme, Costs.of(cluster, profile), args.model, iteration=args.iteration or 0,
                        options=parse_options(args.options), values=True if args.values else None,
                        layout=args.layout, maxmin_batch=args.maxmin_batch, progress=True,
                        provenance=provenance(args.command_line))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
+from zensim.atomic import check_output
 from zensim.errors import ConfigError
 from zensim.report.table import format_table
 
@@ -44,7 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     synth.add_argument("--seed", type=int, default=0)
     synth.add_argument("--values", choices=VALUE_CHOICES, default="none", help="store values (default none)")
     synth.add_argument("--batch-size", type=int, default=None, help="per-worker batch size to record")
-    synth.add_argument("-o", "--output", required=True, help="trace file to write")
+    synth.add_argument("-o", "--output", required=True, help="trace file to write (not an existing file)")
+    synth.add_argument("--force", action="store_true", help="replace -o if it exists")
     synth.set_defaults(func=cmd_synth)
 
     merge = sub.add_parser("merge", help="merge per-rank capture shards into one trace")
@@ -115,6 +118,10 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
     from zensim.trace.synth import SynthParams, overlap_for_densification, synthesize
 
+    check_output(args.output, "-o")
+    if Path(args.output).exists() and not args.force:
+        raise ConfigError(f"-o {args.output}: exists; a synthetic trace replaces no file (a shipped trace, a "
+                          "capture) unless --force")
     if args.numel is not None and args.numel < 1:
         raise ConfigError(f"--numel {args.numel}: must be positive")
     tensors = [("synthetic", args.numel)] if args.numel is not None else parse_tensors(args.tensors)

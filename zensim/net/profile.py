@@ -201,6 +201,8 @@ def load_profile(path: str | Path) -> Profile:
         raw = json.loads(Path(path).read_text())
     except FileNotFoundError:
         raise ConfigError(f"{path}: profile not found") from None
+    except UnicodeDecodeError:  # a trace or an image given as the profile
+        raise ConfigError(f"{path}: not a JSON profile (not UTF-8 text)") from None
     except (OSError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path}: not a readable JSON profile ({str(exc).splitlines()[0]})") from None
     return parse_profile(raw, path)

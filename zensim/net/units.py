@@ -20,6 +20,9 @@ _BANDWIDTH = re.compile(
 )
 _LATENCY = re.compile(r"^\s*(?P<num>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>ns|us|µs|ms|s)\s*$")
 _PER_SECOND = {"ns": 1e9, "us": 1e6, "µs": 1e6, "ms": 1e3, "s": 1.0}
+# Beyond these a number is a typo (1e30Gbps, 1e9s), not a link: refused rather than simulated.
+MAX_BANDWIDTH = 1e15 / 8  # bytes/s: 1 Pbit/s, over a hundred times the fastest NIC or NVLink
+MAX_LATENCY = 10.0  # seconds per message: over ten times a geostationary satellite hop (0.6 s)
 
 
 def _number(text: str | float | int, what: str, kind: str, pattern: re.Pattern[str], examples: str,
@@ -39,6 +42,8 @@ def parse_bandwidth(text: str | float | int, what: str = "bandwidth") -> float:
                     lambda m: float(m["num"]) * _PREFIX[m["prefix"].lower()] / (1.0 if m["unit"][0] == "B" else 8.0))
     if not value > 0 or value == float("inf"):
         raise ConfigError(f"{what}: bandwidth must be positive and finite, got {text!r}")
+    if value > MAX_BANDWIDTH:
+        raise ConfigError(f"{what}: {text!r} is above {format_bandwidth(MAX_BANDWIDTH)}, faster than any link")
     return value
 
 
@@ -48,6 +53,8 @@ def parse_latency(text: str | float | int, what: str = "latency") -> float:
                     lambda m: float(m["num"]) / _PER_SECOND[m["unit"]])
     if not value >= 0 or value == float("inf"):
         raise ConfigError(f"{what}: latency must be non-negative and finite, got {text!r}")
+    if value > MAX_LATENCY:
+        raise ConfigError(f"{what}: {text!r} is above {MAX_LATENCY:g} s, longer than any link's per-message latency")
     return value
 
 

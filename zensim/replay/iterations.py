@@ -107,7 +107,7 @@ def replay_iterations(source, methods: Sequence[Method], first: int, last: int, 
         raise ConfigError(f"cluster of {costs.cluster.gpus} GPUs for {methods[0].n} workers")
     trackers = [Tracker(source.numel, 0.0) if check else None for _ in methods]
     records: list[IterationRecord] = []
-    bar = tqdm(range(first, last), desc="replay", unit="it", disable=not progress, leave=False)
+    bar = tqdm(range(first, last), desc="replay", unit="it", disable=None if progress else True, leave=False)
     for it in bar:
         grads = [source.gradient(it, w) for w in range(methods[0].n)]
         grad_norm = float(np.mean(list(POOL.map(norm, grads))))

@@ -159,6 +159,16 @@ def make_methods(spec: str, sparsifier: str | None, density: float, n: int, nume
     """Methods from '--scheme' items SCHEME or SCHEME+SPARSIFIER ('all': `default`), each scheme
     with `sparsifier` (None: its own; 'none': no sparsifier) and the `options` it accepts."""
     items = default if spec == "all" else [item.strip() for item in spec.split(",")]
+    for item in items:  # the item's own sparsifier is named with the item, before any scheme is built
+        name, plus, kind = item.partition("+")
+        if plus and kind not in (*SPARSIFIERS, "none"):
+            raise ConfigError(f"--scheme {item}: unknown sparsifier {kind!r} (choose from {', '.join(SPARSIFIERS)}, none)")
+    names = [item.partition("+")[0] for item in items]
+    known = {o.name for name in names for o in scheme_options(name)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ConfigError(f"--options: {unknown[0]!r} is accepted by none of {', '.join(names)} "
+                          f"(theirs: {', '.join(sorted(known)) or 'none'})")
     methods = []
     for item in items:
         name, _, kind = item.partition("+")

@@ -16,9 +16,23 @@ COLUMNS = [("method", "method"), ("iterations", "iters"), ("user_density", "d"),
            ("bytes_mean", "bytes mean"), ("global_error_mean", "global err"), ("conservation_p99", "kept err p99")]
 
 
+def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
+    return format_table([[row[key] for key, _ in columns] for row in rows], [title for _, title in columns])
+
+
 def render_summary(rows: Sequence[Mapping[str, Any]]) -> str:
     """The summary rows as a text table."""
-    return format_table([[row[key] for key, _ in COLUMNS] for row in rows], [title for _, title in COLUMNS])
+    return _table(rows, COLUMNS)
+
+
+TRAINING_COLUMNS = [("method", "method"), ("iterations", "iters"), ("final_loss", "loss (last 10)"),
+                    ("test_loss", "test loss"), ("test_accuracy", "test acc"), ("density_mean", "d' mean"),
+                    ("sync_s_mean", "sync s mean"), ("clock_s", "clock s")]
+
+
+def render_training(rows: Sequence[Mapping[str, Any]]) -> str:
+    """`zensim converge`'s summary rows (zensim.replay.training.summarize_training) as a text table."""
+    return _table(rows, TRAINING_COLUMNS)
 
 
 def render_iterations(records: Sequence[IterationRecord], method: str) -> str:

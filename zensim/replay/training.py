@@ -84,7 +84,7 @@ def _train(make_workload: Callable[[], object], methods: Sequence[Method], itera
         work = make_workload()
         net, optimizer, n = work.model, work.optimizer(), method.n
         clock = 0.0
-        bar = tqdm(range(iterations), desc=f"train {method.label}", unit="it", disable=not progress, leave=False)
+        bar = tqdm(range(iterations), desc=f"train {method.label}", unit="it", disable=None if progress else True, leave=False)
         for step in bar:
             net.train()
             grads, losses = [], []

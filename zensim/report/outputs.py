@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from zensim.atomic import write_all_atomic
+from zensim.atomic import check_name, write_all_atomic
 from zensim.errors import ConfigError
 
 # matplotlib writes these from the extension of the path (tests check each); others are refused
@@ -37,6 +37,18 @@ def table_format(path: str | os.PathLike[str], what: str) -> str:
     return suffix
 
 
+def check_creatable(folder: str | os.PathLike[str], what: str) -> None:
+    """ConfigError naming `what` unless `folder` is, or can be made as, a folder this process may write
+    into: its nearest existing ancestor is a writable directory."""
+    existing = Path(folder).absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"{what}: cannot create folder {folder} ({existing} is a file)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{what}: cannot write into {existing} (permission denied)")
+
+
 class OutputFiles:
     """Paths a command will write, checked when added; `write` writes them all or none.
 
@@ -52,9 +64,8 @@ class OutputFiles:
 
     def add(self, path: str | os.PathLike[str], what: str, plot: bool = False) -> Path:
         """Check `path` (named `what` in errors, e.g. '--csv') and record it; returns it as a Path."""
+        check_name(path, what)
         target = Path(path)
-        if str(path) == "":
-            raise ConfigError(f"{what}: empty file name")
         if target.is_dir():
             raise ConfigError(f"{what}: {path} is a directory, expected a file name")
         if plot:
@@ -74,13 +85,7 @@ class OutputFiles:
         folder = target.absolute().parent
         if not self.create_folders and not folder.is_dir():
             raise ConfigError(f"{what}: folder {target.parent} of {target} does not exist")
-        existing = folder
-        while not existing.exists():
-            existing = existing.parent
-        if not existing.is_dir():
-            raise ConfigError(f"{what}: cannot create folder {target.parent} ({existing} is a file)")
-        if not os.access(existing, os.W_OK | os.X_OK):
-            raise ConfigError(f"{what}: cannot write into {existing} (permission denied)")
+        check_creatable(target.parent, what)
 
     def write(self, contents: Mapping[Path, str | bytes]) -> None:
         """Write every file (each must have been added) through temporary files, then rename them all."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import tempfile
 import time
 import traceback
 from collections.abc import Iterator
@@ -30,6 +31,7 @@ from typing import Any
 from tqdm import tqdm
 
 from zensim.errors import ConfigError
+from zensim.extras import require
 from zensim.net.costs import Costs
 from zensim.report.links import link_files
 from zensim.report.outputs import plot_format
@@ -48,7 +50,7 @@ from zensim.train.layers import LayerProfile
 from zensim.train.syncs import DENSE
 
 Results = list[tuple[Point, list[RunRecord]]]  # with a training: section, IterationRecords
-REPLAY_SCHEMA = "zensim-replay/1"  # a stored point's replay records (zensim.replay.IterationRecord)
+from zensim.replay.document import REPLAY_SCHEMA  # a stored point's replay records (its own document)
 CONNECT_TIMEOUT = "10s"  # how long to keep trying a --scheduler address before giving up
 
 
@@ -179,6 +181,10 @@ def run_scenario(scn: Scenario, progress: bool = False, command: str | None = No
     timings, which are not stored, so a scenario with a timeline output recomputes every point."""
     if workers < 0:
         raise ConfigError(f"--workers {workers}: must be 0 (in this process) or more")
+    if scheduler is not None:
+        require("distributed", "dask", f"--scheduler {scheduler}")
+    elif workers > 0:
+        require("distributed", "dask", f"--workers {workers}")
     start = time.perf_counter()
     keep = "timeline" in scn.outputs
     made = provenance(command, scenario=scn.path)
@@ -279,6 +285,7 @@ def _failure(task: PointTask, exc: BaseException, detail: str) -> Failure:
 def dask_client(workers: int, scheduler: str | None) -> Iterator[Any]:
     """A Dask client: of the scheduler at `scheduler` (tcp://HOST:PORT), or of a local cluster of
     `workers` single-threaded worker processes (closed on exit, whatever ends the run)."""
+    import dask
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
@@ -290,8 +297,15 @@ def dask_client(workers: int, scheduler: str | None) -> Iterator[Any]:
             yield client
         return
     quiet = logging.ERROR
-    with LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=quiet) as cluster, Client(cluster) as client:
+    # the scheduler's and workers' scratch space in a folder of this run, removed with it (Dask's
+    # default, $TMPDIR/dask-scratch-space, stays behind after every sweep); no dashboard, and the
+    # scheduler's HTTP server (health, metrics) on a free port of the loopback, not 8787 (taken by
+    # any other Dask cluster on the host: "Port 8787 is already in use")
+    with tempfile.TemporaryDirectory(prefix="zensim-dask-") as scratch, \
+            dask.config.set({"temporary-directory": scratch}), \
+            LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True, dashboard_address=None,
+                         scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+                         silence_logs=quiet, local_directory=scratch) as cluster, Client(cluster) as client:
         yield client
 
 

@@ -30,7 +30,7 @@ def train_steps(workload: Any, steps: int, device: torch.device, clock: Clock, p
             group["foreach"] = foreach
     recorder = LayerRecorder(model, optimizer, clock)
     try:
-        for step in tqdm(range(steps), desc=desc, unit="step", disable=not progress, file=sys.stderr, leave=False):
+        for step in tqdm(range(steps), desc=desc, unit="step", disable=None if progress else True, file=sys.stderr, leave=False):
             batch = to_device(workload.batch(step, 0, 1), device)
             optimizer.zero_grad(set_to_none=True)
             workload.loss(model, batch).backward()

@@ -65,7 +65,7 @@ def capture(
                      value_dtype=value_dtype if values or dense else None, batch_size=workload.batch_size,
                      workload=workload.name, provenance=provenance) as writer:
         bar = tqdm(range(warmup + iterations), desc=f"capture {workload.name} x{workers}", unit="it",
-                   disable=not progress, file=sys.stderr)
+                   disable=None if progress else True, file=sys.stderr)
         for step in bar:
             bar.set_postfix_str("warm-up" if step < warmup else "recording")
             chunks = runner.step(step_batches(workload, step, workers))

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from zensim.errors import ConfigError
+from zensim.extras import require
 from zensim.trace.capture.workloads.base import EpochSampler, Workload
 
 HELD_OUT = 297
@@ -42,10 +42,9 @@ class DigitsCNN(nn.Module):
 
 def load_images() -> tuple[np.ndarray, np.ndarray]:
     """(images n x 1 x 8 x 8 in [0, 1] float32, labels int64) from scikit-learn's copy."""
-    try:
-        from sklearn.datasets import load_digits
-    except ImportError:
-        raise ConfigError("digits-cnn: scikit-learn is not installed (pip install scikit-learn)") from None
+    require("sklearn", "digits", "the digits-cnn workload")
+    from sklearn.datasets import load_digits
+
     data = load_digits()
     images = (data.data / 16.0).astype(np.float32).reshape(-1, 1, 8, 8)
     return images, data.target.astype(np.int64)
