@@ -199,7 +199,8 @@ def main(argv: list[str] | None = None) -> dict:
         ap.error(f"--sections: unknown {', '.join(unknown)} (known: {', '.join(SECTIONS)})")
     device = torch.device(args.device)
     sizes = SMALL if args.small else FULL
-    result: dict = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor(),
+    host = platform.processor() or platform.machine()
+    result: dict = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu ({host})",
                     "torch": torch.__version__, "numpy": np.__version__, "small": args.small,
                     "cpus": os.cpu_count(), "load": os.getloadavg()[0]}
     for name in sections:
