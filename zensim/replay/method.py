@@ -41,7 +41,7 @@ KEY = "flat"
 POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="zensim-worker")
 DEFAULT_SPARSIFIER = {"spardl": "blocktopk", "exdyna": "exdyna", "dense-allreduce": None}
 ITERATION_SET = ["dense-allreduce", "topka", "topkdsa", "gtopk", "spardl", "exdyna"]  # what 'all' means
-NEEDS_DENSITY = ("spardl", "gtopk")  # schemes that re-select in transit and must know k
+NEEDS_DENSITY = ("spardl", "gtopk", "oktopk")  # schemes that re-select in transit and must know k
 UNION_SCHEMES = ("exdyna",)  # schemes that take every worker's values at the union of all proposals
 
 
