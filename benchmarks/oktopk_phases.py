@@ -2,7 +2,7 @@
 and the mean rank receive in each phase (reduce, balance, all-gather), on the synthetic gradients of
 benchmarks/replay.py. Simulated bytes: deterministic, independent of the machine's load.
 
-Usage: .venv/bin/python benchmarks/oktopk_phases.py [--numel N] [--iterations N] [--options JSON]
+Usage: .venv/bin/python benchmarks/oktopk_phases.py [--method oktopk+topk] [--numel N] [--iterations N] [--options JSON]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ PHASES = ("reduce", "balance", "gather")
 def main() -> None:
     """Print one row per iteration (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--method", default="oktopk", help="oktopk (its local threshold re-use) or oktopk+SPARSIFIER")
     parser.add_argument("--workers", type=int, default=14)
     parser.add_argument("--numel", type=int, default=10_000_000)
     parser.add_argument("--iterations", type=int, default=40)
@@ -31,7 +32,7 @@ def main() -> None:
     args = parser.parse_args()
     n, numel = args.workers, args.numel
     source = SyntheticGradients(n, args.iterations, numel, seed=1, scale=matched_scale(args.density, numel))
-    method, = make_methods("oktopk", None, args.density, n, numel, 0, json.loads(args.options), default=[])
+    method, = make_methods(args.method, None, args.density, n, numel, 0, json.loads(args.options), default=[])
     method.check = False
     rows = []
     for it in range(args.iterations):
@@ -44,7 +45,7 @@ def main() -> None:
             received = np.bincount(cols["dst"][mine], weights=cols["nbytes"][mine], minlength=n)
             row += [int(received.max()), received.max() / max(received.mean(), 1.0)]
         rows.append(row)
-    print(f"{n} workers, {numel:,} elements, density {args.density}, options {args.options}")
+    print(f"{method.label}: {n} workers, {numel:,} elements, density {args.density}, options {args.options}")
     print(format_table(rows, ["iteration", "kept / k"] + [f"{p} {w}" for p in PHASES for w in ("max B", "max/mean")]))
 
 

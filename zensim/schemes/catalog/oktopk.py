@@ -50,6 +50,7 @@ from zensim.schemes.scheme import Scheme
 from zensim.schemes.workkinds import merge_work
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.sparse.values import value_codec
+from zensim.sparsify.oktopk import nudge
 from zensim.sparsify.ops import topk_indices
 
 RAISE, LOWER = 1.008, 1.01  # the authors' threshold steps: x RAISE above 5k/4 gathered, / LOWER below 3k/4
@@ -271,10 +272,8 @@ class OkTopkProgram:
             if len(top):
                 memory.threshold = float(np.abs(gathered.values[top]).min())
             gathered = SparseChunk(gathered.indices[top], gathered.values[top])
-        elif gathered.nnz < 3 * self.k / 4:
-            memory.threshold /= LOWER
-        elif gathered.nnz > 5 * self.k / 4:
-            memory.threshold *= RAISE
+        else:
+            memory.threshold = nudge(memory.threshold, gathered.nnz, self.k, RAISE, LOWER)
         left = ~np.isin(state.chunk.indices, gathered.indices, assume_unique=True)
         if left.any():
             ctx.discard(rank, SparseChunk(state.chunk.indices[left], state.chunk.values[left]))
