@@ -17,7 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         + ", ".join(ITERATION_SET))
     p.add_argument("--sparsifier", default=None,
                    help="with --iterations: sparsifier of every scheme, or 'none' (default: each scheme's own: "
-                        "spardl blocktopk, exdyna exdyna, dense-allreduce none, others topk)")
+                        "spardl blocktopk, exdyna exdyna, oktopk oktopk, dense-allreduce none, others topk)")
     p.add_argument("--density", type=float, default=0.01, help="with --iterations: user-set density (default 0.01)")
     p.add_argument("--per-iteration", action="store_true", help="with --iterations: print every iteration too")
 
