@@ -1,6 +1,6 @@
-"""The value-dependent schemes (Ok-Topk included) through the emulator's rank program: 4 processes over loopback gloo
-(no root), same stage programs over the torch.distributed transport, every message's bytes equal to
-the simulation's (in-memory driver) and every rank's result bit for bit."""
+"""The value-dependent schemes (Ok-Topk included) through the emulator's rank program: 4 processes
+over loopback gloo (no root), same stage programs over the torch.distributed transport, every
+message's bytes equal to the simulation's (in-memory driver) and every rank's result bit for bit."""
 
 from __future__ import annotations
 
