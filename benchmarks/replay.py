@@ -47,7 +47,8 @@ def matched_scale(density: float, numel: int) -> float:
 
 
 def run(schemes: str, workers: int, numel: int, iterations: int, density: float, nic: str,
-        latency: str, options: dict | None = None, since: int = 0) -> tuple[list[dict], dict[str, tuple[float, float]], float]:
+        latency: str, options: dict | None = None,
+        since: int = 0) -> tuple[list[dict], dict[str, tuple[float, float]], float]:
     """Replay every method alone on the same gradients; (summary rows of iterations `since` onwards,
     (wall, CPU) seconds per method (CPU: every thread of the process), set-up s)."""
     start = time.perf_counter()
@@ -67,7 +68,8 @@ def run(schemes: str, workers: int, numel: int, iterations: int, density: float,
 def main() -> None:
     """Print the figures (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--compare", action="store_true", help="SparDL vs TopkA, TopkDSA, gTop-k and Ok-Topk at 14 workers")
+    parser.add_argument("--compare", action="store_true",
+                        help="SparDL vs TopkA, TopkDSA, gTop-k and Ok-Topk at 14 workers")
     parser.add_argument("--schemes", default=None, help="SCHEME[+SPARSIFIER] items (default spardl,exdyna; "
                         "with --compare spardl,topka,topkdsa,gtopk,oktopk)")
     parser.add_argument("--workers", type=int, default=None)
@@ -80,7 +82,8 @@ def main() -> None:
     parser.add_argument("--options", default="{}", help="scheme options as JSON, e.g. '{\"teams\": 7}' (SparDL's B-SAG)")
     args = parser.parse_args()
     if args.compare:
-        schemes, workers, iterations = args.schemes or "spardl,topka,topkdsa,gtopk,oktopk", args.workers or 14, args.iterations or 5
+        schemes = args.schemes or "spardl,topka,topkdsa,gtopk,oktopk"
+        workers, iterations = args.workers or 14, args.iterations or 5
     else:
         schemes, workers, iterations = args.schemes or "spardl,exdyna", args.workers or 16, args.iterations or 100
     load = os.getloadavg()
@@ -90,9 +93,8 @@ def main() -> None:
     print(f"load average (1, 5, 15 min) before {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, after "
           + " ".join(f"{x:.2f}" for x in os.getloadavg()) + f"; peak resident memory of the process {peak:.2f} GiB")
     print(f"machine: {os.cpu_count()} cores (shared); {workers} workers, {args.numel:,} elements, {iterations} "
-          f"iterations (summarized from {args.since}), density {args.density}, {args.nic} NICs, {args.latency} latency, "
-          f"options {args.options}; "
-          f"gradient set-up {setup:.1f} s")
+          f"iterations (summarized from {args.since}), density {args.density}, {args.nic} NICs, "
+          f"{args.latency} latency, options {args.options}; gradient set-up {setup:.1f} s")
     table = [[r["method"], *walls[r["method"]], walls[r["method"]][0] / iterations, r["time_s_mean"], r["bytes_mean"],
               r["actual_density_mean"], r["padding_mean"]] for r in rows]
     print(format_table(table, ["method", "replay wall s", "replay CPU s", "wall s / it", "simulated s / it",

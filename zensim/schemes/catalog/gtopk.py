@@ -5,8 +5,8 @@ reduction: rank r with r mod 2^(i+1) = 2^i sends its current set to r - 2^i, whi
 own as soon as it arrives and keeps the top k (the aggregation's hook after every merge; what it
 drops goes to `ctx.discard` of that rank, so error feedback keeps it). A receiver therefore selects
 after every sum, not once over everything it received before it sends (which picks differently:
-the issue 28 case P = 3, [1,0,0,0], [0,2,0,0], [1.5,0,0,0], k = 1 ends {1: 2}, not {0: 2.5}). Rank 0 ends with the global top-k and
-broadcasts it down the same binomial tree. Any P (a partner beyond P - 1 is skipped). Cost:
+the issue 28 case P = 3, [1,0,0,0], [0,2,0,0], [1.5,0,0,0], k = 1 ends {1: 2}, not {0: 2.5}).
+Rank 0 ends with the global top-k and broadcasts it down the same binomial tree. Any P (a partner beyond P - 1 is skipped). Cost:
 2 ceil(log2 P) alpha + 4 ceil(log2 P) k beta (SparDL's Table I), the closed form its bandwidth term.
 """
 
