@@ -72,7 +72,7 @@ def test_natural_is_the_exact_nonzeros() -> None:
 
 
 def test_capture_offers_the_uncoordinated_sparsifiers() -> None:
-    assert SPARSIFIERS == ("natural", "topk", "dgc", "threshold", "blocktopk")
+    assert SPARSIFIERS == ("natural", "topk", "dgc", "threshold", "blocktopk", "oktopk")
 
 
 @pytest.mark.parametrize(

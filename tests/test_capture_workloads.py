@@ -98,7 +98,7 @@ def test_capture_command_on_a_tiny_corpus(tmp_path: Path, capsys: pytest.Capture
     assert all(trace.nnz(i, w) > 0 for i in range(2) for w in range(3))
     assert main(["capture", "--workload", "deepfm", "--workers", "2", "--iterations", "1", "--density", "0.1",
                  "-o", str(tmp_path / "x.zt")]) == 2
-    assert "--density 0.1: only for --sparsifier topk, dgc, threshold, blocktopk" in capsys.readouterr().err
+    assert "--density 0.1: only for --sparsifier topk, dgc, threshold, blocktopk, oktopk" in capsys.readouterr().err
     assert not (tmp_path / "x.zt").exists()
     assert main(["capture", "--workload", "deepfm", "--workers", "2", "--iterations", "1", "--seed", "-1",
                  "-o", str(tmp_path / "x.zt")]) == 2
@@ -124,7 +124,7 @@ def test_capture_with_topk_records_exactly_k_per_tensor(tmp_path: Path) -> None:
     (["--warmup", "-1"], "--warmup -1: must be at least 0"),
     (["--sparsifier", "topk", "--density", "2"], "--density 2.0: must be in (0, 1]"),
     (["--sparsifier", "dgc"], "--sparsifier dgc: needs --density"),
-    (["--density", "0.1"], "--density 0.1: only for --sparsifier topk, dgc, threshold, blocktopk"),
+    (["--density", "0.1"], "--density 0.1: only for --sparsifier topk, dgc, threshold, blocktopk, oktopk"),
 ])
 def test_hook_options_checked_before_the_script_runs(tmp_path: Path, capsys, bad: list[str], message: str) -> None:
     marker = tmp_path / "ran"

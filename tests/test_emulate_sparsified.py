@@ -1,6 +1,6 @@
-"""The value-dependent schemes through the emulator's rank program: 4 processes over loopback gloo
-(no root), same stage programs over the torch.distributed transport, every message's bytes equal to
-the simulation's (in-memory driver) and every rank's result bit for bit."""
+"""The value-dependent schemes (Ok-Topk included) through the emulator's rank program: 4 processes
+over loopback gloo (no root), same stage programs over the torch.distributed transport, every
+message's bytes equal to the simulation's (in-memory driver) and every rank's result bit for bit."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from zensim.schemes import build_scheme
 from zensim.trace import Trace
 from zensim.trace.values import worker_chunk
 
-SCHEMES = ["spardl", "exdyna", "gtopk", "topka", "topkdsa"]
+SCHEMES = ["spardl", "exdyna", "gtopk", "topka", "topkdsa", "oktopk"]
 
 
 @pytest.mark.parametrize("schemes,extra", [(SCHEMES, {}), (["spardl"], {"teams": 4, "sag": "bsag"})],

@@ -18,7 +18,7 @@ def test_schemes_json_lists_15_distinct_covering_the_24_raw(capsys):
     presets = {r["name"]: r for r in rows if r["kind"] == "preset"}
     assert {"dense-allreduce", "dense-doubling", "agsparse-ring", "agsparse-hier", "agsparse-p2p", "sparcml", "sparse-ps",
             "sparse-ps-bcast", "omnireduce", "zen-coo", "zen", "hier-central", "zen-auto",
-            "topka", "topkdsa", "gtopk", "spardl", "exdyna"} == set(presets)
+            "topka", "topkdsa", "gtopk", "spardl", "exdyna", "oktopk"} == set(presets)
     assert presets["zen"]["format"] == "coo/hash_bitmap" and presets["omnireduce"]["format"] == "blocks"
 
 

@@ -1,5 +1,6 @@
 """What each sparsifier selects: exact top-k with lowest-index ties, DGC at most k of the largest,
-the hard threshold's set, CLT-k's cycling leader, ExDyna's exclusive partitions, moves and threshold."""
+the hard threshold's set, CLT-k's cycling leader, ExDyna's exclusive partitions, moves and threshold,
+Ok-Topk's local threshold re-use."""
 
 from __future__ import annotations
 
@@ -167,3 +168,46 @@ def test_exdyna_reaches_the_users_density() -> None:
         rnd = team.step("w", [rng.standard_normal(numel).astype(np.float32) * 0.01 for _ in range(n)])
         totals.append(sum(rnd.proposed))
     assert 1 / 1.3 < np.median(totals[-100:]) / k < 1.3
+
+
+def oktopk_reference(accs: list[np.ndarray], k: int, tau: int) -> tuple[list[np.ndarray], list[str]]:
+    """Ok-Topk's local rule as the authors' code runs it (at-or-above instead of strictly above):
+    the selections, and which adjustments happened."""
+    threshold, out, events = 0.0, [], []
+    for t, acc in enumerate(accs):
+        mag = np.abs(acc.astype(np.float64))
+        if t % tau == 0:
+            threshold = float(np.sort(mag)[-k])
+        else:
+            for _ in range(5):
+                if np.count_nonzero(mag >= threshold) <= 3 * k // 2:
+                    break
+                threshold *= 1.03
+                events.append("raise")
+        chosen = np.flatnonzero(mag >= threshold)
+        if len(chosen) < 3 * k / 4:
+            threshold /= 1.012
+            events.append("down")
+        elif len(chosen) > 5 * k / 4:
+            threshold *= 1.012
+            events.append("up")
+        out.append(chosen)
+    return out, events
+
+
+def test_oktopk_reuses_its_threshold_between_exact_iterations() -> None:
+    """tau = 4: exact top-k at iterations 0 and 4; in between the last threshold, raised x1.03 while
+    more than 3k/2 pass, nudged x/÷1.012 outside [3k/4, 5k/4]; the gradients' scale moves to take
+    every branch."""
+    rng = np.random.default_rng(3)
+    scales = [1.0, 1.0, 1.6, 0.6, 1.0, 1.1, 0.9, 2.0]
+    accs = [(s * rng.standard_normal(5000)).astype(np.float32) for s in scales]
+    k = target_count(0.02, 5000)
+    sparsifier = make_sparsifier("oktopk", 0.02, tau=4)
+    want, events = oktopk_reference(accs, k, 4)
+    for t, acc in enumerate(accs):
+        assert np.array_equal(sparsifier.propose("w", acc), want[t]), t
+    assert len(want[0]) == k and len(want[4]) == k
+    assert {"raise", "up", "down"} <= set(events)
+    with pytest.raises(ConfigError, match="sparsifier oktopk: tau 0 must be an integer >= 1"):
+        make_sparsifier("oktopk", 0.02, tau=0)

@@ -20,7 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         + ", ".join(ITERATION_SET))
     p.add_argument("--sparsifier", default=None,
                    help="with --iterations: sparsifier of every scheme, or 'none' (default: each scheme's own: "
-                        "spardl blocktopk, exdyna exdyna, dense-allreduce none, others topk)")
+                        "spardl blocktopk, exdyna exdyna, oktopk oktopk, dense-allreduce none, others topk)")
     p.add_argument("--density", type=float, default=None, help=f"with --iterations: user-set density (default {DENSITY})")
     p.add_argument("--per-iteration", action="store_true", help="with --iterations: print every iteration too")
 

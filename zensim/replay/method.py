@@ -15,7 +15,8 @@ Steps 1 and 2 run for the n workers on a thread pool of one thread per core (num
 the GIL); results do not depend on it (each worker's state is its own). The applied gradient is rank 0's result (every rank's, bit-identical). Without a sparsifier
 (`sparsifier=None`, the dense baseline) a worker's chunk is its whole gradient. Each scheme names the
 sparsifier it is built for (`DEFAULT_SPARSIFIER`): SparDL selects per block (blocktopk, one block per
-rank of a team), ExDyna's exchange takes ExDyna's proposals, the rest take top-k. ExDyna's exchange
+rank of a team), ExDyna's exchange takes ExDyna's proposals, Ok-Topk its local threshold re-use, the
+rest take top-k. ExDyna's exchange
 always sends the values at the union of the proposals, whatever sparsifier made them (as the
 authors' code does for top-k and the hard threshold too).
 """
@@ -39,9 +40,9 @@ from zensim.sparsify.team import UnionChunk
 
 KEY = "flat"
 POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="zensim-worker")
-DEFAULT_SPARSIFIER = {"spardl": "blocktopk", "exdyna": "exdyna", "dense-allreduce": None}
+DEFAULT_SPARSIFIER = {"spardl": "blocktopk", "exdyna": "exdyna", "oktopk": "oktopk", "dense-allreduce": None}
 ITERATION_SET = ["dense-allreduce", "topka", "topkdsa", "gtopk", "spardl", "exdyna"]  # what 'all' means
-NEEDS_DENSITY = ("spardl", "gtopk")  # schemes that re-select in transit and must know k
+NEEDS_DENSITY = ("spardl", "gtopk", "oktopk")  # schemes that re-select in transit and must know k
 UNION_SCHEMES = ("exdyna",)  # schemes that take every worker's values at the union of all proposals
 
 

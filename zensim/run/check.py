@@ -1,4 +1,5 @@
-"""Checks of a run's results: the dense sum, and replicas that are bit for bit the same.
+"""Checks of a run's results: the dense sum, and replicas that are bit for bit the same; and of its
+inputs: sums that some order of summing would overflow (`check_sum_range`).
 
 A lossless scheme must end, on every rank, with the dense sum of the inputs: exactly the union of
 the indices; values within the rounding a sum in the wire's value dtype can make (per element,
@@ -15,9 +16,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from zensim.errors import ValueRangeError
 from zensim.run.context import Tables
 from zensim.sparse.bits import bit_positions, pack_positions
 from zensim.sparse.chunk import SparseChunk, run_starts
+from zensim.sparse.values import value_codec
 
 EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
 TINY = {"float32": 2.0**-126, "float16": 2.0**-14, "bfloat16": 2.0**-126}
@@ -55,6 +58,24 @@ def expected_sum(chunks: Sequence[SparseChunk], numel: int, tables: Tables | Non
     if tables is None:
         return Expected(chunks, numel)
     return tables.get(("expected", numel, tuple(map(id, chunks))), lambda: Expected(chunks, numel))
+
+
+def check_sum_range(chunks: Sequence[SparseChunk], numel: int, value_dtype: str, tables: Tables | None = None) -> None:
+    """ValueRangeError naming the lowest element at which the magnitudes of the chunks' values add up
+    beyond the largest finite value of `value_dtype`: some order of summing them overflows it, so every
+    scheme refuses them, whatever order it sums in (docs/design-space.md, "Overflow"). A single value
+    beyond the range is left to the wire format, which names it."""
+    largest = value_codec(value_dtype).max
+    peaks = [float(max(c.values.max(), -c.values.min())) for c in chunks if c.nnz]  # no |values| array
+    if not peaks or max(peaks) > largest or sum(peaks) <= largest:
+        return
+    exp = expected_sum(chunks, numel, tables)
+    over = np.flatnonzero(exp.magnitudes > largest)
+    if len(over):
+        at = int(over[0])
+        raise ValueRangeError(f"a sum of values overflows {value_dtype} at element {int(exp.indices[at])}: "
+                              f"their magnitudes add up to {exp.magnitudes[at]:.6g}, beyond its largest "
+                              f"{largest:.6g}, so some order of summing them overflows")
 
 
 def check_results(name: str, chunks: Sequence[SparseChunk], results: Sequence[SparseChunk], numel: int, *,

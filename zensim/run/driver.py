@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zensim.errors import ConfigError, ValueRangeError
-from zensim.run.check import check_results
+from zensim.run.check import check_results, check_sum_range
 from zensim.run.context import COMM, POST, PRE, Meter, RunContext, Tables
 from zensim.run.log import LogBuilder, MessageLog
 from zensim.run.transports import InMemory, Transport
@@ -59,6 +59,8 @@ def run_ranks(program, chunks: Sequence[SparseChunk] | Mapping[int, SparseChunk]
     enabled = gc.isenabled()
     gc.disable()
     try:
+        if values:
+            check_sum_range([chunks[r] for r in ranks], program.numel, program.value_dtype, ctx.tables)
         log, results = _loop(program, chunks, transport, ranks, ctx)
     except ValueRangeError as exc:
         raise ValueRangeError(f"{program.name}: {exc}") from None

@@ -251,7 +251,7 @@ class StageProgram:
         their origin ranks (the receiver relies on it to sum in that order); indices-only, in cover
         order (a union does not depend on order)."""
         groups = items[t.item]
-        cover = _cover(groups, t.origins)
+        cover = cover_groups(groups, t.origins)
         if cover is None:
             raise RuntimeError(f"{self.name}: rank {rank} cannot send item {t.item} "
                                f"with origins {t.origins:#x} (holds {[hex(g.origins) for g in groups]})")
@@ -284,7 +284,7 @@ class StageProgram:
             groups = items[j]
             if len(groups) == 1 and groups[0].origins == everyone and len(groups[0].pieces) == 1:
                 continue
-            cover = _cover(groups, everyone)
+            cover = cover_groups(groups, everyone)
             if cover is not None:
                 merged = self._merge(rank, cover, everyone, ctx)
                 if ctx.values:  # the aggregate in the wire's value dtype on every rank, sent or not
@@ -293,7 +293,7 @@ class StageProgram:
                 items[j] = [merged]
 
 
-def _cover(groups: list[Group], target: int) -> list[Group] | None:
+def cover_groups(groups: list[Group], target: int) -> list[Group] | None:
     """Groups whose origins partition `target` exactly, most recent first; None if impossible."""
     left, picked = target, []
     for g in reversed(groups):

@@ -11,11 +11,12 @@ from zensim.sparsify.blocktopk import BlockTopK
 from zensim.sparsify.cltk import CLTK
 from zensim.sparsify.dgc import DGC
 from zensim.sparsify.exdyna import ExDyna, ExDynaStatic
+from zensim.sparsify.oktopk import OkTopkLocal
 from zensim.sparsify.threshold import HardThreshold
 from zensim.sparsify.topk import TopK
 
 SPARSIFIERS: dict[str, type[Sparsifier]] = {
-    cls.name: cls for cls in (TopK, DGC, HardThreshold, CLTK, ExDyna, ExDynaStatic, BlockTopK)
+    cls.name: cls for cls in (TopK, DGC, HardThreshold, CLTK, ExDyna, ExDynaStatic, BlockTopK, OkTopkLocal)
 }
 _COMMON = ("density", "rank", "workers", "seed")
 
