@@ -36,16 +36,18 @@ def build(name: str, chunks: list[SparseChunk], dtype: str):  # type: ignore[no-
     return build_scheme(name, 4, NUMEL, profile=chunks if lookup(name).needs_profile else None, value_dtype=dtype)
 
 
+@pytest.mark.parametrize("library", ["numpy", "torch"])
 @pytest.mark.parametrize("dtype,big", [("float32", 3e38), ("float16", 4e4)])
 @pytest.mark.parametrize("name", NAMES)
-def test_every_scheme_refuses_a_sum_some_order_overflows(name: str, dtype: str, big: float) -> None:
+def test_every_scheme_refuses_a_sum_some_order_overflows(name: str, dtype: str, big: float, library: str) -> None:
     """3e38 + 3e38 - 3e38: a ring or a tree overflows on the way, a one-shot sum in float64 would
-    not; every scheme refuses, naming itself and element 1."""
+    not; every scheme refuses, naming itself and element 1, on numpy and on torch alike."""
     chunks = inputs(big)
     prog = build(name, chunks, dtype)
+    data = chunks if library == "numpy" else [c.to_torch() for c in chunks]
     with pytest.raises(ValueRangeError, match=rf"^{prog.name}: a sum of values overflows {dtype} at element 1: "
                                               r"their magnitudes add up to"):
-        run_ranks(prog, chunks, check=False)
+        run_ranks(prog, data, check=False)
 
 
 @pytest.mark.parametrize("name", NAMES)

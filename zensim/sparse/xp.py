@@ -208,3 +208,12 @@ def unpackbits(buf: Array, count: int) -> Array:
     xp = namespace(buf)
     shifts = xp.arange(8, dtype=xp.uint8, device=device(buf))
     return xp.reshape((buf[:, None] >> shifts) & 1, (-1,))[:count]
+
+
+def isin_sorted(x: Array, sorted_set: Array) -> Array:
+    """Whether each entry of `x` is in the sorted array `sorted_set` (a boolean array like x)."""
+    xp = namespace(x)
+    if sorted_set.shape[0] == 0:
+        return xp.zeros(x.shape[0], dtype=xp.bool, device=device(x))
+    at = xp.searchsorted(sorted_set, x)
+    return sorted_set[xp.clip(at, max=sorted_set.shape[0] - 1)] == x

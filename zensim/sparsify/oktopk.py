@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from zensim.errors import ConfigError
+from zensim.sparse import xp as backend
 from zensim.sparsify import ops
 from zensim.sparsify.base import KeyState, Sparsifier, target_count
 from zensim.sparsify.ops import Array
@@ -60,6 +61,6 @@ class OkTopkLocal(Sparsifier):
                 if threshold <= 0 or len(ops.at_least(acc, threshold)) <= 3 * k // 2:
                     break
                 threshold *= RAISE
-        chosen = ops.at_least(acc, threshold) if threshold > 0 else ops.nonzero(acc != 0)
+        chosen = ops.at_least(acc, threshold) if threshold > 0 else backend.flatnonzero(acc != 0)
         state.extra["threshold"] = nudge(threshold, len(chosen), k, STEP, STEP)
         return chosen

@@ -48,6 +48,7 @@ from zensim.schemes.options import Option
 from zensim.schemes.program import Capabilities
 from zensim.schemes.scheme import Scheme
 from zensim.schemes.workkinds import merge_work
+from zensim.sparse import xp as backend
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.sparse.values import value_codec
 from zensim.sparsify.oktopk import nudge
@@ -68,15 +69,23 @@ class Pairs:
         """Elements x (4 + value bytes)."""
         return self.chunk.nnz * (4 + self.fmt.itemsize())
 
+    def to_buffer(self) -> Any:
+        """The wire bytes: a uint8 array of the chunk's library, on its device."""
+        ids = self.chunk.indices
+        xp = backend.namespace(ids)
+        return backend.concat_bytes([backend.as_bytes_of(xp.astype(ids, xp.int32)), self.fmt.pack(self.chunk.values)], ids)
+
     def to_bytes(self) -> bytes:
-        """The wire bytes."""
-        return self.chunk.indices.astype("<i4").tobytes() + self.fmt.pack(self.chunk.values)
+        """The wire bytes, on the host."""
+        return backend.host(self.to_buffer()).tobytes()
 
     @classmethod
-    def from_bytes(cls, fmt: WireKind, buf: bytes) -> "Pairs":
-        """The message `to_bytes` wrote."""
-        count = len(buf) // (4 + fmt.itemsize())
-        ids = np.frombuffer(buf, "<i4", count).astype(np.int64)
+    def from_bytes(cls, fmt: WireKind, buf: Any) -> "Pairs":
+        """The message `to_buffer` wrote (bytes-like, or a uint8 array of any library: decoded there)."""
+        buf = backend.as_buffer(buf)
+        count = buf.shape[0] // (4 + fmt.itemsize())
+        xp = backend.namespace(buf)
+        ids = xp.astype(backend.view(buf[: 4 * count], xp.int32), xp.int64)
         return cls(fmt, SparseChunk(ids, fmt.unpack(buf[4 * count:])))
 
 
@@ -107,12 +116,12 @@ def bruck(n: int, step: int, rank: int) -> tuple[int, int, list[int]]:
     return (rank - (1 << step)) % n, (rank + (1 << step)) % n, [(rank + j) % n for j in range(count)]
 
 
-def proposals(ids: np.ndarray, n: int, numel: int) -> np.ndarray:
+def proposals(ids: Any, n: int, numel: int) -> np.ndarray:
     """A rank's P - 1 boundary proposals: the ids at positions i floor(m / P) of its m sorted ids
     (an even split of [0, numel) when it selected nothing)."""
     if not len(ids):
         return (np.arange(1, n, dtype=np.int64) * numel) // n
-    return ids[np.arange(1, n) * (len(ids) // n)]
+    return backend.host(ids[backend.like(np.arange(1, n) * (len(ids) // n), ids)])  # n - 1 ids to the host
 
 
 def balanced(counts: np.ndarray) -> np.ndarray:
@@ -223,7 +232,7 @@ class OkTopkProgram:
                 out[dst] = Pairs(self.coo, _slice(state.parts[rank], lo, hi))
             else:
                 ranks = bruck(self.n, s, rank)[2]
-                out[dst] = Pairs(self.coo, _concat([state.parts[r] for r in ranks]))
+                out[dst] = Pairs(self.coo, _concat([state.parts[r] for r in ranks], state.chunk.indices))
         return out
 
     def receive(self, stage: int, rank: int, state: State, inbox: dict[int, Any], ctx: RunContext) -> State:
@@ -233,8 +242,9 @@ class OkTopkProgram:
             if phase in ("bounds", "counts"):
                 ranks = bruck(self.n, s, (rank + (1 << s)) % self.n)[2]
                 width = len(message.array) // len(ranks)
+                array = backend.host(message.array)  # counts and proposals: a few ints, planned on the host
                 for j, r in enumerate(ranks):
-                    state.records[r] = message.array[j * width:(j + 1) * width].astype(np.int64)
+                    state.records[r] = array[j * width:(j + 1) * width].astype(np.int64)
             elif phase == "reduce":
                 state.parts[src] = message.chunk
             elif phase == "balance":
@@ -265,17 +275,18 @@ class OkTopkProgram:
         """The gathered elements (exact iterations: their top k, which sets the threshold); the rank's
         selected elements left out go back to its residual."""
         memory = self.memory[rank]
-        gathered = _concat([state.parts[r] for r in range(self.n)])
+        gathered = _concat([state.parts[r] for r in range(self.n)], state.chunk.indices)
+        xp = backend.namespace(gathered.values)
         if state.exact:
-            top = topk_indices(np.abs(gathered.values), self.k)
+            top = topk_indices(xp.abs(gathered.values), self.k)
             ctx.add("select", gathered.nnz)
             if len(top):
-                memory.threshold = float(np.abs(gathered.values[top]).min())
+                memory.threshold = float(xp.min(xp.abs(gathered.values[top])))
             gathered = SparseChunk(gathered.indices[top], gathered.values[top])
         else:
             memory.threshold = nudge(memory.threshold, gathered.nnz, self.k, RAISE, LOWER)
-        left = ~np.isin(state.chunk.indices, gathered.indices, assume_unique=True)
-        if left.any():
+        left = ~backend.isin_sorted(state.chunk.indices, gathered.indices)
+        if bool(xp.any(left)):
             ctx.discard(rank, SparseChunk(state.chunk.indices[left], state.chunk.values[left]))
         memory.iteration += 1
         ctx.stats["kept"] = gathered.nnz
@@ -291,8 +302,9 @@ class OkTopkProgram:
     def _region(self, rank: int, chunk: SparseChunk, j: int) -> SparseChunk:
         """The elements of `chunk` in region j."""
         bounds = self.memory[rank].bounds
-        lo, hi = np.searchsorted(chunk.indices, bounds[j:j + 2])
-        return _slice(chunk, int(lo), int(hi))
+        xp = backend.namespace(chunk.indices)
+        lo, hi = backend.host(xp.searchsorted(chunk.indices, backend.like(bounds[j:j + 2], chunk.indices))).tolist()
+        return _slice(chunk, lo, hi)
 
     def _reduce(self, rank: int, state: State, ctx: RunContext) -> None:
         """Sum the region's pieces in rank order, then keep what this iteration keeps."""
@@ -303,7 +315,7 @@ class OkTopkProgram:
         reduced = sum_chunks(pieces)
         keep = reduced.values != 0
         if not state.exact:
-            keep &= np.abs(reduced.values) >= self.memory[rank].threshold
+            keep &= backend.namespace(reduced.values).abs(reduced.values) >= self.memory[rank].threshold
             ctx.add("select", reduced.nnz)
         values = self.codec.quantize(reduced.values[keep])
         kept = values != 0
@@ -326,7 +338,7 @@ class OkTopkProgram:
                 pieces.append(_slice(mine, *overlap(counts, rank, rank)))
             elif src in state.inbound:
                 pieces.append(state.inbound.pop(src))
-        state.parts = {rank: _concat(pieces)}
+        state.parts = {rank: _concat(pieces, mine.indices)}
 
 
 def _slice(chunk: SparseChunk, lo: int, hi: int) -> SparseChunk:
@@ -334,12 +346,14 @@ def _slice(chunk: SparseChunk, lo: int, hi: int) -> SparseChunk:
     return SparseChunk(chunk.indices[lo:hi], chunk.values[lo:hi])
 
 
-def _concat(chunks: list[SparseChunk]) -> SparseChunk:
-    """The chunks side by side (their ids in order: consecutive pieces of one sorted sequence)."""
+def _concat(chunks: list[SparseChunk], like: Any) -> SparseChunk:
+    """The chunks side by side (their ids in order: consecutive pieces of one sorted sequence), in the
+    library and on the device of `like`."""
     if not chunks:
-        return SparseChunk(np.empty(0, np.int64), np.empty(0, np.float32))
-    return SparseChunk(np.concatenate([c.indices for c in chunks]).astype(np.int64),
-                       np.concatenate([c.values for c in chunks]).astype(np.float32))
+        return SparseChunk.empty(True, like)
+    xp = backend.namespace(like)
+    return SparseChunk(xp.astype(xp.concat([c.indices for c in chunks]), xp.int64),
+                       xp.astype(xp.concat([c.values for c in chunks]), xp.float32))
 
 
 def _runs(sizes: np.ndarray) -> list[tuple[int, int]]:
