@@ -163,21 +163,22 @@ def solve_compiled(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_
         cap[u] = capacity[links[u]]
     cap[nused] = np.inf
     fair, saturation = _fill(sub, cap)
-    finish, end_of, load, top = _set_rates(keep, fair, sub, nused, left, rate, now)
+    finish, end_of, load, top, work = _set_rates(keep, fair, sub, nused, left, rate, now)
     for u in range(nused):
         k = links[u]
         slot[k] = -1
         used[k], peak[k], level[k] = load[u], top[u], saturation[u]
-        _restart(k, end_of[u], saturation[u], capacity, now, batch, busy_from, room, spent, freed, freed_t, last)
+        _restart(k, end_of[u], work[u], saturation[u], capacity, now, batch, busy_from, room, spent, freed, freed_t,
+                 last)
     return keep, finish
 
 
 @numba.njit(cache=True)
 def _set_rates(flows, fair, sub, nused, left, rate, now):  # pragma: no cover (compiled)
     """Flows (rows of sub, links numbered 0..nused-1, the padding nused) take their rates `fair`: their
-    finish times, and per link the latest finish, the sum of the rates and the fastest."""
+    finish times, and per link the latest finish, the sum of the rates, the fastest and the bytes left."""
     finish = np.empty(flows.size)
-    end_of, load, top = np.full(nused + 1, -np.inf), np.zeros(nused + 1), np.zeros(nused + 1)
+    end_of, load, top, work = np.full(nused + 1, -np.inf), np.zeros(nused + 1), np.zeros(nused + 1), np.zeros(nused + 1)
     for i in range(flows.size):
         f = flows[i]
         rate[f] = fair[i]
@@ -188,18 +189,23 @@ def _set_rates(flows, fair, sub, nused, left, rate, now):  # pragma: no cover (c
                 end_of[u] = end
             load[u] += fair[i]
             top[u] = max(top[u], fair[i])
-    return finish, end_of, load, top
+            work[u] += left[f]
+    return finish, end_of, load, top, work
 
 
 @numba.njit(cache=True)
-def _restart(k, end, saturation, capacity, now, batch, busy_from, room, spent, freed, freed_t,
+def _restart(k, end, work, saturation, capacity, now, batch, busy_from, room, spent, freed, freed_t,
              last):  # pragma: no cover (compiled)
     """Link k's allowance after a solve that gave its flows rates ending by `end` (nothing where that is
-    not finite): room = batch x capacity x (end - busy_from) where it saturated, else inf; the service
-    lost to capacity freed since the last solve moved into spent."""
+    not finite), `work` bytes left on it: where it saturated, room = batch x (capacity x (now - busy_from)
+    + work), batch x capacity x the least its busy period can last (what it could serve so far, and its
+    bytes at full capacity, whatever the rates: the latest finish at the solve's rates, `end`, is k + 1
+    times that where one flow shares the link with k that end soon), else inf; the service lost to
+    capacity freed since the last solve moved into spent; `last` = end (the loss of idle capacity is
+    projected to it)."""
     if not np.isfinite(end):
         return
-    room[k] = batch * capacity[k] * (end - busy_from[k]) if np.isfinite(saturation) else np.inf
+    room[k] = batch * (capacity[k] * (now - busy_from[k]) + work) if np.isfinite(saturation) else np.inf
     spent[k] += freed[k] * now - freed_t[k]
     freed[k] = 0.0
     freed_t[k] = 0.0
@@ -240,14 +246,15 @@ def warm_compiled(new: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate
             slot[links[u]] = -1
         return False, np.empty(0)
     _advance(new, left, base_time, rate, now)
-    finish, end_of, load, top = _set_rates(new, fair, sub, nused, left, rate, now)
+    finish, end_of, load, top, work = _set_rates(new, fair, sub, nused, left, rate, now)
     for u in range(nused):
         k = links[u]
         slot[k] = -1
         used[k] = used[k] - freed[k] + load[u]
         peak[k], level[k] = max(peak[k], top[u]), saturation[u]
-        _restart(k, max(end_of[u], last[k]), saturation[u], capacity, now, batch, busy_from, room, spent, freed,
-                 freed_t, last)
+        # the bytes of the new flows only (the others' are not kept): a smaller allowance, never a larger one
+        _restart(k, max(end_of[u], last[k]), work[u], saturation[u], capacity, now, batch, busy_from, room, spent,
+                 freed, freed_t, last)
     return True, finish
 
 
@@ -278,8 +285,8 @@ def solve_flows(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_tim
     `base_time` to now at their old `rate` (updated in place, as are base_time and rate), and their
     finish times under the new rates. `routes`: every flow's row of link ids (padded with
     len(capacity) - 1). On each of their links where a flow ends in finite time, `links` restarts the
-    allowance: `last` = the latest finish, `room` = batch x capacity x (last - busy_from) where the
-    link saturated (inf where it limits no flow), the service lost to freed capacity moved into
+    allowance: `last` = the latest finish, `room` = batch x (capacity x (now - busy_from) + the bytes left
+    on it) where the link saturated (inf where it limits no flow), the service lost to freed capacity moved into
     `spent`, `freed` and `freed_t` zeroed. Returns the alive flows and their finish times."""
     return solve_compiled(np.ascontiguousarray(flows, dtype=np.int64), alive, left, base_time, rate, routes,
                   np.ascontiguousarray(capacity, dtype=np.float64), float(now), float(batch), links.busy_from,

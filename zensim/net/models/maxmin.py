@@ -29,9 +29,12 @@ segments in time order, so a departure costs O(1) Python work, not a pass over t
   until the last flow on k ends at T_k (projected at the last solve): r (T_k - t) bytes of service
   lost. With `batch` = ε, a component is re-solved as soon as, on one of its saturated links, the
   service lost over the link's busy period (idle time before earlier solves, plus the projected
-  loss of the capacity freed since the last one) would exceed ε x the link's capacity x (T_k - the
-  start of the busy period): each link's busy period stretches by at most about ε, whatever the
-  number of solves. The re-solve is not done at once: the component is due when the service
+  loss of the capacity freed since the last one) would exceed ε x (capacity x (now - the start of
+  the busy period) + the bytes left on the link), both as of the last solve: ε x capacity x the
+  least the busy period can last, whatever the rates (not ε x capacity x (T_k - its start): where
+  one large flow shares a link with k small ones, the first solve projects T_k k + 1 times too
+  long), so each link's busy period loses at most ε of its least length, whatever the number of
+  solves and the fan-in (waterfill._restart). The re-solve is not done at once: the component is due when the service
   actually lost since its last solve reaches 1/64 of what is left of the allowance (a time known
   at the departure, since rates do not change until the next solve), and any solve before then
   (the next rank's sends, usually) takes the freed capacity up for free; at 256-rank zen this
