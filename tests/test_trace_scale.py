@@ -1,5 +1,6 @@
 """`zensim trace scale`: the fitted model keeps the statistics of docs/trace-scale.md within its stated
-tolerances, writes exact provenance, and rejects bad input before any work."""
+tolerances, writes exact provenance, and rejects bad input before any work; the held-out check on a
+shipped 128-worker trace (issue 24 item 2, cheap version)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from zensim.cli import main
 from zensim.errors import ConfigError, TraceError
 from zensim.report.provenance import file_sha256
+from zensim.sim.heldout import TOLERANCE, compare, measure
 from zensim.trace import TensorSpec, Trace, TraceWriter
 from zensim.trace.popularity import fit
 from zensim.trace.scale import Groups, scale, worker_rows
@@ -135,3 +137,18 @@ def test_cli(source: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> Non
     assert "zensim: error: --fit-workers 99" in capsys.readouterr().err
     assert not (tmp_path / "x.zt").exists()
 
+
+def test_held_out_lstm_fit32(tmp_path: Path) -> None:
+    """Issue 24 item 2, cheap: fit on the first 32 of the real 128 LSTM workers, draw 128 for 2
+    iterations; gamma^128, s^8 and two schemes' bytes and simulated time (fifo) at 16 x 8 and 128 x 1
+    within 5% of the real trace (benchmarks/trace_scale.py runs every scheme, both traces, both fits)."""
+    real = ROOT / "traces" / "lstm-lm-128w.zt"
+    out = tmp_path / "lstm-fit32.zt"
+    scale(real, out, 128, fit_workers=32, iterations=2)
+    schemes, shapes = "zen,sparcml", [(16, 8), (128, 1)]
+    rows = compare(measure(real, schemes, shapes, iterations=[0, 1]), {"fit32": measure(out, schemes, shapes)}, 128)
+    targets = [r for r in rows if r["target"]]
+    assert len(targets) == 1 + 2 * 2 * 2  # gamma^128, (bytes, time) x 2 schemes x 2 shapes
+    assert all(r["within"] for r in targets), [(r["metric"], r["fit32 err"]) for r in targets]
+    s8 = next(r for r in rows if r["metric"] == "s^8")
+    assert abs(s8["fit32 err"]) <= TOLERANCE
