@@ -10,7 +10,7 @@ from zensim.errors import ConfigError
 from zensim.report.table import format_table
 
 VALUE_CHOICES = ("none", "float32", "float16")
-COHESION_WARN = 0.02  # `trace scale` warns above this cohesion (docs/trace-scale.md)
+COHESION_WARN = 0.02  # `trace scale` warns above this cohesion and 3 standard errors (docs/trace-scale.md)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -177,9 +177,9 @@ def cmd_scale(args: argparse.Namespace) -> int:
          for name, m in prov["model"].items()],
         ["tensor", "row", "density", "persistence", "cohesion", "segments", "fitted chunks"]))
     for name, m in prov["model"].items():
-        if (m["cohesion"] or 0.0) > COHESION_WARN:
+        if (m["cohesion"] or 0.0) > max(COHESION_WARN, 3 * m["cohesion_se"]):
             print(f"warning: tensor {name}: workers of one iteration share more than workers of different "
-                  f"iterations (cohesion {m['cohesion']:.3f}); the model draws them independently, so the "
+                  f"iterations (cohesion {m['cohesion']:.3f} +- {m['cohesion_se']:.3f}); the model draws them independently, so the "
                   "union of many workers is overestimated (docs/trace-scale.md)")
     print(f"wrote {args.output}")
     return 0

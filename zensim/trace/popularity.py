@@ -35,8 +35,8 @@ class TensorModel:
     """The fitted model of one tensor: rows of `row` elements, per row the number of the `samples` fitted
     chunks that touched it, per segment of rows (row boundaries `bounds`) the prior (`grid`, a row of
     `weights`) on a row's touch probability, the persistence `rho` (0 when the trace has one iteration),
-    the cohesion of workers within an iteration (measured, not drawn: the model assumes 0; None with one
-    iteration), and per popularity class (`value_class`) a sample of the values (None: no values)."""
+    the cohesion of workers within an iteration and its standard error (measured, not drawn: the model
+    assumes 0; None with one iteration), and per popularity class (`value_class`) a sample of the values (None: no values)."""
 
     name: str
     numel: int
@@ -48,6 +48,7 @@ class TensorModel:
     weights: np.ndarray
     rho: float
     cohesion: float | None
+    cohesion_se: float | None
     values: tuple[np.ndarray, ...] | None
 
     def posterior(self, segment: int) -> np.ndarray:
@@ -56,11 +57,13 @@ class TensorModel:
         return like / np.maximum(like.sum(axis=1, keepdims=True), 1e-300)
 
     def params(self) -> dict:
-        """The parameters for a trace header: row size, samples, persistence, cohesion, the density, the
+        """The parameters for a trace header: row size, samples, persistence, cohesion (and its standard
+        error), the density, the
         segments' row boundaries, each segment's prior as [q, weight] pairs (weight above 1e-4, 4 digits), and the
         sha256 of the per-row counts (int32 little-endian: the data the draws condition on)."""
         return {"row": self.row, "samples": self.samples, "persistence": round(self.rho, 6),
                 "cohesion": None if self.cohesion is None else round(self.cohesion, 6),
+                "cohesion_se": None if self.cohesion_se is None else round(self.cohesion_se, 6),
                 "density": float(self.counts.sum()) / (self.samples * len(self.counts)),
                 "segments": self.bounds.tolist(),
                 "prior": [[[float(f"{q:.4g}"), float(f"{w:.4g}")] for q, w in zip(self.grid, ws) if w > 1e-4]
@@ -119,18 +122,20 @@ def _fit_tensor(trace: Trace, t: int, fit_workers: int, seed: int) -> TensorMode
     row = gcd
     samples = fit_workers * trace.iterations
     rows = counts[::row].copy()
-    rho = cohesion = None
+    rho = cohesion = cohesion_se = None
     if pairs[1] and fit_workers > 1:  # against two workers of different iterations (in elements)
         mean_nnz, chance = counts.sum() / samples, meet[1] / pairs[1]
-        rho, cohesion = (float(np.clip((meet[i] / pairs[i] - chance) / max(mean_nnz - chance, 1e-12), 0.0, 1.0))
-                         for i in (0, 2))
+        scale = max(mean_nnz - chance, 1e-12)
+        rho, cohesion = (float(np.clip((meet[i] / pairs[i] - chance) / scale, 0.0, 1.0)) for i in (0, 2))
+        # an intersection count varies about as a Poisson count of mean `chance` (pairs taken as independent)
+        cohesion_se = float(np.sqrt(chance / pairs[2] + chance / pairs[1]) / scale)
     grid = np.concatenate([[0.0], np.geomspace(1e-3 / samples, 1.0, GRID_POINTS)])
     bounds = even_boundaries(len(rows), max(1, min(SEGMENTS, len(rows) // SEGMENT_ROWS)))
-    weights = np.stack([_npmle(np.bincount(rows[a:b], minlength=samples + 1), samples, grid)
-                        for a, b in zip(bounds[:-1], bounds[1:])])
+    weights = _npmle(np.stack([np.bincount(rows[a:b], minlength=samples + 1) for a, b in zip(bounds[:-1], bounds[1:])]),
+                     samples, grid)
     values = _value_sample(trace, t, fit_workers, rows, row, seed) if trace.value_dtype else None
     return TensorModel(trace.tensors[t].name, numel, row, samples, rows, bounds, grid, weights, rho or 0.0,
-                       cohesion, values)
+                       cohesion, cohesion_se, values)
 
 
 def _run_gcd(idx: np.ndarray) -> int:
@@ -149,21 +154,21 @@ def _likelihood(samples: int, grid: np.ndarray) -> np.ndarray:
 
 
 def _npmle(hist: np.ndarray, samples: int, grid: np.ndarray) -> np.ndarray:
-    """Weights on the grid maximizing the likelihood of the count histogram (EM until the
-    log-likelihood gains less than EM_TOL per row)."""
+    """Per row of `hist` (segments x count histogram), the weights on the grid maximizing the likelihood
+    of that histogram: EM, all segments at once, until no segment's log-likelihood per row gains
+    EM_TOL (or EM_STEPS steps)."""
     like = _likelihood(samples, grid)
-    keep = hist > 0
-    like, hist = like[keep], hist[keep]
-    weights = np.full(len(grid), 1.0 / len(grid))
-    last = -np.inf
+    rows = hist.sum(axis=1, keepdims=True)
+    weights = np.full((len(hist), len(grid)), 1.0 / len(grid))
+    last = np.full(len(hist), -np.inf)
     for _ in range(EM_STEPS):
-        mix = like @ weights
-        loglik = float(hist @ np.log(mix)) / hist.sum()
-        if loglik - last < EM_TOL:
+        mix = np.maximum(weights @ like.T, 1e-300)
+        loglik = (hist * np.log(mix)).sum(axis=1) / rows[:, 0]
+        if (loglik - last < EM_TOL).all():
             break
         last = loglik
-        weights = weights * ((hist / mix) @ like) / hist.sum()
-    return weights / weights.sum()
+        weights = weights * ((hist / mix) @ like) / rows
+    return weights / weights.sum(axis=1, keepdims=True)
 
 
 def _value_sample(trace: Trace, t: int, fit_workers: int, rows: np.ndarray, row: int, seed: int) -> tuple[np.ndarray, ...]:
