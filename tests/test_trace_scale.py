@@ -72,6 +72,19 @@ def test_cohesion_is_measured(source: Path, tmp_path: Path) -> None:
         assert all(m.cohesion < 0.02 for m in fit(t, 16))
 
 
+def test_tensor_never_touched_stays_empty(tmp_path: Path) -> None:
+    path = tmp_path / "empty.zt"
+    with TraceWriter(path, [TensorSpec("used", 1_000), TensorSpec("unused", 640)], 4, 2) as w:
+        for it in range(2):
+            for worker in range(4):
+                w.write(it, worker, 0, np.arange(worker, 1_000, 7))
+                w.write(it, worker, 1, np.empty(0, np.int64))
+    prov = scale(path, tmp_path / "o.zt", 16)
+    assert prov["model"]["unused"]["row"] == 1 and prov["model"]["unused"]["density"] == 0
+    with Trace.open(tmp_path / "o.zt") as t:
+        assert all(t.nnz(it, w, 1) == 0 for it in range(2) for w in range(16))
+
+
 def test_same_seed_same_bytes(source: Path, tmp_path: Path) -> None:
     a, b, c = tmp_path / "a.zt", tmp_path / "b.zt", tmp_path / "c.zt"
     scale(source, a, 20, iterations=1, seed=2)

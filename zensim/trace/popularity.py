@@ -102,7 +102,7 @@ def _fit_tensor(trace: Trace, t: int, fit_workers: int, seed: int) -> TensorMode
     """Counts, row size, persistence and values of tensor t; then the prior."""
     numel = trace.tensors[t].numel
     counts = np.zeros(numel, np.int32)
-    gcd = numel
+    gcd = 0  # of every run's start and length; 0 while no chunk had an index
     meet = np.zeros(3)  # summed intersections: same worker next iteration, next worker next iteration, next worker
     pairs = np.zeros(3)
     prev: list[np.ndarray] = []
@@ -119,7 +119,7 @@ def _fit_tensor(trace: Trace, t: int, fit_workers: int, seed: int) -> TensorMode
                     pairs[i] += 1
             cur.append(idx)
         prev = cur
-    row = gcd
+    row = math.gcd(gcd, numel) if gcd else 1  # rows must tile the tensor; a tensor never touched: 1
     samples = fit_workers * trace.iterations
     rows = counts[::row].copy()
     rho = cohesion = cohesion_se = None
@@ -156,7 +156,7 @@ def _likelihood(samples: int, grid: np.ndarray) -> np.ndarray:
 def _npmle(hist: np.ndarray, samples: int, grid: np.ndarray) -> np.ndarray:
     """Per row of `hist` (segments x count histogram), the weights on the grid maximizing the likelihood
     of that histogram: EM, all segments at once, until no segment's log-likelihood per row gains
-    EM_TOL (or EM_STEPS steps)."""
+    EM_TOL (or EM_STEPS steps); a segment no fitted chunk touched gets all its mass at q = 0 (grid[0])."""
     like = _likelihood(samples, grid)
     rows = hist.sum(axis=1, keepdims=True)
     weights = np.full((len(hist), len(grid)), 1.0 / len(grid))
@@ -168,6 +168,7 @@ def _npmle(hist: np.ndarray, samples: int, grid: np.ndarray) -> np.ndarray:
             break
         last = loglik
         weights = weights * ((hist / mix) @ like) / rows
+    weights[hist[:, 1:].sum(axis=1) == 0] = grid == 0  # no row touched: the maximum is all mass at q = 0 exactly
     return weights / weights.sum(axis=1, keepdims=True)
 
 

@@ -66,7 +66,7 @@ def worker_rows(groups: Groups, rho: float, iterations: int, rng: np.random.Gene
                 pos = np.union1d(stay, join)
             cur.append(pos)
         prev = cur
-        yield np.sort(np.concatenate([rows[pos] for rows, pos in zip(groups.rows, cur)]))
+        yield np.sort(np.concatenate([np.empty(0, np.int64)] + [rows[pos] for rows, pos in zip(groups.rows, cur)]))
 
 
 def _value_pool(model: TensorModel) -> tuple[np.ndarray, ...]:
