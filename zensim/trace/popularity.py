@@ -19,11 +19,10 @@ import numpy as np
 from scipy.stats import binom
 
 from zensim.errors import ConfigError, TraceError
-from zensim.sparse.partition import even_boundaries
 from zensim.trace.format import Trace
 
-SEGMENTS = 64  # at most this many contiguous segments of rows, each with its own prior
-SEGMENT_ROWS = 256  # and at least this many rows in each
+SEGMENTS = 64  # at most this many contiguous segments of rows, each with its own prior and an equal share of counts
+SEGMENT_ROWS = 64  # and at least this many rows in each
 GRID_POINTS = 120  # q grid: 0 and GRID_POINTS geometric points from 1e-3 / samples to 1
 VALUE_SAMPLE = 4096  # values kept per popularity class (a uniform sample without replacement)
 EM_STEPS = 5000
@@ -130,12 +129,24 @@ def _fit_tensor(trace: Trace, t: int, fit_workers: int, seed: int) -> TensorMode
         # an intersection count varies about as a Poisson count of mean `chance` (pairs taken as independent)
         cohesion_se = float(np.sqrt(chance / pairs[2] + chance / pairs[1]) / scale)
     grid = np.concatenate([[0.0], np.geomspace(1e-3 / samples, 1.0, GRID_POINTS)])
-    bounds = even_boundaries(len(rows), max(1, min(SEGMENTS, len(rows) // SEGMENT_ROWS)))
+    bounds = segment_bounds(rows)
     weights = _npmle(np.stack([np.bincount(rows[a:b], minlength=samples + 1) for a, b in zip(bounds[:-1], bounds[1:])]),
                      samples, grid)
     values = _value_sample(trace, t, fit_workers, rows, row, seed) if trace.value_dtype else None
     return TensorModel(trace.tensors[t].name, numel, row, samples, rows, bounds, grid, weights, rho or 0.0,
                        cohesion, cohesion_se, values)
+
+
+def segment_bounds(counts: np.ndarray) -> np.ndarray:
+    """Row boundaries of the segments: a cut where the cumulative count passes each 1/SEGMENTS of the
+    total, skipped when it would leave fewer than SEGMENT_ROWS rows on either side (no count: one segment)."""
+    cum = np.cumsum(counts, dtype=np.int64)
+    bounds = [0]
+    if len(cum) and cum[-1] > 0:
+        for cut in np.searchsorted(cum, cum[-1] * np.arange(1, SEGMENTS) / SEGMENTS).tolist():
+            if cut - bounds[-1] >= SEGMENT_ROWS and len(counts) - cut >= SEGMENT_ROWS:
+                bounds.append(cut)
+    return np.array(bounds + [len(counts)], np.int64)
 
 
 def _run_gcd(idx: np.ndarray) -> int:
