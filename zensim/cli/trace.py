@@ -1,4 +1,4 @@
-"""`zensim trace {stats,synth,merge}`: describe, generate and assemble trace files."""
+"""`zensim trace {stats,synth,scale,merge}`: describe, generate, extrapolate and assemble trace files."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from zensim.errors import ConfigError
 from zensim.report.table import format_table
 
 VALUE_CHOICES = ("none", "float32", "float16")
+COHESION_WARN = 0.02  # `trace scale` warns above this cohesion and 3 standard errors (docs/trace-scale.md)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -49,6 +50,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     synth.add_argument("-o", "--output", required=True, help="trace file to write (not an existing file)")
     synth.add_argument("--force", action="store_true", help="replace -o if it exists")
     synth.set_defaults(func=cmd_synth)
+
+    scale = sub.add_parser("scale", help="a trace of more workers drawn from a model fitted on a trace "
+                                         "(docs/trace-scale.md)")
+    scale.add_argument("trace", help="source trace file (.zt)")
+    scale.add_argument("--workers", type=int, required=True, help="workers of the new trace")
+    scale.add_argument("--fit-workers", type=int, default=None,
+                       help="fit on the source's first n workers (default all)")
+    scale.add_argument("--iterations", type=int, default=None, help="iterations to draw (default the source's)")
+    scale.add_argument("--seed", type=int, default=0)
+    scale.add_argument("--json", action="store_true", help="print the new trace's provenance (the model) as JSON")
+    scale.add_argument("-o", "--output", required=True, help="trace file to write (not the source)")
+    scale.set_defaults(func=cmd_scale)
 
     merge = sub.add_parser("merge", help="merge per-rank capture shards into one trace")
     merge.add_argument("shards", nargs="+", help="shard files written by the capture hooks")
@@ -153,6 +166,30 @@ def _floats(text: str, flag: str) -> tuple[float, ...]:
         return tuple(float(x) for x in text.split(",") if x.strip())
     except ValueError:
         raise ConfigError(f"{flag} {text}: expected numbers separated by commas") from None
+
+
+def cmd_scale(args: argparse.Namespace) -> int:
+    """Fit the model on the source trace and write the scaled trace; print the model per tensor."""
+    from zensim.trace.scale import scale
+
+    prov = scale(args.trace, args.output, args.workers, args.fit_workers, args.iterations, args.seed, progress=True)
+    if args.json:
+        print(json.dumps(prov, indent=2))
+        return 0
+    src = prov["source"]
+    print(f"fitted on workers 0..{src['fit_workers'] - 1} of {src['path']} (sha256 {src['sha256'][:12]}), "
+          f"{src['iterations']} iteration(s); drew {args.workers} workers, seed {args.seed}")
+    print(format_table(
+        [[name, m["row"], m["density"], m["persistence"], m["cohesion"], len(m["segments"]) - 1, m["samples"]]
+         for name, m in prov["model"].items()],
+        ["tensor", "row", "density", "persistence", "cohesion", "segments", "fitted chunks"]))
+    for name, m in prov["model"].items():
+        if (m["cohesion"] or 0.0) > max(COHESION_WARN, 3 * m["cohesion_se"]):
+            print(f"warning: tensor {name}: workers of one iteration share more than workers of different "
+                  f"iterations (cohesion {m['cohesion']:.3f} +- {m['cohesion_se']:.3f}); the model draws them independently, so the "
+                  "union of many workers is overestimated (docs/trace-scale.md)")
+    print(f"wrote {args.output}")
+    return 0
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
