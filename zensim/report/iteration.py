@@ -208,11 +208,11 @@ def iteration_trace(records: Sequence[Any], gpus: int | None = None) -> dict[str
 
 
 def throughput_figure(records: Sequence[Any], title: str = "") -> Any:
-    """Samples/s against the GPU count (log2 axis), one line per scheme, and each scheme's speedup over
-    dense DDP beside it."""
+    """Samples/s against the GPU count (log2 axis ticked at the counts run), one line per scheme, and each
+    scheme's speedup over dense DDP beside it; the legend below the panels, off the lines."""
     import matplotlib.pyplot as plt
 
-    from zensim.report.plots import series_styles
+    from zensim.report.plots import gpu_axis, series_styles
 
     schemes = list(dict.fromkeys(r.scheme for r in records))
     fig, (ax, ax_s) = plt.subplots(1, 2, figsize=(12, 4.5))
@@ -220,11 +220,12 @@ def throughput_figure(records: Sequence[Any], title: str = "") -> Any:
         mine = sorted((r.gpus, r.samples_per_s, r.speedup_vs_dense) for r in records if r.scheme == name)
         ax.plot([g for g, _, _ in mine], [v for _, v, _ in mine], color=colour, marker=marker, label=name)
         ax_s.plot([g for g, _, _ in mine], [s for _, _, s in mine], color=colour, marker=marker, label=name)
-    for a, ylabel in ((ax, "samples / s"), (ax_s, "speedup over dense DDP")):
-        a.set_xscale("log", base=2)
-        a.set_xlabel("GPUs")
+    for a, ylabel in ((ax, "samples / s (the whole cluster's training throughput)"),
+                      (ax_s, "speedup: samples/s / dense DDP's samples/s")):
+        gpu_axis(a, sorted({r.gpus for r in records}))
         a.set_ylabel(ylabel)
     ax_s.axhline(1.0, color="black", lw=1, ls="--")
-    ax.legend(fontsize=7)
+    fig.legend(*ax.get_legend_handles_labels(), fontsize=7, ncol=min(6, max(1, len(schemes))), loc="upper center",
+               bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(title, fontsize=9)
     return fig

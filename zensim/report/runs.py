@@ -1,5 +1,5 @@
 """Records grouped into runs (one simulate() call, one sweep point, one emulation) and runs into sweeps;
-which schemes of a run are the same program; which parameters differ between runs."""
+which schemes of a run are the same program; which are lossy; which parameters differ between runs."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ from zensim.report.record import RunRecord, flatten
 DENSE = "dense-allreduce"
 # context keys that always differ between runs and say nothing about what was compared
 NOT_COMPARED = ("provenance.created", "provenance.command", "provenance.scenario", "cluster.description")
+LOSSY_NOTE = ("yes: the scheme does not end with the dense sum of the gradients (its capabilities say "
+              "lossless=False: it drops or approximates values), so its time is not comparable with a lossless "
+              "scheme's as it is; listed after them")
 
 
 @dataclass
@@ -98,6 +101,16 @@ def _first_equal(items: Sequence[tuple[str, Any]]) -> dict[str, str]:
             out[name] = first[key]
         first.setdefault(key, name)
     return out
+
+
+def lossy_schemes(records: Sequence[RunRecord]) -> set[str]:
+    """Names of the schemes whose records say they are lossy (the scheme's capabilities: lossless=False)."""
+    return {r.scheme for r in records if r.lossless is False}
+
+
+def lossless_first(names: Sequence[str], lossy: set[str]) -> list[str]:
+    """`names` with those in `lossy` moved after the others, each group in its own order."""
+    return [n for n in names if n not in lossy] + [n for n in names if n in lossy]
 
 
 def run_letters(count: int) -> list[str]:

@@ -1,0 +1,123 @@
+"""Fair by default (issue 26, item 4): every table and plot puts lossless schemes first and marks the
+lossy ones (from the schemes' capabilities, recorded with each simulated record), defines its columns
+where it shows them, gives every series its own style, and writes GPU counts on its axes."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from zensim.report.iteration import throughput_figure
+from zensim.report.plots import LOSSY_LEGEND, comparison_figure, run_figure, sweep_figure
+from zensim.report.record import RunRecord
+from zensim.report.runs import split_runs
+from zensim.report.table import render_comparison, render_records, render_sweep
+from zensim.schemes import build_scheme
+from zensim.sim import simulate
+from zensim.sim.cluster import build_cluster
+from zensim.trace.synth import SynthParams, synthesize
+
+LOSSY = {"spardl", "gtopk"}
+
+
+def record(scheme: str, time_s: float, *, gpus: int = 16, point: int | None = None, machines: int = 16,
+           run: str = "a") -> RunRecord:
+    """A simulated record of `scheme` (lossy when in LOSSY), at sweep point `point` over machines."""
+    sweep = {} if point is None else {"machines": machines}
+    return RunRecord(scheme, "simulated", "maxmin", "flat", gpus, time_s, time_s / 2e-3, [100, 200], [150, 150],
+                     lossless=scheme not in LOSSY, program=scheme, point=point, sweep=sweep,
+                     cluster={"description": run, "machines": machines}, trace={"path": "t.zt", "sha256": "ab"})
+
+
+def scheme_rows(table: str, names) -> list[list[str]]:
+    """The rows of `table` that start with one of `names`, split into cells."""
+    return [line.split() for line in table.splitlines() if line.split() and line.split()[0] in names]
+
+
+def test_simulated_records_carry_the_schemes_capabilities(tmp_path):
+    """simulate() records each scheme's lossless capability, as the scheme registry builds it."""
+    path = tmp_path / "t.zt"
+    synthesize(path, 4, [("w", 4000)], SynthParams(0.05), iterations=1, seed=1)
+    names = ["zen", "spardl", "gtopk", "dense-allreduce"]
+    records = simulate(path, names, build_cluster(4, 1, nic="25Gbps")[0], "fifo")
+    assert [r.lossless for r in records] == [build_scheme(n, 4, 4000).caps.lossless for n in names]
+    assert [r.lossless for r in records] == [True, False, False, True]
+    assert RunRecord.from_dict(records[1].to_dict()).lossless is False
+
+
+def test_run_table_puts_lossless_first_and_marks_the_lossy_ones():
+    table = render_records([record("spardl", 1e-3), record("zen", 2e-3), record("gtopk", 1.5e-3),
+                            record("dense-allreduce", 4e-3)])
+    rows = scheme_rows(table, ["zen", "spardl", "gtopk", "dense-allreduce"])
+    assert [row[0] for row in rows] == ["zen", "dense-allreduce", "spardl", "gtopk"]
+    assert [row[1] for row in rows] == ["2", "4", "yes", "yes"]  # the lossy column, empty on lossless rows
+    head = table.splitlines()[1].split()
+    assert head[:3] == ["scheme", "lossy", "time"]
+    notes = {line.split(":")[0].strip() for line in table.splitlines() if line.startswith("  ")}
+    assert {"lossy", "vs dense", "max sent MB"} <= notes
+
+
+def test_run_table_of_lossless_schemes_has_no_lossy_column():
+    table = render_records([record("zen", 2e-3), record("dense-allreduce", 4e-3)])
+    assert "lossy" not in table
+
+
+def test_sweep_and_comparison_tables_put_lossless_first_and_mark_the_lossy_ones():
+    records = [record(s, t * m, point=i, machines=m) for i, m in enumerate((2, 4))
+               for s, t in (("spardl", 1e-3), ("zen", 2e-3), ("dense-allreduce", 4e-3))]
+    sweep = render_sweep(records)
+    assert [row[:2] for row in scheme_rows(sweep, ["zen", "spardl", "dense-allreduce"])] == [
+        ["zen", "2"], ["dense-allreduce", "4"], ["spardl", "yes"]]
+    assert "  lossy: yes: the scheme does not end with the dense sum" in sweep and "  dense ms: " in sweep
+    runs = split_runs([record(s, t, run=run) for run in ("a", "b") for s, t in (("gtopk", 1e-3), ("zen", 2e-3))])
+    comparison = render_comparison(runs)
+    assert [row[:2] for row in scheme_rows(comparison, ["zen", "gtopk"])] == [["zen", "2"], ["gtopk", "yes"]]
+    assert "  lossy: " in comparison and "  B/A: " in comparison and "  A vs dense: " in comparison
+
+
+def _lines(ax):
+    return [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+
+
+def test_sweep_figure_gives_18_series_18_styles_lossy_dotted_and_gpu_ticks():
+    """18 schemes (two lossy, first in input order): 18 distinct (colour, marker) pairs on each
+    panel, lossless lines first, the lossy ones dotted and labelled, the legend note, GPU counts."""
+    names = ["spardl", "gtopk", *(f"s{i}" for i in range(16))]
+    records = [record(s, (k + 1) * 1e-4 * m, gpus=8 * m, point=i, machines=m)
+               for i, m in enumerate((2, 4, 8, 16)) for k, s in enumerate(names)]
+    fig = sweep_figure(split_runs(records), "machines")
+    fig.canvas.draw()
+    for ax in fig.axes:
+        lines = _lines(ax)
+        assert len({(str(line.get_color()), line.get_marker()) for line in lines}) == 18
+        labels = [line.get_label() for line in lines]
+        assert labels[-2:] == ["spardl (lossy)", "gtopk (lossy)"] and labels[0] == "s0"
+        assert [line.get_linestyle() for line in lines[-2:]] == [":", ":"]
+        assert {line.get_linestyle() for line in lines[:-2]} == {"-"}
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["16", "32", "64", "128"]
+        assert ax.get_xlabel() == "GPUs"
+    assert LOSSY_LEGEND in [t.get_text() for t in fig.texts]
+
+
+def test_bar_figures_put_lossless_first_and_label_the_lossy_ones():
+    records = [record("spardl", 1e-3), record("zen", 2e-3), record("dense-allreduce", 4e-3)]
+    fig = run_figure(records)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["zen", "dense-allreduce", "spardl (lossy)"]
+    assert LOSSY_LEGEND in [t.get_text() for t in fig.texts]
+    fig = comparison_figure(split_runs([record(s, t, run=run) for run in ("a", "b") for s, t in
+                                        (("gtopk", 1e-3), ("zen", 2e-3))]))
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["zen", "gtopk (lossy)"]
+
+
+@pytest.mark.parametrize("count", [3, 12])
+def test_throughput_figure_writes_gpu_counts_and_keeps_the_legend_off_the_lines(count):
+    records = [SimpleNamespace(scheme=f"s{k}", gpus=g, samples_per_s=1e3 * g * (k + 1), speedup_vs_dense=1 + k / 10)
+               for k in range(count) for g in (16, 32, 64, 128)]
+    fig = throughput_figure(records, "title")
+    fig.canvas.draw()
+    for ax in fig.axes:
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["16", "32", "64", "128"]
+        assert ax.get_legend() is None  # the legend is the figure's, below the panels
+        assert len({(str(line.get_color()), line.get_marker()) for line in _lines(ax)}) == count
+    assert len(fig.legends) == 1
