@@ -8,6 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from zensim.replay.iterations import IterationRecord, summarize
+from zensim.replay.report import iterations_figure, render_iterations, render_summary, render_training
+from zensim.replay.training import TrainingRecord, loss_figure
 from zensim.report.iteration import throughput_figure
 from zensim.report.plots import LOSSY_LEGEND, comparison_figure, run_figure, sweep_figure
 from zensim.report.record import RunRecord
@@ -121,3 +124,40 @@ def test_throughput_figure_writes_gpu_counts_and_keeps_the_legend_off_the_lines(
         assert ax.get_legend() is None  # the legend is the figure's, below the panels
         assert len({(str(line.get_color()), line.get_marker()) for line in _lines(ax)}) == count
     assert len(fig.legends) == 1
+
+
+def iteration_record(method: str, it: int, lossless: bool) -> IterationRecord:
+    """A replay record of `method` at iteration `it`."""
+    return IterationRecord(method, it, 1e-3 * (it + 1), 1000, 0.01, 0.02, 0.01, 0.015, 2.0, 0.5, 1e-7, 0, 0.1,
+                           lossless)
+
+
+def test_replay_tables_put_lossless_methods_first_and_define_their_columns():
+    records = [iteration_record(m, it, m != "spardl") for m in ("spardl", "zen", "sparcml") for it in range(3)]
+    summary = render_summary(summarize(records))
+    assert [row[:2] for row in scheme_rows(summary, ["spardl", "zen", "sparcml"])] == [
+        ["zen", "3"], ["sparcml", "3"], ["spardl", "yes"]]
+    notes = {line.split(":")[0].strip() for line in summary.splitlines() if line.startswith("  ")}
+    assert {"lossy", "d", "d'", "|d'-d|", "f(t)", "global err", "kept err"} <= notes
+    per_iteration = render_iterations(records, "zen")
+    assert "  f(t): the padding cost" in per_iteration and "  global err: global error" in per_iteration
+    training = render_training([{"method": "gtopk", "iterations": 2, "final_loss": 1.0, "test_loss": None,
+                                 "test_accuracy": None, "density_mean": 0.1, "sync_s_mean": 0.1, "clock_s": 1.0,
+                                 "lossless": False}])
+    assert "  lossy: " in training and "  clock s: " in training and "  d': " in training
+
+
+@pytest.mark.parametrize("figure", ["iterations", "loss"])
+def test_replay_figures_give_every_method_its_style_lossy_dotted(figure):
+    methods = ["spardl", *(f"m{i}" for i in range(11))]
+    if figure == "iterations":
+        fig = iterations_figure([iteration_record(m, it, m != "spardl") for m in methods for it in range(4)])
+    else:
+        fig = loss_figure([TrainingRecord(m, it, 1.0 / (it + 1), 0.1, 0.2 * it, 0.01, None, None, m != "spardl")
+                           for m in methods for it in range(4)])
+    for ax in fig.axes:
+        lines = [line for line in _lines(ax) if line.get_label() != "user-set d"]
+        assert len({(str(line.get_color()), line.get_marker()) for line in lines}) == 12
+        assert lines[-1].get_label() == "spardl (lossy)" and lines[-1].get_linestyle() == ":"
+        assert ax.get_legend() is None
+    assert len(fig.legends) == 1 and LOSSY_LEGEND in [t.get_text() for t in fig.texts]

@@ -88,10 +88,10 @@ def gpu_axis(ax: Any, gpus: Sequence[float]) -> None:
     ax.set_xlabel("GPUs")
 
 
-def lossy_note(fig: Any, lossy: set[str]) -> None:
-    """LOSSY_LEGEND at the figure's foot when any series is lossy."""
+def lossy_note(fig: Any, lossy: set[str], y: float = -0.06) -> None:
+    """LOSSY_LEGEND at height `y` (figure fraction; below the axes) when any series is lossy."""
     if lossy:
-        fig.text(0.5, -0.06, LOSSY_LEGEND, ha="center", fontsize=7, wrap=True)
+        fig.text(0.5, y, LOSSY_LEGEND, ha="center", fontsize=7, wrap=True)
 
 
 def run_figure(records: Sequence[RunRecord]) -> Any:

@@ -77,8 +77,11 @@ DEFINITIONS = {
 
 
 def footnotes(headers: Sequence[str], definitions: dict[str, str] = DEFINITIONS) -> str:
-    """Lines defining the `headers` that `definitions` has, one per header: '  vs dense: ...' (empty when none)."""
-    return "".join(f"\n  {h}: {definitions[h]}" for h in dict.fromkeys(headers) if h in definitions)
+    """Lines defining the terms of `definitions` that `headers` show ('  vs dense: ...'), in the headers'
+    order: a term is shown by a header equal to it or starting with it and a space ('d' mean' shows
+    d'); empty when none is shown."""
+    shown = [term for h in headers for term in definitions if h == term or h.startswith(term + " ")]
+    return "".join(f"\n  {term}: {definitions[term]}" for term in dict.fromkeys(shown))
 
 
 def _lossy_column(names: Sequence[str], lossy: set[str]) -> list[tuple[str, list[object]]]:
