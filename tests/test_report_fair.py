@@ -11,7 +11,8 @@ import pytest
 from zensim.replay.iterations import IterationRecord, summarize
 from zensim.replay.report import iterations_figure, render_iterations, render_summary, render_training
 from zensim.replay.training import TrainingRecord, loss_figure
-from zensim.report.iteration import throughput_figure
+from zensim.report.iteration import IterationRecord as IterationTableRecord
+from zensim.report.iteration import iteration_table, throughput_figure
 from zensim.report.plots import LOSSY_LEGEND, comparison_figure, run_figure, sweep_figure
 from zensim.report.record import RunRecord
 from zensim.report.runs import split_runs
@@ -161,3 +162,12 @@ def test_replay_figures_give_every_method_its_style_lossy_dotted(figure):
         assert lines[-1].get_label() == "spardl (lossy)" and lines[-1].get_linestyle() == ":"
         assert ax.get_legend() is None
     assert len(fig.legends) == 1 and LOSSY_LEGEND in [t.get_text() for t in fig.texts]
+
+
+def test_iteration_table_defines_its_columns():
+    record = IterationTableRecord("zen", "2x8", 2, 16, "zen", "maxmin", "ddp", "v100", "measured", 32, 512, 3, 0.1,
+                                  [0.1] * 3, 0.08, 0.02, 5120.0, 1.2, 0.12, 1e6, "nic-up 0", 0.5, [], 10, 0.1)
+    table = iteration_table([record])
+    notes = {line.split(":")[0].strip() for line in table.splitlines() if line.startswith("  ")}
+    assert notes == {"iteration ms", "compute ms", "exposed ms", "samples/s", "vs dense", "NIC MB/it", "buckets",
+                     "util"}

@@ -11,7 +11,7 @@ import numpy as np
 
 from zensim.errors import ConfigError
 from zensim.net.topology import LinkKind
-from zensim.report.table import format_table
+from zensim.report.table import footnotes, format_table
 
 MS, US = 1e3, 1e6
 ITERATION_SCHEMA = "zensim-iterations/1"  # a scenario's iteration records ({"schema", "records": [...]})
@@ -82,10 +82,27 @@ def iteration_records_of(doc: Any, where: str) -> list[Any] | None:
     return records
 
 
+# what a column means (zensim.report.table.footnotes), printed under the iteration table
+DEFINITIONS = {
+    "iteration ms": "one training iteration's time on the simulated timeline (mean over the iterations)",
+    "compute ms": "forward + backward + optimizer of the layer profile: the iteration with free communication",
+    "exposed ms": "iteration - compute: the communication the backward pass does not hide",
+    "samples/s": "the whole cluster's training throughput (global batch / iteration)",
+    "vs dense": "samples/s / dense DDP's samples/s on the same cluster (> 1: faster than dense)",
+    "NIC MB/it": "MB crossing machine boundaries per iteration (each message once)",
+    "buckets": "DDP gradient buckets synchronized per iteration",
+    "util": "the busiest link's bytes / (its capacity x the run's time)",
+    "degree/MiB": "the fusion strategy's degree (0: every tensor its own bucket .. 1: one bucket) or bucket cap (MiB)",
+    "compress ms": "the fusion strategy's selection time on the compute stream per iteration",
+    "missing": "the tensor missing rate: tensors with no element selected / all tensors",
+}
+
+
 def iteration_table(records: Sequence[Any]) -> str:
     """One row per record: iteration, compute and exposed communication (ms), samples/s, speedup; with
     fusion strategies also each one's fusion degree, compression (ms) and tensor missing rate; in a
-    scenario's sweep the swept values first."""
+    scenario's sweep the swept values first; the columns defined below it."""
+
     strategies = any(r.strategy for r in records)
     rows = [[r.scheme, r.gpus, r.iteration_s * MS, r.compute_s * MS, r.exposed_comm_s * MS, r.samples_per_s,
              r.speedup_vs_dense, r.nic_bytes_per_iteration / 1e6, len(r.buckets), r.busiest_link, r.busiest_link_util]
@@ -109,7 +126,7 @@ def iteration_table(records: Sequence[Any]) -> str:
         buckets = "" if strategies or len({x.bucketing for x in records}) > 1 else f"{r.bucketing}, "
         title = (f"{r.device} ({r.profile_kind}), batch {r.batch_per_gpu}/GPU, {buckets}layout {r.layout}, "
                  f"model {r.model}, {r.iterations} iterations\n")
-    return title + format_table(rows, head)
+    return title + format_table(rows, head) + footnotes(head, DEFINITIONS)
 
 
 def iteration_rows(records: Sequence[Any]) -> list[dict[str, Any]]:
