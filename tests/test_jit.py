@@ -11,16 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from zensim.trace.synth import SynthParams, synthesize
-
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("trace") / "t.zt"
-    synthesize(path, 4, [("w", 2000)], SynthParams(0.02), iterations=1, seed=1)
-    return path
+TRACE = ROOT / "traces" / "lstm-lm-16w.zt"
 
 
 def zensim(*args: str, cache: Path | None = None) -> subprocess.Popen:
@@ -32,18 +24,18 @@ def zensim(*args: str, cache: Path | None = None) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
 
 
-def simulate(trace: Path, model: str, cache: Path | None = None) -> subprocess.Popen:
-    """`zensim simulate` of zen and the dense baseline on 4 machines."""
-    return zensim("simulate", "--trace", str(trace), "--scheme", "zen,dense-allreduce", "--machines", "4",
+def simulate(model: str, cache: Path | None = None) -> subprocess.Popen:
+    """`zensim simulate` of zen and the dense baseline on a shipped trace, 16 machines."""
+    return zensim("simulate", "--trace", str(TRACE), "--scheme", "zen,dense-allreduce", "--machines", "16",
                   "--nic", "25Gbps", "--model", model, cache=cache)
 
 
 @pytest.mark.parametrize("model", ["fifo", "maxmin"])
-def test_a_cold_cache_is_announced_before_compiling(trace, tmp_path, model):
+def test_a_cold_cache_is_announced_before_compiling(tmp_path, model):
     """With an empty cache the first stderr line names the loop about to compile, once per machine and
     about how long, while it has not been compiled yet (nothing of it in the cache); the process is
     stopped there (the compile itself takes a minute of CPU)."""
-    proc = simulate(trace, model, tmp_path)
+    proc = simulate(model, tmp_path)
     try:
         line = next((line for line in proc.stderr if "compiling" in line), "")
         compiled = sorted(p.name for p in tmp_path.rglob("*.nbc"))
@@ -68,7 +60,7 @@ def test_announced_once_then_silent(tmp_path):
     assert runs[1].stderr == ""
 
 
-def test_warmup_compiles_what_a_simulation_uses(trace):
+def test_warmup_compiles_what_a_simulation_uses():
     """`zensim warmup` says what it compiles and how long it took; after it (in numba's default cache,
     once per machine) simulations on both models compile nothing and say nothing of it."""
     warm = zensim("warmup")
@@ -80,5 +72,5 @@ def test_warmup_compiles_what_a_simulation_uses(trace):
         assert any(line.startswith(f"warmup: {name} (") and line.endswith(" s") for line in lines), name
     assert lines[-1].startswith("warmup: done in ")
     for model in ("fifo", "maxmin"):
-        out, err = simulate(trace, model).communicate(timeout=120)
+        out, err = simulate(model).communicate(timeout=120)
         assert "zen" in out and "compiling" not in err, err
