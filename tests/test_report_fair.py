@@ -171,3 +171,10 @@ def test_iteration_table_defines_its_columns():
     notes = {line.split(":")[0].strip() for line in table.splitlines() if line.startswith("  ")}
     assert notes == {"iteration ms", "compute ms", "exposed ms", "samples/s", "vs dense", "NIC MB/it", "buckets",
                      "util"}
+
+
+def test_records_without_the_capability_take_it_from_the_registry():
+    """Emulated records and files written before `lossless` was recorded: the registry builds the scheme."""
+    old = [RunRecord(s, "emulated", "emulated", "flat", 4, t, None, [1], [1]) for s, t in (("gtopk", 1e-3),
+                                                                                            ("zen", 2e-3))]
+    assert [row[:2] for row in scheme_rows(render_records(old), ["zen", "gtopk"])] == [["zen", "2"], ["gtopk", "yes"]]
