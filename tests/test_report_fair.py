@@ -21,6 +21,7 @@ from zensim.schemes import build_scheme
 from zensim.sim import simulate
 from zensim.sim.cluster import build_cluster
 from zensim.trace.synth import SynthParams, synthesize
+from zensim.train.fusion.plots import strategy_figure
 
 LOSSY = {"spardl", "gtopk"}
 
@@ -178,3 +179,20 @@ def test_records_without_the_capability_take_it_from_the_registry():
     old = [RunRecord(s, "emulated", "emulated", "flat", 4, t, None, [1], [1]) for s, t in (("gtopk", 1e-3),
                                                                                             ("zen", 2e-3))]
     assert [row[:2] for row in scheme_rows(render_records(old), ["zen", "gtopk"])] == [["zen", "2"], ["gtopk", "yes"]]
+
+
+def test_fusion_strategy_figure_gives_every_line_its_own_style():
+    """15 swept lines (GPU count x strategy x scheme) and 3 levels: no two share a (colour, marker or
+    line style); the legend below the panels."""
+    runs = [SimpleNamespace(gpus=g, scheme=s, samples_per_s=1e3 * d + g, strategy={"name": n, "degree": d,
+                                                                                 "missing_rate": d / 2})
+            for g in (16, 32) for n in ("behind", "none") for s in ("zen", "sparcml", "omnireduce", "agsparse-ring")
+            for d in (0.25, 0.5)][:-2]
+    runs += [SimpleNamespace(gpus=16, scheme="zen", samples_per_s=500.0 * k, strategy={"name": n, "degree": None})
+             for k, n in enumerate(("cupcake", "safusion", "espresso"))]
+    fig = strategy_figure(runs, "title")
+    lines = [line for line in _lines(fig.axes[0]) if line.get_marker() not in ("None", None, "")]
+    levels = [line for line in _lines(fig.axes[0]) if line.get_marker() in ("None", None, "")]
+    assert len(lines) == 15 and len({(str(line.get_color()), line.get_marker()) for line in lines}) == 15
+    assert len(levels) == 3 and len({(str(line.get_color()), line.get_linestyle()) for line in levels + lines}) == 18
+    assert fig.axes[0].get_legend() is None and len(fig.legends) == 1
