@@ -163,6 +163,9 @@ def test_replay_figures_give_every_method_its_style_lossy_dotted(figure):
         assert lines[-1].get_label() == "spardl (lossy)" and lines[-1].get_linestyle() == ":"
         assert ax.get_legend() is None
     assert len(fig.legends) == 1 and LOSSY_LEGEND in [t.get_text() for t in fig.texts]
+    if figure == "iterations":  # iterations are whole numbers on the axis
+        fig.canvas.draw()
+        assert all("." not in t.get_text() for t in fig.axes[-1].get_xticklabels())
 
 
 def test_iteration_table_defines_its_columns():

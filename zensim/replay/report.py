@@ -100,6 +100,7 @@ def iterations_figure(records: Sequence[IterationRecord], title: str = "") -> An
         ax.grid(alpha=0.3)
     for ax in axes[1]:
         ax.set_xlabel("iteration")
+        ax.xaxis.get_major_locator().set_params(integer=True)  # iterations, not 0.25
     handles, names = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, names, fontsize=7, ncol=min(5, len(names)), loc="upper center", bbox_to_anchor=(0.5, 0.02))
     lossy_note(fig, lossy, 0.02 - 0.035 * (-(-len(names) // 5) + 1))  # below the legend's rows
