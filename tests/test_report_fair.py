@@ -82,6 +82,7 @@ def test_sweep_and_comparison_tables_put_lossless_first_and_mark_the_lossy_ones(
 
 
 def _lines(ax):
+    """The labelled lines of `ax` (matplotlib names unlabelled ones '_child...')."""
     return [line for line in ax.get_lines() if not line.get_label().startswith("_")]
 
 
