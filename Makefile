@@ -26,6 +26,8 @@ $(STAMP): pyproject.toml
 	# accepts a range, so the next line keeps it. The tests need every extra (Dask, scikit-learn).
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[test,dask,digits]'
+	# numba's loops compiled now, once (about a minute of CPU), not in the first simulation
+	$(VENV)/bin/zensim warmup
 	touch $(STAMP)
 
 # A real trace (LSTM LM on the KJV, 128 workers): its statistics, then the whole design space

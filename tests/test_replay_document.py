@@ -36,7 +36,8 @@ def test_replay_document_carries_provenance_and_report_reads_it(tmp_path, capsys
     assert main(["report", str(path), "--csv", str(tmp_path / "r.csv")]) == 0
     out = capsys.readouterr().out
     assert f"sha256 {doc['trace']['sha256'][:12]}" in out and "4x1 GPUs, NIC 10Gbps" in out
-    assert [line.split()[0] for line in out.splitlines()[3:]] == ["spardl", "topka"]  # the summary table
+    rows = [line.split()[:2] for line in out.splitlines()[3:] if not line.startswith("  ")]  # the summary table
+    assert rows == [["topka", "2"], ["spardl", "yes"]]  # lossless first, the lossy one marked
     rows = list(csv.DictReader(io.StringIO((tmp_path / "r.csv").read_text())))
     assert len(rows) == 4 and {r["trace.sha256"] for r in rows} == {doc["trace"]["sha256"]}
     assert {r["provenance.commit"] for r in rows} == {str(git_commit() or "")}

@@ -12,13 +12,13 @@ import sys
 import threading
 
 from zensim.cli import (capture, converge, emulate, fusion, iteration, layers, partition, report, scenario, schemes,
-                        simulate, trace, work)
+                        simulate, trace, warmup, work)
 from zensim.errors import Terminated, ZensimError
 from zensim.report.provenance import command_line, version_line
 
 # Each module has `register(subparsers)` adding its subcommands with `set_defaults(func=...)`.
 COMMAND_MODULES = (trace, simulate, scenario, report, capture, emulate, schemes, partition, layers, iteration, work, fusion,
-                   converge)
+                   converge, warmup)
 
 
 class Parser(argparse.ArgumentParser):

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 
+from zensim.jit import announce
 from zensim.net import fastloop
 from zensim.net.fastloop import FINISH, MODEL, SENT, START, Program, advance, arrived, pop, push, resume
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from zensim.net.network import Network
 
 _HOP, _DELIVER = MODEL, MODEL + 1
+COMPILE_S = 15  # about this many seconds of CPU compile _loop (zensim.jit.announce)
 
 
 def applies(net: Network) -> bool:
@@ -48,6 +50,7 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     out = np.zeros((4, sizes["slots"]))
     sent_at, delivered_at = np.full(net.count, np.nan), np.full(net.count, np.nan)
     floats = [np.ascontiguousarray(x, dtype=np.float64) for x in (net.nbytes[:net.count], net.capacity, net.latency)]
+    announce(_loop, "the fifo network loop (zensim.net.fastfifo)", COMPILE_S)
     now = _loop(fastloop.compact_routes(net), *floats, net.num_links, rank, messages, prog, st, out, sent_at,
                 delivered_at)
     fastloop.finish(net, now, st, sent_at, delivered_at)

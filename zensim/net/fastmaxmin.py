@@ -33,6 +33,7 @@ import numpy as np
 from numba import types
 from numba.typed import List
 
+from zensim.jit import announce
 from zensim.net import fastloop
 from zensim.net.fastloop import (FINISH, MODEL, SENT, START, Program, advance, arrived, grow, pop, push, push_late,
                                  resume)
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 _DELIVER, _ISOLATED, _DEPART, _CHECK, _FLUSH = MODEL, MODEL + 1, MODEL + 2, MODEL + 3, MODEL + 4
 # ms: the model's integer state
 _STAMP, _VERSION, _ARMED, _ACTIVE, _SOLVES, _COMPS, _JOINED, _HEADS, _DUE, _STACK, _WARM = range(11)
+COMPILE_S = 40  # about this many seconds of CPU compile _loop (zensim.jit.announce)
 
 
 def applies(net: Network) -> bool:
@@ -82,6 +84,7 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     out = np.zeros((4, sizes["slots"]))
     sent_at, delivered_at = np.full(count, np.nan), np.full(count, np.nan)
     extra = sizes["ranks"] + len(prog[0])  # the ranks' and the program's events a step may schedule
+    announce(_loop, "the maxmin network loop (zensim.net.fastmaxmin)", COMPILE_S)
     now = _loop(model, rank, messages, prog, sizes["widest"], extra, st, out, sent_at, delivered_at)
     fastloop.finish(net, now, st, sent_at, delivered_at)
     net.model.solves, net.model.warm = int(model[5][_SOLVES]), int(model[5][_WARM])

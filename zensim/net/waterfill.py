@@ -17,6 +17,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from zensim.jit import announce
+
+COMPILE_S = 10  # about this many seconds of CPU compile solve_compiled or warm_compiled (zensim.jit.announce)
+
 _TIE = 1e-12  # relative: link shares this close saturate at one level
 
 
@@ -288,6 +292,7 @@ def solve_flows(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_tim
     allowance: `last` = the latest finish, `room` = batch x (capacity x (now - busy_from) + the bytes left
     on it) where the link saturated (inf where it limits no flow), the service lost to freed capacity moved into
     `spent`, `freed` and `freed_t` zeroed. Returns the alive flows and their finish times."""
+    announce(solve_compiled, "the maxmin solver (zensim.net.waterfill.solve_compiled)", COMPILE_S)
     return solve_compiled(np.ascontiguousarray(flows, dtype=np.int64), alive, left, base_time, rate, routes,
                   np.ascontiguousarray(capacity, dtype=np.float64), float(now), float(batch), links.busy_from,
                   links.room, links.spent, links.freed, links.freed_t, links.last, links.slot, links.used, links.peak,
@@ -303,6 +308,7 @@ def warm_flows(new: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: n
     are untouched and stay theirs). Then the rates, bytes left, finish times and the new flows' links'
     allowance are set as solve_flows sets them (returns the finish times); else nothing is changed
     (returns None: solve the component)."""
+    announce(warm_compiled, "the maxmin solver (zensim.net.waterfill.warm_compiled)", COMPILE_S)
     fits, finish = warm_compiled(np.ascontiguousarray(new, dtype=np.int64), left, base_time, rate, routes,
                                  np.ascontiguousarray(capacity, dtype=np.float64), float(now), float(batch),
                                  links.busy_from, links.room, links.spent, links.freed, links.freed_t, links.last,

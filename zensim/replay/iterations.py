@@ -53,6 +53,7 @@ class IterationRecord:
     conservation: float
     discarded: int
     wall_s: float
+    lossless: bool | None = None  # the method's scheme's capabilities: it ends with the dense sum (None: not recorded)
 
     def to_dict(self) -> dict:
         """JSON-ready fields."""
@@ -131,16 +132,17 @@ def replay_iterations(source, methods: Sequence[Method], first: int, last: int, 
                 method.label, it, seconds, int(step.run.log.bytes_sent().sum()), d, actual, abs(actual - d),
                 float(ks.sum() / numel), float(method.n * ks.max() / ks.sum()) if ks.sum() else 1.0,
                 float(np.mean(errors) / grad_norm) if grad_norm else 0.0, conservation, step.discarded,
-                time.perf_counter() - start))
+                time.perf_counter() - start, method.program.caps.lossless))
     return records
 
 
 def summarize(records: Sequence[IterationRecord]) -> list[dict]:
-    """Per method: iterations, then mean, p50 and p99 of every figure."""
+    """Per method: iterations, user density, lossless, then mean, p50 and p99 of every figure."""
     out = []
     for label in dict.fromkeys(r.method for r in records):
         mine = [r for r in records if r.method == label]
-        row: dict = {"method": label, "iterations": len(mine), "user_density": mine[0].user_density}
+        row: dict = {"method": label, "iterations": len(mine), "user_density": mine[0].user_density,
+                     "lossless": mine[0].lossless}
         for name in FIGURES:
             values = np.array([getattr(r, name) for r in mine], float)
             row[f"{name}_mean"] = float(values.mean())

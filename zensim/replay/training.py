@@ -40,6 +40,7 @@ class TrainingRecord:
     actual_density: float
     test_loss: float | None
     test_accuracy: float | None
+    lossless: bool | None = None  # the method's scheme's capabilities: it ends with the dense sum (None: not recorded)
 
     def to_dict(self) -> dict:
         """JSON-ready fields."""
@@ -104,7 +105,7 @@ def _train(make_workload: Callable[[], object], methods: Sequence[Method], itera
             evaluation = work.evaluate(net) if hasattr(work, "evaluate") and (step + 1) % eval_every == 0 else {}
             records.append(TrainingRecord(method.label, step, float(np.mean(losses)), sync, clock,
                                           result.applied.nnz / method.numel, evaluation.get("test_loss"),
-                                          evaluation.get("test_accuracy")))
+                                          evaluation.get("test_accuracy"), method.program.caps.lossless))
     return records
 
 
@@ -118,27 +119,37 @@ def summarize_training(records: Sequence[TrainingRecord]) -> list[dict]:
                     "test_loss": tested[-1].test_loss if tested else None,
                     "test_accuracy": tested[-1].test_accuracy if tested else None,
                     "sync_s_mean": float(np.mean([r.sync_s for r in mine])), "clock_s": mine[-1].clock_s,
-                    "density_mean": float(np.mean([r.actual_density for r in mine]))})
+                    "density_mean": float(np.mean([r.actual_density for r in mine])), "lossless": mine[0].lossless})
     return out
 
 
 def loss_figure(records: Sequence[TrainingRecord], title: str = "") -> Any:
-    """Training loss against simulated wall-clock (left) and against the iteration (right), per method."""
+    """Training loss against simulated wall-clock (left) and against the iteration (right), per method,
+    each its own (colour, marker); methods with a lossy scheme after the others, dotted and labelled;
+    the legend below the panels."""
     import matplotlib.pyplot as plt
 
+    from zensim.report.plots import LOSSY_STYLE, lossy_note, series_styles
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    for label in dict.fromkeys(r.method for r in records):
+    lossy = {r.method for r in records if r.lossless is False}
+    methods = sorted(dict.fromkeys(r.method for r in records), key=lambda m: m in lossy)
+    every = max(1, len({r.iteration for r in records}) // 15)  # markers on about 15 iterations
+    for label, (colour, marker) in zip(methods, series_styles(len(methods))):
         mine = [r for r in records if r.method == label]
-        left.plot([r.clock_s for r in mine], [r.loss for r in mine], label=label, lw=1.2)
-        right.plot([r.iteration for r in mine], [r.loss for r in mine], label=label, lw=1.2)
+        style = dict(color=colour, marker=marker, markevery=every, ms=4, lw=1.2, ls=LOSSY_STYLE if label in lossy else "-",
+                     label=label + (" (lossy)" if label in lossy else ""))
+        left.plot([r.clock_s for r in mine], [r.loss for r in mine], **style)
+        right.plot([r.iteration for r in mine], [r.loss for r in mine], **style)
     left.set_xlabel("simulated wall-clock (s)")
     right.set_xlabel("iteration")
     for ax in (left, right):
         ax.set_ylabel("training loss")
         ax.grid(alpha=0.3)
     left.set_xscale("symlog", linthresh=1e-4)
-    left.legend(fontsize=8)
+    handles, names = left.get_legend_handles_labels()
+    fig.legend(handles, names, fontsize=8, ncol=min(5, len(names)), loc="upper center", bbox_to_anchor=(0.5, 0.0))
+    lossy_note(fig, lossy, -0.06 * (-(-len(names) // 5) + 1))  # below the legend's rows
     if title:
         fig.suptitle(title, fontsize=9)
     return fig

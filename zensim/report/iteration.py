@@ -11,7 +11,7 @@ import numpy as np
 
 from zensim.errors import ConfigError
 from zensim.net.topology import LinkKind
-from zensim.report.table import format_table
+from zensim.report.table import footnotes, format_table
 
 MS, US = 1e3, 1e6
 ITERATION_SCHEMA = "zensim-iterations/1"  # a scenario's iteration records ({"schema", "records": [...]})
@@ -82,10 +82,27 @@ def iteration_records_of(doc: Any, where: str) -> list[Any] | None:
     return records
 
 
+# what a column means (zensim.report.table.footnotes), printed under the iteration table
+DEFINITIONS = {
+    "iteration ms": "one training iteration's time on the simulated timeline (mean over the iterations)",
+    "compute ms": "forward + backward + optimizer of the layer profile: the iteration with free communication",
+    "exposed ms": "iteration - compute: the communication the backward pass does not hide",
+    "samples/s": "the whole cluster's training throughput (global batch / iteration)",
+    "vs dense": "samples/s / dense DDP's samples/s on the same cluster (> 1: faster than dense)",
+    "NIC MB/it": "MB crossing machine boundaries per iteration (each message once)",
+    "buckets": "DDP gradient buckets synchronized per iteration",
+    "util": "the busiest link's bytes / (its capacity x the run's time)",
+    "degree/MiB": "the fusion strategy's degree (0: every tensor its own bucket .. 1: one bucket) or bucket cap (MiB)",
+    "compress ms": "the fusion strategy's selection time on the compute stream per iteration",
+    "missing": "the tensor missing rate: tensors with no element selected / all tensors",
+}
+
+
 def iteration_table(records: Sequence[Any]) -> str:
     """One row per record: iteration, compute and exposed communication (ms), samples/s, speedup; with
     fusion strategies also each one's fusion degree, compression (ms) and tensor missing rate; in a
-    scenario's sweep the swept values first."""
+    scenario's sweep the swept values first; the columns defined below it."""
+
     strategies = any(r.strategy for r in records)
     rows = [[r.scheme, r.gpus, r.iteration_s * MS, r.compute_s * MS, r.exposed_comm_s * MS, r.samples_per_s,
              r.speedup_vs_dense, r.nic_bytes_per_iteration / 1e6, len(r.buckets), r.busiest_link, r.busiest_link_util]
@@ -109,7 +126,7 @@ def iteration_table(records: Sequence[Any]) -> str:
         buckets = "" if strategies or len({x.bucketing for x in records}) > 1 else f"{r.bucketing}, "
         title = (f"{r.device} ({r.profile_kind}), batch {r.batch_per_gpu}/GPU, {buckets}layout {r.layout}, "
                  f"model {r.model}, {r.iterations} iterations\n")
-    return title + format_table(rows, head)
+    return title + format_table(rows, head) + footnotes(head, DEFINITIONS)
 
 
 def iteration_rows(records: Sequence[Any]) -> list[dict[str, Any]]:
@@ -208,11 +225,11 @@ def iteration_trace(records: Sequence[Any], gpus: int | None = None) -> dict[str
 
 
 def throughput_figure(records: Sequence[Any], title: str = "") -> Any:
-    """Samples/s against the GPU count (log2 axis), one line per scheme, and each scheme's speedup over
-    dense DDP beside it."""
+    """Samples/s against the GPU count (log2 axis ticked at the counts run), one line per scheme, and each
+    scheme's speedup over dense DDP beside it; the legend below the panels, off the lines."""
     import matplotlib.pyplot as plt
 
-    from zensim.report.plots import series_styles
+    from zensim.report.plots import gpu_axis, series_styles
 
     schemes = list(dict.fromkeys(r.scheme for r in records))
     fig, (ax, ax_s) = plt.subplots(1, 2, figsize=(12, 4.5))
@@ -220,11 +237,12 @@ def throughput_figure(records: Sequence[Any], title: str = "") -> Any:
         mine = sorted((r.gpus, r.samples_per_s, r.speedup_vs_dense) for r in records if r.scheme == name)
         ax.plot([g for g, _, _ in mine], [v for _, v, _ in mine], color=colour, marker=marker, label=name)
         ax_s.plot([g for g, _, _ in mine], [s for _, _, s in mine], color=colour, marker=marker, label=name)
-    for a, ylabel in ((ax, "samples / s"), (ax_s, "speedup over dense DDP")):
-        a.set_xscale("log", base=2)
-        a.set_xlabel("GPUs")
+    for a, ylabel in ((ax, "samples / s (the whole cluster's training throughput)"),
+                      (ax_s, "speedup: samples/s / dense DDP's samples/s")):
+        gpu_axis(a, sorted({r.gpus for r in records}))
         a.set_ylabel(ylabel)
     ax_s.axhline(1.0, color="black", lw=1, ls="--")
-    ax.legend(fontsize=7)
+    fig.legend(*ax.get_legend_handles_labels(), fontsize=7, ncol=min(6, max(1, len(schemes))), loc="upper center",
+               bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(title, fontsize=9)
     return fig

@@ -57,6 +57,7 @@ class RunRecord:
     program: str = ""  # digest of the message log; two schemes with equal digests ran the same program
     options: dict[str, Any] = field(default_factory=dict)  # the scheme's options (value_dtype, pull, ...)
     values: bool = False  # whether values were carried through the scheme (else indices only)
+    lossless: bool | None = None  # the scheme's capabilities: every rank ends with the dense sum (None: not recorded)
     kind: str = "scheme"  # scheme | peer (emulation: torch's own collective, measured alongside)
     repeats: int = 1
     times_s: list[float] = field(default_factory=list)  # emulated: each repeat's time

@@ -1,8 +1,9 @@
 """Records grouped into runs (one simulate() call, one sweep point, one emulation) and runs into sweeps;
-which schemes of a run are the same program; which parameters differ between runs."""
+which schemes of a run are the same program; which are lossy; which parameters differ between runs."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +13,9 @@ from zensim.report.record import RunRecord, flatten
 DENSE = "dense-allreduce"
 # context keys that always differ between runs and say nothing about what was compared
 NOT_COMPARED = ("provenance.created", "provenance.command", "provenance.scenario", "cluster.description")
+LOSSY_NOTE = ("yes: the scheme does not end with the dense sum of the gradients (its capabilities say "
+              "lossless=False: it drops or approximates values), so its time is not comparable with a lossless "
+              "scheme's as it is; listed after them")
 
 
 @dataclass
@@ -98,6 +102,25 @@ def _first_equal(items: Sequence[tuple[str, Any]]) -> dict[str, str]:
             out[name] = first[key]
         first.setdefault(key, name)
     return out
+
+
+def lossy_schemes(records: Sequence[RunRecord]) -> set[str]:
+    """Names of the lossy schemes among `records` (their capabilities say lossless=False): as the records
+    say, or for records that do not (emulated ones, files written before it was recorded) as the scheme
+    registry builds the scheme with the record's options."""
+    unknown = {(r.scheme, r.gpus, json.dumps(r.options, sort_keys=True)) for r in records
+               if r.lossless is None and r.kind == "scheme"}
+    recorded = {r.scheme for r in records if r.lossless is False}
+    if not unknown:
+        return recorded
+    from zensim.schemes.registry import lossless  # only here: the schemes take 0.1 s to import
+
+    return recorded | {name for name, gpus, options in unknown if lossless(name, gpus, json.loads(options)) is False}
+
+
+def lossless_first(names: Sequence[str], lossy: set[str]) -> list[str]:
+    """`names` with those in `lossy` moved after the others, each group in its own order."""
+    return [n for n in names if n not in lossy] + [n for n in names if n in lossy]
 
 
 def run_letters(count: int) -> list[str]:

@@ -1,7 +1,9 @@
 """Plain-text tables for the terminal: one run, a sweep, a comparison of runs.
 
 Every table takes `RunRecord`s (simulated or emulated alike); columns no record has a value for are
-left out (an emulation has no busiest link, a simulation no correctness check)."""
+left out (an emulation has no busiest link, a simulation no correctness check). Lossy schemes (their
+capabilities say lossless=False) come after the lossless ones, marked in a 'lossy' column; lines
+under a table define its columns that are not self-explanatory (`footnotes`)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from zensim.report.record import RunRecord
-from zensim.report.runs import DENSE, Run, differing, group_sweep, run_letters, same_program, split_runs
+from zensim.report.runs import (DENSE, LOSSY_NOTE, Run, differing, group_sweep, lossless_first, lossy_schemes,
+                                run_letters, same_program, split_runs)
 
 
 def format_cell(value: object, precision: int = 4) -> str:
@@ -59,6 +62,33 @@ COLUMNS: list[tuple[str, Any]] = [
 ]
 
 
+# what a column means, printed under every table that shows it
+DEFINITIONS = {
+    "vs dense": "time / the dense ring all-reduce's time on the same cluster and trace (< 1: faster than dense)",
+    "max sent MB": "the most payload MB any one rank sent (recv: received)",
+    "push imb": "ZEN's partition imbalance: max over workers i, servers j of n |I_i^j| / |I_i| (1 = balanced)",
+    "pull imb": "ZEN's partition imbalance: max over servers j of n |I_j| / |I| (1 = balanced)",
+    "recv imb": "max / mean over ranks of the bytes received before the pull",
+    "util": "the busiest link's bytes / (its capacity x the scheme's time)",
+    "flushed": "non-zero values the wire's value dtype rounded to zero",
+    "same as": "an earlier scheme that ran the very same program (identical message log)",
+    "lossy": LOSSY_NOTE,
+}
+
+
+def footnotes(headers: Sequence[str], definitions: dict[str, str] = DEFINITIONS) -> str:
+    """Lines defining the terms of `definitions` that `headers` show ('  vs dense: ...'), in the headers'
+    order: a term is shown by a header equal to it or starting with it and a space ('d' mean' shows
+    d'); empty when none is shown."""
+    shown = [term for h in headers for term in definitions if h == term or h.startswith(term + " ")]
+    return "".join(f"\n  {term}: {definitions[term]}" for term in dict.fromkeys(shown))
+
+
+def _lossy_column(names: Sequence[str], lossy: set[str]) -> list[tuple[str, list[object]]]:
+    """The 'lossy' column ('yes' on lossy schemes) when any of `names` is lossy, else nothing."""
+    return [("lossy", ["yes" if n in lossy else "" for n in names])] if lossy & set(names) else []
+
+
 def run_title(rec: RunRecord) -> str:
     """'16x8 GPUs, NIC 25Gbps, ..., layout zen, model fifo; trace x.zt (sha256 1a2b3c4d) iteration 0'."""
     trace = rec.trace
@@ -75,27 +105,36 @@ def render_records(records: Sequence[RunRecord]) -> str:
     if not records:
         return "(no records)"
     same = same_program(records)
+    lossy = lossy_schemes(records)
+    records = sorted(records, key=lambda r: r.scheme in lossy)  # lossless first, each group in its order
     names = [r.scheme + (" (torch)" if r.kind == "peer" else "") for r in records]
-    columns = [(h, [get(r) for r in records]) for h, get in COLUMNS]
+    columns = _lossy_column([r.scheme for r in records], lossy)
+    columns += [(h, [get(r) for r in records]) for h, get in COLUMNS]
     columns = [(h, vals) for h, vals in columns if any(v is not None for v in vals)]
     if same:
         columns.append(("same as", [same.get(r.scheme, "") for r in records]))
     rows = [[name, *(vals[i] for _, vals in columns)] for i, name in enumerate(names)]
-    return run_title(records[0]) + "\n" + format_table(rows, ["scheme", *(h for h, _ in columns)])
+    heads = [h for h, _ in columns]
+    return run_title(records[0]) + "\n" + format_table(rows, ["scheme", *heads]) + footnotes(heads)
 
 
 def render_sweep(records: Sequence[RunRecord]) -> str:
     """Time / dense per scheme against the first swept key, one table per combination of the other
     swept keys (the layout of docs/results.md), with the dense time in ms as the first row."""
     blocks = []
+    lossy = lossy_schemes(records)
     for group, x_key, points in group_sweep(records):
         heads = [f"{x_key}={p.sweep[x_key]}" for p in points]
-        schemes = list(dict.fromkeys(r.scheme for p in points for r in p.records))
+        schemes = lossless_first(list(dict.fromkeys(r.scheme for p in points for r in p.records)), lossy)
+        marks = _lossy_column(["", *schemes], lossy)
         table: list[list[object]] = [["dense ms", *(_ms(p.dense_time()) for p in points)]]
         table += [[name, *(p.by_scheme().get(name).vs_dense if name in p.by_scheme() else None for p in points)]
                   for name in schemes]
+        table = [[row[0], *(vals[i] for _, vals in marks), *row[1:]] for i, row in enumerate(table)]
         title = f"time / dense ring all-reduce{', ' + group if group else ''}"
-        blocks.append(title + "\n" + format_table(table, ["scheme", *heads]))
+        blocks.append(title + "\n" + format_table(table, ["scheme", *(h for h, _ in marks), *heads])
+                      + "\n  dense ms: the dense ring all-reduce's time (ms); the rows below it: each scheme's "
+                      "time / that" + footnotes([h for h, _ in marks]))
     return "\n\n".join(blocks)
 
 
@@ -110,21 +149,28 @@ def render_comparison(runs: Sequence[Run]) -> str:
     """Runs side by side: each run's time per scheme (ms) and its ratio to the first run, then the
     parameters that differ between the runs (what the comparison is about)."""
     letters = run_letters(len(runs))
-    schemes = list(dict.fromkeys(r.scheme for run in runs for r in run.records))
-    heads = [f"{x} ms" for x in letters] + [f"{x}/A" for x in letters[1:]] + [f"{x} vs dense" for x in letters]
+    lossy = lossy_schemes([r for run in runs for r in run.records])
+    schemes = lossless_first(list(dict.fromkeys(r.scheme for run in runs for r in run.records)), lossy)
+    marks = _lossy_column(schemes, lossy)
+    heads = ([h for h, _ in marks] + [f"{x} ms" for x in letters] + [f"{x}/A" for x in letters[1:]]
+             + [f"{x} vs dense" for x in letters])
     rows = []
-    for name in schemes:
+    for i, name in enumerate(schemes):
         recs = [run.by_scheme().get(name) for run in runs]
         times = [None if r is None else r.time_s for r in recs]
         ratios = [t / times[0] if t is not None and times[0] else None for t in times[1:]]
-        rows.append([name, *(_ms(t) for t in times), *ratios, *(None if r is None else r.vs_dense for r in recs)])
+        rows.append([name, *(vals[i] for _, vals in marks), *(_ms(t) for t in times), *ratios,
+                     *(None if r is None else r.vs_dense for r in recs)])
+    notes = footnotes([h for h, _ in marks]) + ("\n  B/A: run B's time / run A's (likewise for later runs)"
+                                                  if len(runs) > 1 else "") + "\n  " + (
+        "A vs dense: time / the dense ring all-reduce's time in run A's own cluster and trace (likewise B, ...)")
     legend = "\n".join(f"{x} = {run.label}" for x, run in zip(letters, runs))
     diff = differing(runs)
     diffs = "\n".join(f"  {key}: " + " | ".join(f"{x}={format_cell(v)}" for x, v in zip(letters, values))
                       for key, values in diff.items())
-    return (f"comparison of {len(runs)} runs\n{legend}\n" + format_table(rows, ["scheme", *heads])
+    return (f"comparison of {len(runs)} runs\n{legend}\n" + format_table(rows, ["scheme", *heads]) + notes
             + ("\nparameters that differ:\n" + diffs if diffs else "\nno parameter differs (same trace, cluster, model)"))
 
 
-__all__ = ["DENSE", "format_cell", "format_table", "render", "render_comparison", "render_records", "render_sweep",
+__all__ = ["DENSE", "DEFINITIONS", "footnotes", "format_cell", "format_table", "render", "render_comparison", "render_records", "render_sweep",
            "run_title"]

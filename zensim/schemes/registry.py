@@ -52,6 +52,16 @@ def check_options(name: str, options: dict[str, Any]) -> None:
     accept(scheme_options(name), options, name)
 
 
+def lossless(name: str, n: int = 4, options: dict[str, Any] | None = None) -> bool | None:
+    """Scheme `name`'s lossless capability (every rank ends with the dense sum) from its program built
+    for `n` ranks with `options`; None when it cannot be built so (it needs a profile, or the name or
+    options are not a scheme's)."""
+    try:
+        return bool(build_scheme(name, max(n, 2), 1024, **(options or {})).caps.lossless)
+    except (ConfigError, ValueError, TypeError):
+        return None
+
+
 def needs_profile(name: str) -> bool:
     """Whether `name` chooses from every rank's data (it then needs `profile=`)."""
     return lookup(name).needs_profile

@@ -185,8 +185,8 @@ def _one(name: str, options: dict, prep: Prepared, chunks: list[SparseChunk] | N
         driven, cached = cache.get_or_run(key, drive)
     driver_s = time.perf_counter() - start
     timing = None
+    program = build(len(prep.groups[0]), int(prep.sizes[0]), prep.groups[0])  # its capabilities
     if model == "analytic":
-        program = build(len(prep.groups[0]), int(prep.sizes[0]), prep.groups[0])
         seconds = _analytic(program.caps.closed_form, chunks, prep.numel, cluster, layout)
         link, util, stages, events, link_bytes, traffic = None, None, [], 0, [], []
     else:
@@ -200,7 +200,7 @@ def _one(name: str, options: dict, prep: Prepared, chunks: list[SparseChunk] | N
         driven.log.bytes_sent().tolist(), driven.log.bytes_received().tolist(), driven.push, driven.pull,
         driven.recv, link, util, stages, stage_phases=list(driven.phases), link_bytes=link_bytes, traffic=traffic,
         events=events, wall_s=time.perf_counter() - start, driver_s=driver_s, log_cached=cached,
-        program=log_digest(driven.log), values_flushed=driven.flushed, timing=timing, log=driven.log, **context)
+        program=log_digest(driven.log), values_flushed=driven.flushed, lossless=program.caps.lossless, timing=timing, log=driven.log, **context)
 
 
 def _analytic(formula, chunks: list[SparseChunk], numel: int, cluster: ClusterSpec, layout: str) -> float | None:

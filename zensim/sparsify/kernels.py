@@ -17,6 +17,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from zensim.jit import announce
+
 _compiled: dict[str, Callable] = {}
 
 
@@ -39,5 +41,6 @@ def at_least(x: np.ndarray, threshold: float) -> np.ndarray:
         import numba
 
         kernel = _compiled["at_least"] = numba.njit(cache=True, nogil=True)(_at_least)
+        announce(kernel, "the threshold kernel (zensim.sparsify.kernels.at_least)", 2)
     count = kernel(x, x.dtype.type(threshold), out)
     return out[:count].copy()

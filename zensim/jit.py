@@ -1,0 +1,55 @@
+"""Numba's on-disk cache of zensim's compiled loops: saying so on stderr before a call compiles one.
+
+The loops (zensim.net.fastfifo, fastmaxmin, the maxmin model's solver in waterfill, the sparsifiers'
+threshold kernel) are `numba.njit(cache=True)`: the first call on a machine compiles them (about a
+minute of CPU for all of them) and writes them to numba's cache (`__pycache__` beside the sources, or
+NUMBA_CACHE_DIR); later processes load them in well under a second. `announce(dispatcher, what,
+seconds)`, called just before a loop's first call in a process, prints one line when that call will
+compile: when neither this process nor the cache has the function for its current source (numba's
+index file for it, valid only while the source file's stamp is unchanged). `zensim warmup`
+(zensim.cli.warmup) compiles them all ahead; `make install` runs it.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+from tqdm import tqdm
+
+_checked: set = set()  # the dispatchers already checked in this process
+_lock = threading.Lock()
+
+
+def cached(dispatcher) -> bool:  # type: ignore[no-untyped-def]
+    """Whether calling `dispatcher` (a numba.njit(cache=True) function) runs without compiling: it has
+    been compiled in this process, or numba's cache holds it for its current source file. The index is
+    read through numba's internals (tests/test_jit.py fails if they change); should they be missing,
+    True: a wrong silence is better than a crash."""
+    if dispatcher.overloads:
+        return True
+    try:
+        return bool(dispatcher._cache._cache_file._load_index())
+    except AttributeError:
+        return True
+
+
+def cache_dir(dispatcher) -> str:  # type: ignore[no-untyped-def]
+    """The folder numba's cache keeps `dispatcher`'s compiled code in."""
+    return dispatcher._cache._cache_path
+
+
+def announce(dispatcher, what: str, seconds: int) -> None:  # type: ignore[no-untyped-def]
+    """Before `dispatcher`'s first call in this process: if that call will compile it, one line on
+    stderr naming `what` is compiled, that it happens once per machine, and the `seconds` of CPU it
+    takes about. Checked once per process and dispatcher (the check reads the cache's index file)."""
+    if dispatcher in _checked:  # every later call: no lock taken
+        return
+    with _lock:
+        if dispatcher in _checked:
+            return
+        _checked.add(dispatcher)
+        if cached(dispatcher):
+            return
+        tqdm.write(f"zensim: compiling {what} with numba, once per machine: about {seconds} s of CPU "
+                   f"(cached in {cache_dir(dispatcher)}; `zensim warmup` does it ahead)", file=sys.stderr)
