@@ -105,6 +105,51 @@ def zen_fig8_prior() -> Claim:
                  "committed")
 
 
+def zen_agsparse_crossover() -> Claim:
+    """ZEN §2.4 / eq. (AGsparse ~ 2(n-1) d M / b): AGsparse loses to dense all-reduce beyond n ~ 1/d."""
+    from zensim.trace.format import Trace
+    fig = json.loads((ROOT / FIG8).read_text())
+    with Trace.open(str(ROOT / fig["trace"])) as trace:
+        d = float(np.mean([trace.flat_indices(0, w).size for w in range(trace.workers)])) / trace.numel
+    t = fig["tables"]["maxmin"]["zero"]["ratios"]
+    columns = [c for c in t if c.endswith("x1")]
+    gpus = {c: int(c[:-2]) for c in columns}
+    crosses = [c for c in columns if t[c]["agsparse-ring"] > 1]
+    bracket = bool(crosses) and crosses[0] != columns[0] and \
+        gpus[columns[columns.index(crosses[0]) - 1]] <= 1 / d < gpus[crosses[0]]
+    return Claim("ZEN", "Fig. 8: AGsparse grows linearly with n and loses to dense beyond ~1/d GPUs",
+                 "beyond ~40 GPUs (NMT, d = 2.47%)",
+                 f"agsparse-ring / dense (LSTM trace, d = {100 * d:.2f}% per worker: 1/d = {1 / d:.0f}; no local "
+                 "work): " + ", ".join(f"{c} {fmt(t[c]['agsparse-ring'])}" for c in columns),
+                 f"{PY} benchmarks/fig8.py --json {FIG8}", "yes" if bracket else "no",
+                 "" if bracket else "the crossing is not where 1/d lies", "committed")
+
+
+def zen_hashing_balance() -> list[Claim]:
+    """ZEN §3.2 / Theorem 2: Algorithm 1's push and pull imbalance, observed < 1.1 on all six models."""
+    from zensim.sparse import Contiguous, HierarchicalHash, SparseChunk, imbalance_report
+    from zensim.trace.format import Trace
+    got = []
+    for name in ("lstm-lm-128w", "deepfm-128w", "gpt-dgc-16w"):
+        with Trace.open(str(ROOT / f"traces/{name}.zt")) as trace:
+            chunks = [SparseChunk(trace.flat_indices(0, w)) for w in range(trace.workers)]
+            zen = imbalance_report(HierarchicalHash(trace.numel, trace.workers), chunks)
+            cont = imbalance_report(Contiguous(trace.numel, trace.workers), chunks)
+            got.append((name, zen, cont, min(c.nnz for c in chunks)))
+    pull_ok = all(z.pull < 1.1 for _, z, _, _ in got)
+    push_ok = all(z.push < 1.1 for _, z, _, _ in got)
+    return [Claim("ZEN", "Algorithm 1: push / pull imbalance below 1.1 on every model", "< 1.1 / < 1.1",
+                  "; ".join(f"{n}: {fmt(z.push)} / {fmt(z.pull)} (Theorem 2 bound {fmt(z.push_bound)} / "
+                            f"{fmt(z.pull_bound)}; contiguous {fmt(c.push)} / {fmt(c.pull)})" for n, z, c, _ in got)
+                  + " (iteration 0 of the shipped traces)",
+                  f"{PY} benchmarks/claims.py --cheap",
+                  "yes" if pull_ok and push_ok else "partly" if pull_ok else "no",
+                  "" if push_ok else
+                  "push above 1.1 because each worker holds few ids (" + ", ".join(
+                      f"{n}: {k:,}" for n, _, _, k in got) + " at least), where ZEN's models have millions: "
+                  "within Theorem 2's bound, which shrinks as sqrt(n log n / ids)", "cheap")]
+
+
 def zen_hash_bitmap() -> Claim:
     """ZEN Fig. 17b / thesis §3.4: what the hash bitmap adds over COO after Algorithm 1."""
     t = fig8_table()["maxmin"]["zero"]["ratios"]["16x8"]
@@ -163,31 +208,36 @@ def zen_fig11_12() -> list[Claim]:
 
 
 def zen_fig13_14() -> list[Claim]:
-    """ZEN Figs. 13-14 (LLMs, DGC top-5%) on the only GPT trace with DGC: 16 workers, so 2 x 8 GPUs."""
+    """ZEN Figs. 13-14 (LLMs, DGC top-5%) on the only GPT trace with DGC: 16 workers, so 2 x 8 GPUs;
+    again with zero NIC latency, which is what separates the two here."""
     from zensim.trace.format import Trace
     from zensim.train.layers import load_layers
     trace = Trace.open(str(ROOT / "traces/gpt-dgc-16w.zt"))
-    prof = load_layers(str(ROOT / "traces/layers/gpt-topk-b8.v100.layers.json"))
-    presets = {"p3.16xlarge": ("25Gbps", 13, "2.02x over dense, 1.68x over omnireduce, 2.19x over sparcml (Llama3.2-3B)"),
-               "p3dn.24xlarge": ("100Gbps", 14, "1.64x over dense, 1.32x over omnireduce (Llama3.2-3B)")}
-    res = simulate({"GPT": (trace, prof)}, [2], list(presets), iterations=2)
+    models = {"GPT": (trace, load_layers(str(ROOT / "traces/layers/gpt-topk-b8.v100.layers.json")))}
+    presets = {"p3.16xlarge": ("25Gbps", 13, "2.02x over dense, 1.68x over omnireduce, 2.19x over sparcml"),
+               "p3dn.24xlarge": ("100Gbps", 14, "1.64x over dense, 1.32x over omnireduce")}
+    res = simulate(models, [2], list(presets), iterations=2)
+    free = simulate(models, [2], list(presets), iterations=2, nic_latency="0us")
     params = sum(t.numel for t in trace.tensors)
     trace.close()
+    baselines = ("dense-allreduce", "omnireduce", "sparcml")
+
+    def speedups(r: dict, preset: str) -> str:
+        zen = r["GPT", preset, 2, "zen"].samples_per_s
+        return ", ".join(f"{fmt(zen / r['GPT', preset, 2, s].samples_per_s)}x over {s}" for s in baselines)
+
     rows = []
     for preset, (nic, fig, paper) in presets.items():
-        zen = res["GPT", preset, 2, "zen"]
-        ours = {s: zen.samples_per_s / res["GPT", preset, 2, s].samples_per_s
-                for s in ("dense-allreduce", "omnireduce", "sparcml")}
+        zen, zen0 = res["GPT", preset, 2, "zen"], free["GPT", preset, 2, "zen"]
         rows.append(Claim(
-            "ZEN", f"Fig. {fig}: ZEN's speedup, LLM with DGC top-5%, {nic}", paper,
-            ", ".join(f"{fmt(v)}x over {s}" for s, v in ours.items())
-            + f" (gpt-dgc-16w trace: DGC at 1%, {params:,} parameters, 2 x 8 GPUs, iteration {fmt(zen.iteration_s * 1e3)} ms "
-              f"of which compute {fmt(zen.compute_s * 1e3)} ms)",
+            "ZEN", f"Fig. {fig}: ZEN's speedup, LLM with DGC top-5%, {nic}", paper + " (Llama3.2-3B, 16 x 8 GPUs)",
+            f"{speedups(res, preset)} (gpt-dgc-16w trace: DGC at 1%, {params:,} parameters, 2 x 8 GPUs)",
             f"{PY} benchmarks/claims.py --cheap", "no",
-            f"the only DGC GPT trace has 16 workers (2 machines; ZEN's x axis goes to 16), DGC at 1% (ZEN: 5%) "
-            f"and a {4 * params / 1e6:.1f} MB model against 2.7-3B parameters: per-message latency, not bytes, "
-            f"sets every scheme's time here; a 128-worker DGC trace of a GB-sized model was not captured",
-            "cheap"))
+            f"measured: with zero NIC latency the same run gives {speedups(free, preset)}; ZEN's iteration "
+            f"falls from {fmt(zen.iteration_s * 1e3)} to {fmt(zen0.iteration_s * 1e3)} ms, so per-message latency "
+            f"on a {4 * params / 1e6:.1f} MB model sets the order, not bytes. The only DGC GPT trace has 16 "
+            "workers (2 machines; ZEN's figures reach 16), DGC at 1% (ZEN: 5%), and ~1/3000 of the LLMs' "
+            "parameters; a 128-worker DGC trace of a GB-sized model was not captured", "cheap"))
     return rows
 
 
@@ -386,8 +436,9 @@ def safusion_vs_cupcake() -> Claim:
                  f"{fmt(extra * 1e3)} ms to the compute stream (DGC's 0.25 ms per call) where Cupcake pays it "
                  f"{p['cupcake'].groups} times; without the per-call cost the two are equal. And no strategy can gain "
                  f"+25% here: computation alone bounds every strategy at {fmt(ceiling)}x over no compression on "
-                 "this model; the paper's gains come from its measured baselines (its compression time is "
-                 "within 4.5-6.2% of Cupcake's) and convergence, which this model leaves out. Not a defect",
+                 "this model. The paper measures its compression time within 4.5-6.2% of Cupcake's (threshold "
+                 "selection) and real baselines' implementations and convergence, which this model does not "
+                 "price. Not a defect",
                  "cheap")
 
 
@@ -445,7 +496,8 @@ def gemini_overhead() -> Claim:
 
 
 CHEAP: tuple[Callable[[], Claim | list[Claim]], ...] = (
-    zen_fig8_bp, zen_fig8_prior, zen_hash_bitmap, zen_fig15_comm, zen_fig11_12, zen_fig13_14, spardl_comparison, oktopk_bound,
+    zen_fig8_bp, zen_fig8_prior, zen_agsparse_crossover, zen_hashing_balance, zen_hash_bitmap, zen_fig15_comm,
+    zen_fig11_12, zen_fig13_14, spardl_comparison, oktopk_bound,
     gtopk_volume, exdyna_density, exdyna_padding, safusion_missing, safusion_vs_cupcake, cupcake_vs_fusion,
     espresso_vs_fp32, gemini_recovery)
 NOT_ATTEMPTED: tuple[Callable[[], Claim], ...] = (oktopk_bert, spardl_scaleout, exdyna_not_attempted, gemini_overhead)
