@@ -167,10 +167,14 @@ def workload(name: str, device: str = "v100") -> Workload:
     return Workload(name, e.sizes, e.backward, e.forward, batch)
 
 
+def chain_cluster(nic_text: str) -> ClusterSpec:
+    """The 16 x 8 GPU cluster the chain-model strategies are priced on (5 us NIC, 2 us NVLink latency)."""
+    return ClusterSpec(16, 8, parse_bandwidth(nic_text, "--nic"), nic_latency=5e-6, nvlink_latency=2e-6)
+
+
 def cmd_throughput(args) -> dict:
     """Samples/s of the five strategies, two models, two compression costs."""
-    nic = parse_bandwidth(args.nic, "--nic")
-    c = ClusterSpec(16, 8, nic, nic_latency=5e-6, nvlink_latency=2e-6)
+    c = chain_cluster(args.nic)
     rows, out = [], []
     for name in ("bert-base", "gpt2"):
         w = workload(name)
@@ -194,11 +198,16 @@ def cmd_throughput(args) -> dict:
 
 # ------------------------------------------------------------------------------------------------ espresso
 
+def espresso_system(nic_text: str) -> System:
+    """Espresso's 16 x 8 GPU system at this NIC speed: NVLink, DGC on the GPU, CPU compression profiles."""
+    nic = parse_bandwidth(nic_text, "--nic")
+    return System(16, 8, nic, 300e9 / 2, 0.02, DGC_COST, Affine(1e-4, 6.25e-11),
+                  Affine(1e-3, 1 / 2e9), Affine(5e-4, 1 / 2e9), nic_latency=5e-6, intra_latency=2e-6)
+
+
 def cmd_espresso(args) -> dict:
     """Espresso's decisions against the best uniform strategy on two models."""
-    nic = parse_bandwidth(args.nic, "--nic")
-    s = System(16, 8, nic, 300e9 / 2, 0.02, DGC_COST, Affine(1e-4, 6.25e-11),
-               Affine(1e-3, 1 / 2e9), Affine(5e-4, 1 / 2e9), nic_latency=5e-6, intra_latency=2e-6)
+    s = espresso_system(args.nic)
     rows, out = [], []
     for name in ("bert-base", "gpt2"):
         w = workload(name)

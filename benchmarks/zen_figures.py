@@ -65,6 +65,7 @@ PAPER = {("LSTM", "25Gbps"): {"sparcml": 1.67, "omnireduce": 2.48, "dense-allred
 
 
 def main() -> int:
+    """Print (or --json) ZEN's speedup over each baseline per model, preset and machine count."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--machines", default="16")
     p.add_argument("--presets", default="p3.16xlarge,p3dn.24xlarge", help="machine presets (ZEN's: 25 and 100 Gbps)")
@@ -98,20 +99,8 @@ def main() -> int:
         p.error(f"--models: unknown {unknown[0]!r} (choose from {', '.join(MODELS)})")
     models = zen_size_models(args, 8 * max(16, *machines), chosen) if args.zen_size else \
         {name: (Trace.open(trace), load_layers(layers)) for name, (trace, layers) in MODELS.items() if name in chosen}
-    results = {}
-    for name, (trace, prof) in models.items():
-        for m in machines:
-            for scheme in SCHEMES:
-                logs = None
-                for preset in presets:
-                    cluster, _ = build_cluster(m, preset=preset, nic_latency=args.nic_latency)
-                    logs = logs or SyncLogs(cluster, "zen", scheme, trace)  # the same messages at any bandwidth
-                    dense = results.get((name, preset, m, SCHEMES[0]))
-                    results[name, preset, m, scheme] = simulate_iteration(
-                        prof, scheme, Costs.of(cluster, calib), trace=trace, model=args.model,
-                        iterations=args.iterations, dense=dense, logs=logs, dense_algorithm=args.dense_algorithm)
-                    print(f"{name} {preset} {m} machines {scheme}: "
-                          f"{results[name, preset, m, scheme].iteration_s * 1e3:.4g} ms", file=sys.stderr, flush=True)
+    results = simulate(models, machines, presets, calib=calib, nic_latency=args.nic_latency, model=args.model,
+                       iterations=args.iterations, dense_algorithm=args.dense_algorithm)
     rows, out, clusters = [], [], {}
     for name, (trace, prof) in models.items():
         for preset in presets:
@@ -145,6 +134,27 @@ def main() -> int:
     for preset, about in clusters.items():
         print(f"{preset}: {about}")
     return 0
+
+
+def simulate(models: dict[str, tuple[Trace, object]], machines: list[int], presets: list[str], *, calib=None,
+             nic_latency: str | None = None, model: str = "fifo", iterations: int = 4,
+             dense_algorithm: str = "auto") -> dict[tuple[str, str, int, str], object]:
+    """Each model's iteration record per (model, preset, machines, scheme of SCHEMES), in ZEN's layout."""
+    results = {}
+    for name, (trace, prof) in models.items():
+        for m in machines:
+            for scheme in SCHEMES:
+                logs = None
+                for preset in presets:
+                    cluster, _ = build_cluster(m, preset=preset, nic_latency=nic_latency)
+                    logs = logs or SyncLogs(cluster, "zen", scheme, trace)  # the same messages at any bandwidth
+                    dense = results.get((name, preset, m, SCHEMES[0]))
+                    results[name, preset, m, scheme] = simulate_iteration(
+                        prof, scheme, Costs.of(cluster, calib), trace=trace, model=model,
+                        iterations=iterations, dense=dense, logs=logs, dense_algorithm=dense_algorithm)
+                    print(f"{name} {preset} {m} machines {scheme}: "
+                          f"{results[name, preset, m, scheme].iteration_s * 1e3:.4g} ms", file=sys.stderr, flush=True)
+    return results
 
 
 def zen_size_models(args: argparse.Namespace, workers: int, chosen: list[str]) -> dict[str, tuple[Trace, object]]:

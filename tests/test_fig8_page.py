@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+
+from benchmark_support import load_benchmark
 
 from zensim.net.profile import WorkCost
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "results.md"
-
-
-def _fig8():
-    """benchmarks/fig8.py as a module (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("fig8", ROOT / "benchmarks" / "fig8.py")
-    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _page_column(title: str, column: str) -> dict[str, str]:
@@ -35,7 +27,7 @@ def _page_column(title: str, column: str) -> dict[str, str]:
 
 
 def test_page_fifo_8x1_zero_work_is_what_the_script_computes():
-    fig8 = _fig8()
+    fig8 = load_benchmark("fig8")
     page = _page_column(fig8.table_title("fifo", "zero"), "8x1")
     schemes = [label for label in page if label != "dense all-reduce, ms"]
     assert set(schemes) == set(fig8.SCHEMES)
