@@ -186,8 +186,11 @@ class SyncLogs:
         measures a bucket's sum to decide `dense_above`."""
         key = (part, iteration)
         if key not in self.densities:
-            chunks = self._chunks(part, iteration, False)
-            self.densities[key] = len(np.unique(np.concatenate([c.indices for c in chunks]))) / max(part.numel, 1)
+            trace, gpus = self.trace, range(self.cluster.gpus)
+            nnz = sum(part.sizes[k] if name in part.dense else
+                      len(np.unique(np.concatenate([trace.indices(iteration, w, name) for w in gpus])))
+                      for k, name in enumerate(part.names))
+            self.densities[key] = nnz / max(part.numel, 1)
         return self.densities[key]
 
     def _sparse(self, part: Part, iteration: int) -> list[Step]:
@@ -212,24 +215,18 @@ class SyncLogs:
                 Step(intra_ring(m, g, prep.sizes, 0, gather=True), False)]
 
     def _recorded(self, part: Part, iteration: int) -> Prepared:
-        """The chunks of the part's tensors as the trace recorded them, laid out for the cluster."""
-        c = self.cluster
-        return prepare(self._chunks(part, iteration, self.values), part.numel, c.machines, c.gpus_per_machine,
-                       self.layout)
-
-    def _chunks(self, part: Part, iteration: int, values: bool) -> list[SparseChunk]:
-        """Each GPU's chunk of the part at `iteration`: its members' recorded indices (a carried dense
-        member: every element) concatenated in member order, with values if asked."""
-        trace = self.trace
+        """The chunks of the part's tensors as the trace recorded them (a carried dense member: every
+        element), concatenated in member order, laid out for the cluster."""
+        c, trace = self.cluster, self.trace
         chunks = []
-        for w in range(self.cluster.gpus):
+        for w in range(c.gpus):
             idx, vals, offset = [], [], 0
             for k, name in enumerate(part.names):
                 carried = name in part.dense
                 idx.append((np.arange(part.sizes[k]) if carried else trace.indices(iteration, w, name)) + offset)
-                if values:
+                if self.values:
                     stored = None if carried else trace.values(iteration, w, name)
                     vals.append(stored if stored is not None else synthetic_values(len(idx[-1]), iteration, w))
                 offset += part.sizes[k] if part.sizes else trace.tensors[trace.tensor_index(name)].numel
-            chunks.append(SparseChunk(np.concatenate(idx), np.concatenate(vals).astype(np.float32) if values else None))
-        return chunks
+            chunks.append(SparseChunk(np.concatenate(idx), np.concatenate(vals).astype(np.float32) if self.values else None))
+        return prepare(chunks, part.numel, c.machines, c.gpus_per_machine, self.layout)
