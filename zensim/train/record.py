@@ -2,9 +2,9 @@
 workload (`record_workload`), or the first DDP model of any training script (`record_script`).
 
 Both record the host's figures beside the times (`extra["host"]`): the load average before and after
-(os.getloadavg), the number of CPUs, and the wall and process CPU seconds of the timed steps (marks
-of a HostClock, taken with the recorder's). CPU time well below wall time (under BUSY_BELOW of it)
-means the steps waited: for a processor on a busy machine (other processes runnable), or for
+(os.getloadavg), the number of CPUs, and the wall and CPU seconds of the timed steps (of the thread
+running them: marks of a HostClock, taken with the recorder's). The median step's CPU time well below
+its wall time (under BUSY_BELOW of it) means the steps waited: for a processor on a busy machine (other processes runnable), or for
 something else (a sleep, I/O, a GPU), so the profile is slower than the model on a quiet machine;
 the profile then carries a `warning` and the command prints it on stderr.
 """
@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
@@ -55,21 +56,23 @@ class HostClock:
 
 def host_figures(events: StepEvents, warmup: int, load_before: tuple[float, ...]) -> dict[str, Any]:
     """The load and the host's wall and CPU seconds of the steps after `warmup` (HostClock marks, from
-    the step's start to its optimizer's end, or backward's), and a warning when CPU < BUSY_BELOW x wall."""
+    the step's start to its optimizer's end, or backward's): totals, the median step's, and a warning
+    when the median step's CPU / wall is below BUSY_BELOW."""
     steps = events.steps[warmup:]
     ends = [s.optimizer_end if s.optimizer_end is not None else s.backward_end for s in steps]
-    wall = sum(end[1] - s.forward_start[1] for s, end in zip(steps, ends))
-    cpu = sum(end[2] - s.forward_start[2] for s, end in zip(steps, ends))
+    wall = np.array([end[1] - s.forward_start[1] for s, end in zip(steps, ends)])
+    cpu = np.array([end[2] - s.forward_start[2] for s, end in zip(steps, ends)])
     load_after = os.getloadavg()
-    ratio = cpu / wall if wall > 0 else 1.0
+    ratio = float(np.median(cpu / np.maximum(wall, 1e-12)))  # the median step's, as the profile's times are medians
     out: dict[str, Any] = {"load_before": list(load_before), "load_after": list(load_after), "cpus": os.cpu_count(),
-                           "steps": len(steps), "wall_s": wall, "cpu_s": cpu, "cpu_per_wall": ratio,
-                           "busy": ratio < BUSY_BELOW}
+                           "steps": len(steps), "wall_s": float(wall.sum()), "cpu_s": float(cpu.sum()),
+                           "step_wall_s": float(np.median(wall)), "step_cpu_s": float(np.median(cpu)),
+                           "cpu_per_wall": ratio, "busy": ratio < BUSY_BELOW}
     if out["busy"]:
-        out["warning"] = (f"the timed steps took {wall * 1e3:.1f} ms of wall time and {cpu * 1e3:.1f} ms of CPU "
-                          f"({ratio:.0%}; load average {load_before[0]:.1f} -> {load_after[0]:.1f} on "
-                          f"{os.cpu_count()} CPUs): the machine was busy or the steps waited, so this profile is "
-                          "slower than the model; record it on a quiet machine")
+        out["warning"] = (f"the median timed step took {np.median(wall) * 1e3:.3g} ms of wall time and "
+                          f"{np.median(cpu) * 1e3:.3g} ms of CPU ({ratio:.0%}; load average {load_before[0]:.1f} -> "
+                          f"{load_after[0]:.1f} on {os.cpu_count()} CPUs): the machine was busy or the steps waited, "
+                          "so this profile is slower than the model; record it on a quiet machine")
     return out
 
 
