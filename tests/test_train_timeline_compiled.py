@@ -39,19 +39,22 @@ def profile(compute: float) -> LayerProfile:
 
 
 def timeline(trace: Trace, scheme: str, machines: int, gpus: int, model: str, compute: float,
-             compress: bool) -> Timeline:
+             compress: bool, dense_above: float | None = None) -> Timeline:
     """`scheme`'s timeline of `profile(compute)` on machines x gpus at 10 Gbit/s, 3 iterations cycling the
-    trace's 2, DDP buckets of 0.1 MB; with `compress`, a compression on the compute stream per bucket."""
+    trace's 2, DDP buckets of 0.1 MB; with `compress`, a compression on the compute stream per bucket;
+    with `dense_above`, the buckets of zensim_hook (each one run of the scheme, dense members carried)
+    all-reduced densely where their previous sum was denser."""
     prof = profile(compute)
     costs = Costs(ClusterSpec(machines, gpus, 10e9 / 8, nic_latency=1e-6), WorkCost())  # the default work costs
     chosen = sparse_tensors(prof, trace, scheme)
-    syncs = bucket_syncs(prof, DDPBuckets(0.1).assign(prof.params, chosen), chosen)
+    hook = dense_above is not None
+    syncs = bucket_syncs(prof, DDPBuckets(0.1).assign(prof.params, set() if hook else chosen), chosen, carry=hook)
     if compress:
         syncs = [replace(s, ready_s=s.ready_s + 3e-5, compress=((s.ready_s, 1e-5), (s.ready_s + 1e-5, 2e-5)))
                  for s in syncs]
     logs = SyncLogs(costs.cluster, "zen", scheme, trace)
     model_name, options = model.split("-")[0], MODELS[model]
-    return Timeline(prof, syncs, logs, costs, model_name, 3, (0, 1), options)
+    return Timeline(prof, syncs, logs, costs, model_name, 3, (0, 1), options, dense_above=dense_above)
 
 
 def assert_same(make) -> None:
@@ -89,3 +92,14 @@ def test_buckets_are_in_flight_together(trace_path) -> None:
     start, end = (x.reshape(-1, x.shape[2]) for x in (run.bucket_start, run.bucket_end))  # syncs in stream order
     assert (start.max(axis=1) > start.min(axis=1)).any()
     assert (start[1:].min(axis=1) < end[:-1].max(axis=1)).any()  # one begins somewhere before the last ends elsewhere
+
+
+@pytest.mark.parametrize("model", ["fifo", "maxmin"])
+@pytest.mark.parametrize("machines,gpus", [(4, 2), (6, 1)])
+def test_the_hooks_buckets_compiled_give_the_general_paths_times(trace_path, model, machines, gpus) -> None:
+    """zensim_hook's buckets: the embedding's bucket through the scheme with its dense neighbours
+    carried, the dense buckets all-reduced (their sums are full: above 0.99)."""
+    with Trace.open(trace_path) as trace:
+        run = timeline(trace, "zen", machines, gpus, model, 1e-10, False, 0.99).run()
+        assert 0 < run.densely.sum() < run.densely.size
+        assert_same(lambda: timeline(trace, "zen", machines, gpus, model, 1e-10, False, 0.99))

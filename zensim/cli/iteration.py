@@ -49,7 +49,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--bucket-mb", type=float, default=None, help="DDP bucket_cap_mb in MiB (default 25, first 1)")
     p.add_argument("--first-bucket-mb", type=float, default=None, help="DDP first bucket cap in MiB")
     p.add_argument("--sparse-buckets", choices=SPARSE_BUCKETS, default=None,
-                   help="own: a sparse tensor is a bucket of its own (torch's rule for sparse gradients); fused")
+                   help="own: a sparse tensor is a bucket of its own (torch's rule for sparse gradients); fused: "
+                   "they join DDP's buckets and each bucket is synchronized as zensim_hook does (the scheme's run on "
+                   "the whole bucket, dense members included)")
+    p.add_argument("--dense-above", type=float, default=None, metavar="D", help="with --sparse-buckets fused: "
+                   "all-reduce a bucket densely when its previous sum's density exceeded D, as zensim_hook's dense_above")
     add_strategy_args(p)
     p.add_argument("--sparse-tensors", default=None, help="trace tensors synchronized sparse (default: all)")
     p.add_argument("--iterations", type=int, default=4, help="training iterations (default 4)")
@@ -113,7 +117,7 @@ def strategy_runs(args: argparse.Namespace, schemes: list[str]) -> list[tuple[st
     from zensim.train.syncs import DENSE
 
     names = list(STRATEGIES) if args.strategy == "all" else [s.strip() for s in args.strategy.split(",") if s.strip()]
-    for flag in ("bucketing", "sparse_buckets"):
+    for flag in ("bucketing", "sparse_buckets", "dense_above"):
         if getattr(args, flag) is not None:
             raise ConfigError(f"--{flag.replace('_', '-')}: not with --strategy (each strategy decides its buckets)")
     cost = compression_cost(args.compression_cost, "--compression-cost")
@@ -208,6 +212,7 @@ def cmd_iteration(args: argparse.Namespace) -> int:
         else:
             records += iteration_records(profile, schemes, costs, dense=dense, done=bar.update, trace=args.trace,
                                          bucketing=bucketing, sparse_buckets=args.sparse_buckets or "own",
+                                         dense_above=args.dense_above,
                                          sparse=sparse, first_iteration=args.first_iteration, options=options,
                                          **common)
             bar.update()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from zensim.atomic import check_output
 from zensim.errors import ConfigError
@@ -19,11 +20,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Per-layer profiles for the iteration timeline (docs/iteration.md).")
     sub = p.add_subparsers(dest="layers_command", required=True, metavar="ACTION")
 
-    rec = sub.add_parser("record", help="measure a built-in workload on this machine (hooks around real training)")
-    _workload_args(rec)
-    rec.add_argument("--device", default="cpu", help="torch device to train on: cpu, cuda, cuda:1 (default cpu)")
+    rec = sub.add_parser("record", help="measure a built-in workload, or your DDP script's model, on this machine "
+                                        "(hooks around real training)")
+    _workload_args(rec, required=False)
+    rec.add_argument("--script", default=None, help="instead of --workload: your DDP training script (arguments "
+                     "after --), run here in one process; its first DistributedDataParallel model is profiled")
+    rec.add_argument("--device", default=None, help="with --workload: torch device to train on: cpu, cuda, cuda:1 "
+                     "(default cpu; a script's model is where the script puts it)")
     rec.add_argument("--iterations", type=int, default=10, help="timed training steps (default 10)")
     rec.add_argument("--warmup", type=int, default=3, help="untimed steps first (default 3)")
+    rec.add_argument("script_args", nargs=argparse.REMAINDER, help="with --script: -- then the script's arguments")
     rec.set_defaults(func=cmd_record)
 
     est = sub.add_parser("estimate", help="estimate a built-in workload on a GPU preset (roofline of every operator)")
@@ -59,8 +65,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     show.set_defaults(func=cmd_show)
 
 
-def _workload_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workload", choices=WORKLOADS, required=True, help="built-in workload")
+def _workload_args(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("--workload", choices=WORKLOADS, required=required, help="built-in workload")
     p.add_argument("--batch-size", type=int, default=None, help="per-GPU micro-batch (default: the workload's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--corpus", help="plain-text corpus for the language models (default: installed KJV)")
@@ -99,8 +105,11 @@ def _workload(args: argparse.Namespace):
 
 
 def _finish(args: argparse.Namespace, profile) -> int:
-    """Write the profile, then print it (table or JSON)."""
+    """Write the profile, then print it (table or JSON); a busy machine's warning on stderr."""
     profile.save(args.output)
+    warning = profile.extra.get("host", {}).get("warning")
+    if warning:
+        print(f"zensim: warning: {warning}", file=sys.stderr)
     if args.json:
         print(json.dumps(profile.to_json(), indent=1))
     else:
@@ -110,13 +119,25 @@ def _finish(args: argparse.Namespace, profile) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    """Measure on this machine."""
+    """Measure on this machine: a built-in workload, or the model of a DDP script."""
     from zensim.train.clocks import torch_device
-    from zensim.train.record import record_workload
+    from zensim.train.record import record_script, record_workload
 
     check_output(args.output, "-o")
-    device = torch_device(args.device)
-    return _finish(args, record_workload(_workload(args), device, args.iterations, args.warmup, progress=True))
+    script_args = args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args
+    if (args.workload is None) == (args.script is None):
+        raise ConfigError("layers record: give --workload NAME or --script FILE (one of them)")
+    if args.workload is not None:
+        if script_args:
+            raise ConfigError(f"{script_args[0]}: unexpected argument (script arguments go with --script)")
+        device = torch_device(args.device or "cpu")
+        return _finish(args, record_workload(_workload(args), device, args.iterations, args.warmup, progress=True))
+    for flag in ("device", "corpus"):
+        if getattr(args, flag) is not None:
+            raise ConfigError(f"--{flag}: not with --script (the script decides)")
+    if args.batch_size is not None and args.batch_size < 1:
+        raise ConfigError(f"--batch-size {args.batch_size}: must be at least 1")
+    return _finish(args, record_script(args.script, script_args, args.iterations, args.warmup, args.batch_size))
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:

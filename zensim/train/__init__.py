@@ -19,7 +19,7 @@ _EXPORTS = {
     "LayerProfile": "layers", "ParamTime": "layers", "load_layers": "layers", "parse_layers": "layers",
     "Bucket": "buckets", "DDPBuckets": "buckets", "BUCKETINGS": "buckets", "make_bucketing": "buckets",
     "DEVICES": "devices", "Device": "devices", "get_device": "devices",
-    "LayerRecorder": "hooks", "record_workload": "record", "estimate_workload": "roofline",
+    "LayerRecorder": "hooks", "record_workload": "record", "record_script": "record", "estimate_workload": "roofline",
     "shapes_profile": "shapes", "load_shapes_profile": "shapes",
 }
 __all__ = list(_EXPORTS)

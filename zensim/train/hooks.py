@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from torch.utils._pytree import tree_flatten
 
 from zensim.errors import ConfigError
@@ -204,10 +205,12 @@ class StepEvents:
 
 
 class LayerRecorder(StepEvents):
-    """Times every training step of `model` per parameter, with `clock` (wall time by default)."""
+    """Times every training step of `model` per parameter, with `clock` (wall time by default);
+    `every_optimizer`: time the step of any optimizer (torch's global step hooks), for a script whose
+    optimizer the caller does not hold."""
 
     def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, every_optimizer: bool = False) -> None:
         trainable = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
         if not trainable:
             raise ConfigError("layer recorder: the model has no trainable parameters")
@@ -219,7 +222,7 @@ class LayerRecorder(StepEvents):
             own = [(by_id[id(p)], p.numel()) for p in module.parameters(recurse=False) if id(p) in by_id]
             if own:
                 owned[mname] = own
-        super().__init__(params, owned, optimizer is not None, clock or WallClock())
+        super().__init__(params, owned, optimizer is not None or every_optimizer, clock or WallClock())
         self.handles: list[Any] = []
         mark = self.clock.mark
         # the step starts before the root module's own enter hook and ends after its leave hook
@@ -237,10 +240,11 @@ class LayerRecorder(StepEvents):
             label = f"ready::{name}::{info.numel}::{info.index}::{info.dtype}"
             self.handles.append(p.register_post_accumulate_grad_hook(
                 lambda _p, n=name, label=label: self.ready(n, mark(label))))
-        if optimizer is not None:
-            self.handles.append(optimizer.register_step_pre_hook(lambda *_: self.optimizer_start(mark("optimizer"))))
-            self.handles.append(optimizer.register_step_post_hook(
-                lambda *_: self.optimizer_end(mark("optimizer_end"))))
+        if optimizer is not None or every_optimizer:
+            pre = optimizer.register_step_pre_hook if optimizer is not None else register_optimizer_step_pre_hook
+            post = optimizer.register_step_post_hook if optimizer is not None else register_optimizer_step_post_hook
+            self.handles.append(pre(lambda *_: self.optimizer_start(mark("optimizer"))))
+            self.handles.append(post(lambda *_: self.optimizer_end(mark("optimizer_end"))))
 
     def detach(self) -> None:
         """Remove every hook (the recorded steps stay)."""

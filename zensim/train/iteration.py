@@ -52,7 +52,8 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
                        options: Mapping[str, object] | None = None, model_options: Mapping[str, object] | None = None,
                        dense_baseline: bool = True, dense: "IterationRecord | None" = None,
                        dense_work: str = "fused", shared_host: bool = False, strategy=None,
-                       background=None, logs: SyncLogs | None = None, dense_algorithm: str = "auto") -> IterationRecord:
+                       background=None, logs: SyncLogs | None = None, dense_algorithm: str = "auto",
+                       dense_above: float | None = None) -> IterationRecord:
     """Simulate `iterations` training iterations of `profile` with `scheme` on `costs.cluster`.
 
     The trace's tensors are synchronized sparse by `scheme` (those named in `sparse`, or all), every
@@ -72,7 +73,9 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
     return), scheme, layout, options and cluster shape (another bandwidth or latency): its message logs,
     which depend on neither, are reused. `dense_algorithm`: the dense all-reduce of every dense part, in
     this run and its dense baseline alike: "auto" the fastest for the part's size (zensim.train.tuner),
-    "ring" or "doubling" forced."""
+    "ring" or "doubling" forced. `sparse_buckets` "fused" synchronizes every bucket as `zensim_hook` does
+    (the scheme's run on the whole bucket, dense members included); `dense_above` then all-reduces a
+    bucket densely in an iteration where its previous sum was denser, as the hook's `dense_above`."""
     if model not in MODELS:
         raise ConfigError(f"--model: unknown sharing model {model!r} (choose from {', '.join(MODELS)})")
     if layout not in LAYOUTS:
@@ -84,6 +87,10 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
     if dense_work not in DENSE_WORK:
         raise ConfigError(f"--dense-work {dense_work}: choose from {', '.join(DENSE_WORK)}")
     check_dense_algorithm(dense_algorithm)
+    if dense_above is not None and not 0.0 <= dense_above <= 1.0:
+        raise ConfigError(f"--dense-above {dense_above}: must be in [0, 1]")
+    if dense_above is not None and (sparse_buckets != "fused" or strategy is not None):
+        raise ConfigError("--dense-above: only with --sparse-buckets fused (the buckets of zensim_hook)")
     values = check_scheme(scheme, options)
     if strategy is not None and bucketing is not None:
         raise ConfigError("--bucketing: not with a fusion strategy (the strategy decides the buckets)")
@@ -105,12 +112,14 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
         dense_cost = {"fused": WorkCost(dict(costs.work.per_element)), "profile": None, "free": WorkCost.zero()}
         hosts = [0] * costs.cluster.gpus if shared_host else None
 
+        hooked = sparse_buckets == "fused" and scheme != DENSE
+
         def timeline(syncs: list, prof: LayerProfile = profile, n: int = iterations) -> Timeline:
             return Timeline(prof, syncs, logs, costs, model, n, t_iters, model_options, dense_cost[dense_work], hosts,
-                            dense_algorithm=dense_algorithm)
+                            dense_algorithm=dense_algorithm, dense_above=dense_above if hooked else None)
 
         if strategy is None:
-            syncs = bucket_syncs(profile, bucketing.assign(profile.params, own), chosen)
+            syncs = bucket_syncs(profile, bucketing.assign(profile.params, own), chosen, carry=hooked)
         else:
             syncs = strategy.syncs(profile, chosen, logs, timeline)
         main = timeline(syncs)
@@ -145,7 +154,7 @@ def iteration_records(profile: LayerProfile, schemes: Sequence[str], costs: Cost
     `done()` is called after each record (a progress bar)."""
     if dense is None:
         base = {k: v for k, v in kw.items() if k not in ("trace", "sparse_buckets", "sparse", "first_iteration",
-                                                          "options")}
+                                                          "options", "dense_above")}
         dense = simulate_iteration(profile, DENSE, costs, **base)
         if done:
             done()
@@ -156,6 +165,12 @@ def iteration_records(profile: LayerProfile, schemes: Sequence[str], costs: Cost
             if done:
                 done()
     return records
+
+
+def _label(scheme: str, part, run: Run) -> str:
+    """A part as the buckets table names it: 'zen(3, 2 dense)', 'dense-allreduce(4)'."""
+    name = scheme if part.sparse else DENSE_SCHEMES[run.dense_algorithms[part.numel]]
+    return f"{name}({len(part.names)}{f', {len(part.dense)} dense' if part.dense else ''})"
 
 
 def _record(profile: LayerProfile, scheme: str, costs: Costs, layout: str, model: str, bucketing: str,
@@ -175,8 +190,11 @@ def _record(profile: LayerProfile, scheme: str, costs: Costs, layout: str, model
     buckets = []
     for b, sync in enumerate(syncs):
         sync_ms = float((run.bucket_end[:, b] - run.bucket_start[:, b]).max(axis=1).mean()) * MS
-        parts = " + ".join(f"{scheme if p.sparse else DENSE_SCHEMES[run.dense_algorithms[p.numel]]}({len(p.names)})"
-                           for p in sync.parts)
+        parts = " + ".join(_label(scheme, p, run) for p in sync.parts)
+        dense = int(run.densely[:, b].sum())
+        if dense:
+            parts = (" + ".join(_label(scheme, p.densely(), run) for p in sync.parts)
+                     + ("" if dense == len(ends) else f" ({dense} of {len(ends)} iterations; else {parts})"))
         buckets.append({"bucket": b, "params": len(sync.bucket.names), "first": sync.bucket.names[0],
                         "last": sync.bucket.names[-1], "bytes": sync.bucket.nbytes, "sync": parts,
                         "ready_ms": span(run.bucket_ready[:, b]), "start_ms": span(run.bucket_start[:, b]),

@@ -1,17 +1,79 @@
-"""Measure a built-in workload's layer profile by training it on the device at hand with the recorder's hooks."""
+"""Measure a layer profile by training on the device at hand with the recorder's hooks: a built-in
+workload (`record_workload`), or the first DDP model of any training script (`record_script`).
+
+Both record the host's figures beside the times (`extra["host"]`): the load average before and after
+(os.getloadavg), the number of CPUs, and the wall and CPU seconds of the timed steps (of the thread
+running them: marks of a HostClock, taken with the recorder's). The median step's CPU time well below
+its wall time (under BUSY_BELOW of it) means the steps waited: for a processor on a busy machine (other processes runnable), or for
+something else (a sleep, I/O, a GPU), so the profile is slower than the model on a quiet machine;
+the profile then carries a `warning` and the command prints it on stderr.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
 import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
 from zensim.errors import ConfigError
+from zensim.script import batch_size_of, check_script, run_script
 from zensim.train.clocks import Clock, clock_for, describe_device
-from zensim.train.hooks import LayerRecorder
+from zensim.train.hooks import LayerRecorder, StepEvents
 from zensim.train.layers import LayerProfile
+
+BUSY_BELOW = 0.8  # CPU seconds per wall second of the timed steps below which the machine is called busy
+MARKS = "hooks around real training (forward pre/post, post-accumulate-grad, optimizer step hooks)"
+
+
+class HostClock:
+    """Another clock's marks with the host's wall and process CPU time beside them: seconds are the
+    wrapped clock's (CUDA events on a GPU), the host figures come from the pairs (`host_figures`)."""
+
+    def __init__(self, inner: Clock) -> None:
+        self.inner = inner
+
+    def mark(self, label: str = "") -> tuple[Any, float, float]:
+        """(the wrapped clock's mark, wall seconds, CPU seconds of this thread)."""
+        return self.inner.mark(label), time.perf_counter(), time.thread_time()
+
+    def settle(self) -> None:
+        """The wrapped clock's."""
+        self.inner.settle()
+
+    def seconds(self, start: tuple, end: tuple) -> float:
+        """The wrapped clock's seconds between the two marks."""
+        return self.inner.seconds(start[0], end[0])
+
+
+def host_figures(events: StepEvents, warmup: int, load_before: tuple[float, ...]) -> dict[str, Any]:
+    """The load and the host's wall and CPU seconds of the steps after `warmup` (HostClock marks, from
+    the step's start to its optimizer's end, or backward's): totals, the median step's, and a warning
+    when the median step's CPU / wall is below BUSY_BELOW."""
+    steps = events.steps[warmup:]
+    ends = [s.optimizer_end if s.optimizer_end is not None else s.backward_end for s in steps]
+    wall = np.array([end[1] - s.forward_start[1] for s, end in zip(steps, ends)])
+    cpu = np.array([end[2] - s.forward_start[2] for s, end in zip(steps, ends)])
+    load_after = os.getloadavg()
+    ratio = float(np.median(cpu / np.maximum(wall, 1e-12)))  # the median step's, as the profile's times are medians
+    out: dict[str, Any] = {"load_before": list(load_before), "load_after": list(load_after), "cpus": os.cpu_count(),
+                           "steps": len(steps), "wall_s": float(wall.sum()), "cpu_s": float(cpu.sum()),
+                           "step_wall_s": float(np.median(wall)), "step_cpu_s": float(np.median(cpu)),
+                           "cpu_per_wall": ratio, "busy": ratio < BUSY_BELOW}
+    if out["busy"]:
+        out["warning"] = (f"the median timed step took {np.median(wall) * 1e3:.3g} ms of wall time and "
+                          f"{np.median(cpu) * 1e3:.3g} ms of CPU ({ratio:.0%}; load average {load_before[0]:.1f} -> "
+                          f"{load_after[0]:.1f} on {os.cpu_count()} CPUs): the machine was busy or the steps waited, "
+                          "so this profile is slower than the model; record it on a quiet machine")
+    return out
 
 
 def to_device(batch: Any, device: torch.device) -> Any:
@@ -49,10 +111,75 @@ def record_workload(workload: Any, device: str | torch.device = "cpu", iteration
     if iterations < 1 or warmup < 0:
         raise ConfigError(f"--iterations {iterations} / --warmup {warmup}: need at least 1 timed step and warmup >= 0")
     device = torch.device(device)
-    recorder = train_steps(workload, warmup + iterations, device, clock_for(device), progress)
+    load = os.getloadavg()
+    recorder = train_steps(workload, warmup + iterations, device, HostClock(clock_for(device)), progress)
     return recorder.profile(
         warmup, kind="measured", device=describe_device(device), workload=workload.name,
-        batch_size=workload.batch_size,
+        batch_size=workload.batch_size, extra={"host": host_figures(recorder, warmup, load)},
         source=f"zensim layers record: {workload.name}, batch {workload.batch_size}, medians of {iterations} steps "
-               f"after {warmup} warm-up steps, hooks around real training (forward pre/post, "
-               f"post-accumulate-grad, optimizer step hooks)")
+               f"after {warmup} warm-up steps, {MARKS}")
+
+
+def record_script(script: str, script_args: list[str], iterations: int = 10, warmup: int = 3,
+                  batch_size: int | None = None) -> LayerProfile:
+    """The measured layer profile of the first DistributedDataParallel model `script` builds, run here as
+    __main__ with `script_args` (zensim.script): `warmup` untimed steps, medians of the next `iterations`.
+
+    One process: a world of 1 (torchrun's variables are set for it when absent; a larger world is
+    refused, its communication would enter backward). The device is the model's, the optimizer any
+    whose step follows backward; the batch size the one given, else the script's DataLoaders'."""
+    check_script(script, "--script")
+    if iterations < 1 or warmup < 0:
+        raise ConfigError(f"--iterations {iterations} / --warmup {warmup}: need at least 1 timed step and warmup >= 0")
+    found: list[tuple[LayerRecorder, torch.device]] = []
+    loaders: list[int | None] = []
+
+    def on_ddp(model: torch.nn.parallel.DistributedDataParallel) -> None:
+        if not found:
+            device = next(model.module.parameters()).device
+            found.append((LayerRecorder(model.module, clock=HostClock(clock_for(device)), every_optimizer=True), device))
+
+    load = os.getloadavg()
+    try:
+        with one_rank_world():
+            run_script(script, script_args, on_ddp, loaders.append)
+    finally:
+        for recorder, _ in found:
+            recorder.detach()
+    if not found:
+        raise ConfigError(f"--script {script}: the script built no DistributedDataParallel model")
+    recorder, device = found[0]
+    if len(recorder.steps) < warmup + iterations:
+        raise ConfigError(f"--script {script}: training ran {len(recorder.steps)} complete steps, fewer than "
+                          f"--warmup {warmup} + --iterations {iterations}")
+    del recorder.steps[warmup + iterations:]
+    batch, batch_source = batch_size_of(batch_size, loaders)
+    name = Path(script).stem
+    return recorder.profile(
+        warmup, kind="measured", device=describe_device(device), workload=name, batch_size=batch,
+        extra={"host": host_figures(recorder, warmup, load), "script": script, "script_args": list(script_args),
+               "batch_size_source": batch_source},
+        source=f"zensim layers record --script {script}: its first DDP model, medians of {iterations} steps after "
+               f"{warmup} warm-up steps, {MARKS}")
+
+
+@contextlib.contextmanager
+def one_rank_world() -> Iterator[None]:
+    """torchrun's variables for a world of one process while the block runs, where they are absent;
+    ConfigError for a world of several (a rank's profile would include its communication)."""
+    world = os.environ.get("WORLD_SIZE", "1")
+    if world != "1":
+        raise ConfigError(f"--script: WORLD_SIZE is {world}; record a layer profile in one process (no torchrun): "
+                          "several ranks' communication would enter backward")
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    added = {key: value for key, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1"),
+                                           ("LOCAL_WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1"),
+                                           ("MASTER_PORT", str(port))) if key not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for key in added:
+            os.environ.pop(key, None)

@@ -9,7 +9,11 @@ all-reduce, as in ZEN's evaluation where only the sparse tensors use ZEN. Under
 A bucket becomes one or two *parts* synchronized one after the other on the communication stream:
 its sparse members (the scheme on their concatenated index space) and its dense members (the dense
 all-reduce of their total size, by the algorithm zensim.train.tuner picks for that size). With `own` sparse buckets (torch's rule for sparse gradients, the
-default) a sparse tensor is a bucket of its own; with `fused` sparse tensors join DDP's buckets.
+default) a sparse tensor is a bucket of its own. With `fused` sparse tensors join DDP's buckets and
+every bucket is synchronized as `zensim_hook` (zensim.ddp) synchronizes it: one part, the scheme's
+run on the whole bucket, its dense members carried as every one of their elements (`carry`); with
+`dense_above` the timeline all-reduces a bucket densely instead when its previous sum was denser
+(`SyncLogs.density`, the figure the hook decides by).
 
 Logs are made by the synchronization level, never here: the sparse part runs the scheme's stage
 program through `zensim.sim.layout` (ZEN's multi-GPU layout or flat), the dense part is a dense
@@ -47,6 +51,12 @@ class Part:
     sparse: bool
     names: tuple[str, ...]
     numel: int
+    dense: tuple[str, ...] = ()  # members a sparse part carries as every element (a dense layer in the scheme's run)
+    sizes: tuple[int, ...] = ()  # each member's elements, where `dense` is not empty
+
+    def densely(self) -> "Part":
+        """The same members as one dense all-reduce (what `dense_above` turns a bucket into)."""
+        return Part(False, self.names, self.numel)
 
 
 @dataclass(frozen=True)
@@ -86,17 +96,23 @@ def sparse_tensors(profile: LayerProfile, trace: Trace | None, scheme: str,
     return set(names)
 
 
-def bucket_syncs(profile: LayerProfile, buckets: Sequence[Bucket], sparse: set[str]) -> list[BucketSync]:
-    """Each bucket's ready time and parts (sparse members first, then dense ones)."""
+def bucket_syncs(profile: LayerProfile, buckets: Sequence[Bucket], sparse: set[str],
+                 carry: bool = False) -> list[BucketSync]:
+    """Each bucket's ready time and parts: sparse members first, then dense ones; with `carry` (the
+    hook's synchronization) one sparse part of all members in bucket order, the dense ones carried."""
     ready = profile.ready_s
     out = []
     for b in buckets:
         members = [profile.params[i] for i in b.members]
-        parts = []
-        for is_sparse in (True, False):
-            mine = [p for p in members if (p.name in sparse) == is_sparse]
-            if mine:
-                parts.append(Part(is_sparse, tuple(p.name for p in mine), sum(p.numel for p in mine)))
+        if carry:
+            parts = [Part(True, tuple(p.name for p in members), sum(p.numel for p in members),
+                          tuple(p.name for p in members if p.name not in sparse), tuple(p.numel for p in members))]
+        else:
+            parts = []
+            for is_sparse in (True, False):
+                mine = [p for p in members if (p.name in sparse) == is_sparse]
+                if mine:
+                    parts.append(Part(is_sparse, tuple(p.name for p in mine), sum(p.numel for p in mine)))
         out.append(BucketSync(b, float(ready[b.members[-1]]), tuple(parts)))
     return out
 
@@ -130,6 +146,7 @@ class SyncLogs:
         self.selection = selection if selection is not None and selection.applies(trace) else None
         self.tables = Tables()
         self.cache: dict[tuple, list[Step]] = {}  # (sparse part, trace iteration) -> its steps
+        self.densities: dict[tuple, float] = {}  # (sparse part, trace iteration) -> density of its sum
         self.dense_cache: dict[tuple[int, str], MessageLog] = {}  # (elements, algorithm) -> log
         if trace is not None and scheme != DENSE and trace.workers < cluster.gpus:
             raise ConfigError(f"{trace.path}: trace has {trace.workers} workers, the cluster asks for {cluster.gpus} GPUs")
@@ -163,9 +180,21 @@ class SyncLogs:
             self.dense_cache[key] = dense_log(c.machines, c.gpus_per_machine, numel, self.layout, algorithm)
         return self.dense_cache[key]
 
+    def density(self, part: Part, iteration: int) -> float:
+        """The density of the sum of a sparse `part` at trace iteration `iteration`: the union of the
+        GPUs' indices (a carried dense member: all of it) over the part's elements, as `zensim_hook`
+        measures a bucket's sum to decide `dense_above`."""
+        key = (part, iteration)
+        if key not in self.densities:
+            trace, gpus = self.trace, range(self.cluster.gpus)
+            nnz = sum(part.sizes[k] if name in part.dense else
+                      len(np.unique(np.concatenate([trace.indices(iteration, w, name) for w in gpus])))
+                      for k, name in enumerate(part.names))
+            self.densities[key] = nnz / max(part.numel, 1)
+        return self.densities[key]
+
     def _sparse(self, part: Part, iteration: int) -> list[Step]:
         """The scheme on the part's tensors at `iteration` (indices concatenated in member order)."""
-        assert self.trace is not None
         if self.selection is not None:
             prep = self.selection.prepared(self.trace, part.names, iteration, self.cluster, self.layout, self.values)
         else:
@@ -186,16 +215,18 @@ class SyncLogs:
                 Step(intra_ring(m, g, prep.sizes, 0, gather=True), False)]
 
     def _recorded(self, part: Part, iteration: int) -> Prepared:
-        """The chunks of the part's tensors as the trace recorded them, laid out for the cluster."""
+        """The chunks of the part's tensors as the trace recorded them (a carried dense member: every
+        element), concatenated in member order, laid out for the cluster."""
         c, trace = self.cluster, self.trace
         chunks = []
         for w in range(c.gpus):
             idx, vals, offset = [], [], 0
-            for name in part.names:
-                idx.append(trace.indices(iteration, w, name) + offset)
+            for k, name in enumerate(part.names):
+                carried = name in part.dense
+                idx.append((np.arange(part.sizes[k]) if carried else trace.indices(iteration, w, name)) + offset)
                 if self.values:
-                    stored = trace.values(iteration, w, name)
+                    stored = None if carried else trace.values(iteration, w, name)
                     vals.append(stored if stored is not None else synthetic_values(len(idx[-1]), iteration, w))
-                offset += trace.tensors[trace.tensor_index(name)].numel
+                offset += part.sizes[k] if part.sizes else trace.tensors[trace.tensor_index(name)].numel
             chunks.append(SparseChunk(np.concatenate(idx), np.concatenate(vals).astype(np.float32) if self.values else None))
         return prepare(chunks, part.numel, c.machines, c.gpus_per_machine, self.layout)

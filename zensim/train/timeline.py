@@ -15,6 +15,12 @@ optimizer step starts when backward is over and the GPU's last bucket is synchro
 iteration's forward follows it. All buckets of all iterations are clients of one Network, so
 buckets in flight at once (on GPUs that drifted apart) share the links.
 
+With `dense_above` (zensim_hook's option; its buckets are one sparse part each, zensim.train.syncs)
+a bucket is all-reduced densely in an iteration where its previous sum was denser than that: the
+sum at the trace iteration before the one the iteration replays (cycling), as the hook decides by
+the bucket's last sum. The timeline's iterations are steady-state ones (DDP's rebuilt buckets), so
+the hook's first iteration, always through the scheme, is not among them.
+
 With `hosts` (GPU -> host), compute runs on the hosts' processors instead: forward, backward (as
 segments between bucket-ready points) and optimizer are local work sharing `Costs.host_cores`
 processors with the schemes' local work, as ranks training on CPUs do (the emulator: every rank a
@@ -75,6 +81,7 @@ class Run:
     events: int = 0
     wall_s: float = 0.0
     dense_algorithms: dict = field(default_factory=dict)  # dense part elements -> the algorithm it ran
+    densely: np.ndarray | None = None  # (I, B): the bucket was all-reduced densely (dense_above)
 
     @property
     def makespan(self) -> float:
@@ -89,8 +96,9 @@ class Timeline:
                  model: str = "fifo", iterations: int = 1, trace_iterations: Sequence[int] = (0,),
                  model_options: Mapping[str, object] | None = None, dense_work: WorkCost | None = None,
                  hosts: Sequence[int] | None = None, on_iteration: Callable[[Network, int, int], None] | None = None,
-                 dense_algorithm: str = "auto") -> None:
+                 dense_algorithm: str = "auto", dense_above: float | None = None) -> None:
         self.profile = profile
+        self.dense_above = dense_above
         self.tuner = DenseTuner(logs, costs, dense_work, dense_algorithm)
         self.on_iteration = on_iteration
         self.hosts = None if hosts is None else list(hosts)
@@ -110,6 +118,24 @@ class Timeline:
         if part.sparse:
             return self.logs.steps(part, iteration)
         return self.logs.steps(part, iteration, self.tuner(part.numel))
+
+    def _bucket_steps(self, i: int, b: int) -> list[Step]:
+        """The steps of bucket b in iteration i: its parts' at the trace iteration i replays, or its
+        dense all-reduce where `dense_above` says so."""
+        t_it = self.trace_iterations[i % len(self.trace_iterations)]
+        parts = self.syncs[b].parts
+        if self.densely(i, b):
+            parts = tuple(part.densely() for part in parts)
+        return [st for part in parts for st in self._steps(part, t_it)]
+
+    def densely(self, i: int, b: int) -> bool:
+        """Whether `dense_above` all-reduces bucket b densely in iteration i: its sum at the trace
+        iteration before i's was denser than it."""
+        if self.dense_above is None:
+            return False
+        t_it = self.trace_iterations[i % len(self.trace_iterations)]
+        before = (t_it - 1) % (self.logs.trace.iterations if self.logs.trace is not None else 1)
+        return any(self.logs.density(part, before) > self.dense_above for part in self.syncs[b].parts if part.sparse)
 
     def run(self, compiled: bool = True) -> Run:
         """Simulate every iteration on every GPU; returns the raw times. The whole schedule runs as one
@@ -131,6 +157,7 @@ class Timeline:
             self._run_general(run)
         run.events = net.events
         run.dense_algorithms = dict(self.tuner.chosen)
+        run.densely = np.array([[self.densely(i, b) for b in range(nb)] for i in range(n_it)], bool).reshape(n_it, nb)
         run.wall_s = time.perf_counter() - start
         return run
 
@@ -145,9 +172,8 @@ class Timeline:
         """Per (iteration, bucket) the steps of its parts, in order."""
         out = {}
         for i in range(self.iterations):
-            t_it = self.trace_iterations[i % len(self.trace_iterations)]
-            for b, sync in enumerate(self.syncs):
-                out[(i, b)] = [st for part in sync.parts for st in self._steps(part, t_it)]
+            for b in range(len(self.syncs)):
+                out[(i, b)] = self._bucket_steps(i, b)
         return out
 
     def _run_compiled(self, run: Run, steps: dict[tuple[int, int], list[Step]]) -> None:
@@ -282,8 +308,7 @@ class Timeline:
         def start_part(r: int, i: int, b: int, k: int) -> None:
             mine = steps.get((i, b))
             if mine is None:
-                t_it = self.trace_iterations[i % len(self.trace_iterations)]
-                mine = steps[(i, b)] = [st for part in syncs[b].parts for st in self._steps(part, t_it)]
+                mine = steps[(i, b)] = self._bucket_steps(i, b)
             key = (i, b, k)
             client = run.clients.get(key)
             if client is None:
