@@ -23,9 +23,9 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	# torch first: 2.13.0 is the CPU build that lies on disk (no multi-GB CUDA download); pyproject
-	# accepts a range, so the next line keeps it. The tests need every extra (Dask, scikit-learn).
+	# accepts a range, so the next line keeps it. The tests need every extra (Dask, scikit-learn, pyarrow).
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test,dask,digits]'
+	$(PY) -m pip install --quiet -e '.[test,dask,digits,parquet]'
 	# numba's loops compiled now, once (about a minute of CPU), not in the first simulation
 	$(VENV)/bin/zensim warmup
 	touch $(STAMP)

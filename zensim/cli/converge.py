@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from zensim.cli import results
 from zensim.errors import ConfigError
 from zensim.net.models import MODELS
 
@@ -37,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", default=None, help="calibration profile JSON (link figures)")
     p.add_argument("--model", default="fifo", help="bandwidth sharing model (default fifo)")
     p.add_argument("--json", action="store_true", help="print the summary and every iteration as JSON")
-    p.add_argument("--csv", default=None, metavar="FILE", help="also write every iteration as CSV")
+    results.add_table_options(p, "every iteration")
     p.add_argument("--plot", default=None, metavar="FILE",
                    help="also write loss vs simulated wall-clock (format from the extension: .png, .pdf, .svg)")
     p.set_defaults(func=cmd_converge)
@@ -46,7 +47,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_converge(args: argparse.Namespace) -> int:
     """Run the training per scheme and report."""
     from zensim.net.costs import Costs
-    from zensim.cli import results
     from zensim.cli.replay import finish
     from zensim.replay import make_methods
     from zensim.replay.document import TRAINING_SCHEMA

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
+from zensim.cli import results
 from zensim.cli.simulate import add_link_args, cluster_from_args
 from zensim.errors import ConfigError
 from zensim.net.models import MODELS
@@ -61,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--options", default=None, help="scheme options as JSON, e.g. '{\"value_dtype\": \"float16\"}'")
     p.add_argument("--buckets", action="store_true", help="also print each record's buckets")
     p.add_argument("--json", action="store_true", help="print the records as JSON")
-    p.add_argument("--csv", default=None, metavar="FILE", help="also write the records as CSV")
+    results.add_table_options(p, "the records")
     p.add_argument("--timeline", default=None, metavar="FILE", help="also write a Chrome trace (Perfetto)")
     p.add_argument("--timeline-gpus", type=int, default=None, help="GPUs shown in the timeline (default: machine 0's)")
     p.add_argument("--plot", default=None, metavar="FILE", help="also write throughput against GPUs per scheme")
@@ -159,7 +159,7 @@ def cmd_iteration(args: argparse.Namespace) -> int:
     from zensim.report.export import to_csv, to_json
     from zensim.report.iteration import (bucket_table, iteration_rows, iteration_table, iteration_trace,
                                          throughput_figure)
-    from zensim.report.outputs import OutputFiles, plot_format
+    from zensim.report.outputs import plot_format, table_files
     from zensim.report.provenance import provenance
     from zensim.train.buckets import make_bucketing
     from zensim.train.iteration import check_scheme, iteration_records, simulate_iteration
@@ -181,9 +181,7 @@ def cmd_iteration(args: argparse.Namespace) -> int:
                              ("--timeline-gpus", args.timeline_gpus, 1)):
         if value is not None and value < low:
             raise ConfigError(f"{flag} {value}: must be at least {low}")
-    outs = OutputFiles(inputs=[args.trace, args.layers, args.profile])
-    paths = {key: outs.add(getattr(args, key), f"--{key}", plot=key == "plot")
-             for key in ("csv", "timeline", "plot") if getattr(args, key)}
+    outs, paths = results.plan(args, inputs=[args.trace, args.layers, args.profile])
     if not args.compute_scale > 0:
         raise ConfigError(f"--compute-scale {args.compute_scale}: must be positive")
     profile = layer_profile(args).scaled(args.compute_scale)
@@ -223,9 +221,7 @@ def cmd_iteration(args: argparse.Namespace) -> int:
     made = provenance(getattr(args, "command_line", None))
     for rec in records:
         rec.provenance = made
-    files: dict[Path, str | bytes] = {}
-    if "csv" in paths:
-        files[paths["csv"]] = to_csv(iteration_rows(records))
+    files = table_files(paths, lambda: to_csv(iteration_rows(records)))
     if "timeline" in paths:
         files[paths["timeline"]] = json.dumps(iteration_trace(records, args.timeline_gpus))
     if "plot" in paths:

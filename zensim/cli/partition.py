@@ -8,11 +8,12 @@ import sys
 
 from tqdm import tqdm
 
+from zensim.cli import results
 from zensim.errors import ConfigError
 from zensim.replay.document import PARTITION_SCHEMA, csv_rows, document
 from zensim.report.export import to_csv
 from zensim.report.provenance import provenance, trace_info
-from zensim.report.outputs import OutputFiles
+from zensim.report.outputs import table_files
 from zensim.report.table import format_table
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.imbalance import imbalance_report
@@ -36,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scope", choices=["total", "per_partition"], default="total", help="zen: r1, r2 for all partitions or each")
     p.add_argument("--iterations", type=int, default=None, help="first N iterations only (default all)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
-    p.add_argument("--csv", help="also write the rows to this CSV file")
+    results.add_table_options(p, "the rows")
     p.set_defaults(func=cmd_partition)
 
 
@@ -78,8 +79,7 @@ def cmd_partition(args: argparse.Namespace) -> int:
         raise ConfigError(f"--iterations {args.iterations}: must be positive")
     if args.k < 1:  # the library keeps k = 0 (every id serial) as a strawman; ZEN's first level needs one
         raise ConfigError(f"--k {args.k}: must be at least 1 (ZEN's first level places ids with k hash functions)")
-    outs = OutputFiles(inputs=[args.path])
-    csv_path = outs.add(args.csv, "--csv") if args.csv else None
+    outs, paths = results.plan(args, inputs=[args.path])
     with Trace.open(args.path) as trace:
         parts = {n: make_partitioner(n, trace.numel, trace.workers, **_options(n, args)) for n in names}
         count = trace.iterations if args.iterations is None else min(args.iterations, trace.iterations)
@@ -88,8 +88,7 @@ def cmd_partition(args: argparse.Namespace) -> int:
     made = {"provenance": provenance(args.command_line),
             "trace": {**info, "iteration": None, "iterations": [0, count]},
             "partitioners": {n: _options(n, args) for n in names}}
-    if csv_path is not None:
-        outs.write({csv_path: to_csv(csv_rows(rows, made))})
+    outs.write(table_files(paths, lambda: to_csv(csv_rows(rows, made))))
     print(document(PARTITION_SCHEMA, rows, [], made) if args.json else partition_table(rows))
     return 0
 

@@ -87,17 +87,15 @@ def cmd_replay(args: argparse.Namespace, cluster, profile, outs, paths) -> int: 
 
 def finish(args: argparse.Namespace, outs, paths: dict, records: list, summary: list[dict], figure,  # type: ignore[no-untyped-def]
            schema: str, made: dict) -> bool:
-    """Write --csv (every record, with the `made` blocks as dotted columns) and --plot (`figure()`) all
+    """Write --csv and --parquet (every record, with the `made` blocks as dotted columns) and --plot (`figure()`) all
     or none, print --json (the `schema` document: `made`, summary, records; zensim.replay.document);
     whether the JSON was printed (then nothing else is)."""
     from zensim.replay.document import csv_rows, document
     from zensim.report.export import to_csv
-    from zensim.report.outputs import plot_format
+    from zensim.report.outputs import plot_format, table_files
     from zensim.report.plots import figure_bytes
 
-    files: dict = {}
-    if "csv" in paths:
-        files[paths["csv"]] = to_csv(csv_rows(records, made))
+    files = table_files(paths, lambda: to_csv(csv_rows(records, made)))
     if "plot" in paths:
         files[paths["plot"]] = figure_bytes(figure(), plot_format(paths["plot"]))
     outs.write(files)

@@ -6,7 +6,6 @@ replay's or training's figures."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from zensim.errors import ConfigError
@@ -28,17 +27,17 @@ def made_line(context: dict[str, Any]) -> str:
 
 def report_documents(args: argparse.Namespace, labels: list[str], docs: list, outs, paths: dict) -> int:  # type: ignore[no-untyped-def]
     """Replay or training documents, all of one schema: each one's line of provenance and summary table
-    (--json with one file: the document again; --csv: every record with its context; --plot: one file's
+    (--json with one file: the document again; --csv, --parquet: every record with its context; --plot: one file's
     figures)."""
     from zensim.replay.report import iterations_figure, render_summary, render_training
     from zensim.report.export import to_csv
-    from zensim.report.outputs import plot_format
+    from zensim.report.outputs import plot_format, table_files
     from zensim.report.plots import figure_bytes
 
     schemas = {schema for schema, _, _, _ in docs}
     if len(schemas) > 1:
         raise ConfigError(f"{args.results[0]}: {', '.join(sorted(schemas))} documents cannot be reported together")
-    other = sorted(set(paths) - {"csv", "plot"})
+    other = sorted(set(paths) - {"csv", "parquet", "plot"})
     if other:
         raise ConfigError(f"--{other[0].replace('_', '-')}: not from replay or training records")
     for name, many in (("--json", args.json), ("--plot", "plot" in paths)):
@@ -47,9 +46,8 @@ def report_documents(args: argparse.Namespace, labels: list[str], docs: list, ou
     replayed = schemas == {REPLAY_SCHEMA}
     if schemas == {PARTITION_SCHEMA} and "plot" in paths:
         raise ConfigError("--plot: partition rows have no figure")
-    out: dict[Path, str | bytes] = {}
-    if "csv" in paths:
-        out[paths["csv"]] = to_csv([row for _, records, _, context in docs for row in csv_rows(records, context)])
+    out = table_files(paths, lambda: to_csv([row for _, records, _, context in docs
+                                             for row in csv_rows(records, context)]))
     if "plot" in paths:
         _, records, _, _ = docs[0]
         if replayed:

@@ -92,24 +92,22 @@ def _iteration_records(doc: object, path: str) -> list | None:
 
 def _report_iterations(args: argparse.Namespace, labels: list[str], files: list, outs, paths) -> int:
     """Training-iteration files: each one's iteration table (--json: the records as one
-    zensim-iterations/1 document; --csv the rows; --plot samples/s against the GPU count)."""
+    zensim-iterations/1 document; --csv, --parquet the rows; --plot samples/s against the GPU count)."""
     from zensim.report.export import to_csv
     from zensim.report.iteration import ITERATION_SCHEMA, iteration_rows, iteration_table, throughput_figure
     from zensim.report.plots import figure_bytes
-    from zensim.report.outputs import plot_format
+    from zensim.report.outputs import plot_format, table_files
 
     for path, mine in zip(args.results, files):
         if mine is None:
             raise ConfigError(f"{path}: not training-iteration records (report iteration files apart from "
                               "other results)")
-    other = sorted(set(paths) - {"csv", "plot"})
+    other = sorted(set(paths) - {"csv", "parquet", "plot"})
     if other:
         raise ConfigError(f"--{other[0].replace('_', '-')}: not from iteration records (the run is not stored; "
                           "zensim iteration writes it)")
     records = [r for mine in files for r in mine]
-    out: dict[Path, str | bytes] = {}
-    if "csv" in paths:
-        out[paths["csv"]] = to_csv(iteration_rows(records))
+    out = table_files(paths, lambda: to_csv(iteration_rows(records)))
     if "plot" in paths:
         out[paths["plot"]] = figure_bytes(throughput_figure(records, ", ".join(labels)), plot_format(paths["plot"]))
     outs.write(out)

@@ -1,6 +1,6 @@
 """The result options every command with records shares (`simulate`, `emulate`, `report`): --json,
---csv, --plot, --timeline where a run has timings, and --links, --traffic, --link-plot where records
-carry per-link figures; outputs checked before the work, written all or none after it, through the one
+--csv and --parquet (add_table_options: every command with a table), --plot, --timeline where a run has
+timings, and --links, --traffic, --link-plot where records carry per-link figures; outputs checked before the work, written all or none after it, through the one
 report path (zensim.report)."""
 
 from __future__ import annotations
@@ -9,21 +9,22 @@ import argparse
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from zensim.extras import require
 from zensim.report.links import link_files
-from zensim.report.outputs import OutputFiles, plot_format, table_format
+from zensim.report.outputs import OutputFiles, plot_format, table_files, table_format
 from zensim.report.record import RunRecord, results_csv, results_json
 from zensim.report.table import render
 
-OUTPUTS = ("csv", "plot", "timeline", "links", "traffic", "link_plot")
+OUTPUTS = ("csv", "parquet", "plot", "timeline", "links", "traffic", "link_plot")
 PLOTS = ("plot", "link_plot")
 TABLES = ("links", "traffic")  # .csv or .json, by the extension (zensim.report.links)
 
 
 def add_options(p: argparse.ArgumentParser, timeline: bool = False, links: bool = False) -> None:
-    """--json (print the results document), --csv FILE, --plot FILE[, --timeline FILE][, --links FILE,
-    --traffic FILE, --link-plot FILE]."""
+    """--json (print the results document), --csv FILE, --parquet FILE, --plot FILE[, --timeline FILE][,
+    --links FILE, --traffic FILE, --link-plot FILE]."""
     p.add_argument("--json", action="store_true", help="print the records as a zensim-results/1 JSON document")
-    p.add_argument("--csv", default=None, metavar="FILE", help="also write the records as CSV (zensim report reads it)")
+    add_table_options(p, "the records (zensim report reads the CSV)")
     p.add_argument("--plot", default=None, metavar="FILE",
                    help="also write a plot: times, time / dense and bytes per rank (format from the extension: "
                         ".png, .pdf, .svg, ...)")
@@ -38,6 +39,14 @@ def add_options(p: argparse.ArgumentParser, timeline: bool = False, links: bool 
                        help="also plot every link's utilization and the traffic matrix, one row per scheme")
 
 
+def add_table_options(p: argparse.ArgumentParser, what: str) -> None:
+    """--csv FILE and --parquet FILE: `what` (e.g. 'every iteration') as CSV, and the same table as Parquet."""
+    p.add_argument("--csv", default=None, metavar="FILE", help=f"also write {what} as CSV")
+    p.add_argument("--parquet", default=None, metavar="FILE",
+                   help="also write the --csv table as Parquet (same columns and values; needs pip install "
+                        "'zensim[parquet]')")
+
+
 def plan(args: argparse.Namespace, inputs: Iterable[str | Path | None]) -> tuple[OutputFiles, dict[str, Path]]:
     """Check the output options before the work: {option: path} of those given."""
     outs = OutputFiles(inputs=inputs)
@@ -46,6 +55,9 @@ def plan(args: argparse.Namespace, inputs: Iterable[str | Path | None]) -> tuple
     for key in TABLES:
         if key in paths:
             table_format(paths[key], f"--{key}")
+    if "parquet" in paths:
+        for module in ("pandas", "pyarrow"):
+            require(module, "parquet", "--parquet")
     return outs, paths
 
 
@@ -55,9 +67,7 @@ def finish(args: argparse.Namespace, records: Sequence[RunRecord], outs: OutputF
     the run's bars); `text` replaces the default table."""
     from zensim.report.plots import figure_bytes, run_figure
 
-    files: dict[Path, str | bytes] = {}
-    if "csv" in paths:
-        files[paths["csv"]] = results_csv(records)
+    files = table_files(paths, lambda: results_csv(records))
     if "timeline" in paths:
         import json
 

@@ -1,4 +1,5 @@
-"""Result records to files: JSON and CSV, written to a temporary file then renamed (never half-written)."""
+"""Result records to files: JSON, CSV and Parquet, written to a temporary file then renamed (never
+half-written)."""
 
 from __future__ import annotations
 
@@ -24,4 +25,16 @@ def to_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     writer.writeheader()
     for row in rows:
         writer.writerow({k: ";".join(map(str, v)) if isinstance(v, (list, tuple)) else v for k, v in row.items()})
+    return out.getvalue()
+
+
+def to_parquet(csv_text: str) -> bytes:
+    """The table of `csv_text` (a `to_csv` output) as Parquet file bytes: read back by pandas as `--csv`'s
+    file is (floats exactly, `null` and empty cells as missing), so both files hold the same columns and
+    values, provenance columns included. Needs the `parquet` extra (pandas, pyarrow)."""
+    import pandas as pd
+
+    frame = pd.read_csv(io.StringIO(csv_text), low_memory=False)
+    out = io.BytesIO()
+    frame.to_parquet(out, engine="pyarrow", index=False)
     return out.getvalue()

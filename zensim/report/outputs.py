@@ -10,7 +10,7 @@ after it (all of them or none), none of them onto an input or onto another outpu
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from zensim.atomic import check_name, write_all_atomic
@@ -35,6 +35,16 @@ def table_format(path: str | os.PathLike[str], what: str) -> str:
     if suffix not in ("csv", "json"):
         raise ConfigError(f"{what}: {path}: name the format with the extension (.csv or .json)")
     return suffix
+
+
+def table_files(paths: Mapping[str, Path], table: Callable[[], str]) -> dict[Path, str | bytes]:
+    """The `csv` and `parquet` files among `paths` ({option: path}) of one table, `table()` its CSV text
+    (made only when one of them is asked for)."""
+    from zensim.report.export import to_parquet
+
+    wanted = [key for key in ("csv", "parquet") if key in paths]
+    text = table() if wanted else ""
+    return {paths[key]: text if key == "csv" else to_parquet(text) for key in wanted}
 
 
 def check_creatable(folder: str | os.PathLike[str], what: str) -> None:
