@@ -91,3 +91,33 @@ def test_cli_timeline_has_phases_and_counters(trace, tmp_path, capsys):
     counters = {e["name"] for e in events if e["ph"] == "C"}
     assert "nic-up 0" in counters and "nvl-up 0" in counters
     assert {e["args"]["name"] for e in events if e["name"] == "process_name"} == {"zen", "zen: link utilization"}
+
+
+def test_every_message_is_one_flow_from_its_send_to_its_receive(records):
+    cluster, recs = records
+    doc = json.loads(json.dumps(chrome_trace([track_of(r) for r in recs])))
+    events = doc["traceEvents"]
+    starts = [e for e in events if e["ph"] == "s"]  # ids numbered on across the runs, log order in each
+    finishes = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert len(starts) == len(finishes) == sum(len(r.log.src) for r in recs)
+    assert len({e["id"] for e in starts}) == len(starts) and {e["id"] for e in starts} == set(finishes)
+    spans = {(e["pid"], e["tid"], e["args"]["stage"], e["cat"]): e for e in events
+             if e["ph"] == "X" and e["cat"] in ("stage", "transfer")}
+
+    def inside(t: float, span: dict) -> bool:
+        return span["ts"] - 1e-6 <= t <= span["ts"] + span["dur"] + 1e-6
+
+    for pid, rec in enumerate(recs):
+        mine = [e for e in starts if e["pid"] == 2 * pid]
+        cols, timing = rec.log.arrays(), rec.timing
+        assert len(mine) == len(cols["src"])
+        for k, start in enumerate(sorted(mine, key=lambda e: e["id"])):
+            finish = finishes[start["id"]]
+            stage, src, dst = int(cols["stage"][k]), int(cols["src"][k]), int(cols["dst"][k])
+            assert (start["tid"], finish["tid"], finish["pid"], start["args"]["stage"]) == (src, dst, 2 * pid, stage)
+            assert start["ts"] == pytest.approx(timing.msg_start[k] * 1e6)
+            assert finish["ts"] == pytest.approx(timing.msg_end[k] * 1e6) and finish["bp"] == "e"
+            assert inside(start["ts"], spans[(2 * pid, src, stage, "transfer")])  # the sender's transfer span
+            # delivered to the receiver in its stage of the message, or in an earlier one it has not finished
+            assert any(inside(finish["ts"], spans[(2 * pid, dst, s, "stage")]) for s in range(stage + 1))
+            assert start["ts"] <= finish["ts"] and start["name"] == finish["name"] and start["cat"] == finish["cat"]

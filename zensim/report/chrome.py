@@ -1,12 +1,17 @@
 """Chrome trace-event JSON (opens in Perfetto / chrome://tracing): one process per run of a scheme, one
-track per rank, named phases, local work apart from transfer, link-utilization counters.
+track per rank, named phases, local work apart from transfer, an arrow per message, link-utilization
+counters.
 
 Each rank's stages are complete events (`ph: "X"`, microseconds) named by their phase (`intra-machine
 reduce-scatter`, `push`, `pull`, `intra-machine all-gather`; `stage s` when the phases are not
 known), with the stage, its bytes sent and received in `args`. Inside each stage, nested spans split
 the time: `local work` before the sends (pre work: partitioning, encoding), `transfer` (from the
 sends' injection to the last of the stage's messages delivered), `local work` after (post work:
-decoding, merging). With a topology, a second process per run holds one counter track per link that
+decoding, merging). Every message is a flow from its sender to its receiver (`ph: "s"` on the sender's
+track at its injection, inside the sender's transfer span; `ph: "f"`, `bp: "e"`, on the receiver's
+track at its delivery, bound to the span it arrives in: the message's stage, or an earlier one the
+receiver is still in), so Perfetto draws an arrow per message. With a
+topology, a second process per run holds one counter track per link that
 carried bytes (`ph: "C"`): its utilization in `bins` equal time bins, each message's bytes spread
 evenly over its life on every link of its route (injection to delivery: a mean rate, exact in bytes
 per bin only where a message's rate was constant).
@@ -80,6 +85,20 @@ def timeline_events(pid: int, track: Track) -> list[dict[str, Any]]:
     return events
 
 
+def flow_events(pid: int, track: Track, first_id: int) -> list[dict[str, Any]]:
+    """A start (sender, injection) and a finish (receiver, delivery) flow event per message of the run, in
+    log order, with ids first_id, first_id + 1, ... (unique in the document: chrome_trace numbers runs on)."""
+    cols, timing = track.log.arrays(), track.timing
+    events: list[dict[str, Any]] = []
+    for k, (stage, src, dst, nbytes, t0, t1) in enumerate(zip(
+            cols["stage"].tolist(), cols["src"].tolist(), cols["dst"].tolist(), cols["nbytes"].tolist(),
+            timing.msg_start.tolist(), timing.msg_end.tolist())):
+        flow = {"name": "message", "cat": "message", "id": first_id + k, "pid": pid}
+        events += [{**flow, "ph": "s", "tid": src, "ts": t0 * US, "args": {"stage": stage, "bytes": nbytes}},
+                   {**flow, "ph": "f", "bp": "e", "tid": dst, "ts": t1 * US}]
+    return events
+
+
 def link_utilization(timing: Timing, topology: Topology, bins: int = BINS) -> tuple[np.ndarray, np.ndarray]:
     """(bin edges in seconds, utilization per link and bin): each message's bytes spread evenly over
     [injection, delivery] on every link of its route, per bin divided by capacity x bin width."""
@@ -133,11 +152,13 @@ def counter_events(pid: int, label: str, timing: Timing, topology: Topology, bin
 
 
 def chrome_trace(tracks: Sequence[Track], bins: int = BINS) -> dict[str, Any]:
-    """The trace-event document of several runs: per run a process of rank tracks and, with a
-    topology, a process of link-utilization counters."""
+    """The trace-event document of several runs: per run a process of rank tracks with a flow per
+    message and, with a topology, a process of link-utilization counters."""
     events: list[dict[str, Any]] = []
+    first_id = 0
     for i, track in enumerate(tracks):
-        events += timeline_events(2 * i, track)
+        events += timeline_events(2 * i, track) + flow_events(2 * i, track, first_id)
+        first_id += len(track.log.src)
         if track.topology is not None:
             events += counter_events(2 * i + 1, track.label, track.timing, track.topology, bins)
     return {"traceEvents": events, "displayTimeUnit": "ms"}
