@@ -203,6 +203,20 @@ def test_errors(skewed):
         simulate(skewed, "zen", ClusterSpec(8, 1, B), iteration=3)
 
 
+def test_scheme_registered_after_import_is_simulated(skewed, monkeypatch):
+    """The groups are read from the registry when asked: a scheme added after import is known, is
+    in 'all' and 'presets', and simulates as the scheme it copies."""
+    from dataclasses import replace
+
+    from zensim.schemes import CATALOG
+    from zensim.sim.run import resolve_schemes
+
+    monkeypatch.setitem(CATALOG, "late-zen", replace(CATALOG["zen"], name="late-zen"))
+    assert "late-zen" in resolve_schemes("all") and "late-zen" in resolve_schemes("presets")
+    late, zen = simulate(skewed, "late-zen,zen", ClusterSpec(8, 1, B))
+    assert late.scheme == "late-zen" and late.time_s == zen.time_s
+
+
 @pytest.mark.parametrize("args,message", [
     (["--scheme", "bogus"], "unknown scheme"),
     (["--machines", "4", "--gpus-per-machine", "4"], "8 workers"),

@@ -33,18 +33,24 @@ from zensim.trace.format import Trace, opened
 
 ALL_MODELS = (*MODELS, "analytic")
 DENSE = "dense-allreduce"
-GROUPS = {"all": scheme_names(), "presets": list(CATALOG), "distinct": [p.name for p in DISTINCT]}
+
+
+def scheme_groups() -> dict[str, list[str]]:
+    """The names that 'all', 'presets' and 'distinct' stand for, read from the registry now (so a
+    scheme registered after import is among them)."""
+    return {"all": scheme_names(), "presets": list(CATALOG), "distinct": [p.name for p in DISTINCT]}
 
 
 def resolve_schemes(spec: str | Sequence[str]) -> list[str]:
     """'all' | 'presets' | 'distinct' | 'a,b,c' | a list -> scheme names, unknown ones a ConfigError."""
     items = spec.split(",") if isinstance(spec, str) else list(spec)
+    groups = scheme_groups()
     names: list[str] = []
     for item in (i.strip() for i in items):
-        for name in GROUPS.get(item, [item]):
-            if name not in GROUPS["all"]:
+        for name in groups.get(item, [item]):
+            if name not in groups["all"]:
                 raise ConfigError(f"--scheme: unknown scheme {name!r} (known: all, presets, distinct, "
-                                  f"{', '.join(GROUPS['all'])})")
+                                  f"{', '.join(groups['all'])})")
             if name not in names:
                 names.append(name)
     if not names:
