@@ -41,7 +41,7 @@ from zensim.net.units import parse_latency
 from zensim.net.waterfill import waterfill
 from zensim.run import Tables
 from zensim.schemes import build_scheme
-from zensim.sim.layout import Prepared, place, prepare_trace
+from zensim.layout import Prepared, place, prepare_trace
 from zensim.sim.run import resolve_schemes
 from zensim.trace.format import Trace
 from zensim.trace.synth import SynthParams, synthesize

@@ -15,7 +15,7 @@ from zensim.net.topology import ClusterSpec
 from zensim.run import Tables
 from zensim.run.log import PHASES, MessageLog
 from zensim.schemes import build_scheme
-from zensim.sim.layout import place, prepare
+from zensim.layout import place, prepare
 
 B = 25e9 / 8
 FIELDS = ("stage_start", "stage_end", "transfer_start", "transfer_end", "msg_start", "msg_end", "link_bytes",

@@ -18,7 +18,7 @@ from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.replay import LogReplay
 from zensim.net.topology import ClusterSpec
 from zensim.run.log import MessageLog
-from zensim.sim.layout import dense_ring_log
+from zensim.layout import dense_ring_log
 
 
 def assert_same(log: MessageLog, costs: Costs) -> None:

@@ -21,7 +21,7 @@ from zensim.net.replay import LogReplay, run_compiled
 from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.topology import ClusterSpec
 from zensim.run.log import Message, MessageLog
-from zensim.sim.layout import dense_ring_log
+from zensim.layout import dense_ring_log
 
 MODES = {"batched": None, "exact": {"batch": 0}}
 

@@ -1,6 +1,6 @@
 """Dense payloads stay dense (DensePiece): a dense ring adds arrays, and ends with the same bits on
 the bytes transport as in memory, in every wire dtype, cancellations and overflows included. The dense
-all-reduces written from sizes (zensim.sim.layout.dense_log: ring, recursive doubling) are the dense
+all-reduces written from sizes (zensim.layout.dense_log: ring, recursive doubling) are the dense
 schemes' messages, and recursive doubling's bytes and time are its closed forms for any n."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from zensim.net.profile import WorkCost
 from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
 from zensim.schemes import closed
-from zensim.sim.layout import DENSE_ALGORITHMS, DENSE_SCHEMES, dense_log, place, prepare
+from zensim.layout import DENSE_ALGORITHMS, DENSE_SCHEMES, dense_log, place, prepare
 
 NUMEL = 1000
 

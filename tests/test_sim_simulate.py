@@ -16,7 +16,7 @@ from zensim.net.profile import WorkCost
 from zensim.net.topology import ClusterSpec
 from zensim.sim import simulate
 from zensim.schemes.closed import measure
-from zensim.sim.layout import machine_shards, place, prepare
+from zensim.layout import machine_shards, place, prepare
 from zensim.schemes import build_scheme
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.trace import TensorSpec, TraceWriter
@@ -138,7 +138,7 @@ def test_zen_layout_shards_are_the_sums_of_their_parts():
 def test_layout_read_a_machine_at_a_time_is_the_same(tmp_path, values):
     """prepare_trace (machines read one at a time, shards kept compact) gives the chunks of
     prepare on every worker's chunk, ids int64, values as read."""
-    from zensim.sim.layout import load_chunks, prepare_trace
+    from zensim.layout import load_chunks, prepare_trace
     from zensim.trace.format import Trace
     from zensim.trace.synth import SynthParams, synthesize
     path = tmp_path / "t.zt"
@@ -253,7 +253,7 @@ def test_dense_baseline_is_the_dense_scheme_without_the_driver(tmp_path, machine
     """The vs_dense reference is built from sizes alone: its messages are those of the dense-allreduce
     scheme run through the driver (same bytes, same order of stages), and with no local work it times
     the same on every model; a run without dense-allreduce in its list does not run that scheme."""
-    from zensim.sim.layout import dense_ring_log
+    from zensim.layout import dense_ring_log
     from zensim.sim.run import dense_baseline
 
     rng = np.random.default_rng(1)

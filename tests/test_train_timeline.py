@@ -16,7 +16,7 @@ from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
 from zensim.sim.run import simulate
 from zensim.train.buckets import DDPBuckets, PerTensor, Single
-from zensim.sim.layout import dense_ring_log
+from zensim.layout import dense_ring_log
 from zensim.train.iteration import simulate_iteration
 from zensim.train.layers import LayerProfile, ParamTime
 from zensim.train.tuner import DenseTuner

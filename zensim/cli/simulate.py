@@ -8,7 +8,7 @@ from emulate.options import parse_options
 from zensim.cli import results
 from zensim.cli.replay import add_arguments as add_iteration_arguments, check_mode
 from zensim.errors import ConfigError
-from zensim.sim.layout import LAYOUTS
+from zensim.layout import LAYOUTS
 from zensim.sim.run import ALL_MODELS
 from zensim.net.models import MODELS
 from zensim.net.profile import Profile

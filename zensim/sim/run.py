@@ -24,7 +24,7 @@ from zensim.run import MessageLog, Tables
 from zensim.schemes import CATALOG, DISTINCT, build_scheme, needs_profile, scheme_names
 from zensim.schemes import closed as analytic
 from zensim.schemes.closed import measure
-from zensim.sim.layout import (DENSE_BYTES, LAYOUTS, Prepared, dense_ring_log, load_chunks, place, prepare,
+from zensim.layout import (DENSE_BYTES, LAYOUTS, Prepared, dense_ring_log, load_chunks, place, prepare,
                                prepare_trace, stage_phases)
 from zensim.sim.logcache import Driven, LogCache, driver_key
 from zensim.sim.metrics import busiest_link, imbalances, stage_times, traffic_entries
@@ -121,7 +121,7 @@ _BASELINES: dict[tuple, float] = {}
 
 def dense_baseline(costs: Costs, numel: int, model: str, layout: str, maxmin_batch: float | None = None) -> float:
     """Seconds of a dense ring all-reduce of `numel` fp32 elements on the cluster (the vs_dense reference):
-    data-independent, so built from sizes (zensim.sim.layout.dense_ring_log) and replayed, or its closed
+    data-independent, so built from sizes (zensim.layout.dense_ring_log) and replayed, or its closed
     form under the analytic model; computed once per cluster shape, costs, model and layout in a
     process (a sweep over iterations, schemes or traces of one size reuses it)."""
     cluster, g = costs.cluster, costs.cluster.gpus_per_machine

@@ -28,7 +28,7 @@ from zensim.net.topology import FABRICS, NIC_LAYOUTS, TRANSPORTS, ClusterSpec
 from zensim.net.units import parse_bandwidth, parse_latency
 from zensim.report.outputs import OutputFiles, table_format
 from zensim.sim.cluster import build_cluster
-from zensim.sim.layout import LAYOUTS
+from zensim.layout import LAYOUTS
 from zensim.schemes import check_options
 from zensim.sim.run import ALL_MODELS, resolve_schemes
 from zensim.trace.format import Trace

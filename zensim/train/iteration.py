@@ -25,7 +25,7 @@ from zensim.net.topology import LinkKind
 from zensim.report.iteration import IterationRecord
 from zensim.report.provenance import trace_info
 from zensim.schemes import build_scheme, needs_profile, scheme_names
-from zensim.sim.layout import DENSE_SCHEMES, LAYOUTS
+from zensim.layout import DENSE_SCHEMES, LAYOUTS
 from zensim.train.buckets import DDPBuckets
 from zensim.train.layers import LayerProfile
 from zensim.train.syncs import DENSE, SPARSE_BUCKETS, SyncLogs, bucket_syncs, sparse_tensors

@@ -2,7 +2,7 @@
 
 NCCL picks an algorithm (ring, tree, ...) per collective call from its size and the topology with
 a per-algorithm alpha-beta model; for small buckets the tree's few latency steps beat the ring's
-2(n-1). Here every candidate of zensim.sim.layout.DENSE_ALGORITHMS (ring, recursive doubling) is
+2(n-1). Here every candidate of zensim.layout.DENSE_ALGORITHMS (ring, recursive doubling) is
 timed alone on an idle copy of the run's cluster (fifo: first come first served links with their
 latencies, the run's costs, the dense collectives' work pricing) and the part takes the fastest;
 ties go to the ring. The choice depends on the part's size and the cluster, never on the trace or
@@ -20,7 +20,7 @@ from zensim.errors import ConfigError
 from zensim.net.costs import Costs
 from zensim.net.profile import WorkCost
 from zensim.net.replay import replay
-from zensim.sim.layout import DENSE_ALGORITHMS
+from zensim.layout import DENSE_ALGORITHMS
 from zensim.train.syncs import SyncLogs
 
 DENSE_CHOICES = ("auto", *DENSE_ALGORITHMS)
