@@ -9,6 +9,7 @@ import pytest
 
 from zensim.cli import main
 from zensim.errors import ConfigError
+from zensim.layout import machine_shards, place, prepare
 from zensim.schemes import closed as analytic
 from zensim.net.costs import Costs
 from zensim.net.models import MODELS
@@ -16,7 +17,6 @@ from zensim.net.profile import WorkCost
 from zensim.net.topology import ClusterSpec
 from zensim.sim import simulate
 from zensim.schemes.closed import measure
-from zensim.layout import machine_shards, place, prepare
 from zensim.schemes import build_scheme
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.trace import TensorSpec, TraceWriter

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from zensim.errors import ConfigError
+from zensim.layout import dense_ring_log
 from zensim.net.costs import Costs
 from zensim.net.profile import ExchangeCost, WorkCost
 from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
 from zensim.sim.run import simulate
 from zensim.train.buckets import DDPBuckets, PerTensor, Single
-from zensim.layout import dense_ring_log
 from zensim.train.iteration import simulate_iteration
 from zensim.train.layers import LayerProfile, ParamTime
 from zensim.train.tuner import DenseTuner

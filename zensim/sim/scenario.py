@@ -21,6 +21,7 @@ import yaml
 
 from zensim.errors import ConfigError
 from zensim.inputs import read_text
+from zensim.layout import LAYOUTS
 from zensim.net.models import MODELS
 from zensim.net.profile import Profile
 from zensim.net.presets import PRESETS
@@ -28,7 +29,6 @@ from zensim.net.topology import FABRICS, NIC_LAYOUTS, TRANSPORTS, ClusterSpec
 from zensim.net.units import parse_bandwidth, parse_latency
 from zensim.report.outputs import OutputFiles, table_format
 from zensim.sim.cluster import build_cluster
-from zensim.layout import LAYOUTS
 from zensim.schemes import check_options
 from zensim.sim.run import ALL_MODELS, resolve_schemes
 from zensim.trace.format import Trace

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from zensim.errors import ConfigError
+from zensim.layout import Prepared, dense_log, intra_ring, place, prepare
 from zensim.net.topology import ClusterSpec
 from zensim.run import MessageLog, Tables
 from zensim.schemes import build_scheme, needs_profile
-from zensim.layout import Prepared, dense_log, intra_ring, place, prepare
 from zensim.sparse.chunk import SparseChunk
 from zensim.train.buckets import Bucket
 from zensim.train.layers import LayerProfile

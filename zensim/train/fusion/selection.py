@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zensim.errors import ConfigError
-from zensim.net.topology import ClusterSpec
 from zensim.layout import Prepared
+from zensim.net.topology import ClusterSpec
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.partition import even_boundaries
 from zensim.sparsify import local_names, make_sparsifier
