@@ -13,6 +13,7 @@ import numpy as np
 from tqdm import tqdm
 
 from zensim.errors import ConfigError
+from zensim.memo import Memo
 from zensim.net.costs import Costs
 from zensim.net.models import MODELS
 from zensim.net.profile import Profile
@@ -66,7 +67,7 @@ def with_profile(cluster: ClusterSpec, profile: Profile, keep: Sequence[str] = (
 def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Costs | ClusterSpec, model: str = "fifo",
              *, iteration: int = 0, layout: str = "zen", maxmin_batch: float | None = None, options: dict | None = None,
              values: bool | None = None, progress: bool = False, provenance: dict[str, Any] | None = None,
-             cache: LogCache | str | Path | None = None) -> list[RunRecord]:
+             cache: LogCache | str | Path | None = None, baselines: Memo[float] | None = None) -> list[RunRecord]:
     """Simulate every scheme on one iteration of a trace (a path or an open Trace); records in the order
     of `schemes`.
 
@@ -79,7 +80,8 @@ def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Cos
     `prof = load_profile(p); simulate(t, s, Costs.of(with_profile(cluster, prof), prof))`.
     `provenance`: what the records say made them (default: this zensim, called from Python).
     `cache`: a message-log cache (a LogCache or its folder): each scheme's driver runs once per trace,
-    iteration, cluster shape, options and code version, whatever the links, latencies or model."""
+    iteration, cluster shape, options and code version, whatever the links, latencies or model.
+    `baselines`: the dense baselines of earlier calls, to reuse (see dense_baseline)."""
     if model not in ALL_MODELS:
         raise ConfigError(f"--model: unknown model {model!r} (choose from {', '.join(ALL_MODELS)})")
     if layout not in LAYOUTS:
@@ -110,32 +112,33 @@ def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Cos
     for name in tqdm(names, desc="simulate", unit="scheme", disable=None if progress else True, leave=False):
         records.append(_one(name, options, prep, chunks, costs, model, layout, maxmin_batch, tables,
                             {**context, "options": dict(options), "values": bool(values)}, cache))
-    dense = dense_baseline(costs, numel, model, layout, maxmin_batch)
+    dense = dense_baseline(costs, numel, model, layout, maxmin_batch, baselines)
     for rec in records:
         rec.vs_dense = rec.time_s / dense if rec.time_s is not None and dense else None
     return records
 
 
-_BASELINES: dict[tuple, float] = {}
-
-
-def dense_baseline(costs: Costs, numel: int, model: str, layout: str, maxmin_batch: float | None = None) -> float:
+def dense_baseline(costs: Costs, numel: int, model: str, layout: str, maxmin_batch: float | None = None,
+                   memo: Memo[float] | None = None) -> float:
     """Seconds of a dense ring all-reduce of `numel` fp32 elements on the cluster (the vs_dense reference):
     data-independent, so built from sizes (zensim.layout.dense_ring_log) and replayed, or its closed
-    form under the analytic model; computed once per cluster shape, costs, model and layout in a
-    process (a sweep over iterations, schemes or traces of one size reuses it)."""
+    form under the analytic model. With `memo` (owned by the caller: a sweep over iterations, schemes
+    or traces of one size) it is replayed once per costs, size, model and layout."""
     cluster, g = costs.cluster, costs.cluster.gpus_per_machine
     flat = layout == "flat" or g == 1
     if model == "analytic":
         n = cluster.gpus if flat else cluster.machines
         inter = analytic.dense_ring(analytic.SparsityStats(n, float(DENSE_BYTES * numel), 0.0), cluster.nic_bandwidth)
         return inter if flat else inter + 2 * (g - 1) / g * DENSE_BYTES * numel / cluster.nvlink_bandwidth
-    key = (cluster, repr(costs.work), costs.nic_efficiency, costs.host_efficiency,
-           costs.host_cores, costs.measured_work, numel, model, "flat" if flat else layout, maxmin_batch)
-    if key not in _BASELINES:
-        log = dense_ring_log(cluster.machines, g, numel, "flat" if flat else layout)
-        _BASELINES[key] = replay(log, costs, model, options={} if maxmin_batch is None else {"batch": maxmin_batch}).makespan
-    return _BASELINES[key]
+    placed = "flat" if flat else layout
+
+    def seconds() -> float:
+        log = dense_ring_log(cluster.machines, g, numel, placed)
+        return replay(log, costs, model, options={} if maxmin_batch is None else {"batch": maxmin_batch}).makespan
+
+    if memo is None:
+        return seconds()
+    return memo.get((repr(costs), numel, model, placed, maxmin_batch), seconds)  # every field of the costs
 
 
 def _needs_values(name: str, options: dict) -> bool:

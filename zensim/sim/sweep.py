@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from zensim.errors import ConfigError
 from zensim.extras import require
+from zensim.memo import Memo
 from zensim.net.costs import Costs
 from zensim.report.links import link_files
 from zensim.report.outputs import plot_format
@@ -97,8 +98,10 @@ class Outcome:
     wall_s: float = 0.0
 
 
-def run_point(task: PointTask) -> list[RunRecord] | list[IterationRecord] | list[ReplayRecord]:
-    """Simulate one point (the function every worker runs)."""
+def run_point(task: PointTask,
+              baselines: Memo[float] | None = None) -> list[RunRecord] | list[IterationRecord] | list[ReplayRecord]:
+    """Simulate one point (the function every worker runs); `baselines`: the dense baselines of the
+    points run before it here (zensim.sim.run.dense_baseline), to reuse."""
     p = task.point
     if p.training is not None:
         return _run_training(task)
@@ -106,7 +109,7 @@ def run_point(task: PointTask) -> list[RunRecord] | list[IterationRecord] | list
         return _run_replay(task)
     records = simulate(task.trace, list(task.schemes), Costs.of(p.cluster, p.profile), p.model, iteration=p.iteration,
                        layout=p.layout, maxmin_batch=p.maxmin_batch, options=task.options, values=task.values,
-                       provenance=task.provenance, cache=task.cache)
+                       provenance=task.provenance, cache=task.cache, baselines=baselines)
     for rec in records:
         if task.is_sweep:
             rec.point, rec.sweep = task.index, dict(p.values)
@@ -256,9 +259,10 @@ def _execute(tasks: list[PointTask], workers: int, scheduler: str | None,
     if not tasks:
         return
     if workers == 0 and scheduler is None:
+        baselines: Memo[float] = Memo()  # this run's, shared by its points
         for task in tasks:
             try:
-                yield task, run_point(task), None
+                yield task, run_point(task, baselines), None
             except Exception as exc:  # a point's failure is reported; the others go on
                 yield task, None, _failure(task, exc, traceback.format_exc())
         return
