@@ -24,7 +24,7 @@ from zensim.net.costs import Costs
 from zensim.net.models import MODELS
 from zensim.net.profile import WorkCost
 from zensim.net.topology import LinkKind
-from zensim.report.iteration import IterationRecord
+from zensim.report.iteration import SimulatedIterationRecord
 from zensim.report.provenance import trace_info
 from zensim.schemes import build_scheme, needs_profile, scheme_names
 from zensim.train.buckets import DDPBuckets
@@ -51,11 +51,11 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
                        model: str = "fifo", layout: str = "zen", bucketing=None, sparse_buckets: str = "own",
                        sparse: Sequence[str] | None = None, iterations: int = 1, first_iteration: int = 0,
                        options: Mapping[str, object] | None = None, model_options: Mapping[str, object] | None = None,
-                       dense_baseline: bool = True, dense: "IterationRecord | None" = None,
+                       dense_baseline: bool = True, dense: "SimulatedIterationRecord | None" = None,
                        dense_work: str = "fused", shared_host: bool = False, strategy=None,
                        background=None, logs: SyncLogs | None = None, dense_algorithm: str = "auto",
                        dense_above: float | None = None,
-                       dense_times: Memo[dict[str, float]] | None = None) -> IterationRecord:
+                       dense_times: Memo[dict[str, float]] | None = None) -> SimulatedIterationRecord:
     """Simulate `iterations` training iterations of `profile` with `scheme` on `costs.cluster`.
 
     The trace's tensors are synchronized sparse by `scheme` (those named in `sparse`, or all), every
@@ -155,7 +155,7 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
 
 
 def iteration_records(profile: LayerProfile, schemes: Sequence[str], costs: Costs, *,
-                      dense: IterationRecord | None = None, done=None, **kw) -> list[IterationRecord]:
+                      dense: SimulatedIterationRecord | None = None, done=None, **kw) -> list[SimulatedIterationRecord]:
     """Dense DDP (the baseline: `dense`, or simulated here with kw's bucketing) and every other scheme of
     `schemes`, in that order, each with its speedup over the baseline; `kw` as simulate_iteration's;
     `done()` is called after each record (a progress bar). The runs share one memo of dense times
@@ -183,7 +183,7 @@ def _label(scheme: str, part, run: Run) -> str:
 
 
 def _record(profile: LayerProfile, scheme: str, costs: Costs, layout: str, model: str, bucketing: str,
-            syncs: list, run: Run) -> IterationRecord:
+            syncs: list, run: Run) -> SimulatedIterationRecord:
     """Figures of a run: iteration times, exposed communication, throughput, buckets, links."""
     cluster = costs.cluster
     ends = run.iteration_end.max(axis=1)
@@ -217,7 +217,7 @@ def _record(profile: LayerProfile, scheme: str, costs: Costs, layout: str, model
     k = int(busy.argmax()) if links else 0
     makespan = run.makespan
     nic_bytes = float(link_bytes[net.topology.links_of_kind(LinkKind.NIC)].sum()) / 2 if links else 0.0
-    return IterationRecord(
+    return SimulatedIterationRecord(
         scheme, cluster.describe(), cluster.machines, cluster.gpus, layout, model, bucketing, profile.device,
         profile.kind, batch, global_batch, len(ends), iteration_s, times.tolist(), profile.compute_s,
         iteration_s - profile.compute_s, global_batch / iteration_s if global_batch and iteration_s > 0 else None,
