@@ -217,6 +217,17 @@ def test_scheme_registered_after_import_is_simulated(skewed, monkeypatch):
     assert late.scheme == "late-zen" and late.time_s == zen.time_s
 
 
+def test_model_registered_after_import_is_simulated(skewed, monkeypatch):
+    """The models are read from their registry when asked: one added after import simulates (here
+    fifo under another name, timing as fifo)."""
+    from zensim.net.models import MODELS
+
+    monkeypatch.setitem(MODELS, "late-fifo", MODELS["fifo"])
+    [late] = simulate(skewed, "zen", ClusterSpec(8, 1, B), "late-fifo")
+    [fifo] = simulate(skewed, "zen", ClusterSpec(8, 1, B), "fifo")
+    assert late.time_s == fifo.time_s
+
+
 @pytest.mark.parametrize("args,message", [
     (["--scheme", "bogus"], "unknown scheme"),
     (["--machines", "4", "--gpus-per-machine", "4"], "8 workers"),

@@ -32,8 +32,12 @@ from zensim.sim.metrics import busiest_link, imbalances, stage_times, traffic_en
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.trace.format import Trace, opened
 
-ALL_MODELS = (*MODELS, "analytic")
 DENSE = "dense-allreduce"
+
+
+def all_models() -> tuple[str, ...]:
+    """The sharing models registered now (zensim.net.models.MODELS), then 'analytic' (closed forms)."""
+    return (*MODELS, "analytic")
 
 
 def scheme_groups() -> dict[str, list[str]]:
@@ -82,8 +86,8 @@ def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Cos
     `cache`: a message-log cache (a LogCache or its folder): each scheme's driver runs once per trace,
     iteration, cluster shape, options and code version, whatever the links, latencies or model.
     `baselines`: the dense baselines of earlier calls, to reuse (see dense_baseline)."""
-    if model not in ALL_MODELS:
-        raise ConfigError(f"--model: unknown model {model!r} (choose from {', '.join(ALL_MODELS)})")
+    if model not in all_models():
+        raise ConfigError(f"--model: unknown model {model!r} (choose from {', '.join(all_models())})")
     if layout not in LAYOUTS:
         raise ConfigError(f"--layout: unknown layout {layout!r} (choose from {', '.join(LAYOUTS)})")
     names = resolve_schemes(schemes)
