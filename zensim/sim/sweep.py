@@ -125,7 +125,7 @@ def _run_training(task: PointTask) -> list[SimulatedIterationRecord]:
     p, t = task.point, task.point.training
     common = dict(trace=task.trace, model=p.model, layout=p.layout, iterations=t.iterations, first_iteration=p.iteration,
                   options=task.options, dense_work=t.dense_work, shared_host=t.shared_host, sparse=t.sparse_tensors,
-                  dense_algorithm=t.dense_algorithm,
+                  dense_algorithm=t.dense_algorithm, dense_times=Memo(),
                   model_options={"batch": p.maxmin_batch} if p.model == "maxmin" else None)
     costs = Costs.of(p.cluster, p.profile)
     if t.strategy is None:
