@@ -13,6 +13,8 @@ import numpy as np
 from tqdm import tqdm
 
 from zensim.errors import ConfigError
+from zensim.layout import (DENSE_BYTES, LAYOUTS, Prepared, dense_ring_log, load_chunks, place, prepare, prepare_trace,
+                           stage_phases)
 from zensim.memo import Memo
 from zensim.net.costs import Costs
 from zensim.net.models import MODELS
@@ -25,8 +27,6 @@ from zensim.run import MessageLog, Tables
 from zensim.schemes import CATALOG, DISTINCT, build_scheme, needs_profile, scheme_names
 from zensim.schemes import closed as analytic
 from zensim.schemes.closed import measure
-from zensim.layout import (DENSE_BYTES, LAYOUTS, Prepared, dense_ring_log, load_chunks, place, prepare,
-                               prepare_trace, stage_phases)
 from zensim.sim.logcache import Driven, LogCache, driver_key
 from zensim.sim.metrics import busiest_link, imbalances, stage_times, traffic_entries
 from zensim.sparse.chunk import SparseChunk, sum_chunks
