@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from zensim.memo import Memo
 from zensim.net.costs import Costs
 from zensim.net.topology import ClusterSpec
 from zensim.report.table import format_table
@@ -79,11 +80,12 @@ def main() -> int:
                    SynthParams(density=0.01, overlap=0.3, skew=4), iterations=2, seed=0, batch_size=32)
         synth_s = time.perf_counter() - start
         total = 0.0
+        dense_times: Memo[dict[str, float]] = Memo()  # the dense algorithms' times alone, timed once for every run
         for model, scheme, dense in itertools.product(args.models.split(","), args.schemes.split(","),
                                                       args.dense_algorithms.split(",")):
             start, cpu0 = time.perf_counter(), time.process_time()
             rec = simulate_iteration(prof, scheme, costs, trace=trace, model=model, iterations=args.iterations,
-                                     dense_baseline=False, dense_algorithm=dense)
+                                     dense_baseline=False, dense_algorithm=dense, dense_times=dense_times)
             wall, cpu = time.perf_counter() - start, time.process_time() - cpu0
             total += wall
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from zensim.layout import Prepared, place, prepare_trace
 from zensim.net.costs import Costs
 from zensim.net.models import MODELS
 from zensim.net.replay import replay
@@ -41,7 +42,6 @@ from zensim.net.units import parse_latency
 from zensim.net.waterfill import waterfill
 from zensim.run import Tables
 from zensim.schemes import build_scheme
-from zensim.sim.layout import Prepared, place, prepare_trace
 from zensim.sim.run import resolve_schemes
 from zensim.trace.format import Trace
 from zensim.trace.synth import SynthParams, synthesize

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from schemes_support import make_chunks
+from zensim.layout import place, prepare
 from zensim.net.costs import Costs
 from zensim.net.network import Network
 from zensim.net.fastloop import RANK, Program
@@ -15,7 +16,6 @@ from zensim.net.topology import ClusterSpec
 from zensim.run import Tables
 from zensim.run.log import PHASES, MessageLog
 from zensim.schemes import build_scheme
-from zensim.sim.layout import place, prepare
 
 B = 25e9 / 8
 FIELDS = ("stage_start", "stage_end", "transfer_start", "transfer_end", "msg_start", "msg_end", "link_bytes",

@@ -11,6 +11,7 @@ import pytest
 from replay_support import (B, LAYOUTS, SCHEMES, SPECS, assert_program_same, random_log, random_program, scheme_costs,
                             spec_id)
 from replay_support import assert_same as assert_compiled_same
+from zensim.layout import dense_ring_log
 from zensim.net import fastfifo
 from zensim.net.costs import Costs
 from zensim.net.network import Network
@@ -18,7 +19,6 @@ from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.replay import LogReplay
 from zensim.net.topology import ClusterSpec
 from zensim.run.log import MessageLog
-from zensim.sim.layout import dense_ring_log
 
 
 def assert_same(log: MessageLog, costs: Costs) -> None:

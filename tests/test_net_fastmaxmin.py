@@ -12,6 +12,7 @@ import pytest
 from replay_support import (B, LAYOUTS, SCHEMES, SPECS, assert_program_same, assert_same, general, random_log,
                             random_program, scheme_costs, spec_id)
 from test_net_maxmin import ADVERSARIAL
+from zensim.layout import dense_ring_log
 from zensim.net import fastmaxmin
 from zensim.net.costs import Costs
 from zensim.net.fastloop import Program
@@ -21,7 +22,6 @@ from zensim.net.replay import LogReplay, run_compiled
 from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.topology import ClusterSpec
 from zensim.run.log import Message, MessageLog
-from zensim.sim.layout import dense_ring_log
 
 MODES = {"batched": None, "exact": {"batch": 0}}
 

@@ -125,3 +125,22 @@ def test_simulate_iterations_command(tmp_path: Path, capsys) -> None:
     indices = Path(__file__).resolve().parent.parent / "traces" / "lstm-lm-128w.zt"
     assert main(["simulate", "--trace", str(indices), "--iterations", "0:2", "--scheme", "spardl"]) == 2
     assert "indices only" in capsys.readouterr().err
+
+
+def test_the_workers_threads_start_at_the_first_step_and_stop_with_the_run() -> None:
+    """A method's threads start at its first step and stop at close(), and replay_iterations stops
+    them (its own and its methods') on return."""
+    import threading
+
+    def workers() -> int:
+        return sum(t.name.startswith("zensim-worker") and t.is_alive() for t in threading.enumerate())
+
+    source = SyntheticGradients(4, 2, 4096, seed=1)
+    method = Method("topka", "topk", 0.05, 4, 4096)
+    before = workers()
+    method.step([source.gradient(0, w) for w in range(4)])
+    assert workers() > before
+    method.close()
+    assert workers() == before
+    replay_iterations(source, [Method("topka", "topk", 0.05, 4, 4096)], 0, 2, Costs(ClusterSpec.parse(4, 1, "10Gbps")))
+    assert workers() == before

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from zensim.cli import main
+from zensim.layout import PHASES
 from zensim.net.costs import Costs
 from zensim.net.profile import WorkCost
 from zensim.net.replay import work_seconds
 from zensim.net.topology import ClusterSpec, Topology
 from zensim.report.chrome import BINS, chrome_trace, link_utilization, track_of
-from zensim.sim.layout import PHASES
 from zensim.sim.run import simulate
 from zensim.trace.synth import SynthParams, synthesize
 

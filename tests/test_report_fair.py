@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from zensim.replay.iterations import IterationRecord, summarize
+from zensim.replay.iterations import ReplayIterationRecord, summarize
 from zensim.replay.report import iterations_figure, render_iterations, render_summary, render_training
 from zensim.replay.training import TrainingRecord, loss_figure
-from zensim.report.iteration import IterationRecord as IterationTableRecord
+from zensim.report.iteration import SimulatedIterationRecord
 from zensim.report.iteration import iteration_table, throughput_figure
 from zensim.report.plots import LOSSY_LEGEND, comparison_figure, run_figure, sweep_figure
 from zensim.report.record import RunRecord
@@ -129,9 +129,9 @@ def test_throughput_figure_writes_gpu_counts_and_keeps_the_legend_off_the_lines(
     assert len(fig.legends) == 1
 
 
-def iteration_record(method: str, it: int, lossless: bool) -> IterationRecord:
+def iteration_record(method: str, it: int, lossless: bool) -> ReplayIterationRecord:
     """A replay record of `method` at iteration `it`."""
-    return IterationRecord(method, it, 1e-3 * (it + 1), 1000, 0.01, 0.02, 0.01, 0.015, 2.0, 0.5, 1e-7, 0, 0.1,
+    return ReplayIterationRecord(method, it, 1e-3 * (it + 1), 1000, 0.01, 0.02, 0.01, 0.015, 2.0, 0.5, 1e-7, 0, 0.1,
                            lossless)
 
 
@@ -170,7 +170,7 @@ def test_replay_figures_give_every_method_its_style_lossy_dotted(figure):
 
 
 def test_iteration_table_defines_its_columns():
-    record = IterationTableRecord("zen", "2x8", 2, 16, "zen", "maxmin", "ddp", "v100", "measured", 32, 512, 3, 0.1,
+    record = SimulatedIterationRecord("zen", "2x8", 2, 16, "zen", "maxmin", "ddp", "v100", "measured", 32, 512, 3, 0.1,
                                   [0.1] * 3, 0.08, 0.02, 5120.0, 1.2, 0.12, 1e6, "nic-up 0", 0.5, [], 10, 0.1)
     table = iteration_table([record])
     notes = {line.split(":")[0].strip() for line in table.splitlines() if line.startswith("  ")}

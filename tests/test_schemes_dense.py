@@ -1,6 +1,6 @@
 """Dense payloads stay dense (DensePiece): a dense ring adds arrays, and ends with the same bits on
 the bytes transport as in memory, in every wire dtype, cancellations and overflows included. The dense
-all-reduces written from sizes (zensim.sim.layout.dense_log: ring, recursive doubling) are the dense
+all-reduces written from sizes (zensim.layout.dense_log: ring, recursive doubling) are the dense
 schemes' messages, and recursive doubling's bytes and time are its closed forms for any n."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import pytest
 
 from schemes_support import make_chunks
 from zensim.errors import ValueRangeError
+from zensim.layout import DENSE_ALGORITHMS, DENSE_SCHEMES, dense_log, place, prepare
 from zensim.run import InBytes, run_ranks, same_bits
 from zensim.schemes import build_scheme
 from zensim.schemes.pieces import ChunkPiece, DensePiece, union
@@ -21,7 +22,6 @@ from zensim.net.profile import WorkCost
 from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
 from zensim.schemes import closed
-from zensim.sim.layout import DENSE_ALGORITHMS, DENSE_SCHEMES, dense_log, place, prepare
 
 NUMEL = 1000
 

@@ -9,6 +9,7 @@ import pytest
 
 from zensim.cli import main
 from zensim.errors import ConfigError
+from zensim.layout import machine_shards, place, prepare
 from zensim.schemes import closed as analytic
 from zensim.net.costs import Costs
 from zensim.net.models import MODELS
@@ -16,7 +17,6 @@ from zensim.net.profile import WorkCost
 from zensim.net.topology import ClusterSpec
 from zensim.sim import simulate
 from zensim.schemes.closed import measure
-from zensim.sim.layout import machine_shards, place, prepare
 from zensim.schemes import build_scheme
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.trace import TensorSpec, TraceWriter
@@ -138,7 +138,7 @@ def test_zen_layout_shards_are_the_sums_of_their_parts():
 def test_layout_read_a_machine_at_a_time_is_the_same(tmp_path, values):
     """prepare_trace (machines read one at a time, shards kept compact) gives the chunks of
     prepare on every worker's chunk, ids int64, values as read."""
-    from zensim.sim.layout import load_chunks, prepare_trace
+    from zensim.layout import load_chunks, prepare_trace
     from zensim.trace.format import Trace
     from zensim.trace.synth import SynthParams, synthesize
     path = tmp_path / "t.zt"
@@ -203,6 +203,31 @@ def test_errors(skewed):
         simulate(skewed, "zen", ClusterSpec(8, 1, B), iteration=3)
 
 
+def test_scheme_registered_after_import_is_simulated(skewed, monkeypatch):
+    """The groups are read from the registry when asked: a scheme added after import is known, is
+    in 'all' and 'presets', and simulates as the scheme it copies."""
+    from dataclasses import replace
+
+    from zensim.schemes import CATALOG
+    from zensim.sim.run import resolve_schemes
+
+    monkeypatch.setitem(CATALOG, "late-zen", replace(CATALOG["zen"], name="late-zen"))
+    assert "late-zen" in resolve_schemes("all") and "late-zen" in resolve_schemes("presets")
+    late, zen = simulate(skewed, "late-zen,zen", ClusterSpec(8, 1, B))
+    assert late.scheme == "late-zen" and late.time_s == zen.time_s
+
+
+def test_model_registered_after_import_is_simulated(skewed, monkeypatch):
+    """The models are read from their registry when asked: one added after import simulates (here
+    fifo under another name, timing as fifo)."""
+    from zensim.net.models import MODELS
+
+    monkeypatch.setitem(MODELS, "late-fifo", MODELS["fifo"])
+    [late] = simulate(skewed, "zen", ClusterSpec(8, 1, B), "late-fifo")
+    [fifo] = simulate(skewed, "zen", ClusterSpec(8, 1, B), "fifo")
+    assert late.time_s == fifo.time_s
+
+
 @pytest.mark.parametrize("args,message", [
     (["--scheme", "bogus"], "unknown scheme"),
     (["--machines", "4", "--gpus-per-machine", "4"], "8 workers"),
@@ -239,7 +264,7 @@ def test_dense_baseline_is_the_dense_scheme_without_the_driver(tmp_path, machine
     """The vs_dense reference is built from sizes alone: its messages are those of the dense-allreduce
     scheme run through the driver (same bytes, same order of stages), and with no local work it times
     the same on every model; a run without dense-allreduce in its list does not run that scheme."""
-    from zensim.sim.layout import dense_ring_log
+    from zensim.layout import dense_ring_log
     from zensim.sim.run import dense_baseline
 
     rng = np.random.default_rng(1)

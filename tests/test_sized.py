@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from schemes_support import make_chunks
+from zensim.layout import place, prepare
 from zensim.run import Tables, run_ranks
 from zensim.schemes import build_scheme, needs_profile, scheme_names
 from zensim.schemes.sized import shape_of, sized_log
-from zensim.sim.layout import place, prepare
 
 NUMEL = 3000
 SIZED = ["dense-allreduce", "agsparse-ring", "agsparse-p2p", "zen", "zen-coo", "sparse-ps",

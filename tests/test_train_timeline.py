@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 
 from zensim.errors import ConfigError
+from zensim.layout import dense_ring_log
+from zensim.memo import Memo
 from zensim.net.costs import Costs
 from zensim.net.profile import ExchangeCost, WorkCost
 from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
-from zensim.sim.run import simulate
+from zensim.sim.run import dense_baseline, simulate
 from zensim.train.buckets import DDPBuckets, PerTensor, Single
-from zensim.sim.layout import dense_ring_log
 from zensim.train.iteration import simulate_iteration
 from zensim.train.layers import LayerProfile, ParamTime
 from zensim.train.tuner import DenseTuner
@@ -215,16 +216,28 @@ def test_the_dense_algorithm_is_chosen_per_bucket_by_size() -> None:
 
 
 def test_the_tuners_kept_times_follow_every_field_of_the_costs() -> None:
-    """Candidates' times are kept per process by costs; costs that differ only in a field the key once
+    """Candidates' times are kept by costs; costs that differ only in a field the key once
     left out (the exchange's own CPU) are timed afresh, not served the other costs' times."""
     plain = Costs(ClusterSpec(8, 1, LINK, nic_latency=2.0**-12), WorkCost.zero())
     priced = replace(plain, exchange=ExchangeCost(per_stage=1e-3, per_byte=1e-8))
     logs = SyncLogs(plain.cluster, "flat", "dense-allreduce", None)
-    first, second = DenseTuner(logs, plain, None), DenseTuner(logs, priced, None)
+    kept = Memo()  # one memo for both, as a run hands to its timelines
+    first, second = DenseTuner(logs, plain, None, kept=kept), DenseTuner(logs, priced, None, kept=kept)
     first(4096), second(4096)
     for name in ("ring", "doubling"):
         assert second.times[4096][name] == replay(logs.dense(4096, name), priced, "fifo").makespan
         assert second.times[4096][name] > first.times[4096][name]
+
+
+def test_the_kept_dense_baselines_follow_every_field_of_the_costs() -> None:
+    """A memo of dense baselines shared by costs that differ only in the exchange's own CPU (a field
+    the module cache's key once left out) gives each its own baseline, as without the memo."""
+    plain = Costs(ClusterSpec(8, 1, LINK, nic_latency=2.0**-12), WorkCost.zero())
+    priced = replace(plain, exchange=ExchangeCost(per_stage=1e-3, per_byte=1e-8))
+    kept = Memo()
+    shared = [dense_baseline(c, 4096, "fifo", "flat", memo=kept) for c in (plain, priced, plain)]
+    assert shared == [dense_baseline(c, 4096, "fifo", "flat") for c in (plain, priced, plain)]
+    assert shared[1] > shared[0] and len(kept) == 2
 
 
 def test_a_sparse_schemes_dense_buckets_choose_as_dense_ddp_does(trace_path) -> None:

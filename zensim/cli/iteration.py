@@ -155,6 +155,7 @@ def cmd_iteration(args: argparse.Namespace) -> int:
     """Run every (cluster size, scheme) and print/write the results."""
     from tqdm import tqdm
 
+    from zensim.memo import Memo
     from zensim.net.costs import Costs
     from zensim.report.export import to_csv, to_json
     from zensim.report.iteration import (bucket_table, iteration_rows, iteration_table, iteration_trace,
@@ -193,12 +194,14 @@ def cmd_iteration(args: argparse.Namespace) -> int:
     per_cluster = len(runs) if runs is not None else len(schemes) + (DENSE not in schemes)
     bar = tqdm(total=len(machines) * per_cluster, desc="iteration", unit="run", disable=None, leave=False,
                file=sys.stderr)
+    dense_times: Memo[dict[str, float]] = Memo()  # the dense algorithms' times alone, for every run here
     for m in machines:
         cluster, calib = cluster_from_args(args, m)
         costs = Costs.of(cluster, calib)
         common = dict(model=args.model, layout=args.layout, iterations=args.iterations,
                       dense_work=args.dense_work, shared_host=args.shared_host, dense_algorithm=args.dense_algorithm,
-                      model_options={"batch": args.maxmin_batch} if args.model == "maxmin" else None)
+                      model_options={"batch": args.maxmin_batch} if args.model == "maxmin" else None,
+                      dense_times=dense_times)
         dense = simulate_iteration(profile, DENSE, costs, bucketing=bucketing, **common)
         if runs is not None:
             from zensim.train.fusion.schedule import run_strategy

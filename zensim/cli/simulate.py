@@ -8,8 +8,8 @@ from emulate.options import parse_options
 from zensim.cli import results
 from zensim.cli.replay import add_arguments as add_iteration_arguments, check_mode
 from zensim.errors import ConfigError
-from zensim.sim.layout import LAYOUTS
-from zensim.sim.run import ALL_MODELS
+from zensim.layout import LAYOUTS
+from zensim.sim.run import all_models
 from zensim.net.models import MODELS
 from zensim.net.profile import Profile
 from zensim.net.presets import PRESETS
@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--machines", type=int, default=16, help="machines (default 16)")
     p.add_argument("--gpus-per-machine", type=int, default=None, help="GPUs per machine (default: the preset's or 1)")
     add_link_args(p)
-    p.add_argument("--model", choices=ALL_MODELS, default="fifo", help="bandwidth sharing model (default fifo)")
+    p.add_argument("--model", choices=all_models(), default="fifo", help="bandwidth sharing model (default fifo)")
     p.add_argument("--iteration", type=int, default=None, help="trace iteration (default 0; not with --iterations)")
     p.add_argument("--options", default="{}", metavar="JSON",
                    help="scheme options as JSON, e.g. '{\"value_dtype\": \"float16\", \"pull\": \"coo\"}' "

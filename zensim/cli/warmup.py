@@ -27,7 +27,7 @@ def loops() -> list[tuple[str, Callable[[], None]]]:
     from zensim.net.network import Network
     from zensim.net.replay import LogReplay, replay
     from zensim.sim.cluster import build_cluster
-    from zensim.sim.layout import dense_ring_log
+    from zensim.layout import dense_ring_log
     from zensim.sparsify.kernels import at_least
 
     costs = Costs.of(build_cluster(2, 2, nic="25Gbps")[0])

@@ -13,7 +13,7 @@ from typing import Any
 from zensim.errors import ConfigError
 from zensim.report.record import flatten
 
-REPLAY_SCHEMA = "zensim-replay/1"  # zensim.replay.IterationRecord
+REPLAY_SCHEMA = "zensim-replay/1"  # zensim.replay.ReplayIterationRecord
 TRAINING_SCHEMA = "zensim-training/1"  # zensim.replay.training.TrainingRecord
 PARTITION_SCHEMA = "zensim-partition/1"  # zensim partition's rows (dicts)
 CONTEXT_KEYS = ("provenance", "trace", "workload", "cluster", "partitioners")
@@ -47,7 +47,7 @@ def read_document(doc: object, path: str) -> tuple[str, list[Any], list[dict], d
         return None
     schema = doc["schema"]
     if schema == REPLAY_SCHEMA:
-        from zensim.replay.iterations import IterationRecord as Record
+        from zensim.replay.iterations import ReplayIterationRecord as Record
     elif schema == TRAINING_SCHEMA:
         from zensim.replay.training import TrainingRecord as Record  # type: ignore[assignment]
     else:

@@ -1,7 +1,7 @@
 """Replay over iterations: a method (sparsifier + scheme) on every iteration of a gradient source,
 per-rank state carried, each iteration's messages timed on a cluster.
 
-`replay_iterations(source, methods, first, last, cluster, model)` gives one `IterationRecord` per
+`replay_iterations(source, methods, first, last, cluster, model)` gives one `ReplayIterationRecord` per
 (method, iteration) and `summarize(records)` the mean, p50 and p99 of every figure per method:
 
 - `time_s`: the simulated synchronization time of the iteration's message log (zensim.net);
@@ -29,7 +29,7 @@ from tqdm import tqdm
 from zensim.errors import ConfigError
 from zensim.net.costs import Costs
 from zensim.net.replay import replay
-from zensim.replay.method import POOL, Method
+from zensim.replay.method import Method, WorkerPool
 
 
 class ConservationError(AssertionError):
@@ -37,8 +37,8 @@ class ConservationError(AssertionError):
 
 
 @dataclass
-class IterationRecord:
-    """One method at one iteration (see the module docstring)."""
+class ReplayIterationRecord:
+    """One method at one iteration of a replay over iterations (replay_iterations; see the module docstring)."""
 
     method: str
     iteration: int
@@ -101,17 +101,30 @@ class Tracker:
 
 
 def replay_iterations(source, methods: Sequence[Method], first: int, last: int, costs: Costs,  # type: ignore[no-untyped-def]
-                      model: str = "fifo", check: bool = True, progress: bool = False) -> list[IterationRecord]:
+                      model: str = "fifo", check: bool = True, progress: bool = False) -> list[ReplayIterationRecord]:
     """Every method on iterations first..last-1 of `source`, timed on `costs` (the cluster and its
-    work costs, zensim.net.costs) with sharing model `model` (see the module docstring)."""
+    work costs, zensim.net.costs) with sharing model `model` (see the module docstring). The run's
+    threads and the methods' stop on return (a method's start again at its next step)."""
     if costs.cluster.gpus != methods[0].n:
         raise ConfigError(f"cluster of {costs.cluster.gpus} GPUs for {methods[0].n} workers")
+    pool = WorkerPool()
+    try:
+        return _replay(source, methods, first, last, costs, model, check, progress, pool)
+    finally:
+        pool.close()
+        for method in methods:
+            method.close()
+
+
+def _replay(source, methods: Sequence[Method], first: int, last: int, costs: Costs,  # type: ignore[no-untyped-def]
+            model: str, check: bool, progress: bool, pool: WorkerPool) -> list[ReplayIterationRecord]:
+    """replay_iterations' body, its norms on `pool`."""
     trackers = [Tracker(source.numel, 0.0) if check else None for _ in methods]
-    records: list[IterationRecord] = []
+    records: list[ReplayIterationRecord] = []
     bar = tqdm(range(first, last), desc="replay", unit="it", disable=None if progress else True, leave=False)
     for it in bar:
         grads = [source.gradient(it, w) for w in range(methods[0].n)]
-        grad_norm = float(np.mean(list(POOL.map(norm, grads))))
+        grad_norm = float(np.mean(pool.map(norm, grads)))
         scale = max(float(np.abs(g).max()) for g in grads) if check else 0.0
         for method, tracker in zip(methods, trackers):
             start = time.perf_counter()
@@ -124,11 +137,11 @@ def replay_iterations(source, methods: Sequence[Method], first: int, last: int, 
                 if not conservation <= tolerance:
                     raise ConservationError(f"{method.label}: iteration {it}: residuals + applied differ from the "
                                             f"inputs by {conservation:.3g} (tolerance {tolerance:.3g})")
-            errors = list(POOL.map(norm, [method.residual(r) for r in range(method.n)]))
+            errors = pool.map(norm, [method.residual(r) for r in range(method.n)])
             d, numel = method.density, method.numel
             actual = step.applied.nnz / numel
             ks = np.array(step.proposed)
-            records.append(IterationRecord(
+            records.append(ReplayIterationRecord(
                 method.label, it, seconds, int(step.run.log.bytes_sent().sum()), d, actual, abs(actual - d),
                 float(ks.sum() / numel), float(method.n * ks.max() / ks.sum()) if ks.sum() else 1.0,
                 float(np.mean(errors) / grad_norm) if grad_norm else 0.0, conservation, step.discarded,
@@ -136,7 +149,7 @@ def replay_iterations(source, methods: Sequence[Method], first: int, last: int, 
     return records
 
 
-def summarize(records: Sequence[IterationRecord]) -> list[dict]:
+def summarize(records: Sequence[ReplayIterationRecord]) -> list[dict]:
     """Per method: iterations, user density, lossless, then mean, p50 and p99 of every figure."""
     out = []
     for label in dict.fromkeys(r.method for r in records):

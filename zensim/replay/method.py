@@ -11,8 +11,9 @@
    of the rank that dropped it;
 4. every worker observes every worker's proposal size (ExDyna's block moves and threshold).
 
-Steps 1 and 2 run for the n workers on a thread pool of one thread per core (numpy's array work releases
-the GIL); results do not depend on it (each worker's state is its own). The applied gradient is rank 0's result (every rank's, bit-identical). Without a sparsifier
+Steps 1 and 2 run for the n workers on the method's thread pool of one thread per core (numpy's array work
+releases the GIL), started at its first step and stopped by `close()`; results do not depend on it (each
+worker's state is its own). The applied gradient is rank 0's result (every rank's, bit-identical). Without a sparsifier
 (`sparsifier=None`, the dense baseline) a worker's chunk is its whole gradient. Each scheme names the
 sparsifier it is built for (`DEFAULT_SPARSIFIER`): SparDL selects per block (blocktopk, one block per
 rank of a team), ExDyna's exchange takes ExDyna's proposals, Ok-Topk its local threshold re-use, the
@@ -25,8 +26,9 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -39,11 +41,40 @@ from zensim.sparsify import ErrorFeedback, SPARSIFIERS, make_sparsifier
 from zensim.sparsify.team import UnionChunk
 
 KEY = "flat"
-POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="zensim-worker")
 DEFAULT_SPARSIFIER = {"spardl": "blocktopk", "exdyna": "exdyna", "oktopk": "oktopk", "dense-allreduce": None}
 ITERATION_SET = ["dense-allreduce", "topka", "topkdsa", "gtopk", "spardl", "exdyna"]  # what 'all' means
 NEEDS_DENSITY = ("spardl", "gtopk", "oktopk")  # schemes that re-select in transit and must know k
 UNION_SCHEMES = ("exdyna",)  # schemes that take every worker's values at the union of all proposals
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class WorkerPool:
+    """A thread pool of one thread per core, started at the first `map` and stopped by `close()` (or
+    at the end of a `with` block); a map after close starts it again."""
+
+    def __init__(self) -> None:
+        self._executor: ThreadPoolExecutor | None = None
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        """`fn` of every item, in order, on the pool's threads."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="zensim-worker")
+        return list(self._executor.map(fn, items))
+
+    def close(self) -> None:
+        """Stop the threads (waiting for work under way)."""
+        if self._executor is not None:
+            self._executor.shutdown()
+            self._executor = None
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def default_sparsifier(scheme: str) -> str | None:
@@ -74,6 +105,7 @@ class Method:
     scheme_options: dict[str, Any] = field(default_factory=dict)
     sparsifier_options: dict[str, Any] = field(default_factory=dict)
     check: bool = True
+    pool: WorkerPool = field(default_factory=WorkerPool, repr=False, compare=False)  # the workers' threads
 
     def __post_init__(self) -> None:
         if self.sparsifier is not None and self.sparsifier not in SPARSIFIERS:
@@ -113,7 +145,7 @@ class Method:
             local = lambda r: self._take(r, self.memories[r].accumulate(KEY, grads[r]), whole)  # noqa: E731
         else:  # each worker's accumulate + propose (+ take) on its own (numpy releases the GIL: the cores share them)
             local = lambda r: self._propose(r, grads[r])  # noqa: E731
-        proposals, chunks = map(list, zip(*POOL.map(local, range(self.n))))
+        proposals, chunks = map(list, zip(*self.pool.map(local, range(self.n))))
         counts = [len(p) for p in proposals]
         if self.combine == "union":
             chunks = self._union_chunks(proposals)
@@ -126,6 +158,10 @@ class Method:
         for s in self.sparsifiers:
             s.observe(KEY, counts)
         return StepResult(run.results[0], counts, run, dropped)
+
+    def close(self) -> None:
+        """Stop the workers' threads (a later step starts them again)."""
+        self.pool.close()
 
     def _propose(self, rank: int, grad: np.ndarray) -> tuple[np.ndarray, SparseChunk | None]:
         """Worker `rank`'s proposal, and its chunk unless the proposals are combined (a union)."""
@@ -152,7 +188,7 @@ class Method:
             self.memories[rank].consume(KEY, union)
             return chunk
 
-        return list(POOL.map(take, range(self.n)))
+        return self.pool.map(take, range(self.n))
 
 
 def make_methods(spec: str, sparsifier: str | None, density: float, n: int, numel: int, seed: int,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from zensim.replay.iterations import IterationRecord
+from zensim.replay.iterations import ReplayIterationRecord
 from zensim.report.runs import LOSSY_NOTE
 from zensim.report.table import footnotes, format_table
 
@@ -62,7 +62,7 @@ def render_training(rows: Sequence[Mapping[str, Any]]) -> str:
     return _table(rows, TRAINING_COLUMNS)
 
 
-def render_iterations(records: Sequence[IterationRecord], method: str) -> str:
+def render_iterations(records: Sequence[ReplayIterationRecord], method: str) -> str:
     """One method's figures per iteration as a text table, its columns defined below it."""
     rows = [[r.iteration, r.actual_density, r.density_error, r.padding, r.time_s, r.bytes, r.global_error,
              r.conservation] for r in records if r.method == method]
@@ -70,7 +70,7 @@ def render_iterations(records: Sequence[IterationRecord], method: str) -> str:
     return format_table(rows, titles) + footnotes(titles, DEFINITIONS)
 
 
-def iterations_figure(records: Sequence[IterationRecord], title: str = "") -> Any:
+def iterations_figure(records: Sequence[ReplayIterationRecord], title: str = "") -> Any:
     """Four panels against the iteration: actual density (the user's as a dashed line), f(t),
     simulated time and global error, one line per method, each its own (colour, marker); methods with
     a lossy scheme after the others, dotted and labelled, with a note; the legend below the panels."""

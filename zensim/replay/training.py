@@ -68,13 +68,15 @@ def train(make_workload: Callable[[], object], methods: Sequence[Method], iterat
     """Train a fresh workload per method for `iterations` steps through the method (module docstring).
     torch runs on one thread meanwhile: the built-in models are small, and more threads on a shared
     machine spin more than they compute (a digits-cnn backward pass: 7 ms on one thread, 170 ms on two
-    under load)."""
+    under load). The methods' threads stop on return (a method's start again at its next step)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         return _train(make_workload, methods, iterations, costs, model, compute_s, eval_every, progress)
     finally:
         torch.set_num_threads(threads)
+        for method in methods:
+            method.close()
 
 
 def _train(make_workload: Callable[[], object], methods: Sequence[Method], iterations: int, costs: Costs,

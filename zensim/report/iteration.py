@@ -18,8 +18,9 @@ ITERATION_SCHEMA = "zensim-iterations/1"  # a scenario's iteration records ({"sc
 
 
 @dataclass
-class IterationRecord:
-    """One scheme's training iterations on one cluster: times (s), throughput, per-bucket spans (ms)."""
+class SimulatedIterationRecord:
+    """One scheme's simulated training iterations on one cluster (zensim.train.iteration.simulate_iteration):
+    times (s), throughput, per-bucket spans (ms)."""
 
     scheme: str
     cluster: str
@@ -61,7 +62,7 @@ class IterationRecord:
         return out
 
 def iteration_records_of(doc: Any, where: str) -> list[Any] | None:
-    """The training-iteration records (IterationRecord) of a parsed JSON document:
+    """The training-iteration records (SimulatedIterationRecord) of a parsed JSON document:
     a zensim-iterations/1 document (a scenario's or sweep's json output) or the array that
     `zensim iteration --json` prints; None when it is neither; ConfigError naming `where` and the record
     when a record is not one."""
@@ -76,7 +77,7 @@ def iteration_records_of(doc: Any, where: str) -> list[Any] | None:
     records = []
     for i, r in enumerate(raw):
         try:
-            records.append(IterationRecord(**{k: v for k, v in r.items() if k != "run"}))
+            records.append(SimulatedIterationRecord(**{k: v for k, v in r.items() if k != "run"}))
         except TypeError as exc:
             raise ConfigError(f"{where}: record {i} is not an iteration record ({exc})") from None
     return records

@@ -46,7 +46,7 @@ class RunRecord:
     busiest_link: str | None = None
     busiest_link_util: float | None = None
     stage_times_s: list[float] = field(default_factory=list)  # per stage, the longest any rank spent in it
-    stage_phases: list[str] = field(default_factory=list)  # simulated: per stage, its phase (zensim.sim.layout.PHASES)
+    stage_phases: list[str] = field(default_factory=list)  # simulated: per stage, its phase (zensim.layout.PHASES)
     link_bytes: list[int] = field(default_factory=list)  # simulated: bytes per link of the cluster (link id order)
     traffic: list[list[int]] = field(default_factory=list)  # simulated: [src machine, dst machine, bytes], non-zero
     events: int = 0  # simulated events

@@ -8,12 +8,12 @@ that a caller may hand to several runs (a `zensim simulate` over many schemes) t
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
 
+from zensim.memo import Memo
 from zensim.sparse.chunk import SparseChunk
 
 PRE, COMM, POST = 0, 1, 2
@@ -81,7 +81,7 @@ class RunContext:
         self.values = values  # whether the run carries values (else indices only)
         self.like = like  # an array of the run's library and device, for what bytes decode to
         self.tables = tables if tables is not None else Tables()
-        self.memo: OrderedDict[Hashable, Any] = OrderedDict()
+        self.memo: Memo[Any] = Memo(self.MEMO_SIZE)
         self.discarded: dict[int, list[SparseChunk]] = {}
         self.flushed = 0
         self.stats: dict[str, Any] = {}
@@ -98,11 +98,4 @@ class RunContext:
 
     def remember(self, key: Hashable, make: Callable[[], Any]) -> Any:
         """An LRU memo of the last MEMO_SIZE results keyed by `key` (exact: keys name immutable inputs)."""
-        hit = self.memo.get(key)
-        if hit is not None:
-            self.memo.move_to_end(key)
-            return hit
-        value = self.memo[key] = make()
-        if len(self.memo) > self.MEMO_SIZE:
-            self.memo.popitem(last=False)
-        return value
+        return self.memo.get(key, make)

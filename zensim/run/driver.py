@@ -31,7 +31,7 @@ from zensim.sparse.chunk import SparseChunk
 @dataclass
 class RunOutput:
     """What a run produced for the ranks of this process: their results (in `ranks` order; empty
-    for a log computed from counts, zensim.sim.layout.place), the message log of their sends and
+    for a log computed from counts, zensim.layout.place), the message log of their sends and
     work, and the run's context (meter with step times when timed, discarded values, values flushed
     to zero, statistics)."""
 

@@ -13,6 +13,9 @@ import numpy as np
 from tqdm import tqdm
 
 from zensim.errors import ConfigError
+from zensim.layout import (DENSE_BYTES, LAYOUTS, Prepared, dense_ring_log, load_chunks, place, prepare, prepare_trace,
+                           stage_phases)
+from zensim.memo import Memo
 from zensim.net.costs import Costs
 from zensim.net.models import MODELS
 from zensim.net.profile import Profile
@@ -24,27 +27,35 @@ from zensim.run import MessageLog, Tables
 from zensim.schemes import CATALOG, DISTINCT, build_scheme, needs_profile, scheme_names
 from zensim.schemes import closed as analytic
 from zensim.schemes.closed import measure
-from zensim.sim.layout import (DENSE_BYTES, LAYOUTS, Prepared, dense_ring_log, load_chunks, place, prepare,
-                               prepare_trace, stage_phases)
 from zensim.sim.logcache import Driven, LogCache, driver_key
 from zensim.sim.metrics import busiest_link, imbalances, stage_times, traffic_entries
 from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.trace.format import Trace, opened
 
-ALL_MODELS = (*MODELS, "analytic")
 DENSE = "dense-allreduce"
-GROUPS = {"all": scheme_names(), "presets": list(CATALOG), "distinct": [p.name for p in DISTINCT]}
+
+
+def all_models() -> tuple[str, ...]:
+    """The sharing models registered now (zensim.net.models.MODELS), then 'analytic' (closed forms)."""
+    return (*MODELS, "analytic")
+
+
+def scheme_groups() -> dict[str, list[str]]:
+    """The names that 'all', 'presets' and 'distinct' stand for, read from the registry now (so a
+    scheme registered after import is among them)."""
+    return {"all": scheme_names(), "presets": list(CATALOG), "distinct": [p.name for p in DISTINCT]}
 
 
 def resolve_schemes(spec: str | Sequence[str]) -> list[str]:
     """'all' | 'presets' | 'distinct' | 'a,b,c' | a list -> scheme names, unknown ones a ConfigError."""
     items = spec.split(",") if isinstance(spec, str) else list(spec)
+    groups = scheme_groups()
     names: list[str] = []
     for item in (i.strip() for i in items):
-        for name in GROUPS.get(item, [item]):
-            if name not in GROUPS["all"]:
+        for name in groups.get(item, [item]):
+            if name not in groups["all"]:
                 raise ConfigError(f"--scheme: unknown scheme {name!r} (known: all, presets, distinct, "
-                                  f"{', '.join(GROUPS['all'])})")
+                                  f"{', '.join(groups['all'])})")
             if name not in names:
                 names.append(name)
     if not names:
@@ -60,7 +71,7 @@ def with_profile(cluster: ClusterSpec, profile: Profile, keep: Sequence[str] = (
 def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Costs | ClusterSpec, model: str = "fifo",
              *, iteration: int = 0, layout: str = "zen", maxmin_batch: float | None = None, options: dict | None = None,
              values: bool | None = None, progress: bool = False, provenance: dict[str, Any] | None = None,
-             cache: LogCache | str | Path | None = None) -> list[RunRecord]:
+             cache: LogCache | str | Path | None = None, baselines: Memo[float] | None = None) -> list[RunRecord]:
     """Simulate every scheme on one iteration of a trace (a path or an open Trace); records in the order
     of `schemes`.
 
@@ -73,9 +84,10 @@ def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Cos
     `prof = load_profile(p); simulate(t, s, Costs.of(with_profile(cluster, prof), prof))`.
     `provenance`: what the records say made them (default: this zensim, called from Python).
     `cache`: a message-log cache (a LogCache or its folder): each scheme's driver runs once per trace,
-    iteration, cluster shape, options and code version, whatever the links, latencies or model."""
-    if model not in ALL_MODELS:
-        raise ConfigError(f"--model: unknown model {model!r} (choose from {', '.join(ALL_MODELS)})")
+    iteration, cluster shape, options and code version, whatever the links, latencies or model.
+    `baselines`: the dense baselines of earlier calls, to reuse (see dense_baseline)."""
+    if model not in all_models():
+        raise ConfigError(f"--model: unknown model {model!r} (choose from {', '.join(all_models())})")
     if layout not in LAYOUTS:
         raise ConfigError(f"--layout: unknown layout {layout!r} (choose from {', '.join(LAYOUTS)})")
     names = resolve_schemes(schemes)
@@ -104,32 +116,33 @@ def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Cos
     for name in tqdm(names, desc="simulate", unit="scheme", disable=None if progress else True, leave=False):
         records.append(_one(name, options, prep, chunks, costs, model, layout, maxmin_batch, tables,
                             {**context, "options": dict(options), "values": bool(values)}, cache))
-    dense = dense_baseline(costs, numel, model, layout, maxmin_batch)
+    dense = dense_baseline(costs, numel, model, layout, maxmin_batch, baselines)
     for rec in records:
         rec.vs_dense = rec.time_s / dense if rec.time_s is not None and dense else None
     return records
 
 
-_BASELINES: dict[tuple, float] = {}
-
-
-def dense_baseline(costs: Costs, numel: int, model: str, layout: str, maxmin_batch: float | None = None) -> float:
+def dense_baseline(costs: Costs, numel: int, model: str, layout: str, maxmin_batch: float | None = None,
+                   memo: Memo[float] | None = None) -> float:
     """Seconds of a dense ring all-reduce of `numel` fp32 elements on the cluster (the vs_dense reference):
-    data-independent, so built from sizes (zensim.sim.layout.dense_ring_log) and replayed, or its closed
-    form under the analytic model; computed once per cluster shape, costs, model and layout in a
-    process (a sweep over iterations, schemes or traces of one size reuses it)."""
+    data-independent, so built from sizes (zensim.layout.dense_ring_log) and replayed, or its closed
+    form under the analytic model. With `memo` (owned by the caller: a sweep over iterations, schemes
+    or traces of one size) it is replayed once per costs, size, model and layout."""
     cluster, g = costs.cluster, costs.cluster.gpus_per_machine
     flat = layout == "flat" or g == 1
     if model == "analytic":
         n = cluster.gpus if flat else cluster.machines
         inter = analytic.dense_ring(analytic.SparsityStats(n, float(DENSE_BYTES * numel), 0.0), cluster.nic_bandwidth)
         return inter if flat else inter + 2 * (g - 1) / g * DENSE_BYTES * numel / cluster.nvlink_bandwidth
-    key = (cluster, repr(costs.work), costs.nic_efficiency, costs.host_efficiency,
-           costs.host_cores, costs.measured_work, numel, model, "flat" if flat else layout, maxmin_batch)
-    if key not in _BASELINES:
-        log = dense_ring_log(cluster.machines, g, numel, "flat" if flat else layout)
-        _BASELINES[key] = replay(log, costs, model, options={} if maxmin_batch is None else {"batch": maxmin_batch}).makespan
-    return _BASELINES[key]
+    placed = "flat" if flat else layout
+
+    def seconds() -> float:
+        log = dense_ring_log(cluster.machines, g, numel, placed)
+        return replay(log, costs, model, options={} if maxmin_batch is None else {"batch": maxmin_batch}).makespan
+
+    if memo is None:
+        return seconds()
+    return memo.get((repr(costs), numel, model, placed, maxmin_batch), seconds)  # every field of the costs
 
 
 def _needs_values(name: str, options: dict) -> bool:

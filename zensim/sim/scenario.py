@@ -21,6 +21,7 @@ import yaml
 
 from zensim.errors import ConfigError
 from zensim.inputs import read_text
+from zensim.layout import LAYOUTS
 from zensim.net.models import MODELS
 from zensim.net.profile import Profile
 from zensim.net.presets import PRESETS
@@ -28,9 +29,8 @@ from zensim.net.topology import FABRICS, NIC_LAYOUTS, TRANSPORTS, ClusterSpec
 from zensim.net.units import parse_bandwidth, parse_latency
 from zensim.report.outputs import OutputFiles, table_format
 from zensim.sim.cluster import build_cluster
-from zensim.sim.layout import LAYOUTS
 from zensim.schemes import check_options
-from zensim.sim.run import ALL_MODELS, resolve_schemes
+from zensim.sim.run import all_models, resolve_schemes
 from zensim.trace.format import Trace
 from zensim.train.buckets import BUCKETINGS, make_bucketing
 from zensim.train.shipped import device_layers
@@ -405,7 +405,7 @@ class _Loader:
             raise self.fail(where("oversubscription"), f"must be a finite number >= 1, got {s['oversubscription']!r}")
         if not 0 <= s["maxmin_batch"] <= 1:
             raise self.fail(where("maxmin_batch"), f"must be in [0, 1], got {s['maxmin_batch']!r}")
-        for key, choices in (("fabric", FABRICS), ("layout", LAYOUTS), ("model", ALL_MODELS), ("preset", PRESETS),
+        for key, choices in (("fabric", FABRICS), ("layout", LAYOUTS), ("model", all_models()), ("preset", PRESETS),
                              ("nics", NIC_LAYOUTS), ("transport", TRANSPORTS)):
             if (s[key] is not None or key in ("fabric", "layout", "model")) and s[key] not in choices:
                 raise self.fail(where(key), f"unknown {key} {s[key]!r} (choose from {', '.join(choices)})")

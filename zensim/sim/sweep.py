@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from zensim.errors import ConfigError
 from zensim.extras import require
+from zensim.memo import Memo
 from zensim.net.costs import Costs
 from zensim.report.links import link_files
 from zensim.report.outputs import plot_format
@@ -44,12 +45,12 @@ from zensim.sim.run import simulate
 from zensim.sim.scenario import GPU_KEYS, STRATEGY_KEYS, Point, Scenario, plot_file
 from zensim.sim.store import Store, content_key
 from zensim.train.buckets import make_bucketing
-from zensim.replay.iterations import IterationRecord as ReplayRecord
-from zensim.train.iteration import IterationRecord, iteration_records
+from zensim.replay.iterations import ReplayIterationRecord
+from zensim.train.iteration import SimulatedIterationRecord, iteration_records
 from zensim.train.layers import LayerProfile
 from zensim.train.syncs import DENSE
 
-Results = list[tuple[Point, list[RunRecord]]]  # with a training: section, IterationRecords
+Results = list[tuple[Point, list[RunRecord]]]  # with a training: section, SimulatedIterationRecords
 from zensim.replay.document import REPLAY_SCHEMA  # a stored point's replay records (its own document)
 CONNECT_TIMEOUT = "10s"  # how long to keep trying a --scheduler address before giving up
 
@@ -97,8 +98,10 @@ class Outcome:
     wall_s: float = 0.0
 
 
-def run_point(task: PointTask) -> list[RunRecord] | list[IterationRecord] | list[ReplayRecord]:
-    """Simulate one point (the function every worker runs)."""
+def run_point(task: PointTask, baselines: Memo[float] | None = None
+              ) -> list[RunRecord] | list[SimulatedIterationRecord] | list[ReplayIterationRecord]:
+    """Simulate one point (the function every worker runs); `baselines`: the dense baselines of the
+    points run before it here (zensim.sim.run.dense_baseline), to reuse."""
     p = task.point
     if p.training is not None:
         return _run_training(task)
@@ -106,7 +109,7 @@ def run_point(task: PointTask) -> list[RunRecord] | list[IterationRecord] | list
         return _run_replay(task)
     records = simulate(task.trace, list(task.schemes), Costs.of(p.cluster, p.profile), p.model, iteration=p.iteration,
                        layout=p.layout, maxmin_batch=p.maxmin_batch, options=task.options, values=task.values,
-                       provenance=task.provenance, cache=task.cache)
+                       provenance=task.provenance, cache=task.cache, baselines=baselines)
     for rec in records:
         if task.is_sweep:
             rec.point, rec.sweep = task.index, dict(p.values)
@@ -115,14 +118,14 @@ def run_point(task: PointTask) -> list[RunRecord] | list[IterationRecord] | list
     return records
 
 
-def _run_training(task: PointTask) -> list[IterationRecord]:
+def _run_training(task: PointTask) -> list[SimulatedIterationRecord]:
     """A training point: dense DDP and every scheme on the point's cluster, as `zensim iteration`; with a
     fusion strategy, the strategy with every sparse scheme (`none`: dense DDP), as `zensim iteration
     --strategy`."""
     p, t = task.point, task.point.training
     common = dict(trace=task.trace, model=p.model, layout=p.layout, iterations=t.iterations, first_iteration=p.iteration,
                   options=task.options, dense_work=t.dense_work, shared_host=t.shared_host, sparse=t.sparse_tensors,
-                  dense_algorithm=t.dense_algorithm,
+                  dense_algorithm=t.dense_algorithm, dense_times=Memo(),
                   model_options={"batch": p.maxmin_batch} if p.model == "maxmin" else None)
     costs = Costs.of(p.cluster, p.profile)
     if t.strategy is None:
@@ -146,7 +149,7 @@ def _run_training(task: PointTask) -> list[IterationRecord]:
     return records
 
 
-def _run_replay(task: PointTask) -> list[ReplayRecord]:
+def _run_replay(task: PointTask) -> list[ReplayIterationRecord]:
     """A replay point: every SCHEME[+SPARSIFIER] item over the iterations, state carried, as `zensim
     simulate --iterations` (the invariant asserted every iteration)."""
     from zensim.replay import make_methods, replay_iterations
@@ -223,7 +226,7 @@ def run_scenario(scn: Scenario, progress: bool = False, command: str | None = No
     return outcome
 
 
-def _load_point(store: Store, key: str) -> list[RunRecord] | list[IterationRecord] | None:
+def _load_point(store: Store, key: str) -> list[RunRecord] | list[SimulatedIterationRecord] | None:
     """A stored point's records (None if absent or unreadable: it is then computed again)."""
     data = store.get(key)
     if data is None:
@@ -231,21 +234,21 @@ def _load_point(store: Store, key: str) -> list[RunRecord] | list[IterationRecor
     try:
         doc = json.loads(data)
         if doc["schema"] == ITERATION_SCHEMA:
-            return [IterationRecord(**r) for r in doc["records"]]
+            return [SimulatedIterationRecord(**r) for r in doc["records"]]
         if doc["schema"] == REPLAY_SCHEMA:
-            return [ReplayRecord(**r) for r in doc["records"]]
+            return [ReplayIterationRecord(**r) for r in doc["records"]]
         assert doc["schema"] == SCHEMA
         return [RunRecord.from_dict(r) for r in doc["records"]]
     except (ValueError, KeyError, TypeError, AssertionError, ConfigError):
         return None
 
 
-def results_document(records: list[RunRecord] | list[IterationRecord]) -> str:
+def results_document(records: list[RunRecord] | list[SimulatedIterationRecord]) -> str:
     """The records as JSON: a zensim-results/1 document (docs/reports.md), or for training iterations a
-    zensim-iterations/1 document ({"schema", "records": [IterationRecord fields]})."""
-    if records and isinstance(records[0], IterationRecord):
+    zensim-iterations/1 document ({"schema", "records": [SimulatedIterationRecord fields]})."""
+    if records and isinstance(records[0], SimulatedIterationRecord):
         return json.dumps({"schema": ITERATION_SCHEMA, "records": [r.to_dict() for r in records]}, indent=1)
-    if records and isinstance(records[0], ReplayRecord):
+    if records and isinstance(records[0], ReplayIterationRecord):
         return json.dumps({"schema": REPLAY_SCHEMA, "records": [r.to_dict() for r in records]}, indent=1)
     return results_json(records)
 
@@ -256,9 +259,10 @@ def _execute(tasks: list[PointTask], workers: int, scheduler: str | None,
     if not tasks:
         return
     if workers == 0 and scheduler is None:
+        baselines: Memo[float] = Memo()  # this run's, shared by its points
         for task in tasks:
             try:
-                yield task, run_point(task), None
+                yield task, run_point(task, baselines), None
             except Exception as exc:  # a point's failure is reported; the others go on
                 yield task, None, _failure(task, exc, traceback.format_exc())
         return
@@ -319,11 +323,11 @@ def render_results(results: Results) -> str:
     one table per combination of the other swept keys. Training iterations: `zensim iteration`'s table,
     a row per (point, scheme), the swept values first."""
     records = records_of(results)
-    if records and isinstance(records[0], IterationRecord):
+    if records and isinstance(records[0], SimulatedIterationRecord):
         from zensim.report.iteration import iteration_table
 
         return iteration_table(records)
-    if records and isinstance(records[0], ReplayRecord):
+    if records and isinstance(records[0], ReplayIterationRecord):
         from zensim.replay import summarize
         from zensim.replay.report import render_summary
 
@@ -399,7 +403,7 @@ def _training_outputs(scn: Scenario, results: Results) -> dict[Path, str | bytes
         files[scn.outputs["timeline"]] = json.dumps(iteration_trace(records))
     if "plot" in scn.outputs:
         x_keys = tuple(k for k in scn.swept if k in GPU_KEYS + STRATEGY_KEYS)
-        groups: dict[Path, list[IterationRecord]] = {}
+        groups: dict[Path, list[SimulatedIterationRecord]] = {}
         for point, recs in results:
             path = plot_file(scn.outputs["plot"], point.values, x_keys if scn.is_sweep else None)
             groups.setdefault(path, []).extend(recs)

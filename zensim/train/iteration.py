@@ -18,14 +18,15 @@ from pathlib import Path
 import numpy as np
 
 from zensim.errors import ConfigError
+from zensim.layout import DENSE_SCHEMES, LAYOUTS
+from zensim.memo import Memo
 from zensim.net.costs import Costs
 from zensim.net.models import MODELS
 from zensim.net.profile import WorkCost
 from zensim.net.topology import LinkKind
-from zensim.report.iteration import IterationRecord
+from zensim.report.iteration import SimulatedIterationRecord
 from zensim.report.provenance import trace_info
 from zensim.schemes import build_scheme, needs_profile, scheme_names
-from zensim.sim.layout import DENSE_SCHEMES, LAYOUTS
 from zensim.train.buckets import DDPBuckets
 from zensim.train.layers import LayerProfile
 from zensim.train.syncs import DENSE, SPARSE_BUCKETS, SyncLogs, bucket_syncs, sparse_tensors
@@ -50,10 +51,11 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
                        model: str = "fifo", layout: str = "zen", bucketing=None, sparse_buckets: str = "own",
                        sparse: Sequence[str] | None = None, iterations: int = 1, first_iteration: int = 0,
                        options: Mapping[str, object] | None = None, model_options: Mapping[str, object] | None = None,
-                       dense_baseline: bool = True, dense: "IterationRecord | None" = None,
+                       dense_baseline: bool = True, dense: "SimulatedIterationRecord | None" = None,
                        dense_work: str = "fused", shared_host: bool = False, strategy=None,
                        background=None, logs: SyncLogs | None = None, dense_algorithm: str = "auto",
-                       dense_above: float | None = None) -> IterationRecord:
+                       dense_above: float | None = None,
+                       dense_times: Memo[dict[str, float]] | None = None) -> SimulatedIterationRecord:
     """Simulate `iterations` training iterations of `profile` with `scheme` on `costs.cluster`.
 
     The trace's tensors are synchronized sparse by `scheme` (those named in `sparse`, or all), every
@@ -75,7 +77,9 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
     this run and its dense baseline alike: "auto" the fastest for the part's size (zensim.train.tuner),
     "ring" or "doubling" forced. `sparse_buckets` "fused" synchronizes every bucket as `zensim_hook` does
     (the scheme's run on the whole bucket, dense members included); `dense_above` then all-reduces a
-    bucket densely in an iteration where its previous sum was denser, as the hook's `dense_above`."""
+    bucket densely in an iteration where its previous sum was denser, as the hook's `dense_above`.
+    `dense_times`: the dense algorithms' times alone of earlier calls on the same costs, to reuse (a
+    memo of zensim.train.tuner; by default this call's own, shared by its timelines and its dense baseline)."""
     if model not in MODELS:
         raise ConfigError(f"--model: unknown sharing model {model!r} (choose from {', '.join(MODELS)})")
     if layout not in LAYOUTS:
@@ -113,10 +117,12 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
         hosts = [0] * costs.cluster.gpus if shared_host else None
 
         hooked = sparse_buckets == "fused" and scheme != DENSE
+        dense_times = dense_times if dense_times is not None else Memo()
 
         def timeline(syncs: list, prof: LayerProfile = profile, n: int = iterations) -> Timeline:
             return Timeline(prof, syncs, logs, costs, model, n, t_iters, model_options, dense_cost[dense_work], hosts,
-                            dense_algorithm=dense_algorithm, dense_above=dense_above if hooked else None)
+                            dense_algorithm=dense_algorithm, dense_above=dense_above if hooked else None,
+                            dense_times=dense_times)
 
         if strategy is None:
             syncs = bucket_syncs(profile, bucketing.assign(profile.params, own), chosen, carry=hooked)
@@ -138,7 +144,8 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
     if scheme != DENSE and dense_baseline and dense is None:
         dense = simulate_iteration(profile, DENSE, costs, model=model, layout=layout, bucketing=bucketing,
                                    iterations=iterations, model_options=model_options, dense_baseline=False,
-                                   dense_work=dense_work, shared_host=shared_host, dense_algorithm=dense_algorithm)
+                                   dense_work=dense_work, shared_host=shared_host, dense_algorithm=dense_algorithm,
+                                   dense_times=dense_times)
     if scheme == DENSE:
         dense = rec
     if dense is not None:
@@ -148,10 +155,12 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
 
 
 def iteration_records(profile: LayerProfile, schemes: Sequence[str], costs: Costs, *,
-                      dense: IterationRecord | None = None, done=None, **kw) -> list[IterationRecord]:
+                      dense: SimulatedIterationRecord | None = None, done=None, **kw) -> list[SimulatedIterationRecord]:
     """Dense DDP (the baseline: `dense`, or simulated here with kw's bucketing) and every other scheme of
     `schemes`, in that order, each with its speedup over the baseline; `kw` as simulate_iteration's;
-    `done()` is called after each record (a progress bar)."""
+    `done()` is called after each record (a progress bar). The runs share one memo of dense times
+    (`dense_times`: kw's, or this call's own)."""
+    kw.setdefault("dense_times", Memo())
     if dense is None:
         base = {k: v for k, v in kw.items() if k not in ("trace", "sparse_buckets", "sparse", "first_iteration",
                                                           "options", "dense_above")}
@@ -174,7 +183,7 @@ def _label(scheme: str, part, run: Run) -> str:
 
 
 def _record(profile: LayerProfile, scheme: str, costs: Costs, layout: str, model: str, bucketing: str,
-            syncs: list, run: Run) -> IterationRecord:
+            syncs: list, run: Run) -> SimulatedIterationRecord:
     """Figures of a run: iteration times, exposed communication, throughput, buckets, links."""
     cluster = costs.cluster
     ends = run.iteration_end.max(axis=1)
@@ -208,7 +217,7 @@ def _record(profile: LayerProfile, scheme: str, costs: Costs, layout: str, model
     k = int(busy.argmax()) if links else 0
     makespan = run.makespan
     nic_bytes = float(link_bytes[net.topology.links_of_kind(LinkKind.NIC)].sum()) / 2 if links else 0.0
-    return IterationRecord(
+    return SimulatedIterationRecord(
         scheme, cluster.describe(), cluster.machines, cluster.gpus, layout, model, bucketing, profile.device,
         profile.kind, batch, global_batch, len(ends), iteration_s, times.tolist(), profile.compute_s,
         iteration_s - profile.compute_s, global_batch / iteration_s if global_batch and iteration_s > 0 else None,

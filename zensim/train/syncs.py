@@ -16,8 +16,8 @@ run on the whole bucket, its dense members carried as every one of their element
 (`SyncLogs.density`, the figure the hook decides by).
 
 Logs are made by the synchronization level, never here: the sparse part runs the scheme's stage
-program through `zensim.sim.layout` (ZEN's multi-GPU layout or flat), the dense part is a dense
-all-reduce's log written from sizes (`zensim.sim.layout.dense_log`, fp32, ring or recursive doubling;
+program through `zensim.layout` (ZEN's multi-GPU layout or flat), the dense part is a dense
+all-reduce's log written from sizes (`zensim.layout.dense_log`, fp32, ring or recursive doubling;
 its messages are the dense-allreduce / dense-doubling program's). Each log is made once per (bucket
 part, trace iteration, dense algorithm).
 """
@@ -30,10 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from zensim.errors import ConfigError
+from zensim.layout import Prepared, dense_log, intra_ring, place, prepare
 from zensim.net.topology import ClusterSpec
 from zensim.run import MessageLog, Tables
 from zensim.schemes import build_scheme, needs_profile
-from zensim.sim.layout import Prepared, dense_log, intra_ring, place, prepare
 from zensim.sparse.chunk import SparseChunk
 from zensim.train.buckets import Bucket
 from zensim.train.layers import LayerProfile
@@ -163,7 +163,7 @@ class SyncLogs:
 
     def steps(self, part: Part, iteration: int, dense_algorithm: str = "ring") -> list[Step]:
         """The steps of `part` at trace iteration `iteration`; a dense part (which does not depend on
-        the iteration) is the all-reduce by `dense_algorithm` (zensim.sim.layout.DENSE_ALGORITHMS)."""
+        the iteration) is the all-reduce by `dense_algorithm` (zensim.layout.DENSE_ALGORITHMS)."""
         if not part.sparse:
             return [Step(self.dense(part.numel, dense_algorithm), False)]
         key = (part, iteration)

@@ -57,6 +57,7 @@ from zensim.net.network import Network
 from zensim.net.profile import WorkCost
 from zensim.net import replay
 from zensim.net.fastloop import Program
+from zensim.memo import Memo
 from zensim.net.replay import LogReplay
 from zensim.train.layers import LayerProfile
 from zensim.train.syncs import BucketSync, Part, Step, SyncLogs
@@ -96,10 +97,11 @@ class Timeline:
                  model: str = "fifo", iterations: int = 1, trace_iterations: Sequence[int] = (0,),
                  model_options: Mapping[str, object] | None = None, dense_work: WorkCost | None = None,
                  hosts: Sequence[int] | None = None, on_iteration: Callable[[Network, int, int], None] | None = None,
-                 dense_algorithm: str = "auto", dense_above: float | None = None) -> None:
+                 dense_algorithm: str = "auto", dense_above: float | None = None,
+                 dense_times: Memo[dict[str, float]] | None = None) -> None:
         self.profile = profile
         self.dense_above = dense_above
-        self.tuner = DenseTuner(logs, costs, dense_work, dense_algorithm)
+        self.tuner = DenseTuner(logs, costs, dense_work, dense_algorithm, dense_times)
         self.on_iteration = on_iteration
         self.hosts = None if hosts is None else list(hosts)
         self.dense_work = dense_work

@@ -195,7 +195,7 @@ def fit_communication(profile: LayerProfile, sparse: set[str], timeline: Timelin
 def run_strategy(name: str, profile: LayerProfile, scheme: str, costs: Costs, *, compression: Compression = Compression(),
                  sparsifier: str = "topk", bucket_mb: float | None = None, degree: float | None = None,
                  sparsifier_options: dict | None = None, dense=None, **common):
-    """One strategy's IterationRecord: `none` is dense DDP (DDP's buckets, or a cap / degree of them),
+    """One strategy's SimulatedIterationRecord: `none` is dense DDP (DDP's buckets, or a cap / degree of them),
     the others `scheme` on the strategy's buckets. `common`: simulate_iteration's keywords (trace,
     model, layout, iterations, the scheme's options, ...); `dense` reuses a dense baseline."""
     from zensim.train.iteration import simulate_iteration

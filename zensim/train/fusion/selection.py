@@ -1,7 +1,7 @@
 """Selection on dense gradients, per tensor or per fused bucket: the sparse chunks a bucket synchronizes.
 
 The iteration timeline (`zensim.train.syncs.SyncLogs`) asks, for each sparse part of a bucket and
-a trace iteration, for the chunks its scheme runs on (a `zensim.sim.layout.Prepared`). By default
+a trace iteration, for the chunks its scheme runs on (a `zensim.layout.Prepared`). By default
 they are the indices the trace recorded. A `Selection` makes them from a dense-gradient trace
 (`zensim capture --dense`) with a sparsifier of `zensim.sparsify` at a density, per *unit*:
 
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zensim.errors import ConfigError
+from zensim.layout import Prepared
 from zensim.net.topology import ClusterSpec
-from zensim.sim.layout import Prepared
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.partition import even_boundaries
 from zensim.sparsify import local_names, make_sparsifier
