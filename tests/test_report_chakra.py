@@ -1,11 +1,13 @@
 """A scheme's synchronization as Chakra execution traces (issue 26, item 8): ZEN at 16 ranks written one
 file per rank, read back with Chakra's own decoder and schema (the mlc-chakra package): every message
 a send in its sender's file and a receive in its receiver's, the local work as compute nodes, the
-dependencies inside each file and acyclic."""
+dependencies inside each file and acyclic; `simulate --chakra` writes them, refuses several schemes,
+and without the package says in one line how to install it."""
 
 from __future__ import annotations
 
 import io
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -13,6 +15,8 @@ import pytest
 from chakra.schema.protobuf import et_def_pb2 as pb
 from chakra.src.third_party.utils.protolib import decodeMessage, openFileRd
 
+from zensim.cli import main
+from zensim.errors import ConfigError
 from zensim.net.costs import Costs
 from zensim.net.topology import ClusterSpec
 from zensim.report.chakra import chakra_traces
@@ -159,3 +163,41 @@ def _acyclic(nodes: list[pb.Node]) -> bool:
             if pending[c] == 0:
                 ready.append(c)
     return done == len(nodes)
+
+
+def test_simulate_writes_one_file_per_rank_through_the_cli(trace, tmp_path, capsys):
+    prefix = tmp_path / "zen"
+    assert main(["simulate", "--trace", str(trace), "--machines", str(MACHINES), "--gpus-per-machine", str(G),
+                 "--scheme", "zen", "--chakra", str(prefix)]) == 0
+    files = sorted(tmp_path.iterdir())
+    assert [p.name for p in files] == sorted(f"zen.{r}.et" for r in range(MACHINES * G))
+    metadata, nodes = _read(files[0])
+    assert metadata.version and nodes
+
+
+@pytest.mark.parametrize("prefix, extra, message", [
+    ("x", ["--scheme", "zen,sparcml"], "--chakra: one scheme per trace, --scheme zen,sparcml names 2"),
+    ("x", ["--scheme", "zen", "--iterations", "0:1"], "--chakra: exports one synchronization, not with --iterations"),
+    ("-", ["--scheme", "zen"], "--chakra: '-' (standard output) is not an output here"),
+    ("", ["--scheme", "zen"], "is a folder; give a file prefix"),
+    ("nosuch/x", ["--scheme", "zen"], "--chakra: folder"),
+])
+def test_refused_before_any_work(trace, tmp_path, capsys, monkeypatch, prefix, extra, message):
+    monkeypatch.chdir(tmp_path)
+    target = f"{tmp_path}/{prefix}" if prefix in ("", "nosuch/x") else prefix
+    assert main(["simulate", "--trace", str(trace), "--machines", "2", "--chakra", target, *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1 and list(tmp_path.iterdir()) == []
+
+
+def test_without_chakra_one_line_names_the_install(trace, tmp_path, capsys, monkeypatch):
+    for name in [m for m in sys.modules if m == "chakra" or m.startswith("chakra.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "chakra", None)
+    assert main(["simulate", "--trace", str(trace), "--machines", "2", "--scheme", "zen",
+                 "--chakra", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pip install --no-deps mlc-chakra" in err and "protobuf" in err
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ConfigError, match="--chakra: needs Chakra's schema"):
+        chakra_traces(simulate(trace, ["zen"], ClusterSpec(2, 1, 1e9), "fifo")[0].log)

@@ -18,9 +18,12 @@ s ends with its last nodes (post work, else the messages, else the pre work).
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 
+from zensim.atomic import check_name
 from zensim.errors import ConfigError
 from zensim.net.profile import WorkCost
 from zensim.run.log import PHASES, MessageLog
@@ -40,6 +43,16 @@ def chakra_modules() -> tuple[ModuleType, ModuleType]:
         raise ConfigError(f"--chakra: needs Chakra's schema (the mlc-chakra package and protobuf), which is not "
                           f"installed ({exc.name or 'chakra'} missing; {INSTALL})") from None
     return et_def_pb2, protolib
+
+
+def chakra_paths(prefix: str | Path, ranks: int) -> list[Path]:
+    """The files of one trace: `<prefix>.<rank>.et` for every rank (the names ASTRA-sim's workload
+    option expects of a prefix); a one-line ConfigError for a prefix that names no file (empty, '-',
+    a folder)."""
+    check_name(prefix, "--chakra")
+    if str(prefix).endswith(("/", os.sep)) or Path(prefix).is_dir():
+        raise ConfigError(f"--chakra: {prefix} is a folder; give a file prefix (e.g. {Path(prefix) / 'zen'})")
+    return [Path(f"{prefix}.{rank}.et") for rank in range(ranks)]
 
 
 class _RankGraph:
