@@ -131,7 +131,8 @@ def test_dependencies_stay_in_the_file_follow_the_stages_and_have_no_cycle(zen, 
     for nodes in _written(log, costs, tmp_path):
         ids = {n.id: n for n in nodes}
         assert len(ids) == len(nodes)
-        assert all(d in ids for n in nodes for d in n.data_deps)
+        assert [n.id for n in nodes] == list(range(len(nodes)))
+        assert all(d in ids and d < n.id for n in nodes for d in n.data_deps)  # parents come first in the file
         stage = {n.id: int(n.name.split(".")[0].removeprefix("stage")) for n in nodes}
         assert all(stage[d] <= stage[n.id] for n in nodes for d in n.data_deps)
         first = min(stage.values())

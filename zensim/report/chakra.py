@@ -12,14 +12,15 @@ attributes and, when the work is priced, `duration_micros` (Chakra's whole micro
 Data dependencies follow zensim's stage semantics (zensim.net.replay): a rank's pre work of stage s
 waits for the end of its stage s-1; its sends and receives wait for that pre work; its post work
 waits for all its stage-s sends and receives; the works of one phase run one after the other. Stage
-s ends with its last nodes (post work, else the messages, else the pre work).
+s ends with its last nodes (post work, else the messages, else the pre work). Nodes are numbered in
+file order and every node comes after the nodes it depends on.
 """
 
 from __future__ import annotations
 
 import io
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -63,9 +64,9 @@ class _RankGraph:
         self.nodes: list = []
         self.ends: list[int] = []  # the previous stage's last nodes
 
-    def add(self, name: str, node_type: int, deps: Sequence[int], attrs: Sequence) -> int:
-        """Append a node depending on `deps`; its id."""
-        node = self.pb.Node(id=len(self.nodes), name=name, type=node_type, data_deps=list(deps))
+    def add(self, name: str, node_type: int, deps: Sequence[int], attrs: Sequence, micros: int = 0) -> int:
+        """Append a node depending on `deps` (lasting `micros`, 0: unset); its id."""
+        node = self.pb.Node(id=len(self.nodes), name=name, type=node_type, data_deps=list(deps), duration_micros=micros)
         node.attr.extend([self.pb.AttributeProto(name="is_cpu_op", bool_val=False), *attrs])
         self.nodes.append(node)
         return node.id
@@ -79,26 +80,11 @@ def chakra_traces(log: MessageLog, work: WorkCost | None = None) -> list[bytes]:
         raise ConfigError(f"--chakra: {len(log)} messages do not fit Chakra's 32-bit comm_tag")
     pb, protolib = chakra_modules()
     graphs = [_RankGraph(pb, r) for r in range(log.n)]
-    msgs, works = log.arrays(), log.work_arrays()
+    msgs = log.arrays()
     by_stage_msgs = _group(msgs["stage"].tolist(), log.num_stages)
-    by_stage_work = _group(works["stage"].tolist(), log.num_stages)
-    for s in range(log.num_stages):
-        pre: list[list[int]] = [[] for _ in graphs]
-        post: list[list[int]] = [[] for _ in graphs]
-        for i in by_stage_work[s]:
-            rank, phase = int(works["rank"][i]), int(works["phase"][i])
-            kind, elements = log.kind_names[works["kind"][i]], int(works["elements"][i])
-            g, chain = graphs[rank], (pre if phase == 0 else post)[rank]
-            attrs = [pb.AttributeProto(name="kind", string_val=kind),
-                     pb.AttributeProto(name="elements", int64_val=elements)]
-            chain.append(g.add(f"stage{s}.{PHASES[phase]}.{kind}", pb.COMP_NODE, chain[-1:], attrs))
-            if work is not None:
-                seconds = work.seconds(kind, elements)
-                g.nodes[-1].duration_micros = round(seconds * 1e6)
-                g.nodes[-1].attr.append(pb.AttributeProto(name="seconds", double_val=seconds))
-        for r, g in enumerate(graphs):  # the first work of a phase: after the stage's start
-            if pre[r]:
-                g.nodes[pre[r][0]].data_deps.extend(g.ends)
+    by_stage_work = _group(log.w_stage.tolist(), log.num_stages)
+    for s in range(log.num_stages):  # nodes in file order: pre work, messages, post work
+        pre = _add_work(log, graphs, by_stage_work[s], 0, lambda g: g.ends, work)
         comm: list[list[int]] = [[] for _ in graphs]
         for i in by_stage_msgs[s]:
             src, dst, size = int(msgs["src"][i]), int(msgs["dst"][i]), int(msgs["nbytes"][i])
@@ -107,11 +93,30 @@ def chakra_traces(log: MessageLog, work: WorkCost | None = None) -> list[bytes]:
             for rank, node_type, verb in ((src, pb.COMM_SEND_NODE, "send"), (dst, pb.COMM_RECV_NODE, "recv")):
                 g = graphs[rank]
                 comm[rank].append(g.add(f"stage{s}.{verb}.{src}->{dst}", node_type, pre[rank][-1:] or g.ends, attrs))
+        post = _add_work(log, graphs, by_stage_work[s], 1, lambda g: comm[g.rank] or pre[g.rank][-1:] or g.ends, work)
         for r, g in enumerate(graphs):
-            if post[r]:
-                g.nodes[post[r][0]].data_deps.extend(comm[r] or pre[r][-1:] or g.ends)
             g.ends = post[r][-1:] or comm[r] or pre[r][-1:] or g.ends
     return [_encode(pb, protolib, g.nodes, log.n) for g in graphs]
+
+
+def _add_work(log: MessageLog, graphs: list[_RankGraph], rows: list[int], phase: int,
+              start: Callable[[_RankGraph], list[int]], work: WorkCost | None) -> list[list[int]]:
+    """A COMP_NODE per work record among `rows` of phase `phase`, chained per rank in log order, the
+    first after `start(graph)`; their ids per rank."""
+    pb = graphs[0].pb
+    chains: list[list[int]] = [[] for _ in graphs]
+    for i in rows:
+        if log.w_phase[i] != phase:
+            continue
+        rank, kind, elements = int(log.w_rank[i]), log.kind_names[log.w_kind[i]], int(log.w_elements[i])
+        g, chain = graphs[rank], chains[rank]
+        attrs = [pb.AttributeProto(name="kind", string_val=kind), pb.AttributeProto(name="elements", int64_val=elements)]
+        seconds = 0.0 if work is None else work.seconds(kind, elements)
+        if work is not None:
+            attrs.append(pb.AttributeProto(name="seconds", double_val=seconds))
+        chain.append(g.add(f"stage{log.w_stage[i]}.{PHASES[phase]}.{kind}", pb.COMP_NODE, chain[-1:] or start(g), attrs,
+                           round(seconds * 1e6)))
+    return chains
 
 
 def _group(stages: list[int], num_stages: int) -> list[list[int]]:
