@@ -26,6 +26,10 @@ $(STAMP): pyproject.toml
 	# accepts a range, so the next line keeps it. The tests need every extra (Dask, scikit-learn, pyarrow).
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[test,dask,digits,parquet]'
+	# the chakra extra without mlc-chakra's declared dependencies (~100 packages for Chakra's own
+	# converters): --chakra needs only its schema and encoder, and protobuf
+	$(PY) -m pip install --quiet 'protobuf>=6.31.1'
+	$(PY) -m pip install --quiet --no-deps 'mlc-chakra>=1.0'
 	# numba's loops compiled now, once (about a minute of CPU), not in the first simulation
 	$(VENV)/bin/zensim warmup
 	touch $(STAMP)

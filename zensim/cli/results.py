@@ -1,6 +1,7 @@
 """The result options every command with records shares (`simulate`, `emulate`, `report`): --json,
 --csv and --parquet (add_table_options: every command with a table), --plot, --timeline where a run has
-timings, and --links, --traffic, --link-plot where records carry per-link figures; outputs checked before the work, written all or none after it, through the one
+timings, --links, --traffic, --link-plot where records carry per-link figures, and --chakra where a
+simulated scheme's message log can be exported as Chakra execution traces; outputs checked before the work, written all or none after it, through the one
 report path (zensim.report)."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from zensim.extras import require
+from zensim.net.profile import WorkCost
 from zensim.report.links import link_files
 from zensim.report.outputs import OutputFiles, plot_format, table_files, table_format
 from zensim.report.record import RunRecord, results_csv, results_json
@@ -20,9 +22,9 @@ PLOTS = ("plot", "link_plot")
 TABLES = ("links", "traffic")  # .csv or .json, by the extension (zensim.report.links)
 
 
-def add_options(p: argparse.ArgumentParser, timeline: bool = False, links: bool = False) -> None:
+def add_options(p: argparse.ArgumentParser, timeline: bool = False, links: bool = False, chakra: bool = False) -> None:
     """--json (print the results document), --csv FILE, --parquet FILE, --plot FILE[, --timeline FILE][,
-    --links FILE, --traffic FILE, --link-plot FILE]."""
+    --links FILE, --traffic FILE, --link-plot FILE][, --chakra PREFIX]."""
     p.add_argument("--json", action="store_true", help="print the records as a zensim-results/1 JSON document")
     add_table_options(p, "the records (zensim report reads the CSV)")
     p.add_argument("--plot", default=None, metavar="FILE",
@@ -37,6 +39,10 @@ def add_options(p: argparse.ArgumentParser, timeline: bool = False, links: bool 
                        help="also write the traffic matrix between machines, per scheme (.csv or .json)")
         p.add_argument("--link-plot", default=None, metavar="FILE",
                        help="also plot every link's utilization and the traffic matrix, one row per scheme")
+    if chakra:
+        p.add_argument("--chakra", default=None, metavar="PREFIX",
+                       help="also write the scheme's synchronization as Chakra execution traces for ASTRA-sim, "
+                            "PREFIX.<rank>.et per rank (one scheme; needs mlc-chakra: docs/reports.md)")
 
 
 def add_table_options(p: argparse.ArgumentParser, what: str) -> None:
@@ -47,8 +53,10 @@ def add_table_options(p: argparse.ArgumentParser, what: str) -> None:
                         "'zensim[parquet]')")
 
 
-def plan(args: argparse.Namespace, inputs: Iterable[str | Path | None]) -> tuple[OutputFiles, dict[str, Path]]:
-    """Check the output options before the work: {option: path} of those given."""
+def plan(args: argparse.Namespace, inputs: Iterable[str | Path | None],
+         ranks: int = 0) -> tuple[OutputFiles, dict[str, Path]]:
+    """Check the output options before the work: {option: path} of those given (--chakra: its prefix,
+    each of its `ranks` files checked)."""
     outs = OutputFiles(inputs=inputs)
     paths = {key: outs.add(getattr(args, key), "--" + key.replace("_", "-"), plot=key in PLOTS)
              for key in OUTPUTS if getattr(args, key, None)}
@@ -58,13 +66,22 @@ def plan(args: argparse.Namespace, inputs: Iterable[str | Path | None]) -> tuple
     if "parquet" in paths:
         for module in ("pandas", "pyarrow"):
             require(module, "parquet", "--parquet")
+    if getattr(args, "chakra", None):
+        from zensim.report.chakra import chakra_modules, chakra_paths
+
+        chakra_modules()
+        for path in chakra_paths(args.chakra, ranks):
+            outs.add(path, "--chakra")
+        paths["chakra"] = Path(args.chakra)
     return outs, paths
 
 
 def finish(args: argparse.Namespace, records: Sequence[RunRecord], outs: OutputFiles, paths: dict[str, Path],
-           figure: Callable[[Sequence[RunRecord]], object] | None = None, text: str | None = None) -> None:
+           figure: Callable[[Sequence[RunRecord]], object] | None = None, text: str | None = None,
+           work: WorkCost | None = None) -> None:
     """Write the outputs (all or none) and print the table (or --json). `figure` makes the plot (default:
-    the run's bars); `text` replaces the default table."""
+    the run's bars); `text` replaces the default table; `work` prices the local work of --chakra's trace
+    (the one record's message log)."""
     from zensim.report.plots import figure_bytes, run_figure
 
     files = table_files(paths, lambda: results_csv(records))
@@ -76,6 +93,11 @@ def finish(args: argparse.Namespace, records: Sequence[RunRecord], outs: OutputF
     if "plot" in paths:
         files[paths["plot"]] = figure_bytes((figure or run_figure)(records), plot_format(paths["plot"]))
     files.update(link_files(records, paths, lambda key: "--" + key.replace("_", "-")))
+    if "chakra" in paths:
+        from zensim.report.chakra import chakra_paths, chakra_traces
+
+        (record,) = records
+        files.update(zip(chakra_paths(paths["chakra"], record.log.n), chakra_traces(record.log, work)))
     outs.write(files)
     print(results_json(records) if args.json else text if text is not None else render(records))
 

@@ -1,4 +1,4 @@
-"""`zensim simulate`: time schemes on a trace x cluster; table, --json, --csv, --timeline, --plot."""
+"""`zensim simulate`: time schemes on a trace x cluster; table, --json, --csv, --timeline, --plot, --chakra."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from zensim.cli import results
 from zensim.cli.replay import add_arguments as add_iteration_arguments, check_mode
 from zensim.errors import ConfigError
 from zensim.layout import LAYOUTS
-from zensim.sim.run import all_models
+from zensim.sim.run import all_models, resolve_schemes
 from zensim.net.models import MODELS
 from zensim.net.profile import Profile
 from zensim.net.presets import PRESETS
@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--values", action="store_true",
                    help="carry values (the trace's, or synthetic ones) even where no scheme needs them")
     p.add_argument("--profile", default=None, help="calibration profile JSON (links and per-element work costs)")
-    results.add_options(p, timeline=True, links=True)
+    results.add_options(p, timeline=True, links=True, chakra=True)
     add_iteration_arguments(p)
     p.set_defaults(func=cmd_simulate)
 
@@ -86,14 +86,28 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if getattr(args, option) and args.model == "analytic":
             raise ConfigError(f"--{option.replace('_', '-')}: the analytic model has no timeline nor per-link "
                               "figures (use fifo or maxmin)")
+    if args.chakra:
+        check_chakra(args)
     cluster, profile = cluster_from_args(args)
-    outs, paths = results.plan(args, inputs=[args.trace, args.profile])
+    outs, paths = results.plan(args, inputs=[args.trace, args.profile], ranks=cluster.gpus)
     if args.iterations is not None:
         from zensim.cli.replay import cmd_replay
         return cmd_replay(args, cluster, profile, outs, paths)
-    records = simulate(args.trace, args.scheme, Costs.of(cluster, profile), args.model, iteration=args.iteration or 0,
+    costs = Costs.of(cluster, profile)
+    records = simulate(args.trace, args.scheme, costs, args.model, iteration=args.iteration or 0,
                        options=parse_options(args.options), values=True if args.values else None,
                        layout=args.layout, maxmin_batch=args.maxmin_batch, progress=True,
                        provenance=provenance(args.command_line))
-    results.finish(args, records, outs, paths)
+    results.finish(args, records, outs, paths, work=costs.work)
     return 0
+
+
+def check_chakra(args: argparse.Namespace) -> None:
+    """--chakra exports one scheme's synchronization (one workload for ASTRA-sim): a one-line error for
+    several schemes or with --iterations."""
+    if args.iterations is not None:
+        raise ConfigError("--chakra: exports one synchronization, not with --iterations")
+    names = resolve_schemes(args.scheme)
+    if len(names) > 1:
+        raise ConfigError(f"--chakra: one scheme per trace, --scheme {args.scheme} names {len(names)}; "
+                          "name one (e.g. --scheme zen)")
