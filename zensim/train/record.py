@@ -11,12 +11,9 @@ the profile then carries a `warning` and the command prints it on stderr.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import socket
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +22,7 @@ import torch
 from tqdm import tqdm
 
 from zensim.errors import ConfigError
-from zensim.script import batch_size_of, check_script, run_script
+from zensim.script import batch_size_of, check_script, one_rank_world, run_script
 from zensim.train.clocks import Clock, clock_for, describe_device
 from zensim.train.hooks import LayerRecorder, StepEvents
 from zensim.train.layers import LayerProfile
@@ -141,7 +138,8 @@ def record_script(script: str, script_args: list[str], iterations: int = 10, war
 
     load = os.getloadavg()
     try:
-        with one_rank_world():
+        with one_rank_world("record a layer profile in one process (no torchrun): several ranks' "
+                            "communication would enter backward"):
             run_script(script, script_args, on_ddp, loaders.append)
     finally:
         for recorder, _ in found:
@@ -161,25 +159,3 @@ def record_script(script: str, script_args: list[str], iterations: int = 10, war
                "batch_size_source": batch_source},
         source=f"zensim layers record --script {script}: its first DDP model, medians of {iterations} steps after "
                f"{warmup} warm-up steps, {MARKS}")
-
-
-@contextlib.contextmanager
-def one_rank_world() -> Iterator[None]:
-    """torchrun's variables for a world of one process while the block runs, where they are absent;
-    ConfigError for a world of several (a rank's profile would include its communication)."""
-    world = os.environ.get("WORLD_SIZE", "1")
-    if world != "1":
-        raise ConfigError(f"--script: WORLD_SIZE is {world}; record a layer profile in one process (no torchrun): "
-                          "several ranks' communication would enter backward")
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
-    added = {key: value for key, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1"),
-                                           ("LOCAL_WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1"),
-                                           ("MASTER_PORT", str(port))) if key not in os.environ}
-    os.environ.update(added)
-    try:
-        yield
-    finally:
-        for key in added:
-            os.environ.pop(key, None)
