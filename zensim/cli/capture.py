@@ -19,11 +19,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Train a built-in workload with N virtual data-parallel workers (exactly synchronous "
         "data parallelism in one process) and record every worker's gradient indices; or (--hook) run "
         "your own DDP training script, under torchrun, with the recording hook: each rank writes the "
-        "shard -o (containing {rank}); combine them with `zensim trace merge`. See docs/capture.md.",
+        "shard -o (containing {rank}); combine them with `zensim trace merge`; or (--script, --virtual-ranks N) "
+        "run your DDP script once in this process as N virtual ranks, each reading the micro-batches its "
+        "DistributedSampler gives it, and write their trace -o. See docs/capture.md.",
     )
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--workload", choices=list(WORKLOADS), help="built-in workload (virtual workers)")
     source.add_argument("--hook", metavar="SCRIPT", help="your DDP training script (arguments after --)")
+    source.add_argument("--script", metavar="SCRIPT", help="your DDP training script, run once here as "
+                        "--virtual-ranks N ranks (arguments after --)")
+    p.add_argument("--virtual-ranks", type=int, help="with --script: number of virtual ranks N")
     p.add_argument("--workers", type=int, help="number of virtual workers (with --workload)")
     p.add_argument("--iterations", type=int, required=True, help="recorded iterations")
     p.add_argument("--warmup", type=int, default=0, help="training steps before the first recorded one")
@@ -57,13 +62,17 @@ def cmd_capture(args: argparse.Namespace) -> int:
         raise ConfigError(f"--seed {args.seed}: must be non-negative")
     if args.batch_size is not None and args.batch_size < 1:
         raise ConfigError(f"--batch-size {args.batch_size}: must be at least 1")
+    if (args.virtual_ranks is None) != (args.script is None):
+        raise ConfigError("--virtual-ranks N and --script SCRIPT go together")
     if args.hook:
         return capture_hooked(args, script_args)
+    if args.script:
+        return capture_virtual_ranks(args, script_args)
     if script_args:
-        raise ConfigError(f"{script_args[0]}: unexpected argument (script arguments go with --hook)")
+        raise ConfigError(f"{script_args[0]}: unexpected argument (script arguments go with --hook or --script)")
     for name in ("params", "skip_params"):
         if getattr(args, name) is not None:
-            raise ConfigError(f"--{name.replace('_', '-')}: only with --hook (a workload records its own parameters)")
+            raise ConfigError(f"--{name.replace('_', '-')}: only with --hook or --script (a workload records its own parameters)")
     if args.workers is None:
         raise ConfigError("--workers: required with --workload")
     workload = make_workload(args.workload, args.batch_size, args.seed, args.corpus)
@@ -110,4 +119,23 @@ def capture_hooked(args: argparse.Namespace, script_args: list[str]) -> int:
                           f"environment, and {missing or 'part of it'} is not set: start it under torchrun "
                           f"(torchrun --nproc-per-node N $(which zensim) capture --hook {args.hook} ...; docs/capture.md)") from None
     print(f"rank {recorder.rank}: wrote {recorder.path}")
+    return 0
+
+
+def capture_virtual_ranks(args: argparse.Namespace, script_args: list[str]) -> int:
+    """Run the user's script once as --virtual-ranks N ranks and write their trace."""
+    from zensim.trace.capture.ranks import capture_script
+
+    if args.sparsifier not in (None, "natural"):
+        raise ConfigError(f"--sparsifier {args.sparsifier}: --script records natural sparsity only (top-k and DGC "
+                          "would need every rank's residual; docs/capture.md)")
+    for name in ("workers", "corpus", "density"):
+        if getattr(args, name) is not None:
+            raise ConfigError(f"--{name}: not used with --script (the script decides; natural sparsity)")
+    if args.dense:
+        raise ConfigError("--dense: not with --script")
+    capture_script(args.script, script_args, args.output, args.virtual_ranks, args.iterations, args.warmup,
+                   params=_globs(args.params, "--params"), skip_params=_globs(args.skip_params, "--skip-params") or (),
+                   values=args.values, value_dtype=args.value_dtype, batch_size=args.batch_size)
+    print(f"wrote {args.output}: {args.script}, {args.virtual_ranks} virtual ranks, {args.iterations} iterations")
     return 0
