@@ -1,4 +1,5 @@
-"""`zensim capture`: train a built-in workload with virtual workers and write its gradient-index trace."""
+"""`zensim capture`: a gradient-index trace of a built-in workload (virtual workers) or of your DDP script
+(the recording hook in every torchrun rank, or N virtual ranks in this process)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add the `capture` subcommand."""
     p = sub.add_parser(
         "capture",
-        help="capture a trace from a built-in workload with virtual workers",
+        help="capture a trace: a built-in workload or your DDP script (virtual workers, hook or virtual ranks)",
         description="Train a built-in workload with N virtual data-parallel workers (exactly synchronous "
         "data parallelism in one process) and record every worker's gradient indices; or (--hook) run "
         "your own DDP training script, under torchrun, with the recording hook: each rank writes the "
@@ -42,13 +43,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="how values are stored (with --values or --dense; default float32)")
     p.add_argument("--batch-size", type=int, help="per-worker micro-batch (sequences or samples); with --hook "
                    "only recorded in the provenance (default: the script's DataLoader batch size)")
-    p.add_argument("--params", help="with --hook: parameters to record, comma-separated globs such as "
+    p.add_argument("--params", help="with --hook or --script: parameters to record, comma-separated globs such as "
                    "'embedding.*' (default: every trainable parameter)")
-    p.add_argument("--skip-params", help="with --hook: parameters not to record, comma-separated globs such as '*.bias'")
+    p.add_argument("--skip-params", help="with --hook or --script: parameters not to record, comma-separated globs such as '*.bias'")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--corpus", help="plain-text corpus for the language models (default: installed KJV)")
     p.add_argument("-o", "--output", required=True, help="trace file to write (--hook: shard path with {rank})")
-    p.add_argument("script_args", nargs=argparse.REMAINDER, help="with --hook: -- then the script's arguments")
+    p.add_argument("script_args", nargs=argparse.REMAINDER, help="with --hook or --script: -- then the script's arguments")
     p.set_defaults(func=cmd_capture)
 
 
