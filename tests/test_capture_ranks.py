@@ -139,12 +139,15 @@ def test_bad_input_is_one_line_before_the_script_runs(tmp_path, capsys) -> None:
     assert not Path(out).exists()
 
 
-def test_a_script_without_a_distributed_sampler_is_refused(tmp_path) -> None:
+@pytest.mark.parametrize("old,new,message", (
+    ("batch_size=4, sampler=sampler", "batch_size=4, shuffle=False", "no DataLoader over a DistributedSampler"),
+    ("batch_size=4, sampler=sampler", "batch_size=None, sampler=sampler", "with batch_size=None")))
+def test_data_virtual_ranks_cannot_deal_are_refused(tmp_path, old: str, new: str, message: str) -> None:
     script = tmp_path / "plain.py"
-    script.write_text(SCRIPT.replace("sampler=sampler", "shuffle=False").replace("sampler.set_epoch(epoch)", "pass"))
+    script.write_text(SCRIPT.replace(old, new))
     out = tmp_path / "t.zt"
     proc = zensim(["capture", "--script", str(script), "--virtual-ranks", "2", "--iterations", "1", "-o", str(out),
                    "--", "1"])
     _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 2 and "no DataLoader over a DistributedSampler" in err.strip().splitlines()[-1], err
+    assert proc.returncode == 2 and message in err.strip().splitlines()[-1], err
     assert not out.exists()

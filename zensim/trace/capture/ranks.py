@@ -196,6 +196,9 @@ def capture_script(script: str, script_args: list[str], path: str, ranks: int, i
         sampler = given["sampler"]
         if not isinstance(sampler, DistributedSampler):
             return args, kwargs
+        if given["batch_size"] is None:
+            raise ConfigError(f"--script {script}: a DataLoader over a DistributedSampler with batch_size=None; "
+                              "virtual ranks need the micro-batch size to deal the samples")
         loaders.append(given["batch_size"])
         given.update(batch_sampler=RankBatches(sampler, given["batch_size"], given["drop_last"]), sampler=None,
                      batch_size=1, drop_last=False)
