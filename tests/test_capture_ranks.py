@@ -141,8 +141,9 @@ def test_bad_input_is_one_line_before_the_script_runs(tmp_path, capsys) -> None:
 
 @pytest.mark.parametrize("old,new,message", (
     ("batch_size=4, sampler=sampler", "batch_size=4, shuffle=False", "no DataLoader over a DistributedSampler"),
-    ("batch_size=4, sampler=sampler", "batch_size=None, sampler=sampler", "with batch_size=None")))
-def test_data_virtual_ranks_cannot_deal_are_refused(tmp_path, old: str, new: str, message: str) -> None:
+    ("batch_size=4, sampler=sampler", "batch_size=None, sampler=sampler", "with batch_size=None"),
+    ("opt.step()", "[p.data.sub_(0.1 * p.grad) for p in model.parameters()]", "no torch optimizer stepped")))
+def test_scripts_virtual_ranks_cannot_run_are_refused(tmp_path, old: str, new: str, message: str) -> None:
     script = tmp_path / "plain.py"
     script.write_text(SCRIPT.replace(old, new))
     out = tmp_path / "t.zt"

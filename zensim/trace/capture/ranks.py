@@ -10,8 +10,9 @@ non-zero elements of every recorded parameter and adds its gradient / N to a run
 passes of ranks 0..N-2 update nothing (an optimizer step pre-hook drops their gradients, so a step of
 any optimizer that skips parameters without a gradient is empty); rank N-1's backward hands the sum
 of all N to the optimizer: one update with the average, as N-rank DDP makes. Memory: the script's one
-model plus one gradient-sized sum; chunks stream to the trace file (TraceWriter). docs/capture.md says
-what is exact and what is not.
+model plus one gradient-sized sum; chunks stream to a temporary file (TraceWriter), renamed into place
+when the script has ended and its run was one virtual ranks can record. docs/capture.md says what is
+exact and what is not.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from zensim.errors import ConfigError
 from zensim.script import batch_size_of, check_script, one_rank_world, run_script
 from zensim.trace.capture.hook import check_shard_path, environment, select_params
 from zensim.trace.capture.record import Recorded, tensor_specs, to_chunk, write_chunks
+from zensim.trace.capture.run import check_steps
 from zensim.trace.capture.sparsify import Sparsifier
 from zensim.trace.format import TraceWriter
 
@@ -77,6 +79,7 @@ class VirtualRanks:
         self.samplers = samplers  # batch sizes of the DataLoaders over a DistributedSampler
         self.natural = Sparsifier()
         self.backwards = 0
+        self.stepped = False  # whether a torch optimizer has stepped
         self.total: dict[str, torch.Tensor] = {}
         self.pending: dict[str, Recorded] = {}
         self.writer: TraceWriter | None = None
@@ -93,7 +96,7 @@ class VirtualRanks:
 
     @property
     def done(self) -> bool:
-        """Whether every recorded step has been written and the trace closed."""
+        """Whether every recorded step has been written (the trace is closed when the script ends)."""
         return self.step >= self.warmup + self.iterations
 
     def bucket(self, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
@@ -116,7 +119,8 @@ class VirtualRanks:
         return done
 
     def end_backward(self, recording: bool) -> None:
-        """Write the rank's chunks of a recorded step; count the backward; close the trace at the end."""
+        """Write the rank's chunks of a recorded step; count the backward."""
+        self.check_script()
         if recording:
             missing = self.recorded - set(self.pending)
             if missing:
@@ -127,36 +131,47 @@ class VirtualRanks:
             write_chunks(self.writer, self.step - self.warmup, self.rank, self.pending, self.value_dtype is not None)
             self.pending = {}
         self.backwards += 1
-        if self.writer is not None and self.done:
-            self.writer.close()
-            self.writer = None
 
     def before_step(self, optimizer: torch.optim.Optimizer, *_: Any) -> None:
         """Optimizer step pre-hook: after the backward of a rank but the last, drop the gradients (no update)."""
-        self.check_sampler()
+        self.stepped = True
         if self.backwards % self.ranks:
             for group in optimizer.param_groups:
                 for p in group["params"]:
                     p.grad = None
 
-    def check_sampler(self) -> None:
-        """ConfigError unless the script reads its data through a DistributedSampler (checked at its first step)."""
+    def check_script(self) -> None:
+        """ConfigError unless the script reads its data through a DistributedSampler (by its first backward) and
+        steps a torch optimizer (by the first backward of its second step)."""
+        script = self.header["workload"]
         if not self.samplers:
-            raise ConfigError(f"--script {self.header['workload']}: no DataLoader over a DistributedSampler before its "
-                              "first optimizer step: virtual ranks need one to know which micro-batches each rank reads")
+            raise ConfigError(f"--script {script}: no DataLoader over a DistributedSampler before its first backward: "
+                              "virtual ranks need one to know which micro-batches each rank reads")
+        if self.backwards >= self.ranks and not self.stepped:
+            raise ConfigError(f"--script {script}: no torch optimizer stepped after the first step's backward passes; "
+                              "virtual ranks need one (an update of the script's own would apply every rank's gradient)")
+
+    def finish(self) -> None:
+        """After the script: the trace renamed into place if the script ran every step as virtual ranks need,
+        else none and a ConfigError."""
+        try:
+            self.check_script()
+            if not self.done:
+                raise ConfigError(f"--script {self.header['workload']}: training ran {self.step} steps of {self.ranks} "
+                                  f"virtual ranks, fewer than --warmup {self.warmup} + --iterations {self.iterations}; "
+                                  "no trace written")
+        except ConfigError:
+            self.abort()
+            raise
+        assert self.writer is not None
+        self.writer.close()
+        self.writer = None
 
     def abort(self) -> None:
         """Give up an unfinished trace (no file is left)."""
         if self.writer is not None:
             self.writer.abort()
             self.writer = None
-
-
-def check_ranks(ranks: int, iterations: int, warmup: int) -> None:
-    """ConfigError unless N >= 1 virtual ranks, at least one recorded step and a non-negative warm-up."""
-    for name, value, low in (("--virtual-ranks", ranks, 1), ("--iterations", iterations, 1), ("--warmup", warmup, 0)):
-        if value < low:
-            raise ConfigError(f"{name} {value}: must be at least {low}")
 
 
 def capture_script(script: str, script_args: list[str], path: str, ranks: int, iterations: int, warmup: int = 0,
@@ -166,7 +181,9 @@ def capture_script(script: str, script_args: list[str], path: str, ranks: int, i
     write their natural-sparsity trace of steps warmup .. warmup + iterations - 1 to `path` (with the
     sent values in `value_dtype` if `values`)."""
     check_script(script, "--script")
-    check_ranks(ranks, iterations, warmup)
+    if ranks < 1:
+        raise ConfigError(f"--virtual-ranks {ranks}: must be at least 1")
+    check_steps(iterations, warmup)
     if "{rank}" in path:
         raise ConfigError(f"{path}: one trace holds every virtual rank; no {{rank}} in -o")
     check_shard_path(path, 1)
@@ -184,8 +201,7 @@ def capture_script(script: str, script_args: list[str], path: str, ranks: int, i
     def on_ddp(model: DistributedDataParallel) -> None:
         if not found:
             found.append(VirtualRanks(model, path, ranks, iterations, warmup, params, skip_params,
-                                      value_dtype if values else None, header,
-                                      loaders))
+                                      value_dtype if values else None, header, loaders))
             model.register_comm_hook(found[0], _hook)
 
     def loader_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -227,13 +243,8 @@ def capture_script(script: str, script_args: list[str], path: str, ranks: int, i
         hook.remove()
     if not found:
         raise ConfigError(f"--script {script}: the script built no DistributedDataParallel model")
-    recorder = found[0]
-    recorder.check_sampler()
-    if not recorder.done:
-        recorder.abort()
-        raise ConfigError(f"--script {script}: training ran {recorder.step} steps of {ranks} virtual ranks, fewer than "
-                          f"--warmup {warmup} + --iterations {iterations}; no trace written")
-    return recorder
+    found[0].finish()
+    return found[0]
 
 
 LOADER = inspect.signature(DataLoader.__init__)
