@@ -137,42 +137,55 @@ class HierarchicalHash(Partitioner):
         return self._hash(SparseChunk(indices), keep_table=True)[1]
 
     def _hash(self, chunk: SparseChunk, keep_table: bool) -> tuple[list[SparseChunk], HashTable]:
-        """Group by h0, then run each partition's memory model."""
+        """Group by h0, then run the memory model of every partition at once."""
         r1, r2 = self.memory(chunk.nnz)
         parts = group_by_part(chunk, self.owner(chunk.indices), self.n)
         table = HashTable()
         if not (self.model_memory or keep_table):
             table.stats.elements = chunk.nnz
             return parts, table
-        for part in parts:
-            stats, row, serial, spill = self._partition(part.indices, r1, r2)
+        # numpy runs one partition at a time (its r1 slots stay in cache: 4x faster than all at once
+        # on 10.7M ids); other libraries (a GPU) all partitions in one pass
+        batches = [[p] for p in parts] if backend.is_numpy(chunk.indices) else [parts]
+        for batch in batches:
+            stats, rows, serial, spill = self._memory(batch, r1, r2)
             table.stats.add(stats)
             if keep_table:
-                table.slots.append(row)
-                table.serial.append(serial)
-                table.spill.append(spill)
+                table.slots += rows
+                table.serial += serial
+                table.spill += spill
         return parts, table
 
-    def _partition(self, indices: np.ndarray, r1: int,
-                   r2: int) -> tuple[PartitionStats, np.ndarray, np.ndarray, np.ndarray]:
-        """One partition's memory: k rounds of parallel writes with read-back, then serial slots.
+    def _memory(self, parts: list[SparseChunk], r1: int,
+                r2: int) -> tuple[PartitionStats, list, list, list]:
+        """The memory of the partitions `parts` in one pass: k rounds of parallel writes with
+        read-back, then serial slots. Their r1 slots lie side by side (the j-th's at j r1 ..), so a
+        round is a few array operations over all their ids, not a loop over partitions (on a GPU: k
+        rounds of kernels, not n k). Partitions share no slot, so each ends as if it ran alone.
 
-        h1 is the low half of the h0 hash, recomputed here on the partition's (contiguous) ids:
-        cheaper than carrying it through the grouping's random gather."""
-        xp, dev = namespace(indices), backend.device(indices)
+        h1 is the low half of the h0 hash, recomputed on the grouped ids: cheaper than carrying it
+        through the grouping's random gather."""
+        indices = [p.indices for p in parts]
+        xp = namespace(*indices)
+        dev = backend.device(indices[0])
+        grouped = xp.concat(indices)  # by partition, each partition's ids ascending
+        counts = [int(x.shape[0]) for x in indices]
+        m = len(parts)
+        part = xp.repeat(xp.arange(m, device=dev), xp.asarray(counts, device=dev))
         dtype = xp.int32 if self.numel < 2**31 else xp.int64
-        ids = xp.astype(indices, dtype)
-        row = xp.full(r1, EMPTY, dtype=dtype, device=dev)
+        ids = xp.astype(grouped, dtype)
+        row = xp.full(m * r1, EMPTY, dtype=dtype, device=dev)
+        base = part * r1
         pending = xp.arange(ids.shape[0], device=dev)
         collided = ids.shape[0]
         for i in range(self.k):
             if i and not pending.shape[0]:
                 break  # every id placed: the remaining rounds would write nothing
             if i == 0:
-                target = low_to_range(hash64(indices, self.keys[0]), r1)
+                target = base + low_to_range(hash64(grouped, self.keys[0]), r1)
                 writers, taken, wids = pending, pending[:0], ids
             else:
-                target = hash_to_range(ids[pending], self.keys[i], r1)
+                target = base[pending] + hash_to_range(ids[pending], self.keys[i], r1)
                 free = row[target] == EMPTY
                 writers, target, taken = pending[free], target[free], pending[~free]
                 wids = ids[writers]
@@ -180,10 +193,18 @@ class HierarchicalHash(Partitioner):
             pending = xp.sort(xp.concat([taken, writers[row[target] != wids]]))  # ascending ids
             if i == 0:
                 collided = pending.shape[0]
-        serial, spill = ids[pending[:r2]], ids[pending[r2:]]
+        # pending is grouped by partition (positions ascend): each partition's first r2 go serial
+        left = backend.host(backend.bincount(part[pending], m)).tolist()
+        starts = np.concatenate(([0], np.cumsum(left)[:-1])).astype(np.int64)
+        rank = xp.arange(pending.shape[0], device=dev) - xp.repeat(backend.like(starts, pending),
+                                                                   xp.asarray(left, device=dev))
+        to_serial = rank < r2
+        kept = [min(c, r2) for c in left]
+        serial = backend.split(ids[pending[to_serial]], kept)
+        spill = backend.split(ids[pending[~to_serial]], [c - k for c, k in zip(left, kept)])
         stats = PartitionStats(elements=int(ids.shape[0]), collided=int(collided), serial=int(pending.shape[0]),
-                               overflow=int(spill.shape[0]))
-        return stats, row, serial, spill
+                               overflow=int(sum(left) - sum(kept)))
+        return stats, list(xp.reshape(row, (m, r1))), serial, spill
 
 
 class SingleHash(Partitioner):
