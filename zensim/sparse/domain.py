@@ -112,10 +112,8 @@ class ExplicitDomain:
             return xp.zeros(0, dtype=xp.int64, device=backend.device(ids))
         if self.size == 0 or int(xp.min(ids)) < 0 or int(xp.max(ids)) > int(self.elements[-1]):
             raise ValueError("ids outside the explicit domain")
-        elements = self.elements_like(ids)
-        pos = xp.searchsorted(elements, xp.astype(ids, elements.dtype, copy=False))
-        pos = xp.clip(pos, max=self.size - 1)
-        if bool(xp.any(elements[pos] != ids)):
+        pos, found = backend.locate(self.elements_like(ids), ids)
+        if not bool(xp.all(found)):
             raise ValueError("ids outside the explicit domain")
         return xp.astype(pos, xp.int64, copy=False)
 

@@ -210,10 +210,17 @@ def unpackbits(buf: Array, count: int) -> Array:
     return xp.reshape((buf[:, None] >> shifts) & 1, (-1,))[:count]
 
 
+def locate(sorted_set: Array, x: Array) -> tuple[Array, Array]:
+    """(where each entry of `x` is or would be in the non-empty sorted array `sorted_set`, clipped to
+    its last position; whether it is there)."""
+    xp = namespace(x)
+    at = xp.clip(xp.searchsorted(sorted_set, xp.astype(x, sorted_set.dtype, copy=False)), max=sorted_set.shape[0] - 1)
+    return at, sorted_set[at] == x
+
+
 def isin_sorted(x: Array, sorted_set: Array) -> Array:
     """Whether each entry of `x` is in the sorted array `sorted_set` (a boolean array like x)."""
-    xp = namespace(x)
     if sorted_set.shape[0] == 0:
+        xp = namespace(x)
         return xp.zeros(x.shape[0], dtype=xp.bool, device=device(x))
-    at = xp.searchsorted(sorted_set, x)
-    return sorted_set[xp.clip(at, max=sorted_set.shape[0] - 1)] == x
+    return locate(sorted_set, x)[1]
