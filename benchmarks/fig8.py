@@ -9,7 +9,9 @@ local-work model:
 - `placeholder`: zensim.net.profile.DEFAULT_WORK_COST, the per-element constants the simulator uses
   without a profile ("GPU-class placeholders": unmeasured);
 - `cpu-steps`: a profile fitted to `zensim work measure --kernels steps` (the schemes' own numpy
-  step code, timed on a CPU; default docs/results-data/cpu-steps.profile.json).
+  step code, timed on a CPU; default docs/results-data/cpu-steps.profile.json);
+- `h200-steps`: the same step code in torch, timed on an H200 GPU (`--kernels steps --device cuda`;
+  docs/results-data/h200-steps.profile.json).
 
 Then Kendall's tau-b (scipy.stats.kendalltau) between the schemes' rankings under each pair of work
 models, per column and overall (the schemes ranked by the geometric mean of their normalized times
@@ -18,7 +20,7 @@ Each scheme's driver runs once per cluster shape (a message-log cache); the work
 change the replays.
 
     .venv/bin/python benchmarks/fig8.py [--profile P.json] [--columns 8x1,...] [--models maxmin,fifo]
-        [--work zero,placeholder,cpu-steps] [--kinds-column 128x1] [--json FILE] [--plot FILE]
+        [--work zero,placeholder,cpu-steps,h200-steps] [--kinds-column 128x1] [--json FILE] [--plot FILE]
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from zensim.sim.run import simulate
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT / "traces" / "lstm-lm-128w.zt"
 PROFILE = ROOT / "docs" / "results-data" / "cpu-steps.profile.json"
+GPU_PROFILE = ROOT / "docs" / "results-data" / "h200-steps.profile.json"
 COLUMNS = ("8x1", "16x1", "32x1", "64x1", "128x1", "16x8")
 NETWORK_MODELS = ("maxmin", "fifo")
 SCHEMES = ("dense-allreduce", "agsparse-ring", "agsparse-p2p", "sparcml", "sparse-ps", "omnireduce", "zen-coo",
@@ -61,11 +64,11 @@ class WorkModel:
     source: str
 
 
-WORK_MODELS = ("zero", "placeholder", "cpu-steps")
+WORK_MODELS = ("zero", "placeholder", "cpu-steps", "h200-steps")
 
 
-def work_model(name: str, profile: str | Path = PROFILE) -> WorkModel:
-    """The work model `name` (WORK_MODELS); `profile` is read for cpu-steps only."""
+def work_model(name: str, profile: str | Path = PROFILE, gpu_profile: str | Path = GPU_PROFILE) -> WorkModel:
+    """The work model `name` (WORK_MODELS); `profile` is read for cpu-steps, `gpu_profile` for h200-steps."""
     if name == "zero":
         return WorkModel(name, WorkCost.zero(), "no local work: communication only")
     if name == "placeholder":
@@ -73,6 +76,9 @@ def work_model(name: str, profile: str | Path = PROFILE) -> WorkModel:
     if name == "cpu-steps":
         return WorkModel(name, load_profile(profile).work,
                          f"measured on a CPU: the schemes' own numpy step code, {_shown(profile)}")
+    if name == "h200-steps":
+        return WorkModel(name, load_profile(gpu_profile).work,
+                         f"measured on an H200: the same step code in torch on the GPU, {_shown(gpu_profile)}")
     raise ValueError(f"unknown work model {name!r} (known: {', '.join(WORK_MODELS)})")
 
 
@@ -228,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--profile", default=str(PROFILE), help="the cpu-steps work profile (zensim-profile/1)")
     p.add_argument("--columns", default=",".join(COLUMNS), help="MACHINESxGPUS,... (default: Fig. 8's six)")
     p.add_argument("--models", default=",".join(NETWORK_MODELS), help="network models (default maxmin,fifo)")
-    p.add_argument("--work", default=",".join(WORK_MODELS), help="work models, in order (default all three)")
+    p.add_argument("--work", default=",".join(WORK_MODELS), help="work models, in order (default all four)")
     p.add_argument("--kinds-column", default="128x1", help="the column of the work-by-kind table ('' for none)")
     p.add_argument("--plot", default=None, metavar="FILE",
                    help="also plot maxmin's tables (else the first model's) to FILE (.png, .svg, ...)")
