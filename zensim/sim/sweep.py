@@ -300,7 +300,10 @@ def dask_client(workers: int, scheduler: str | None) -> Iterator[Any]:
         with client:
             yield client
         return
-    quiet = logging.ERROR
+    # Dask's own logs stay quiet below CRITICAL: what it logs at ERROR in a local cluster is transient and
+    # retried (a heartbeat that did not reach the scheduler on a loaded host: a 22-line traceback after a
+    # successful sweep), and a point's failure reaches the user as zensim's line from its future
+    quiet = logging.CRITICAL
     # the scheduler's and workers' scratch space in a folder of this run, removed with it (Dask's
     # default, $TMPDIR/dask-scratch-space, stays behind after every sweep); no dashboard, and the
     # scheduler's HTTP server (health, metrics) on a free port of the loopback, not 8787 (taken by
