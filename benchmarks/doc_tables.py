@@ -1,0 +1,113 @@
+"""Figure tables of the pages made by scripts, so that no page can go stale by hand.
+
+Each table follows a marker line on its page, `<!-- table NAME: benchmarks/doc_tables.py -->`, and is
+the run of `|` lines after it; --write replaces that run with what the script computes now.
+tests/test_doc_tables.py rebuilds every table named here and fails where a page differs.
+
+    .venv/bin/python benchmarks/doc_tables.py [NAME ...]           # print the tables (default: all)
+    .venv/bin/python benchmarks/doc_tables.py --write [NAME ...]   # rewrite them in their pages
+
+Tables: shipped-traces (traces/README.md: every shipped trace's header, instant), zen-fig11-12 and
+zen-fig11-12-machines (docs/iteration.md: benchmarks/zen_figures.py's runs, about 10 s of CPU).
+(docs/results.md's Fig. 8 tables come from benchmarks/fig8.py, docs/claims.md from benchmarks/claims.py.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def marker(name: str) -> str:
+    """The line that precedes table `name` on its page."""
+    return f"<!-- table {name}: benchmarks/doc_tables.py -->"
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    """A markdown table's lines."""
+    return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)] + \
+        ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+
+
+def shipped_traces() -> list[str]:
+    """traces/*.zt: file size, workers, iterations, recorded tensors and elements, values (dense or not),
+    read from each file's header."""
+    from zensim.trace.format import Trace
+
+    rows = []
+    for path in sorted((ROOT / "traces").glob("*.zt")):
+        with Trace.open(path) as t:
+            numel = sum(s.numel for s in t.tensors)
+            values = t.value_dtype or "none"
+            rows.append([path.name, f"{path.stat().st_size:,}", t.workers, t.iterations,
+                         f"{len(t.tensors)} ({numel:,} elements)", f"{values}, **dense**" if t.is_dense else values])
+    return markdown_table(["file", "bytes", "workers", "iterations", "recorded tensors", "values"], rows)
+
+
+def zen_fig11_12() -> list[str]:
+    """docs/iteration.md, Against ZEN's Fig. 11-12: ZEN's speedups at 16 machines (zen_figures.py)."""
+    from zen_figures import page_tables
+
+    return page_tables()[0]
+
+
+def zen_fig11_12_machines() -> list[str]:
+    """docs/iteration.md: ZEN's speedups against the machine count (zen_figures.py)."""
+    from zen_figures import page_tables
+
+    return page_tables()[1]
+
+
+TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
+    "shipped-traces": ("traces/README.md", shipped_traces),
+    "zen-fig11-12": ("docs/iteration.md", zen_fig11_12),
+    "zen-fig11-12-machines": ("docs/iteration.md", zen_fig11_12_machines),
+}
+
+
+def page_table(text: str, name: str) -> list[str]:
+    """The lines of table `name` in a page's text (the `|` lines after its marker)."""
+    lines = text.splitlines()
+    if marker(name) not in lines:
+        raise SystemExit(f"doc_tables: no line {marker(name)!r} in the page")
+    start = lines.index(marker(name)) + 1
+    end = start
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    return lines[start:end]
+
+
+def replace_table(text: str, name: str, table: list[str]) -> str:
+    """The page's text with table `name` replaced by `table`."""
+    old = "\n".join([marker(name), *page_table(text, name)]) + "\n"
+    return text.replace(old, "\n".join([marker(name), *table]) + "\n", 1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the tables, or write them into their pages (--write)."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("names", nargs="*", help=f"tables (default all: {', '.join(TABLES)})")
+    p.add_argument("--write", action="store_true", help="replace the tables in their pages")
+    args = p.parse_args(argv)
+    unknown = [n for n in args.names if n not in TABLES]
+    if unknown:
+        p.error(f"unknown table {unknown[0]!r} (choose from {', '.join(TABLES)})")
+    for name in args.names or TABLES:
+        page, make = TABLES[name]
+        table = make()
+        if args.write:
+            path = ROOT / page
+            path.write_text(replace_table(path.read_text(), name, table))
+            print(f"{page}: {name} written")
+        else:
+            print("\n".join([f"{page}: {name}", *table, ""]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
