@@ -8,7 +8,8 @@ tests/test_doc_tables.py rebuilds every table named here and fails where a page 
     .venv/bin/python benchmarks/doc_tables.py --write [NAME ...]   # rewrite them in their pages
 
 Tables: shipped-traces (traces/README.md: every shipped trace's header, instant), zen-fig11-12 and
-zen-fig11-12-machines (docs/iteration.md: benchmarks/zen_figures.py's runs, about 10 s of CPU).
+zen-fig11-12-machines (docs/iteration.md: benchmarks/zen_figures.py's runs, about 13 s of CPU),
+replay-density (docs/replay.md: the replay command shown there, about 10 s of CPU).
 (docs/results.md's Fig. 8 tables come from benchmarks/fig8.py, docs/claims.md from benchmarks/claims.py.)
 """
 
@@ -63,10 +64,51 @@ def zen_fig11_12_machines() -> list[str]:
     return page_tables()[1]
 
 
+# docs/replay.md, Density per iteration: the command shown there (without its --plot and --csv)
+REPLAY_DENSITY = ["simulate", "--trace", str(ROOT / "traces" / "digits-cnn-16w.zt"), "--iterations", "0:50",
+                  "--machines", "16", "--nic", "10Gbps", "--nic-latency", "20us", "--scheme",
+                  "dense-allreduce,topka,topka+dgc,topkdsa,gtopk,spardl,exdyna,exdyna+exdyna-static,exdyna+cltk,"
+                  "exdyna+threshold,oktopk,oktopk+topk"]
+REPLAY_NOTES = {"dense-allreduce": ("", " (explicit zeros dropped)"), "topka": (" (top-k + all-gather)", "")}
+
+
+def _sig(value: float) -> str:
+    """Three significant digits, trailing zeros kept (1.10); whole numbers and zero as integers."""
+    return str(int(value)) if value == int(value) else f"{value:#.3g}"
+
+
+def _tiny(value: float) -> str:
+    """Two significant digits in e-notation without the exponent's leading zero (2.4e-7), or 0."""
+    return "0" if value == 0 else f"{value:.2g}".replace("e-0", "e-")
+
+
+def replay_density() -> list[str]:
+    """docs/replay.md: density, f(t) and errors of every method over 50 iterations of the shipped dense
+    trace (REPLAY_DENSITY, about 20 s of CPU)."""
+    import contextlib
+    import io
+    import json
+
+    from zensim.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main([*REPLAY_DENSITY, "--json"]) == 0
+    rows = []
+    for s in json.loads(out.getvalue())["summary"]:
+        name, density = REPLAY_NOTES.get(s["method"], ("", ""))
+        rows.append([s["method"] + name, f"{s['actual_density_mean']:#.3g}{density}", f"{s['actual_density_p50']:#.3g}",
+                     f"{s['actual_density_p99']:#.3g}", _sig(s["padding_mean"]), _sig(s["global_error_mean"]),
+                     _tiny(s["conservation_p99"])])
+    return markdown_table(["method", "d' mean", "d' p50", "d' p99", "f(t) mean", "global error", "kept error p99"],
+                          rows)
+
+
 TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "shipped-traces": ("traces/README.md", shipped_traces),
     "zen-fig11-12": ("docs/iteration.md", zen_fig11_12),
     "zen-fig11-12-machines": ("docs/iteration.md", zen_fig11_12_machines),
+    "replay-density": ("docs/replay.md", replay_density),
 }
 
 
