@@ -9,7 +9,8 @@ tests/test_doc_tables.py rebuilds every table named here and fails where a page 
 
 Tables: shipped-traces (traces/README.md: every shipped trace's header, instant), zen-fig11-12 and
 zen-fig11-12-machines (docs/iteration.md: benchmarks/zen_figures.py's runs, about 13 s of CPU),
-replay-density (docs/replay.md: the replay command shown there, about 10 s of CPU).
+replay-density and replay-buildup (docs/replay.md: the replay command shown there, at 16 and at 2-16
+machines, about 10 s of CPU each).
 (docs/results.md's Fig. 8 tables come from benchmarks/fig8.py, docs/claims.md from benchmarks/claims.py.)
 """
 
@@ -82,9 +83,8 @@ def _tiny(value: float) -> str:
     return "0" if value == 0 else f"{value:.2g}".replace("e-0", "e-")
 
 
-def replay_density() -> list[str]:
-    """docs/replay.md: density, f(t) and errors of every method over 50 iterations of the shipped dense
-    trace (REPLAY_DENSITY, about 20 s of CPU)."""
+def _replay_summary(argv: list[str]) -> list[dict]:
+    """The per-method summary of a `zensim simulate --iterations` command (its --json document)."""
     import contextlib
     import io
     import json
@@ -93,9 +93,21 @@ def replay_density() -> list[str]:
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert main([*REPLAY_DENSITY, "--json"]) == 0
+        assert main([*argv, "--json"]) == 0
+    return json.loads(out.getvalue())["summary"]
+
+
+def _with(argv: list[str], option: str, value: str) -> list[str]:
+    """`argv` with `option`'s value replaced."""
+    at = argv.index(option)
+    return [*argv[:at + 1], value, *argv[at + 2:]]
+
+
+def replay_density() -> list[str]:
+    """docs/replay.md: density, f(t) and errors of every method over 50 iterations of the shipped dense
+    trace (REPLAY_DENSITY, about 10 s of CPU)."""
     rows = []
-    for s in json.loads(out.getvalue())["summary"]:
+    for s in _replay_summary(REPLAY_DENSITY):
         name, density = REPLAY_NOTES.get(s["method"], ("", ""))
         rows.append([s["method"] + name, f"{s['actual_density_mean']:#.3g}{density}", f"{s['actual_density_p50']:#.3g}",
                      f"{s['actual_density_p99']:#.3g}", _sig(s["padding_mean"]), _sig(s["global_error_mean"]),
@@ -104,11 +116,23 @@ def replay_density() -> list[str]:
                           rows)
 
 
+def replay_buildup() -> list[str]:
+    """docs/replay.md: the mean density d' against the worker count n (REPLAY_DENSITY at 2-16 machines, four
+    methods; about 10 s of CPU)."""
+    methods = ["topka", "spardl", "exdyna", "exdyna+cltk"]
+    rows = []
+    for n in (2, 4, 8, 16):
+        summary = _replay_summary(_with(_with(REPLAY_DENSITY, "--machines", str(n)), "--scheme", ",".join(methods)))
+        rows.append([n, *(f"{s['actual_density_mean']:#.3g}" for s in summary)])
+    return markdown_table(["n", *methods], rows)
+
+
 TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "shipped-traces": ("traces/README.md", shipped_traces),
     "zen-fig11-12": ("docs/iteration.md", zen_fig11_12),
     "zen-fig11-12-machines": ("docs/iteration.md", zen_fig11_12_machines),
     "replay-density": ("docs/replay.md", replay_density),
+    "replay-buildup": ("docs/replay.md", replay_buildup),
 }
 
 
