@@ -8,7 +8,8 @@ tests/test_doc_tables.py rebuilds every table named here and fails where a page 
     .venv/bin/python benchmarks/doc_tables.py --write [NAME ...]   # rewrite them in their pages
 
 Tables: shipped-traces (traces/README.md: every shipped trace's header, instant), zen-fig11-12 and
-zen-fig11-12-machines (docs/iteration.md: benchmarks/zen_figures.py's runs, about 13 s of CPU),
+zen-fig11-12-machines (docs/iteration.md: benchmarks/zen_figures.py's runs, about 13 s of CPU), zen-gap
+(docs/iteration.md: benchmarks/zen_gap.py's terms, about 2 s of CPU),
 replay-density and replay-buildup (docs/replay.md: the replay command shown there, at 16 and at 2-16
 machines, about 10 s of CPU each).
 (docs/results.md's Fig. 8 tables come from benchmarks/fig8.py, docs/claims.md from benchmarks/claims.py.)
@@ -127,12 +128,20 @@ def replay_buildup() -> list[str]:
     return markdown_table(["n", *methods], rows)
 
 
+def zen_gap() -> list[str]:
+    """docs/iteration.md: where the DeepFM embedding bucket's time goes (zen_gap.py; about 2 s of CPU)."""
+    from zen_gap import page_table
+
+    return page_table()
+
+
 TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "shipped-traces": ("traces/README.md", shipped_traces),
     "zen-fig11-12": ("docs/iteration.md", zen_fig11_12),
     "zen-fig11-12-machines": ("docs/iteration.md", zen_fig11_12_machines),
     "replay-density": ("docs/replay.md", replay_density),
     "replay-buildup": ("docs/replay.md", replay_buildup),
+    "zen-gap": ("docs/iteration.md", zen_gap),
 }
 
 
