@@ -9,7 +9,8 @@ tests/test_doc_tables.py rebuilds every table named here and fails where a page 
 
 Tables: shipped-traces (traces/README.md: every shipped trace's header, instant), zen-fig11-12 and
 zen-fig11-12-machines (docs/iteration.md: benchmarks/zen_figures.py's runs, about 13 s of CPU), zen-gap
-(docs/iteration.md: benchmarks/zen_gap.py's terms, about 2 s of CPU),
+(docs/iteration.md: benchmarks/zen_gap.py's terms, about 2 s of CPU), sparse-buckets (docs/iteration.md:
+the hook's buckets at 25 Mbit/s, about 3 s of CPU),
 replay-density and replay-buildup (docs/replay.md: the replay command shown there, at 16 and at 2-16
 machines, about 10 s of CPU each).
 (docs/results.md's Fig. 8 tables come from benchmarks/fig8.py, docs/claims.md from benchmarks/claims.py.)
@@ -84,8 +85,8 @@ def _tiny(value: float) -> str:
     return "0" if value == 0 else f"{value:.2g}".replace("e-0", "e-")
 
 
-def _replay_summary(argv: list[str]) -> list[dict]:
-    """The per-method summary of a `zensim simulate --iterations` command (its --json document)."""
+def _json_of(argv: list[str]):
+    """The --json document a zensim command prints."""
     import contextlib
     import io
     import json
@@ -95,7 +96,12 @@ def _replay_summary(argv: list[str]) -> list[dict]:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert main([*argv, "--json"]) == 0
-    return json.loads(out.getvalue())["summary"]
+    return json.loads(out.getvalue())
+
+
+def _replay_summary(argv: list[str]) -> list[dict]:
+    """The per-method summary of a `zensim simulate --iterations` command (its --json document)."""
+    return _json_of(argv)["summary"]
 
 
 def _with(argv: list[str], option: str, value: str) -> list[str]:
@@ -128,6 +134,28 @@ def replay_buildup() -> list[str]:
     return markdown_table(["n", *methods], rows)
 
 
+# docs/iteration.md, the hook's buckets at 25 Mbit/s: the command there and each --sparse-buckets variant
+SPARSE_BUCKETS = ["iteration", "--trace", str(ROOT / "traces" / "lstm-lm-16w.zt"), "--layers",
+                  str(ROOT / "traces" / "layers" / "lstm-lm-b20.v100.layers.json"), "--scheme", "zen", "--machines",
+                  "4,8", "--gpus-per-machine", "1", "--nic", "25Mbps", "--bucket-mb", "0.1", "--iterations", "4"]
+SPARSE_VARIANTS = {"`own` (before: sparse tensors alone, dense ones all-reduced)": ["--sparse-buckets", "own"],
+                   "`fused` (`zensim_hook(\"zen\")`)": ["--sparse-buckets", "fused"],
+                   "`fused --dense-above 0.5` (`zensim_hook(\"zen\", dense_above=0.5)`)":
+                       ["--sparse-buckets", "fused", "--dense-above", "0.5"]}
+
+
+def sparse_buckets() -> list[str]:
+    """docs/iteration.md: ZEN's iteration with each --sparse-buckets variant at 4 and 8 ranks (SPARSE_BUCKETS;
+    about 3 s of CPU)."""
+    rows = []
+    for label, extra in SPARSE_VARIANTS.items():
+        zen = [r for r in _json_of([*SPARSE_BUCKETS, *extra]) if r["scheme"] == "zen"]
+        rows.append([label, *(f"{r['iteration_s'] * 1e3:.1f} ({r['speedup_vs_dense']:.2f}x)" for r in zen),
+                     " / ".join(f"{r['nic_bytes_per_iteration'] / 1e6:.2f}" for r in zen)])
+    return markdown_table(["`--sparse-buckets`", "zen, 4 ranks: iteration ms (vs dense DDP)", "zen, 8 ranks",
+                           "NIC MB per iteration (4 / 8)"], rows)
+
+
 def zen_gap() -> list[str]:
     """docs/iteration.md: where the DeepFM embedding bucket's time goes (zen_gap.py; about 2 s of CPU)."""
     from zen_gap import page_table
@@ -142,6 +170,7 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "replay-density": ("docs/replay.md", replay_density),
     "replay-buildup": ("docs/replay.md", replay_buildup),
     "zen-gap": ("docs/iteration.md", zen_gap),
+    "sparse-buckets": ("docs/iteration.md", sparse_buckets),
 }
 
 
