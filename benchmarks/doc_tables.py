@@ -12,7 +12,7 @@ zen-fig11-12-machines (docs/iteration.md: benchmarks/zen_figures.py's runs, abou
 (docs/iteration.md: benchmarks/zen_gap.py's terms, about 2 s of CPU), sparse-buckets (docs/iteration.md:
 the hook's buckets at 25 Mbit/s, about 3 s of CPU),
 replay-density and replay-buildup (docs/replay.md: the replay command shown there, at 16 and at 2-16
-machines, about 10 s of CPU each).
+machines, about 10 s of CPU each), spardl-bsag (docs/replay.md: SparDL with teams, about 5 s of CPU).
 (docs/results.md's Fig. 8 tables come from benchmarks/fig8.py, docs/claims.md from benchmarks/claims.py.)
 """
 
@@ -134,6 +134,26 @@ def replay_buildup() -> list[str]:
     return markdown_table(["n", *methods], rows)
 
 
+def _seconds(value: float) -> str:
+    """Three significant digits in e-notation without the exponent's leading zero (1.21e-4)."""
+    return f"{value:.2e}".replace("e-0", "e-")
+
+
+def spardl_bsag() -> list[str]:
+    """docs/replay.md: SparDL's B-SAG (teams) against SparDL with one team at 12 and 16 workers
+    (REPLAY_DENSITY's trace and network; about 5 s of CPU)."""
+    rows = []
+    for label, machines, options in (("12, d = 3 (B-SAG)", "12", '{"teams": 3}'),
+                                     ("16, d = 4 (B-SAG forced)", "16", '{"teams": 4, "sag": "bsag"}')):
+        argv = [*_with(_with(REPLAY_DENSITY, "--machines", machines), "--scheme", "spardl"), "--options"]
+        (teams,), (one,) = _replay_summary([*argv, options]), _replay_summary([*argv, "{}"])
+        rows.append([label, f"{teams['actual_density_mean']:#.3g}", f"{teams['actual_density_p99']:#.3g}",
+                     _seconds(teams["time_s_mean"]), f"{teams['bytes_mean']:,.0f}",
+                     f"{one['actual_density_mean']:#.3g}, {_seconds(one['time_s_mean'])}, {one['bytes_mean']:,.0f}"])
+    return markdown_table(["workers, teams", "d' mean", "d' p99", "time s mean", "bytes mean",
+                           "SparDL d = 1 at the same n: d', time, bytes"], rows)
+
+
 # docs/iteration.md, the hook's buckets at 25 Mbit/s: the command there and each --sparse-buckets variant
 SPARSE_BUCKETS = ["iteration", "--trace", str(ROOT / "traces" / "lstm-lm-16w.zt"), "--layers",
                   str(ROOT / "traces" / "layers" / "lstm-lm-b20.v100.layers.json"), "--scheme", "zen", "--machines",
@@ -171,6 +191,7 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "replay-buildup": ("docs/replay.md", replay_buildup),
     "zen-gap": ("docs/iteration.md", zen_gap),
     "sparse-buckets": ("docs/iteration.md", sparse_buckets),
+    "spardl-bsag": ("docs/replay.md", spardl_bsag),
 }
 
 
