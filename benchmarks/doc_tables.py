@@ -12,7 +12,9 @@ zen-fig11-12-machines (docs/iteration.md: benchmarks/zen_figures.py's runs, abou
 (docs/iteration.md: benchmarks/zen_gap.py's terms, about 2 s of CPU), sparse-buckets (docs/iteration.md:
 the hook's buckets at 25 Mbit/s, about 3 s of CPU),
 replay-density and replay-buildup (docs/replay.md: the replay command shown there, at 16 and at 2-16
-machines, about 10 s of CPU each), spardl-bsag (docs/replay.md: SparDL with teams, about 5 s of CPU).
+machines, about 10 s of CPU each), spardl-bsag (docs/replay.md: SparDL with teams, about 5 s of CPU),
+exdyna-claims-digits, -digits-warm and -wide-warm (docs/replay.md: window means of the committed CSV
+files benchmarks/exdyna_claims.py writes; the test re-runs the two of shipped traces, 2 s of CPU).
 (docs/results.md's Fig. 8 tables come from benchmarks/fig8.py, docs/claims.md from benchmarks/claims.py.)
 """
 
@@ -154,6 +156,29 @@ def spardl_bsag() -> list[str]:
                            "SparDL d = 1 at the same n: d', time, bytes"], rows)
 
 
+EXDYNA_COLUMNS = {"k'/k": ".2f", "ratio": ".2f", "drift": ".3f", "grad drift": ".3f", "f dyn": ".2f",
+                  "f static": ".2f", "f best": ".2f", "f lag": ".2f", "f poisson": ".2f", "f workers": ".2f",
+                  "hit blocks": ".0f"}
+
+
+def exdyna_windows(name: str, window: int) -> list[str]:
+    """docs/replay.md: window means of the committed per-iteration CSV docs/NAME.csv, which the
+    page's `benchmarks/exdyna_claims.py ... --csv docs/NAME.csv` command writes (for the captures not
+    shipped, the committed file is the record)."""
+    import csv
+
+    from exdyna_claims import window_mean
+
+    with open(ROOT / "docs" / f"{name}.csv", newline="") as f:
+        rows = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
+    windows = [rows[i:i + window] for i in range(0, len(rows), window)]
+    return markdown_table(
+        ["iterations", "k'/k", "delta / delta*", "delta* drift / it", "fresh-gradient drift / it", "f dyn", "f static",
+         "f best", "f lag", "f poisson", "f workers", "hit blocks"],
+        [[f"{w[0]['iteration']:.0f}-{w[-1]['iteration']:.0f}",
+          *(format(window_mean(w, c), spec) for c, spec in EXDYNA_COLUMNS.items())] for w in windows])
+
+
 # docs/iteration.md, the hook's buckets at 25 Mbit/s: the command there and each --sparse-buckets variant
 SPARSE_BUCKETS = ["iteration", "--trace", str(ROOT / "traces" / "lstm-lm-16w.zt"), "--layers",
                   str(ROOT / "traces" / "layers" / "lstm-lm-b20.v100.layers.json"), "--scheme", "zen", "--machines",
@@ -192,6 +217,9 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "zen-gap": ("docs/iteration.md", zen_gap),
     "sparse-buckets": ("docs/iteration.md", sparse_buckets),
     "spardl-bsag": ("docs/replay.md", spardl_bsag),
+    "exdyna-claims-digits": ("docs/replay.md", lambda: exdyna_windows("exdyna-claims-digits", 10)),
+    "exdyna-claims-digits-warm": ("docs/replay.md", lambda: exdyna_windows("exdyna-claims-digits-warm", 10)),
+    "exdyna-claims-wide-warm": ("docs/replay.md", lambda: exdyna_windows("exdyna-claims-wide-warm", 25)),
 }
 
 
