@@ -13,7 +13,8 @@ zen-fig11-12-machines (docs/iteration.md: benchmarks/zen_figures.py's runs, abou
 the hook's buckets at 25 Mbit/s, about 3 s of CPU),
 replay-density and replay-buildup (docs/replay.md: the replay command shown there, at 16 and at 2-16
 machines, about 10 s of CPU each), spardl-bsag (docs/replay.md: SparDL with teams, about 5 s of CPU),
-exdyna-claims-digits, -digits-warm and -wide-warm (docs/replay.md: window means of the committed CSV
+zen-characteristics (docs/capture.md: `trace stats` of six shipped
+traces, about 6 s of CPU), exdyna-claims-digits, -digits-warm and -wide-warm (docs/replay.md: window means of the committed CSV
 files benchmarks/exdyna_claims.py writes; the test re-runs the two of shipped traces, 2 s of CPU).
 (docs/results.md's Fig. 8 tables come from benchmarks/fig8.py, docs/claims.md from benchmarks/claims.py.)
 """
@@ -179,6 +180,45 @@ def exdyna_windows(name: str, window: int) -> list[str]:
           *(format(window_mean(w, c), spec) for c, spec in EXDYNA_COLUMNS.items())] for w in windows])
 
 
+# docs/capture.md, ZEN's characteristics: the paper's rows (ZEN section 2) and the shipped traces' (label,
+# file, what the gamma^n cell adds)
+ZEN_ROWS = {"ZEN LSTM (1B Word)": ["1.13%", "grows, < n", "> 60% in part 0; s > 70 at 128"],
+            "ZEN DeepFM (Criteo)": ["2.80%", "γ^8 = 1.86 (5.2% after a machine's 8 GPUs, ZEN §5.3), grows, < n",
+                                    "> 60% in part 0 (§2.1: \"in the six DL models\")"]}
+TRACE_ROWS = [("lstm-lm 16 workers", "lstm-lm-16w", False), ("lstm-lm 128 workers", "lstm-lm-128w", False),
+              ("ZEN DeepFM (Criteo)", None, False), ("deepfm 16 workers (synthetic)", "deepfm-16w", False),
+              ("deepfm 128 workers (synthetic)", "deepfm-128w", True), ("gpt-topk 16 workers (top-1%)", "gpt-topk-16w", False),
+              ("gpt-dgc 16 workers (DGC 1%)", "gpt-dgc-16w", False)]
+
+
+def zen_characteristics() -> list[str]:
+    """docs/capture.md: density, densification and skewness of the shipped traces (`zensim trace stats`,
+    means over iterations and workers) beside ZEN's reported figures (about 6 s of CPU)."""
+    from zensim.trace.format import Trace
+    from zensim.trace.stats import trace_stats
+
+    rows = [["ZEN LSTM (1B Word)", *ZEN_ROWS["ZEN LSTM (1B Word)"]]]
+    for label, name, machine in TRACE_ROWS:
+        if name is None:
+            rows.append([label, *ZEN_ROWS[label]])
+            continue
+        with Trace.open(ROOT / "traces" / f"{name}.zt") as t:
+            st = trace_stats(t, pairs=256, seed=0)
+        gamma = {r["k"]: r["mean"] for r in st["densification"]}
+        skew = {r["k"]: r["mean"] for r in st["skewness"]}
+        n = max(gamma)
+        last = f"{gamma[n]:.3g}" + (f" (n = {n})" if n != 16 else "") if not machine else \
+            f"{gamma[n]:.3g} (γ^8 {gamma[8]:.3g})"
+        share = f"{skew[8] / 8:.0%}"
+        if machine:
+            embedding = {r["k"]: r["mean"] for r in st["tensors"]["embedding.weight"]["skewness"]}
+            share += f"; embedding alone {embedding[8]:.3g}"
+        rows.append([label, f"{st['density']['mean']:.2%}", f"{gamma[2]:.3g} / {gamma[16]:.3g} / {last}",
+                     f"{skew[8]:.3g} ({share}) / {skew[128]:.3g}"])
+    return markdown_table(["trace", "density d", "γ at 2 / 16 / n workers",
+                           "skewness s at 8 / 128 parts (share of part 0 at 8 parts ≈ s/8)"], rows)
+
+
 # docs/iteration.md, the hook's buckets at 25 Mbit/s: the command there and each --sparse-buckets variant
 SPARSE_BUCKETS = ["iteration", "--trace", str(ROOT / "traces" / "lstm-lm-16w.zt"), "--layers",
                   str(ROOT / "traces" / "layers" / "lstm-lm-b20.v100.layers.json"), "--scheme", "zen", "--machines",
@@ -217,6 +257,7 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "zen-gap": ("docs/iteration.md", zen_gap),
     "sparse-buckets": ("docs/iteration.md", sparse_buckets),
     "spardl-bsag": ("docs/replay.md", spardl_bsag),
+    "zen-characteristics": ("docs/capture.md", zen_characteristics),
     "exdyna-claims-digits": ("docs/replay.md", lambda: exdyna_windows("exdyna-claims-digits", 10)),
     "exdyna-claims-digits-warm": ("docs/replay.md", lambda: exdyna_windows("exdyna-claims-digits-warm", 10)),
     "exdyna-claims-wide-warm": ("docs/replay.md", lambda: exdyna_windows("exdyna-claims-wide-warm", 25)),
