@@ -7,15 +7,14 @@ tests/test_doc_tables.py rebuilds every table named here and fails where a page 
     .venv/bin/python benchmarks/doc_tables.py [NAME ...]           # print the tables (default: all)
     .venv/bin/python benchmarks/doc_tables.py --write [NAME ...]   # rewrite them in their pages
 
-Tables: shipped-traces (traces/README.md: every shipped trace's header, instant), zen-fig11-12 and
-zen-fig11-12-machines (docs/iteration.md: benchmarks/zen_figures.py's runs, about 13 s of CPU), zen-gap
-(docs/iteration.md: benchmarks/zen_gap.py's terms, about 2 s of CPU), sparse-buckets (docs/iteration.md:
-the hook's buckets at 25 Mbit/s, about 3 s of CPU),
-replay-density and replay-buildup (docs/replay.md: the replay command shown there, at 16 and at 2-16
-machines, about 10 s of CPU each), spardl-bsag (docs/replay.md: SparDL with teams, about 5 s of CPU),
-zen-characteristics (docs/capture.md: `trace stats` of six shipped
-traces, about 6 s of CPU), exdyna-claims-digits, -digits-warm and -wide-warm (docs/replay.md: window means of the committed CSV
-files benchmarks/exdyna_claims.py writes; the test re-runs the two of shipped traces, 2 s of CPU).
+Tables: shipped-traces (traces/README.md: every shipped trace's header, instant); zen-fig11-12,
+zen-fig11-12-machines (docs/iteration.md: benchmarks/zen_figures.py's runs, about 13 s of CPU); zen-gap
+(docs/iteration.md: benchmarks/zen_gap.py's terms, about 2 s); sparse-buckets (docs/iteration.md: the
+hook's buckets at 25 Mbit/s, about 3 s); replay-density, replay-buildup (docs/replay.md: the replay
+command shown there, at 16 and at 2-16 machines, about 10 s each); spardl-bsag (docs/replay.md: SparDL
+with teams, about 5 s); zen-characteristics (docs/capture.md: `trace stats` of six shipped traces,
+about 6 s); exdyna-claims-digits, -digits-warm, -wide-warm (docs/replay.md: window means of the
+committed CSV files benchmarks/exdyna_claims.py writes; the test re-runs the shipped traces' two, 2 s).
 (docs/results.md's Fig. 8 tables come from benchmarks/fig8.py, docs/claims.md from benchmarks/claims.py.)
 """
 
