@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from zensim.net.replay import Timing
-from zensim.net.topology import Topology
+from zensim.net.links import Topology
 from zensim.sparse.imbalance import pull_from_counts, push_from_counts
 from zensim.run.log import MessageLog
 
