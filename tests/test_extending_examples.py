@@ -91,6 +91,29 @@ def test_sharing_model_example(monkeypatch):
     assert net.delivered_at[1] == pytest.approx(2e-3 + 1e6 / 1e9)  # its o after the first's
 
 
+def test_sharing_model_example_is_configured_from_the_cli(monkeypatch, tmp_path, capsys):
+    """`zensim simulate --model fifo-overhead --model-option overhead=...` reaches the model: the dense
+    ring on 2 machines has 2 stages of one message per rank, so o more per stage than fifo."""
+    import json
+
+    from zensim.cli import main
+    from zensim.net import models
+    from zensim.trace import TensorSpec, TraceWriter
+
+    cls = load("zensim/net/models/fifo_overhead.py").FifoOverhead
+    monkeypatch.setitem(models.MODELS, cls.name, cls)
+    path = str(tmp_path / "t.zt")
+    with TraceWriter(path, [TensorSpec("t", 1000)], workers=2, iterations=1) as w:
+        for worker in range(2):
+            w.write(0, worker, 0, np.arange(worker, 1000, 3, dtype=np.int64))
+    times = {}
+    for model, extra in (("fifo", []), (cls.name, ["--model-option", "overhead=1e-3"])):
+        assert main(["simulate", "--trace", path, "--machines", "2", "--scheme", "dense-allreduce", "--model", model,
+                     *extra, "--json"]) == 0
+        times[model] = json.loads(capsys.readouterr().out)["records"][0]["time_s"]
+    assert times[cls.name] == pytest.approx(times["fifo"] + 2e-3, rel=1e-9)
+
+
 def test_workload_example(monkeypatch):
     from zensim.trace.capture import names
     from zensim.trace.capture.conformance import check_workload
