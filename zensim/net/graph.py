@@ -14,13 +14,15 @@ zensim/net/ring.py.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from zensim.errors import ConfigError
 from zensim.net.links import LinkKind, MachineLinks, check_gpus, machine_links
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 class GraphTopology(MachineLinks):
@@ -28,6 +30,8 @@ class GraphTopology(MachineLinks):
     zensim.net.links.Topology."""
 
     def __init__(self, spec: Any, fabric: nx.DiGraph) -> None:
+        import networkx as nx  # only where a graph fabric is built: not at every zensim import
+
         self.spec = spec
         machines = spec.machines
         self._block = 2 * spec.gpus_per_machine + 2

@@ -4,9 +4,10 @@ one link per direction, at the NIC's bandwidth; a message takes the shorter way 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
+if TYPE_CHECKING:
+    import networkx as nx
 
 from zensim.net.graph import GraphTopology
 
@@ -14,6 +15,8 @@ from zensim.net.graph import GraphTopology
 def ring_graph(machines: int, bandwidth: float) -> nx.DiGraph:
     """Machines 0..M-1 in a ring: `ring-cw m` from m to m+1 and `ring-ccw m` back (one pair for two
     machines, none for one)."""
+    import networkx as nx  # only where a graph fabric is built: not at every zensim import
+
     graph = nx.DiGraph()
     graph.add_nodes_from(range(machines))
     for m in range(machines):

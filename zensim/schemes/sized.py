@@ -42,7 +42,7 @@ from zensim.sparse.domain import ExplicitDomain
 from zensim.sparse.formats import Counted
 
 # (program, chunks, log, ctx) -> None: writes the program's messages, work and statistics from counts
-CountRule = Callable[[Any, Sequence[SparseChunk], "_Log", RunContext], None]
+CountRule = Callable[[Any, Sequence[SparseChunk], "CountedLog", RunContext], None]
 
 
 def countable(program: Any) -> bool:
@@ -61,7 +61,7 @@ def counted_log(program: Any, chunks: Sequence[SparseChunk], tables: Tables | No
     """The log and run context (with its statistics) that `run_ranks(program, chunks)` makes for an
     indices-only run, written by `rule` from counts."""
     ctx = RunContext(Meter(program.n, program.num_stages), tables, False)
-    log = _Log(program.n, program.num_stages)
+    log = CountedLog(program.n, program.num_stages)
     rule(program, chunks, log, ctx)
     return log.build(), ctx
 
@@ -71,10 +71,10 @@ def _sizers(program: Any, stage: int) -> list[Sizer]:
     return [Sizer(program.fmt(stage), d) for d in program.partition.domains()]
 
 
-def _split(program: Any, chunks: Sequence[SparseChunk], log: _Log, ctx: RunContext, own: np.ndarray) -> None:
+def _split(program: Any, chunks: Sequence[SparseChunk], log: CountedLog, ctx: RunContext, own: np.ndarray) -> None:
     """Parallelism's split: the `split` statistic and every rank's hash (or slice) of its ids."""
     ctx.stats["split"] = own.copy()
-    log.work(0, 0, "hash" if program.partition.hashed else "slice", np.array([c.nnz for c in chunks], np.int64))
+    log.work(0, 0, "hash" if program.partition.hashed else "slice", _nnz(chunks))
 
 
 def _nnz(chunks: Sequence[SparseChunk]) -> np.ndarray:
@@ -82,22 +82,22 @@ def _nnz(chunks: Sequence[SparseChunk]) -> np.ndarray:
     return np.array([c.nnz for c in chunks], np.int64)
 
 
-def ring_gather(program: Any, chunks: Sequence[SparseChunk], log: _Log, ctx: RunContext) -> None:
+def ring_gather(program: Any, chunks: Sequence[SparseChunk], log: CountedLog, ctx: RunContext) -> None:
     """Ring, One-shot Centralization (the ring all-gather): `_ring_gather`."""
     _ring_gather(log, _nnz(chunks), _sizers(program, 0)[0])
 
 
-def ring_windows(program: Any, chunks: Sequence[SparseChunk], log: _Log, ctx: RunContext) -> None:
+def ring_windows(program: Any, chunks: Sequence[SparseChunk], log: CountedLog, ctx: RunContext) -> None:
     """Ring, Incremental Centralization (each rank merges a window of ranks): `_ring_windows`."""
     _ring_windows(log, _windows(chunks, program.numel), _sizers(program, 0)[0])
 
 
-def p2p_gather(program: Any, chunks: Sequence[SparseChunk], log: _Log, ctx: RunContext) -> None:
+def p2p_gather(program: Any, chunks: Sequence[SparseChunk], log: CountedLog, ctx: RunContext) -> None:
     """Point-to-point, Incremental Centralization: `_p2p_gather`."""
     _p2p_gather(log, _nnz(chunks), _sizers(program, 0)[0])
 
 
-def ring_reduce(program: Any, chunks: Sequence[SparseChunk], log: _Log, ctx: RunContext, *, bundles: bool) -> None:
+def ring_reduce(program: Any, chunks: Sequence[SparseChunk], log: CountedLog, ctx: RunContext, *, bundles: bool) -> None:
     """Ring Parallelism (reduce-scatter, all-gather; One-shot `bundles`): `_ring_reduce`."""
     own, prefix = _items(program, chunks, program.partition.domains(), True)
     _split(program, chunks, log, ctx, own)
@@ -105,19 +105,19 @@ def ring_reduce(program: Any, chunks: Sequence[SparseChunk], log: _Log, ctx: Run
                                      bundles=bundles)
 
 
-def p2p_reduce(program: Any, chunks: Sequence[SparseChunk], log: _Log, ctx: RunContext) -> None:
+def p2p_reduce(program: Any, chunks: Sequence[SparseChunk], log: CountedLog, ctx: RunContext) -> None:
     """Point-to-point Parallelism, Incremental (push to the owner, pull from it): `_p2p_reduce`."""
     own, prefix = _items(program, chunks, program.partition.domains(), False)
     _split(program, chunks, log, ctx, own)
     ctx.stats["held"] = _p2p_reduce(log, own, prefix, _sizers(program, 0), _sizers(program, program.step2_start))
 
 
-def hier_central(program: Any, chunks: Sequence[SparseChunk], log: _Log, ctx: RunContext, *, bundles: bool) -> None:
+def hier_central(program: Any, chunks: Sequence[SparseChunk], log: CountedLog, ctx: RunContext, *, bundles: bool) -> None:
     """Recursive doubling of the whole tensor, n a power of two: `_hier_central`."""
     _hier_central(log, _block_unions(chunks, program.partition.domains()), _sizers(program, 0)[0], bundles)
 
 
-def hier_reduce(program: Any, chunks: Sequence[SparseChunk], log: _Log, ctx: RunContext, *, bundles: bool) -> None:
+def hier_reduce(program: Any, chunks: Sequence[SparseChunk], log: CountedLog, ctx: RunContext, *, bundles: bool) -> None:
     """Recursive halving then doubling, n a power of two: `_hier_reduce`."""
     unions = _block_unions(chunks, program.partition.domains())
     _split(program, chunks, log, ctx, unions[0])
@@ -201,7 +201,7 @@ def _bundled(sizes: np.ndarray, parts: np.ndarray) -> np.ndarray:
     return sizes + np.where(parts > 1, wire.BUNDLE_HEADER * parts, 0)
 
 
-def _hier_central(log: _Log, unions: list[np.ndarray], size: Sizer, bundles: bool) -> None:
+def _hier_central(log: CountedLog, unions: list[np.ndarray], size: Sizer, bundles: bool) -> None:
     """Recursive doubling of the whole tensor: at stage k rank a sends partner a ^ 2^k what it holds
     of its block of 2^k ranks (merged, or with `bundles` each rank's piece side by side); after the
     last stage every rank merges."""
@@ -229,7 +229,7 @@ def _hier_central(log: _Log, unions: list[np.ndarray], size: Sizer, bundles: boo
         log.merge(last, 1, size, unions[last][(ranks >> last) ^ 1, 0] + unions[last][ranks >> last, 0], 2)
 
 
-def _hier_reduce(log: _Log, own: np.ndarray, unions: list[np.ndarray], push: list[Sizer], pull: list[Sizer],
+def _hier_reduce(log: CountedLog, own: np.ndarray, unions: list[np.ndarray], push: list[Sizer], pull: list[Sizer],
                  bundles: bool) -> np.ndarray:
     """Recursive halving (stage k: a sends partner b = a ^ 2^k every item j with j = b on the low
     k+1 bits, what its block of 2^k ranks holds of it: merged from the pieces got at the stages
@@ -303,7 +303,7 @@ def _items(program, chunks: Sequence[SparseChunk], domains, ring: bool) -> tuple
     return own, np.cumsum(counts.reshape(n, n), axis=1)
 
 
-class _Log:
+class CountedLog:
     """Messages and work in the driver's order. Work comes a step kind at a time for every rank
     (`work(stage, phase, kind, elements per rank)`); `build` drops zero counts and orders it as the
     meter records it: per stage all pre steps in rank order, then all post steps, the kinds of one
@@ -359,7 +359,7 @@ class _Log:
                                        recode[kind], tuple(kinds[k] for k in used))
 
 
-def _ring_gather(log: _Log, nnz: np.ndarray, size: Sizer) -> None:
+def _ring_gather(log: CountedLog, nnz: np.ndarray, size: Sizer) -> None:
     """One-shot ring all-gather of every rank's tensor: at stage s rank r forwards tensor r-s to r+1;
     the last receive merges all n."""
     n = len(nnz)
@@ -393,7 +393,7 @@ def _windows(chunks: Sequence[SparseChunk], numel: int) -> np.ndarray:
     return np.cumsum(longer[(ranks[:, None] - ranks[None, :]) % n, ranks[None, :]], axis=1)
 
 
-def _ring_windows(log: _Log, held: np.ndarray, size: Sizer) -> None:
+def _ring_windows(log: CountedLog, held: np.ndarray, size: Sizer) -> None:
     """Ring under Incremental Centralization: at stage s rank r merges the window it got (ranks
     r-s..r-1) with its own tensor and sends the window r-s..r to r+1; the last receive completes."""
     n = len(held)
@@ -409,7 +409,7 @@ def _ring_windows(log: _Log, held: np.ndarray, size: Sizer) -> None:
     log.merge(n - 2, 1, size, got[:, n - 2] + own, 2)
 
 
-def _p2p_gather(log: _Log, nnz: np.ndarray, size: Sizer) -> None:
+def _p2p_gather(log: CountedLog, nnz: np.ndarray, size: Sizer) -> None:
     """Every rank sends its tensor to every other; each merges all n."""
     n = len(nnz)
     src, dst = np.divmod(np.arange(n * n), n)
@@ -421,7 +421,7 @@ def _p2p_gather(log: _Log, nnz: np.ndarray, size: Sizer) -> None:
     log.merge(0, 1, size, total, n)
 
 
-def _ring_reduce(log: _Log, own: np.ndarray, prefix: np.ndarray, push: list[Sizer], pull: list[Sizer],
+def _ring_reduce(log: CountedLog, own: np.ndarray, prefix: np.ndarray, push: list[Sizer], pull: list[Sizer],
                  bundles: bool = False) -> np.ndarray:
     """Ring reduce-scatter (stage s: r merges what it got with its own part of item r-1-s and sends
     it on, or with `bundles` (One-shot) sends the pieces it got and its own side by side, a uint32
@@ -457,7 +457,7 @@ def _ring_reduce(log: _Log, own: np.ndarray, prefix: np.ndarray, push: list[Size
     return held
 
 
-def _p2p_reduce(log: _Log, own: np.ndarray, prefix: np.ndarray, push: list[Sizer], pull: list[Sizer]) -> np.ndarray:
+def _p2p_reduce(log: CountedLog, own: np.ndarray, prefix: np.ndarray, push: list[Sizer], pull: list[Sizer]) -> np.ndarray:
     """Push: rank r sends its part j to rank j, which merges all n; pull: rank j sends the aggregated
     item j to every other rank (each merges what it receives); the aggregated items' sizes."""
     n = len(own)
