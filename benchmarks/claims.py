@@ -409,7 +409,8 @@ def safusion_missing() -> Claim:
 
 def chain_plans(model: str, encode) -> dict:
     """The five strategies' plans on the chain model of `model` (16 x 8 V100 estimate, 25 Gbps)."""
-    from zensim.train.fusion.strategies import STRATEGIES, Compression, plan
+    from zensim.train.fusion.registry import STRATEGIES
+    from zensim.train.fusion.strategies import Compression, plan
     w = workload(model)
     return {s: plan(s, w, chain_cluster("25Gbps"), Compression(encode=encode)) for s in STRATEGIES}
 

@@ -19,7 +19,7 @@ import numpy as np
 from zensim.errors import ConfigError
 from zensim.run import MessageLog, RunOutput, Tables, run_ranks
 from zensim.run.log import Message, Work
-from zensim.schemes.sized import sized_log
+from zensim.run.program import StageProgram
 from zensim.sparse.chunk import SparseChunk, sum_chunks, union_marked
 from zensim.sparse.partition import even_boundaries
 from zensim.trace.format import Trace
@@ -28,7 +28,7 @@ from zensim.trace.values import worker_chunk
 DENSE_BYTES = 4
 LAYOUTS = ("zen", "flat")
 PHASES = ("intra-machine reduce-scatter", "push", "pull", "intra-machine all-gather")
-Builder = Callable[[int, int, Sequence[SparseChunk]], object]  # (n, numel, chunks) -> program
+Builder = Callable[[int, int, Sequence[SparseChunk]], StageProgram]  # (n, numel, chunks) -> program
 
 
 @dataclass
@@ -37,7 +37,7 @@ class Placed:
 
     log: MessageLog
     runs: list[RunOutput]  # one scheme run per local rank (one in the flat layout); results empty when sized
-    programs: list[object]
+    programs: list[StageProgram]
 
 
 def machine_shards(chunks: Sequence[SparseChunk], numel: int, gpus: int) -> tuple[list[Shards], np.ndarray]:
@@ -253,10 +253,10 @@ def place(prep: Prepared, build: Builder, tables: Tables | None = None, check: b
     return Placed(assemble(prep.machines, prep.gpus, prep.sizes, [run.log for run in runs]), runs, programs)
 
 
-def _run(program, chunks: Sequence[SparseChunk], tables: Tables | None, check: bool) -> RunOutput:
+def _run(program: StageProgram, chunks: Sequence[SparseChunk], tables: Tables | None, check: bool) -> RunOutput:
     """The driver's run, or unchecked its log from counts where the program's messages follow from
-    them (zensim.schemes.sized: the same log, no aggregate made, so `results` is empty)."""
-    sized = None if check else sized_log(program, chunks, tables)
+    them (the program's `sized_log`: the same log, no aggregate made, so `results` is empty)."""
+    sized = None if check else program.sized_log(chunks, tables)
     if sized is None:
         return run_ranks(program, chunks, check=check, tables=tables)
     log, ctx = sized
@@ -280,10 +280,11 @@ def assemble(machines: int, gpus: int, sizes: np.ndarray, logs: Sequence[Message
 def stage_phases(placed: Placed) -> list[str]:
     """The phase of each stage of the cluster-wide log (PHASES): in ZEN's layout the intra-machine
     reduce-scatter, then the scheme's stages, then the intra-machine all-gather; the scheme's stages are
-    push (step 1) before its `step2_start`, pull after (a program without a second step: all push)."""
+    push (step 1) before its `step2_start`, pull after (a program without a second step declares
+    `num_stages`: all push)."""
     offset = len(placed.programs) - 1 if len(placed.programs) > 1 else 0
     program = placed.programs[0]
-    step2 = getattr(program, "step2_start", program.num_stages)
+    step2 = program.step2_start
     middle = placed.log.num_stages - 2 * offset
     return ([PHASES[0]] * offset + [PHASES[1] if s < step2 else PHASES[2] for s in range(middle)]
             + [PHASES[3]] * offset)

@@ -73,7 +73,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def add_strategy_args(p: argparse.ArgumentParser) -> None:
     """Fusion strategies (docs/fusion.md): which, the selection of a dense trace, its cost, fusion degrees."""
-    from zensim.train.fusion.schedule import COSTS, STRATEGIES
+    from zensim.train.fusion.registry import STRATEGIES
+    from zensim.train.fusion.schedule import COSTS
 
     p.add_argument("--strategy", default=None, help=f"fusion strategies, comma-separated or all ({', '.join(STRATEGIES)}): "
                    "buckets, selection and compression decided by each (none = dense DDP); instead of --bucketing")
@@ -125,7 +126,8 @@ def layer_profile(args: argparse.Namespace):
 
 def strategy_runs(args: argparse.Namespace, schemes: list[str]) -> list[tuple[str, str, dict]]:
     """(strategy, scheme, run_strategy keywords) of every run --strategy asks for, checked before any runs."""
-    from zensim.train.fusion.schedule import STRATEGIES, Strategy, compression_cost
+    from zensim.train.fusion.registry import STRATEGIES
+    from zensim.train.fusion.schedule import Strategy, compression_cost
     from zensim.train.fusion.strategies import Compression
     from zensim.train.syncs import DENSE
 

@@ -10,7 +10,7 @@ from zensim.cli.replay import add_arguments as add_iteration_arguments, check_mo
 from zensim.errors import ConfigError
 from zensim.layout import LAYOUTS
 from zensim.sim.run import all_models, resolve_schemes
-from zensim.net.models import MODELS
+from zensim.net.models import MODELS, parse_model_options
 from zensim.net.profile import Profile
 from zensim.net.presets import PRESETS
 from zensim.net.topology import FABRICS, NIC_LAYOUTS, TRANSPORTS, ClusterSpec
@@ -26,6 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--gpus-per-machine", type=int, default=None, help="GPUs per machine (default: the preset's or 1)")
     add_link_args(p)
     p.add_argument("--model", choices=all_models(), default="fifo", help="bandwidth sharing model (default fifo)")
+    p.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an option the model declares (repeatable), e.g. --model fifo-overhead --model-option overhead=2e-6")
     p.add_argument("--iteration", type=int, default=None, help="trace iteration (default 0; not with --iterations)")
     p.add_argument("--options", default="{}", metavar="JSON",
                    help="scheme options as JSON, e.g. '{\"value_dtype\": \"float16\", \"pull\": \"coo\"}' "
@@ -88,6 +90,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                               "figures (use fifo or maxmin)")
     if args.chakra:
         check_chakra(args)
+    model_options = model_options_of(args)
     cluster, profile = cluster_from_args(args)
     outs, paths = results.plan(args, inputs=[args.trace, args.profile], ranks=cluster.gpus)
     if args.iterations is not None:
@@ -97,9 +100,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     records = simulate(args.trace, args.scheme, costs, args.model, iteration=args.iteration or 0,
                        options=parse_options(args.options), values=True if args.values else None,
                        layout=args.layout, maxmin_batch=args.maxmin_batch, progress=True,
-                       provenance=provenance(args.command_line))
+                       provenance=provenance(args.command_line), model_options=model_options)
     results.finish(args, records, outs, paths, work=costs.work)
     return 0
+
+
+def model_options_of(args: argparse.Namespace) -> dict[str, object]:
+    """The --model-option KEY=VALUE pairs for --model: options the model declares, typed as their
+    defaults (zensim.net.models.parse_model_options); a one-line error otherwise or with --iterations."""
+    if args.model_option and args.iterations is not None:
+        raise ConfigError("--model-option: not with --iterations (a replay over iterations runs each model's defaults)")
+    return parse_model_options(args.model_option, args.model)
 
 
 def check_chakra(args: argparse.Namespace) -> None:

@@ -16,7 +16,9 @@ from functools import cached_property
 
 from zensim.errors import ConfigError
 from zensim.net.profile import ExchangeCost, NicEfficiency, Profile, WorkCost
-from zensim.net.topology import ClusterSpec, Topology
+from zensim.net.fabrics import build_topology
+from zensim.net.links import Topology
+from zensim.net.topology import ClusterSpec
 
 
 @dataclass(frozen=True)
@@ -64,4 +66,4 @@ class Costs:
     @cached_property
     def topology(self) -> Topology:
         """The cluster's links and routes (built once per Costs object)."""
-        return Topology(self.cluster)
+        return build_topology(self.cluster)

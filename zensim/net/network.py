@@ -31,7 +31,7 @@ from zensim.net.clock import Clock
 from zensim.net.cores import SharedCores
 from zensim.net.costs import Costs
 from zensim.net.models import make_model
-from zensim.net.topology import LinkKind
+from zensim.net.links import LinkKind
 
 Delivery = Callable[[int], None]
 

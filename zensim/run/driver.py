@@ -24,6 +24,7 @@ from zensim.errors import ConfigError, ValueRangeError
 from zensim.run.check import check_results, check_sum_range
 from zensim.run.context import COMM, POST, PRE, Meter, RunContext, Tables
 from zensim.run.log import LogBuilder, MessageLog
+from zensim.run.program import StageProgram
 from zensim.run.transports import InMemory, Transport
 from zensim.sparse.chunk import SparseChunk
 
@@ -41,7 +42,7 @@ class RunOutput:
     context: RunContext
 
 
-def run_ranks(program, chunks: Sequence[SparseChunk] | Mapping[int, SparseChunk], transport: Transport | None = None,
+def run_ranks(program: StageProgram, chunks: Sequence[SparseChunk] | Mapping[int, SparseChunk], transport: Transport | None = None,
               *, check: bool = True, timed: bool = False, tables: Tables | None = None) -> RunOutput:
     """Run `program` on one chunk per rank through `transport` (default: in memory, objects).
 
@@ -74,7 +75,7 @@ def run_ranks(program, chunks: Sequence[SparseChunk] | Mapping[int, SparseChunk]
     return RunOutput(ranks, results, log, ctx)
 
 
-def _loop(program, chunks, transport: Transport, ranks: list[int],
+def _loop(program: StageProgram, chunks: Sequence[SparseChunk] | Mapping[int, SparseChunk], transport: Transport, ranks: list[int],
           ctx: RunContext) -> tuple[MessageLog, list[SparseChunk]]:
     """The stages: every local rank's pre step, comm step, post step (see the module docstring).
     Untimed runs skip the meter's clocks, and the comm step of transports that need no exchange."""
@@ -117,7 +118,7 @@ def _like(chunks: Sequence[SparseChunk] | Mapping[int, SparseChunk], ranks: list
     return chunks[ranks[0]].indices if ranks else None
 
 
-def _check_inputs(program, chunks, ranks: list[int]) -> bool:
+def _check_inputs(program: StageProgram, chunks: Sequence[SparseChunk] | Mapping[int, SparseChunk], ranks: list[int]) -> bool:
     """ConfigError on chunks that do not fit the program; whether they carry values."""
     if not isinstance(chunks, Mapping) and len(chunks) != program.n:
         raise ConfigError(f"{program.name}: {len(chunks)} chunks for {program.n} ranks")

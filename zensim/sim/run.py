@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -71,7 +71,8 @@ def with_profile(cluster: ClusterSpec, profile: Profile, keep: Sequence[str] = (
 def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Costs | ClusterSpec, model: str = "fifo",
              *, iteration: int = 0, layout: str = "zen", maxmin_batch: float | None = None, options: dict | None = None,
              values: bool | None = None, progress: bool = False, provenance: dict[str, Any] | None = None,
-             cache: LogCache | str | Path | None = None, baselines: Memo[float] | None = None) -> list[RunRecord]:
+             cache: LogCache | str | Path | None = None, baselines: Memo[float] | None = None,
+             model_options: Mapping[str, object] | None = None) -> list[RunRecord]:
     """Simulate every scheme on one iteration of a trace (a path or an open Trace); records in the order
     of `schemes`.
 
@@ -85,13 +86,17 @@ def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Cos
     `provenance`: what the records say made them (default: this zensim, called from Python).
     `cache`: a message-log cache (a LogCache or its folder): each scheme's driver runs once per trace,
     iteration, cluster shape, options and code version, whatever the links, latencies or model.
-    `baselines`: the dense baselines of earlier calls, to reuse (see dense_baseline)."""
+    `baselines`: the dense baselines of earlier calls, to reuse (see dense_baseline).
+    `model_options`: the sharing model's options (those it declares, zensim.net.models; e.g. from
+    `parse_model_options`), the dense baseline's too; `maxmin_batch` is maxmin's `batch` (a `batch` in
+    `model_options` wins)."""
     if model not in all_models():
         raise ConfigError(f"--model: unknown model {model!r} (choose from {', '.join(all_models())})")
     if layout not in LAYOUTS:
         raise ConfigError(f"--layout: unknown layout {layout!r} (choose from {', '.join(LAYOUTS)})")
     names = resolve_schemes(schemes)
     options = dict(options or {})
+    model_options = {**({} if maxmin_batch is None else {"batch": maxmin_batch}), **(model_options or {})}
     for name in names:  # every scheme accepts the options (one line naming it if not), before any work
         if not needs_profile(name):
             build_scheme(name, 2, 2, **options)
@@ -114,20 +119,21 @@ def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Cos
         cache = LogCache(cache)
     records = []
     for name in tqdm(names, desc="simulate", unit="scheme", disable=None if progress else True, leave=False):
-        records.append(_one(name, options, prep, chunks, costs, model, layout, maxmin_batch, tables,
+        records.append(_one(name, options, prep, chunks, costs, model, layout, model_options, tables,
                             {**context, "options": dict(options), "values": bool(values)}, cache))
-    dense = dense_baseline(costs, numel, model, layout, maxmin_batch, baselines)
+    dense = dense_baseline(costs, numel, model, layout, memo=baselines, model_options=model_options)
     for rec in records:
         rec.vs_dense = rec.time_s / dense if rec.time_s is not None and dense else None
     return records
 
 
-def dense_baseline(costs: Costs, numel: int, model: str, layout: str, maxmin_batch: float | None = None,
-                   memo: Memo[float] | None = None) -> float:
+def dense_baseline(costs: Costs, numel: int, model: str, layout: str, memo: Memo[float] | None = None,
+                   model_options: Mapping[str, object] | None = None) -> float:
     """Seconds of a dense ring all-reduce of `numel` fp32 elements on the cluster (the vs_dense reference):
     data-independent, so built from sizes (zensim.layout.dense_ring_log) and replayed, or its closed
     form under the analytic model. With `memo` (owned by the caller: a sweep over iterations, schemes
-    or traces of one size) it is replayed once per costs, size, model and layout."""
+    or traces of one size) it is replayed once per costs, size, model, its options and layout."""
+    model_options = dict(model_options or {})
     cluster, g = costs.cluster, costs.cluster.gpus_per_machine
     flat = layout == "flat" or g == 1
     if model == "analytic":
@@ -138,11 +144,11 @@ def dense_baseline(costs: Costs, numel: int, model: str, layout: str, maxmin_bat
 
     def seconds() -> float:
         log = dense_ring_log(cluster.machines, g, numel, placed)
-        return replay(log, costs, model, options={} if maxmin_batch is None else {"batch": maxmin_batch}).makespan
+        return replay(log, costs, model, options=model_options).makespan
 
     if memo is None:
         return seconds()
-    return memo.get((repr(costs), numel, model, placed, maxmin_batch), seconds)  # every field of the costs
+    return memo.get((repr(costs), numel, model, placed, repr(sorted(model_options.items()))), seconds)  # every field
 
 
 def _needs_values(name: str, options: dict) -> bool:
@@ -176,7 +182,7 @@ def log_digest(log: MessageLog) -> str:
 
 
 def _one(name: str, options: dict, prep: Prepared, chunks: list[SparseChunk] | None, costs: Costs, model: str, layout: str,
-         maxmin_batch: float | None, tables: Tables, context: dict[str, Any], cache: LogCache | None) -> RunRecord:
+         model_options: Mapping[str, object], tables: Tables, context: dict[str, Any], cache: LogCache | None) -> RunRecord:
     """Run one scheme through the driver (or take its log from the cache) and the chosen model."""
     start = time.perf_counter()
     cluster = costs.cluster
@@ -203,7 +209,7 @@ def _one(name: str, options: dict, prep: Prepared, chunks: list[SparseChunk] | N
         seconds = _analytic(program.caps.closed_form, chunks, prep.numel, cluster, layout)
         link, util, stages, events, link_bytes, traffic = None, None, [], 0, [], []
     else:
-        timing = replay(driven.log, costs, model, options={} if maxmin_batch is None else {"batch": maxmin_batch})
+        timing = replay(driven.log, costs, model, options=model_options)
         seconds = timing.makespan
         link, util = busiest_link(timing, costs.topology)
         stages, events = stage_times(timing), timing.events

@@ -464,7 +464,8 @@ class _Loader:
     def strategy_of(self, s: dict[str, Any], spot: dict[str, str]) -> tuple:
         """A point's fusion strategy, degree (None where it does not apply), compression cost, density
         and sparsifier, each checked."""
-        from zensim.train.fusion.schedule import STRATEGIES, Strategy, compression_cost
+        from zensim.train.fusion.registry import STRATEGIES
+        from zensim.train.fusion.schedule import Strategy, compression_cost
         from zensim.train.fusion.strategies import Compression
 
         name, degree = s["strategy"], s["fusion_degree"]

@@ -23,7 +23,7 @@ from zensim.memo import Memo
 from zensim.net.costs import Costs
 from zensim.net.models import MODELS
 from zensim.net.profile import WorkCost
-from zensim.net.topology import LinkKind
+from zensim.net.links import LinkKind
 from zensim.report.iteration import SimulatedIterationRecord
 from zensim.report.provenance import trace_info
 from zensim.schemes import build_scheme, needs_profile, scheme_names
