@@ -163,7 +163,7 @@ def main() -> int:
                    "serves a NIC's flows in turn, docs/emulation.md)")
     p.add_argument("--layers", default=str(DATA / "recsys-small.layers.json"))
     p.add_argument("--calibration", default="docs/validation-data/profile-25mbit-n16.json")
-    p.add_argument("--measured", default=",".join(str(DATA / "recsys-25mbit" / r) for r in "abc"),
+    p.add_argument("--measured", default=",".join(str(DATA / "recsys-25mbit" / r) for r in "abcde"),
                    help="folders of the emulated runs' JSON, comma-separated (a row per folder)")
     p.add_argument("--run", action="store_true", help="emulate now (hold /tmp/zsim-netns.lock) and write the JSON "
                    "into --measured")
