@@ -14,12 +14,16 @@ every rank. For each --ranks n:
   DDP's buckets (25 MiB, first 1 MiB); the default hook as gloo's ring all-reduce with free sums; the
   scheme on the trace of the same steps captured here at n virtual ranks (`zensim capture --script
   --virtual-ranks n`), every bucket synchronized whole by the scheme as the hook does (`--sparse-buckets
-  fused`, flat layout); the median of the timed iterations.
+  fused`, flat layout); links shared max-min fairly (`--model maxmin`: the emulator serves a NIC's flows in
+  turn); the median of the timed iterations. Twice: for a host of the ranks' own, and with the other
+  sessions runnable during the run (`--run` samples them) as `Costs.host_others` (`--host-others`).
 
-    flock /tmp/zsim-netns.lock .venv/bin/python benchmarks/ddp_script_vs_iteration.py --run   # emulate, then compare
-    .venv/bin/python benchmarks/ddp_script_vs_iteration.py                                     # compare the committed runs
+    flock /tmp/zsim-netns.lock flock /tmp/zsim-bench.lock .venv/bin/python benchmarks/ddp_script_vs_iteration.py \
+        --run --measured DIR                                    # emulate into DIR, then compare
+    .venv/bin/python benchmarks/ddp_script_vs_iteration.py     # compare the committed runs (docs/ddp-data/recsys-25mbit)
 
-Prints a table: ranks, hook, measured median (min - max), predicted, error. docs/ddp.md has the figures.
+Prints a table: ranks, hook, set, measured median (min - max), predicted alone and its error, the other
+runnable sessions, predicted with them and its error, cores busy, load. docs/ddp.md has the figures.
 """
 
 from __future__ import annotations
