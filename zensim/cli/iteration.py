@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 
 from zensim.cli import results
 from zensim.cli.simulate import add_link_args, cluster_from_args
@@ -45,6 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "calibration's cpu_slowdown for a profile measured alone on an emulation host; default 1)")
     p.add_argument("--shared-host", action="store_true", help="every GPU is a process of one host sharing its "
                    "processors (--profile's host_cores) for compute and local work: CPU training, the emulator")
+    p.add_argument("--host-others", type=float, default=0.0, metavar="K", help="with --shared-host: K other "
+                   "processes (scheduling groups) always runnable on the host, sharing its processors with the "
+                   "ranks' work (another user's jobs; docs/ddp.md measures it; default 0)")
     p.add_argument("--bucketing", choices=tuple(BUCKETINGS), default=None, help="default ddp")
     p.add_argument("--bucket-mb", type=float, default=None, help="DDP bucket_cap_mb in MiB (default 25, first 1)")
     p.add_argument("--first-bucket-mb", type=float, default=None, help="DDP first bucket cap in MiB")
@@ -201,6 +205,10 @@ def cmd_iteration(args: argparse.Namespace) -> int:
     outs, paths = results.plan(args, inputs=[args.trace, args.layers, args.profile], ranks=ranks)
     if not args.compute_scale > 0:
         raise ConfigError(f"--compute-scale {args.compute_scale}: must be positive")
+    if not 0 <= args.host_others < float("inf"):
+        raise ConfigError(f"--host-others {args.host_others}: must be a number of processes >= 0")
+    if args.host_others and not args.shared_host:
+        raise ConfigError("--host-others: only with --shared-host (the processes share the ranks' host)")
     profile = layer_profile(args).scaled(args.compute_scale)
     runs = strategy_runs(args, schemes) if args.strategy else None
     bucketing = make_bucketing(args.bucketing or "ddp", args.bucket_mb if runs is None else None, args.first_bucket_mb)
@@ -213,7 +221,7 @@ def cmd_iteration(args: argparse.Namespace) -> int:
     dense_times: Memo[dict[str, float]] = Memo()  # the dense algorithms' times alone, for every run here
     for m in machines:
         cluster, calib = cluster_from_args(args, m)
-        costs = Costs.of(cluster, calib)
+        costs = replace(Costs.of(cluster, calib), host_others=args.host_others)
         common = dict(model=args.model, layout=args.layout, iterations=args.iterations,
                       dense_work=args.dense_work, shared_host=args.shared_host, dense_algorithm=args.dense_algorithm,
                       model_options={"batch": args.maxmin_batch} if args.model == "maxmin" else None,

@@ -75,7 +75,7 @@ class ZensimHook:
 
     def __init__(self, scheme: str, sparsifier: str | None, density: float | None, seed: int,
                  dense_above: float | None, options: dict[str, Any]) -> None:
-        _check_arguments(scheme, sparsifier, density, dense_above, options)
+        check_hook_arguments(scheme, sparsifier, density, dense_above, options)
         if not dist.is_available() or not dist.is_initialized():
             raise ConfigError("zensim_hook: torch.distributed is not initialized (init_process_group first)")
         self.scheme, self.options = scheme, dict(options)
@@ -210,7 +210,7 @@ class ZensimHook:
                 self.memory.restore(key, where, (lost.values[inside] * self.world).to(residual.device))
 
 
-def _check_arguments(scheme: str, sparsifier: str | None, density: float | None, dense_above: float | None,
+def check_hook_arguments(scheme: str, sparsifier: str | None, density: float | None, dense_above: float | None,
                      options: dict[str, Any]) -> None:
     """ConfigError naming the first bad argument of zensim_hook."""
     if scheme not in scheme_names():

@@ -140,7 +140,7 @@ class Network:
             return
         pool = self._pools.get(host)
         if pool is None:
-            pool = self._pools[host] = SharedCores(self.clock, self.costs.host_cores)
+            pool = self._pools[host] = SharedCores(self.clock, self.costs.host_cores, self.costs.host_others)
         pool.run(seconds, then, *args)
 
     def run(self, until: float | None = None) -> None:
