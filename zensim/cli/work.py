@@ -23,6 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "CPU, numpy), what the emulator's ranks do (docs/validation.md)")
     m.add_argument("--device", default=None, help="torch device (--kernels torch: default cpu; --kernels steps: "
                    "the step code in torch on this device, default numpy on the host)")
+    m.add_argument("--payloads", choices=("host", "device"), default="host",
+                   help="--kernels steps: wire bytes made and read on the host (bytes objects, as gloo; default) "
+                   "or on --device (uint8 tensors where the chunk lies, as NCCL)")
     m.add_argument("--max-log2", type=int, default=None, help="largest size 2^N (default 22, steps 21)")
     m.add_argument("--reps", type=int, default=10, help="timed repetitions per size (median; default 10)")
     m.add_argument("-o", "--output", required=True, help="measurements JSON to write")
@@ -48,9 +51,12 @@ def cmd_measure(args: argparse.Namespace) -> int:
     if not 10 <= top <= 30 or args.reps < 1:
         raise ConfigError(f"--max-log2 {top} / --reps {args.reps}: need 10 <= N <= 30 and reps >= 1")
     say = lambda line: print(line, file=sys.stderr)  # noqa: E731
+    if args.payloads == "device" and (args.kernels != "steps" or device is None):
+        raise ConfigError("--payloads device: needs --kernels steps and a --device")
     if args.kernels == "steps":
         from zensim.schemes.workbench import measure_steps
-        measured = measure_steps(top, args.reps, progress=say, device=None if device is None else str(device))
+        measured = measure_steps(top, args.reps, progress=say, device=None if device is None else str(device),
+                                 payloads=args.payloads)
     else:
         measured = measure_work(device, top, args.reps, progress=say)
     write_atomic(args.output, json.dumps(measured, indent=1) + "\n")
