@@ -34,6 +34,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     f.add_argument("measurements", help="JSON written by `zensim work measure` (or benchmarks/device_profiles.py)")
     f.add_argument("--bandwidth-scale", type=float, default=1.0,
                    help="multiply every beta (another GPU: this memory bandwidth / that one's; default 1)")
+    f.add_argument("--like", action="append", default=[], metavar="KIND=MEASURED",
+                   help="price KIND as the measured kind (fixed and per-element costs, x1) and list it under the "
+                   "profile's `scaled`: a kind the measurements could not price (repeatable)")
+    f.add_argument("--fixed-from", default=None, metavar="KIND",
+                   help="every kind's fixed cost per piece = KIND's (e.g. copy: one kernel launch and "
+                   "synchronization), not each kind's own")
     f.add_argument("--source", default="", help="the profile's source text (default: says what was fitted)")
     f.add_argument("-o", "--output", required=True, help="calibration profile JSON to write (zensim-profile/1)")
     f.set_defaults(func=cmd_fit)
@@ -69,19 +75,26 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from zensim.atomic import check_output, write_atomic
     from zensim.net.profile import parse_profile
     from zensim.net.profile import fit_error
-    from zensim.train.cost import measured_points, work_profile
+    from zensim.train.cost import fixed_from, measured_points, priced_like, work_profile
     from zensim.train.layers import read_json
 
     check_output(args.output, "-o")
     if not args.bandwidth_scale > 0:
         raise ConfigError(f"--bandwidth-scale {args.bandwidth_scale}: must be positive")
+    like = dict(pair.split("=", 1) for pair in args.like if "=" in pair)
+    if len(like) != len(args.like):
+        raise ConfigError(f"--like {next(p for p in args.like if '=' not in p)!r}: expected KIND=MEASURED")
     measured = read_json(args.measurements, "measurements")
     try:
         doc = work_profile(measured, args.bandwidth_scale, args.source)
         points = measured_points(measured)
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{args.measurements}: not work measurements ({exc})") from None
-    parse_profile(doc, args.output)  # what --profile will read back
+    try:
+        doc = fixed_from(priced_like(doc, like), args.fixed_from) if args.fixed_from else priced_like(doc, like)
+    except ValueError as exc:
+        raise ConfigError(f"--like/--fixed-from: {exc}") from None
+    parse_profile(doc, args.output, defaults=False)  # what --profile will read back
     write_atomic(args.output, json.dumps(doc, indent=1) + "\n")
     rows = [[k, doc["work_fixed_seconds"][k] * 1e6, doc["work_seconds_per_element"][k] * 1e9,
              fit_error(*points[k], doc["work_fixed_seconds"][k], doc["work_seconds_per_element"][k] / args.bandwidth_scale)]

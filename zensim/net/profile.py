@@ -19,6 +19,7 @@ Profile schema (`zensim-profile/1`), every key but `schema` optional:
                                            # stage's receives (gloo; NCCL's and MPI's large messages)
       "exchange_cpu": {"stage": 5e-4, "message": 3e-4, "byte": 3e-10},  # a rank's CPU in a stage's
                                            # exchange: per stage, per message and byte it sends
+      "scaled": {"add": "as add.dense (x1)"},  # kinds not measured, priced from another: what and how
       "source": "free text: how it was measured"
     }
 
@@ -29,11 +30,18 @@ processor of its own; without `rendezvous` (or false) a message moves as soon as
 injected it. These defaults are the closed-form model.
 
 A profile is a measurement, so its values win over the defaults; explicit command-line link options
-win over the profile.
+win over the profile. Local work a profile does not price comes from the default work model, which
+ships with the package (`DEFAULT_PROFILE`, zensim/net/profiles/; docs/simulator.md, "Default local
+work"): per element, the schemes' own step code measured on an NVIDIA H200 with payloads on the
+device; per piece of work, one kernel launch and synchronization measured there; every kind it could
+not measure priced from the nearest measured one and listed under `scaled`. A profile that prices a
+kind prices everything under it: `merge` in a profile also prices `merge.coo` (the default's refined
+name is dropped), so a profile of bare operations is not shadowed by the default's finer kinds.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Sequence
@@ -56,10 +64,8 @@ SCHEMA = "zensim-profile/1"
 # scan (a pass over dense values), pack / unpack (a bitmap's bits).
 WORK_KINDS = ("hash", "merge", "encode", "decode", "copy")
 WORK_OPS = (*WORK_KINDS, "slice", "search", "select", "add", "scan", "pack", "unpack")
-# GPU-class placeholders (seconds per element) until a calibration says otherwise: a few GB/s of
-# effective random-access throughput for hashing/merging, streaming speed for copies and passes.
-DEFAULT_WORK_COST = {"hash": 1e-10, "merge": 2e-10, "encode": 5e-11, "decode": 5e-11, "copy": 2e-11,
-                     "slice": 0.0, "search": 2e-10, "select": 2e-10, "add": 2e-11, "scan": 2e-11, "pack": 2e-11, "unpack": 2e-11}
+# The default work model (module docstring), shipped as package data.
+DEFAULT_PROFILE = Path(__file__).parent / "profiles" / "h200.profile.json"
 _LINK_KEYS = {"nic_bandwidth": parse_bandwidth, "nic_latency": parse_latency,
               "nvlink_bandwidth": parse_bandwidth, "nvlink_latency": parse_latency}
 
@@ -81,15 +87,21 @@ class WorkCost:
     (Cupcake's h(x) = alpha + beta x; a piece is one (rank, stage, phase, kind) entry of a message
     log). A kind is priced by its most refined name present in `per_element` (`encode.coo.hash`, else
     `encode.coo`, else `encode`), and `fixed` by that same name (0 if absent): the per-element model of
-    the closed forms is the operations alone."""
+    the closed forms is the operations alone. `source` says where the costs come from."""
 
-    per_element: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WORK_COST))
+    per_element: dict[str, float]
     fixed: dict[str, float] = field(default_factory=dict)
+    source: str = ""
 
     @classmethod
     def zero(cls) -> "WorkCost":
         """Free local work: the communication-only model of the closed forms."""
-        return cls({op: 0.0 for op in WORK_OPS})
+        return cls({op: 0.0 for op in WORK_OPS}, source="no local work")
+
+    @classmethod
+    def default(cls) -> "WorkCost":
+        """The simulator's default work model, read from `DEFAULT_PROFILE` (module docstring)."""
+        return _default_work()
 
     def priced_as(self, kind: str) -> str:
         """The name `kind` is priced by (ValueError for an unknown operation)."""
@@ -208,22 +220,60 @@ def load_profile(path: str | Path) -> Profile:
     return parse_profile(raw, path)
 
 
-def parse_profile(raw: object, path: str | Path) -> Profile:
-    """Validate a profile already read as JSON; errors name `path` (a file, or where the dict came from)."""
+def parse_profile(raw: object, path: str | Path, *, defaults: bool = True) -> Profile:
+    """Validate a profile already read as JSON; errors name `path` (a file, or where the dict came from).
+    `defaults`: the work it does not price from the default work model (else its own costs alone)."""
     if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
         raise ConfigError(f"{path}: not a profile (expected \"schema\": \"{SCHEMA}\")")
     unknown = set(raw) - set(_LINK_KEYS) - {"schema", "work_seconds_per_element", "work_fixed_seconds", "source",
                                             "nic_efficiency", "host_cores", "host_efficiency", "cpu_slowdown",
-                                            "rendezvous", "exchange_cpu"}
+                                            "rendezvous", "exchange_cpu", "scaled"}
     if unknown:
         raise ConfigError(f"{path}: unknown profile key(s) {', '.join(sorted(unknown))}")
     links = {key: parse(raw[key], f"{path}: {key}") for key, parse in _LINK_KEYS.items() if key in raw}
-    costs = {**DEFAULT_WORK_COST, **_work_seconds(raw, "work_seconds_per_element", path)}
-    fixed = _work_seconds(raw, "work_fixed_seconds", path)
-    return Profile(links, WorkCost(costs, fixed), str(raw.get("source", "")),
+    source = str(raw.get("source", ""))
+    work = _own_work(raw, path, source)
+    return Profile(links, with_default(work) if defaults else work, source,
                    _efficiency(raw.get("nic_efficiency"), path, "nic_efficiency"), _cores(raw.get("host_cores"), path),
                    _efficiency(raw.get("host_efficiency"), path, "host_efficiency"), _slowdown(raw.get("cpu_slowdown", 1.0), path),
                    _flag(raw.get("rendezvous", False), path, "rendezvous"), _exchange(raw.get("exchange_cpu"), path))
+
+
+def _own_work(raw: dict, path, source: str) -> WorkCost:
+    """The work costs a profile states itself (its `scaled` entries checked: priced kinds, text)."""
+    per_element = _work_seconds(raw, "work_seconds_per_element", path)
+    scaled = raw.get("scaled", {})
+    if not isinstance(scaled, dict) or not all(isinstance(v, str) for v in scaled.values()):
+        raise ConfigError(f"{path}: scaled must be an object {{kind: how it was priced}}")
+    if set(scaled) - set(per_element):
+        raise ConfigError(f"{path}: scaled names kind(s) it does not price: {', '.join(sorted(set(scaled) - set(per_element)))}")
+    return WorkCost(per_element, _work_seconds(raw, "work_fixed_seconds", path), source)
+
+
+def with_default(work: WorkCost) -> WorkCost:
+    """`work` with the default work model's costs for every kind it prices neither itself nor under a
+    coarser name (module docstring); its own figures unchanged."""
+    default = _default_work()
+    kept = [k for k in default.per_element if not any(name in work.per_element for name in _prefixes(k))]
+    if not kept:
+        return work
+    own = work.source or "the profile"
+    return WorkCost({**{k: default.per_element[k] for k in kept}, **work.per_element},
+                    {**{k: default.fixed[k] for k in kept if k in default.fixed}, **work.fixed},
+                    f"{own}; {', '.join(kept)}: the default ({default.source})")
+
+
+@functools.cache
+def _default_work() -> WorkCost:
+    """The default work model (`DEFAULT_PROFILE`), read once; it must price every operation."""
+    raw = json.loads(DEFAULT_PROFILE.read_text())
+    if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
+        raise ConfigError(f"{DEFAULT_PROFILE}: not a profile (expected \"schema\": \"{SCHEMA}\")")
+    work = _own_work(raw, DEFAULT_PROFILE, str(raw.get("source", "")))
+    if set(WORK_OPS) - set(work.per_element):
+        raise ConfigError(f"{DEFAULT_PROFILE}: the default must price every operation "
+                          f"(missing {', '.join(sorted(set(WORK_OPS) - set(work.per_element)))})")
+    return work
 
 
 def _exchange(value, path) -> ExchangeCost | None:

@@ -154,10 +154,12 @@ def _needs_values(name: str, options: dict) -> bool:
 
 def cluster_info(costs: Costs) -> dict[str, Any]:
     """The cluster block of a record: its description, every link parameter (bytes/s, seconds) and the
-    cost knobs (work seconds per element, NIC and host efficiency by flows, host cores; None = ideal)."""
+    cost knobs (work seconds per element and per piece and where they come from, NIC and host
+    efficiency by flows, host cores; None = ideal)."""
     c = costs
     return {"description": c.cluster.describe(), **asdict(c.cluster),
-            "costs": {"work_seconds_per_element": dict(c.work.per_element), "host_cores": c.host_cores,
+            "costs": {"work_seconds_per_element": dict(c.work.per_element),
+                      "work_fixed_seconds": dict(c.work.fixed), "work_source": c.work.source, "host_cores": c.host_cores,
                       "nic_efficiency": c.nic_efficiency.to_json() if c.nic_efficiency else None,
                       "host_efficiency": c.host_efficiency.to_json() if c.host_efficiency else None,
                       "measured_work": c.measured_work}}
