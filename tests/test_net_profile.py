@@ -164,6 +164,7 @@ def test_default_work_model_is_the_h200_measurement(tmp_path):
 
 
 def test_records_name_their_work_model(tmp_path):
+    from zensim.report.table import render_records
     from zensim.sim.run import simulate
     from zensim.trace import TensorSpec, TraceWriter
 
@@ -173,8 +174,11 @@ def test_records_name_their_work_model(tmp_path):
             w.write(0, r, 0, list(range(r * 10, r * 10 + 50)))
     cluster = ClusterSpec(2, 1, 1e8)
     default = WorkCost.default()
-    costs = simulate(trace, ["zen"], cluster, "fifo")[0].cluster["costs"]
-    assert costs["work_source"] == default.source and costs["work_fixed_seconds"] == default.fixed
+    rec = simulate(trace, ["zen"], cluster, "fifo")[0]
+    costs = rec.cluster["costs"]
+    assert costs["work_source"] == default.source
+    assert costs["work"] == [[k, default.fixed[k], v] for k, v in default.per_element.items()]
+    assert f"model fifo, work: {default.source.split(';')[0]}; trace " in render_records([rec])
     prof = load_profile(write(tmp_path, {"schema": SCHEMA, "work_seconds_per_element": {"hash": 1e-9},
                                          "source": "my bench"}))
     named = simulate(trace, ["zen"], Costs.of(cluster, prof), "fifo")[0].cluster["costs"]["work_source"]

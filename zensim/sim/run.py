@@ -154,12 +154,15 @@ def _needs_values(name: str, options: dict) -> bool:
 
 def cluster_info(costs: Costs) -> dict[str, Any]:
     """The cluster block of a record: its description, every link parameter (bytes/s, seconds) and the
-    cost knobs (work seconds per element and per piece and where they come from, NIC and host
-    efficiency by flows, host cores; None = ideal)."""
+    cost knobs (local work: [kind, seconds per piece, seconds per element] rows, a list since kinds
+    hold dots that a CSV column name would split, and where they come from; NIC and host efficiency by
+    flows, host cores; None = ideal)."""
     c = costs
     return {"description": c.cluster.describe(), **asdict(c.cluster),
-            "costs": {"work_seconds_per_element": dict(c.work.per_element),
-                      "work_fixed_seconds": dict(c.work.fixed), "work_source": c.work.source, "host_cores": c.host_cores,
+            "costs": {"work": [[k, c.work.fixed.get(k, 0.0), v] for k, v in c.work.per_element.items()],
+                      "host_cores": c.host_cores,
+                      "work_source": c.work.source if c.measured_work is None else
+                      f"the logs' measured step times x {c.measured_work:g}",
                       "nic_efficiency": c.nic_efficiency.to_json() if c.nic_efficiency else None,
                       "host_efficiency": c.host_efficiency.to_json() if c.host_efficiency else None,
                       "measured_work": c.measured_work}}
