@@ -65,6 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--timeline", default=None, metavar="FILE", help="also write a Chrome trace (Perfetto)")
     p.add_argument("--timeline-gpus", type=int, default=None, help="GPUs shown in the timeline (default: machine 0's)")
     p.add_argument("--plot", default=None, metavar="FILE", help="also write throughput against GPUs per scheme")
+    p.add_argument("--chakra", default=None, metavar="PREFIX",
+                   help="also write the first iteration of the one scheme as Chakra execution traces for ASTRA-sim, "
+                        "PREFIX.<rank>.et per GPU (one scheme, one machine count; needs mlc-chakra: docs/reports.md)")
     p.set_defaults(func=cmd_iteration)
 
 
@@ -80,6 +83,16 @@ def add_strategy_args(p: argparse.ArgumentParser) -> None:
                    f"{' or '.join(COSTS)} or ALPHA,BETA (s, s per dense byte); default dgc")
     p.add_argument("--fusion-degree", default=None, help="with --strategy: behind's (and none's) bucket cap as a fraction "
                    "of the model's bytes, comma-separated to sweep (0 = a bucket per tensor, 1 = one bucket)")
+
+
+def _chakra_ranks(args: argparse.Namespace, schemes: list[str], machines: list[int]) -> int:
+    """--chakra exports one iteration of one scheme on one cluster: a one-line error otherwise; the
+    cluster's GPUs (one file each)."""
+    if len(schemes) != 1 or len(machines) != 1 or args.strategy:
+        raise ConfigError(f"--chakra: one iteration of one scheme on one cluster; --scheme {args.scheme} "
+                          f"--machines {args.machines}{' and --strategy' if args.strategy else ''} make "
+                          f"{len(schemes) * len(machines) if not args.strategy else 'several'} runs")
+    return cluster_from_args(args, machines[0])[0].gpus
 
 
 def _machines(text: str) -> list[int]:
@@ -182,14 +195,15 @@ def cmd_iteration(args: argparse.Namespace) -> int:
                              ("--timeline-gpus", args.timeline_gpus, 1)):
         if value is not None and value < low:
             raise ConfigError(f"{flag} {value}: must be at least {low}")
-    outs, paths = results.plan(args, inputs=[args.trace, args.layers, args.profile])
+    ranks = _chakra_ranks(args, schemes, machines) if args.chakra else 0
+    outs, paths = results.plan(args, inputs=[args.trace, args.layers, args.profile], ranks=ranks)
     if not args.compute_scale > 0:
         raise ConfigError(f"--compute-scale {args.compute_scale}: must be positive")
     profile = layer_profile(args).scaled(args.compute_scale)
     runs = strategy_runs(args, schemes) if args.strategy else None
     bucketing = make_bucketing(args.bucketing or "ddp", args.bucket_mb if runs is None else None, args.first_bucket_mb)
     sparse = args.sparse_tensors.split(",") if args.sparse_tensors else None
-    keep = "timeline" in paths
+    keep = "timeline" in paths or "chakra" in paths
     records = []
     per_cluster = len(runs) if runs is not None else len(schemes) + (DENSE not in schemes)
     bar = tqdm(total=len(machines) * per_cluster, desc="iteration", unit="run", disable=None, leave=False,
@@ -238,6 +252,10 @@ def cmd_iteration(args: argparse.Namespace) -> int:
             files[paths["plot"]] = strategy_plot(records, title, plot_format(paths["plot"]))
         else:
             files[paths["plot"]] = figure_bytes(throughput_figure(records, title), plot_format(paths["plot"]))
+    if "chakra" in paths:
+        from zensim.report.chakra import chakra_iteration, chakra_paths
+
+        files.update(zip(chakra_paths(paths["chakra"], ranks), chakra_iteration(records[-1].run.timeline)))
     outs.write(files)
     if args.json:
         print(to_json([r.to_dict() for r in records]))

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from zensim.errors import ConfigError
+from zensim.extras import require
 from zensim.inputs import read_text
 from zensim.layout import LAYOUTS
 from zensim.net.models import MODELS
@@ -48,7 +49,7 @@ CLUSTER_DEFAULTS: dict[str, Any] = {
     "machines": 16, "gpus_per_machine": None, "preset": None, "nics": None, "transport": None, "nic": None, "nic_latency": None, "nvlink": None,
     "nvlink_latency": None, "fabric": "switch", "oversubscription": None, "machines_per_leaf": None,
     "tiers": None, "layout": "zen", "profile": None}
-OUTPUT_KEYS = ("json", "csv", "timeline", "plot", "links", "traffic", "link_plot")
+OUTPUT_KEYS = ("json", "csv", "parquet", "timeline", "plot", "links", "traffic", "link_plot")
 # keys a sweep may vary: every cluster key but the profile, plus these
 SWEPT_OTHER = ("model", "iteration", "maxmin_batch")
 SWEEPABLE = tuple(k for k in CLUSTER_DEFAULTS if k != "profile") + SWEPT_OTHER
@@ -523,6 +524,9 @@ class _Loader:
         for key in ("links", "traffic"):
             if key in out:
                 table_format(out[key], f"{self.path}: outputs.{key}")
+        if "parquet" in out:  # before the run, as --parquet
+            for module in ("pandas", "pyarrow"):
+                require(module, "parquet", f"{self.path}: outputs.parquet")
         if "link_plot" in out and len(points) > 1:
             raise self.fail("outputs.link_plot", "one point only (a row of panels per scheme); for a sweep, write "
                             "outputs.links and outputs.traffic, or `zensim report --link-plot` a results file")

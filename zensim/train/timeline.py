@@ -47,6 +47,7 @@ forward does not wait for parameters by bucket.
 from __future__ import annotations
 
 import time
+from typing import Any
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -83,6 +84,12 @@ class Run:
     wall_s: float = 0.0
     dense_algorithms: dict = field(default_factory=dict)  # dense part elements -> the algorithm it ran
     densely: np.ndarray | None = None  # (I, B): the bucket was all-reduced densely (dense_above)
+    timeline: Any = field(default=None, repr=False)  # the Timeline that ran it (its buckets and steps: exports)
+
+    def __getstate__(self) -> dict:
+        """Pickled (a sweep point's record sent back by a Dask worker) without the Timeline, which holds
+        the open trace."""
+        return {**self.__dict__, "timeline": None}
 
     @property
     def makespan(self) -> float:
@@ -121,7 +128,7 @@ class Timeline:
             return self.logs.steps(part, iteration)
         return self.logs.steps(part, iteration, self.tuner(part.numel))
 
-    def _bucket_steps(self, i: int, b: int) -> list[Step]:
+    def bucket_steps(self, i: int, b: int) -> list[Step]:
         """The steps of bucket b in iteration i: its parts' at the trace iteration i replays, or its
         dense all-reduce where `dense_above` says so."""
         t_it = self.trace_iterations[i % len(self.trace_iterations)]
@@ -160,6 +167,7 @@ class Timeline:
         run.events = net.events
         run.dense_algorithms = dict(self.tuner.chosen)
         run.densely = np.array([[self.densely(i, b) for b in range(nb)] for i in range(n_it)], bool).reshape(n_it, nb)
+        run.timeline = self
         run.wall_s = time.perf_counter() - start
         return run
 
@@ -175,7 +183,7 @@ class Timeline:
         out = {}
         for i in range(self.iterations):
             for b in range(len(self.syncs)):
-                out[(i, b)] = self._bucket_steps(i, b)
+                out[(i, b)] = self.bucket_steps(i, b)
         return out
 
     def _run_compiled(self, run: Run, steps: dict[tuple[int, int], list[Step]]) -> None:
@@ -310,7 +318,7 @@ class Timeline:
         def start_part(r: int, i: int, b: int, k: int) -> None:
             mine = steps.get((i, b))
             if mine is None:
-                mine = steps[(i, b)] = self._bucket_steps(i, b)
+                mine = steps[(i, b)] = self.bucket_steps(i, b)
             key = (i, b, k)
             client = run.clients.get(key)
             if client is None:
