@@ -41,6 +41,7 @@ from scipy.stats import kendalltau
 
 from zensim.net.costs import Costs
 from zensim.net.profile import DEFAULT_PROFILE, WorkCost, load_profile
+from zensim.net.replay import piece_seconds
 from zensim.run import MessageLog
 from zensim.sim.cluster import build_cluster
 from zensim.sim.logcache import LogCache
@@ -112,11 +113,9 @@ def run_column(column: str, model: str, work: WorkCost, schemes: Sequence[str] =
 
 def busiest_work(log: MessageLog, work: WorkCost) -> tuple[float, dict[str, float]]:
     """Seconds of local work of the rank with the most, and that rank's seconds by work kind (each
-    piece priced as the replay prices it, zensim.net.replay.work_seconds)."""
+    piece priced as the replay prices it, zensim.net.replay.piece_seconds)."""
     cols = log.work_arrays()
-    fixed, per_element = work.costs(log.kind_names)
-    kind = cols["kind"]
-    seconds = cols["elements"] * per_element[kind] + fixed[kind]
+    kind, seconds = cols["kind"], piece_seconds(log, work)
     rank = int(np.argmax(np.bincount(cols["rank"], weights=seconds, minlength=log.n)))
     mine = cols["rank"] == rank
     by_kind = np.bincount(kind[mine], weights=seconds[mine], minlength=len(log.kind_names))

@@ -87,11 +87,15 @@ class WorkCost:
     (Cupcake's h(x) = alpha + beta x; a piece is one (rank, stage, phase, kind) entry of a message
     log). A kind is priced by its most refined name present in `per_element` (`encode.coo.hash`, else
     `encode.coo`, else `encode`), and `fixed` by that same name (0 if absent): the per-element model of
-    the closed forms is the operations alone. `source` says where the costs come from."""
+    the closed forms is the operations alone. `fixed` is a kernel launch: a piece pays it once per
+    launch the log gives it (zensim.run.log.Work.launches: 1, and inside a fused collective, one
+    collective kernel per rank, once per rank in all); `per_piece` makes every piece pay it, the fused
+    collectives' too (the timeline's `--dense-work profile`). `source` says where the costs come from."""
 
     per_element: dict[str, float]
     fixed: dict[str, float] = field(default_factory=dict)
     source: str = ""
+    per_piece: bool = False
 
     @classmethod
     def zero(cls) -> "WorkCost":
@@ -116,10 +120,12 @@ class WorkCost:
         return (np.array([self.fixed.get(k, 0.0) for k in names], np.float64),
                 np.array([self.per_element[k] for k in names], np.float64))
 
-    def seconds(self, kind: str, elements: int) -> float:
-        """t(x) of one piece of `kind` on `elements` elements (0 for none)."""
+    def seconds(self, kind: str, elements: int, launches: int = 1) -> float:
+        """t(x) of one piece of `kind` on `elements` elements (0 for none) that pays `launches`
+        launches (`per_piece`: one, whatever it is given)."""
         name = self.priced_as(kind)
-        return self.fixed.get(name, 0.0) + self.per_element[name] * elements if elements else 0.0
+        launches = 1 if self.per_piece else launches
+        return self.fixed.get(name, 0.0) * launches + self.per_element[name] * elements if elements else 0.0
 
 
 @dataclass(frozen=True)

@@ -102,7 +102,8 @@ def sized_log(program, chunks: Sequence[SparseChunk], tables: Tables | None = No
             ctx.stats["held"] = _p2p_reduce(log, own, first, push, pull)
         else:
             ctx.stats["held"] = _ring_reduce(log, own, first, push, pull, bundles=shape == RING_BUNDLE)
-    return log.build(), ctx
+    built = log.build()
+    return (built.fused() if program.caps.collective else built), ctx
 
 
 class Sizer:

@@ -174,7 +174,7 @@ def log_digest(log: MessageLog) -> str:
     program on this input (zensim.report marks them so)."""
     digest = hashlib.sha256()
     for column in (log.stage, log.src, log.dst, log.nbytes, log.fmt, log.w_stage, log.w_rank, log.w_phase,
-                   log.w_kind, log.w_elements):
+                   log.w_kind, log.w_elements, log.w_launches):
         digest.update(column.tobytes())
     digest.update("\0".join(log.fmt_names + ("",) + log.kind_names).encode())
     return digest.hexdigest()[:16]
