@@ -9,7 +9,8 @@ Profile schema (`zensim-profile/1`), every key but `schema` optional:
       "nvlink_bandwidth": "300GB/s",       # intra-machine link
       "nvlink_latency": "2us",
       "work_seconds_per_element": {"hash": 3e-9, "merge": 8e-9, "encode": 2e-9, "decode": 2e-9, "copy": 1e-9},
-      "work_fixed_seconds": {"hash": 1.5e-4, "merge": 2e-4},  # per piece of work (a kernel's launch)
+      "work_fixed_seconds": {"hash": 1.5e-4, "merge": 2e-4},  # per piece of work (a kernel's launch;
+                                           # a fused collective's pieces pay it once per rank)
       "nic_efficiency": {"1": 0.9, "15": 0.6}, # NIC rate factor by concurrent flows k (see NicEfficiency)
       "host_efficiency": {"1": 1.0, "240": 0.6}, # NIC rate factor by flows active at once network-wide
       "host_cores": 2,                     # local work of a host's ranks shares this many processors
