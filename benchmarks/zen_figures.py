@@ -36,7 +36,7 @@ from pathlib import Path
 
 from zensim.net.costs import Costs
 from zensim.net.presets import machine_preset
-from zensim.net.profile import load_profile
+from zensim.net.profile import DEFAULT_PROFILE, load_profile
 from zensim.report.table import format_table
 from zensim.sim.cluster import build_cluster
 from zensim.trace.format import Trace
@@ -130,7 +130,7 @@ def main() -> int:
             f"{args.efficiency:g} of the peaks)" if args.zen_size else "the shipped traces")
     print(f"{what}: V100 estimates, DDP buckets, dense all-reduce {args.dense_algorithm}, ZEN's layout, {args.model}, "
           f"work costs: "
-          f"{args.profile or 'defaults (GPU-class per-element placeholders)'}")
+          f"{args.profile or 'the default work model (zensim/net/profiles/' + DEFAULT_PROFILE.name + ')'}")
     print(format_table(rows, ["model", "preset", "NIC", "GPUs", "scheme", "iteration ms", "compute ms", "exposed ms",
                               "samples/s", "ZEN speedup over it", "paper (16 machines)"]))
     for preset, about in clusters.items():

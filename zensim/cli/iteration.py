@@ -37,8 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", default=None, help="calibration profile JSON: links, work costs "
                    "(work_fixed_seconds / work_seconds_per_element: the compression cost), host figures")
     p.add_argument("--model", choices=tuple(MODELS), default="fifo", help="bandwidth sharing model (default fifo)")
-    p.add_argument("--dense-work", choices=DENSE_WORK, default="fused", help="fused (default): the dense all-reduce's "
-                   "merges cost per element only, one fused kernel as NCCL's; profile: as every local work; free: none")
+    p.add_argument("--dense-work", choices=DENSE_WORK, default="fused", help="fused (default): a dense collective is one "
+                   "kernel per rank as NCCL's (its work per element, one launch per rank); profile: a launch per piece, "
+                   "as a scheme's work; free: none")
     p.add_argument("--dense-algorithm", choices=DENSE_CHOICES, default="auto", help="the dense all-reduce of dense "
                    "buckets, in every scheme's run and dense DDP alike: auto (default) the fastest for each bucket's "
                    "size, as NCCL's tuner; ring or doubling (recursive doubling) forced")

@@ -25,6 +25,7 @@ from zensim.net.topology import ClusterSpec
 class Costs:
     """Links (the cluster), local-work costs and a testbed's efficiency and processor-sharing figures.
 
+    `work`: the local-work costs (default: the default work model, zensim.net.profile.DEFAULT_PROFILE).
     `measured_work`: None to cost local work per element with `work`; a factor f to replay the
     seconds each log measured (MessageLog.measured) times f. `nic_efficiency`, `host_efficiency`,
     `host_cores`: see zensim.net.profile (None = the ideal host of the closed forms). `rendezvous`:
@@ -36,7 +37,7 @@ class Costs:
     """
 
     cluster: ClusterSpec
-    work: WorkCost = field(default_factory=WorkCost)
+    work: WorkCost = field(default_factory=WorkCost.default)
     nic_efficiency: NicEfficiency | None = None
     host_efficiency: NicEfficiency | None = None
     host_cores: int | None = None

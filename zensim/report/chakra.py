@@ -166,7 +166,7 @@ def _add_work(log: MessageLog, graphs: list[_RankGraph], rows: list[int], phase:
         rank, kind, elements = int(log.w_rank[i]), log.kind_names[log.w_kind[i]], int(log.w_elements[i])
         g, chain = graphs[rank], chains[rank]
         attrs = [pb.AttributeProto(name="kind", string_val=kind), pb.AttributeProto(name="elements", int64_val=elements)]
-        seconds = 0.0 if work is None else work.seconds(kind, elements)
+        seconds = 0.0 if work is None else work.seconds(kind, elements, int(log.w_launches[i]))
         if work is not None:
             attrs.append(pb.AttributeProto(name="seconds", double_val=seconds))
         chain.append(g.add(f"{prefix}stage{log.w_stage[i]}.{PHASES[phase]}.{kind}", pb.COMP_NODE, chain[-1:] or start(g), attrs,

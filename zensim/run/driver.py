@@ -49,6 +49,7 @@ def run_ranks(program: StageProgram, chunks: Sequence[SparseChunk] | Mapping[int
     `chunks[r]` is rank r's input (a list of all n, or a mapping holding at least the local ranks).
     With `check`, a lossless program run with every rank here is checked: the dense sum on every
     rank, bit-identical replicas where the program promises them (AggregationMismatch otherwise).
+    A program that is one collective kernel (`caps.collective`) has its log `fused`.
     `timed` records each step's wall and CPU seconds in `context.meter` (and `meter.finished_at`,
     the clock when the last stage ended). `tables` shares derived
     tables (hash domains, expected sums) with other runs. The cyclic garbage collector is paused
@@ -72,7 +73,7 @@ def run_ranks(program: StageProgram, chunks: Sequence[SparseChunk] | Mapping[int
         check_results(program.name, [chunks[r] for r in ranks], results, program.numel,
                       value_dtype=program.value_dtype, keeps_zeros=program.caps.keeps_zeros,
                       replicas_identical=program.caps.replicas_identical, tables=ctx.tables)
-    return RunOutput(ranks, results, log, ctx)
+    return RunOutput(ranks, results, log.fused() if program.caps.collective else log, ctx)
 
 
 def _loop(program: StageProgram, chunks: Sequence[SparseChunk] | Mapping[int, SparseChunk], transport: Transport, ranks: list[int],

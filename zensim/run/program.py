@@ -30,13 +30,17 @@ class Capabilities:
     needs_values: cannot run indices-only; lossless: every rank ends with the dense sum;
     replicas_identical: every rank ends with bit-identical values; keeps_zeros: an explicit 0.0
     survives (dense and blocks show only non-zero positions); closed_form: the scheme's formula
-    (SparsityStats, bandwidth) -> seconds, or None."""
+    (SparsityStats, bandwidth) -> seconds, or None; collective: every message's size is its domain's
+    (dense formats), so nothing between stages waits for the host to learn a size and the program
+    runs as one collective kernel per rank, NCCL's: the driver marks its log `fused` (one launch per
+    rank, not one per piece of work)."""
 
     needs_values: bool = False
     lossless: bool = True
     replicas_identical: bool = True
     keeps_zeros: bool = True
     closed_form: ClosedForm | None = None
+    collective: bool = False
 
 
 @runtime_checkable

@@ -114,7 +114,8 @@ class ComposedProgram:
         self.caps = Capabilities(
             needs_values=aggregation.needs_values, lossless=aggregation.lossless and partition.lossless,
             replicas_identical=symmetric or not incremental_central or n <= 2,
-            keeps_zeros=push.keeps_zeros and pull.keeps_zeros, closed_form=closed_form)
+            keeps_zeros=push.keeps_zeros and pull.keeps_zeros, closed_form=closed_form,
+            collective=push.size_from_domain and pull.size_from_domain)
         self.counted = counted if counted is not None and sized.countable(self) else None
 
     def sized_log(self, chunks: Sequence[SparseChunk],

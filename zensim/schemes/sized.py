@@ -63,7 +63,8 @@ def counted_log(program: Any, chunks: Sequence[SparseChunk], tables: Tables | No
     ctx = RunContext(Meter(program.n, program.num_stages), tables, False)
     log = CountedLog(program.n, program.num_stages)
     rule(program, chunks, log, ctx)
-    return log.build(), ctx
+    built = log.build()
+    return (built.fused() if program.caps.collective else built), ctx
 
 
 def _sizers(program: Any, stage: int) -> list[Sizer]:

@@ -160,10 +160,15 @@ def _needs_values(name: str, options: dict) -> bool:
 
 def cluster_info(costs: Costs) -> dict[str, Any]:
     """The cluster block of a record: its description, every link parameter (bytes/s, seconds) and the
-    cost knobs (work seconds per element, NIC and host efficiency by flows, host cores; None = ideal)."""
+    cost knobs (local work: [kind, seconds per piece, seconds per element] rows, a list since kinds
+    hold dots that a CSV column name would split, and where they come from; NIC and host efficiency by
+    flows, host cores; None = ideal)."""
     c = costs
     return {"description": c.cluster.describe(), **asdict(c.cluster),
-            "costs": {"work_seconds_per_element": dict(c.work.per_element), "host_cores": c.host_cores,
+            "costs": {"work": [[k, c.work.fixed.get(k, 0.0), v] for k, v in c.work.per_element.items()],
+                      "host_cores": c.host_cores,
+                      "work_source": c.work.source if c.measured_work is None else
+                      f"the logs' measured step times x {c.measured_work:g}",
                       "nic_efficiency": c.nic_efficiency.to_json() if c.nic_efficiency else None,
                       "host_efficiency": c.host_efficiency.to_json() if c.host_efficiency else None,
                       "measured_work": c.measured_work}}
@@ -175,7 +180,7 @@ def log_digest(log: MessageLog) -> str:
     program on this input (zensim.report marks them so)."""
     digest = hashlib.sha256()
     for column in (log.stage, log.src, log.dst, log.nbytes, log.fmt, log.w_stage, log.w_rank, log.w_phase,
-                   log.w_kind, log.w_elements):
+                   log.w_kind, log.w_elements, log.w_launches):
         digest.update(column.tobytes())
     digest.update("\0".join(log.fmt_names + ("",) + log.kind_names).encode())
     return digest.hexdigest()[:16]

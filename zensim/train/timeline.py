@@ -9,7 +9,8 @@ contract of docs/architecture.md (zensim.net.replay.LogReplay), so a synchroniza
 GPU when that GPU's part of it has. The scheme's local work (hashing, encoding, merging: the
 compression) runs on the stream with it, costed by the same `Costs` as every simulation; the work of
 dense collectives (dense parts, and the intra-machine rings of ZEN's layout) by `dense_work` if
-given (a fused collective such as NCCL's ring: no per-stage kernel). A dense part runs the dense
+given, else by the same costs, a dense collective's log being fused (one kernel per rank, as NCCL's
+ring: one launch per rank, not one per piece; zensim.run.log.MessageLog.fused). A dense part runs the dense
 all-reduce algorithm zensim.train.tuner picks for its size (`dense_algorithm`: auto, or one forced). The
 optimizer step starts when backward is over and the GPU's last bucket is synchronized; the next
 iteration's forward follows it. All buckets of all iterations are clients of one Network, so
