@@ -22,15 +22,15 @@ from zensim.replay.selection_command import add_arguments
 from zensim.errors import ZensimError
 
 
-def from_csv(path: str, plot: str | None, density: float) -> None:
-    """Print the claims' figures of a run's CSV; draw `plot` if given."""
+def from_csv(path: str, plot: str | None, density: float, title: str | None) -> None:
+    """Print the claims' figures of a run's CSV; draw `plot` (titled `title`) if given."""
     from zensim.replay.selection import plot as draw, read_rows, summarize
 
     with open(path, newline="") as f:
         rows = read_rows(list(csv.DictReader(f)))
     print(json.dumps(summarize(rows), indent=1))
     if plot:
-        draw(rows, f"{path}: {len(rows)} iterations, d = {density}", plot, density)
+        draw(rows, title or f"{path}: {len(rows)} iterations, d = {density}", plot, density)
 
 
 def write_corpus(path: str) -> None:
@@ -65,8 +65,9 @@ def main() -> int:
         parser.add_argument("--from-csv", required=True)
         parser.add_argument("--plot", default=None)
         parser.add_argument("--density", type=float, default=0.001)
+        parser.add_argument("--title", default=None)
         args = parser.parse_args()
-        from_csv(args.from_csv, args.plot, args.density)
+        from_csv(args.from_csv, args.plot, args.density, args.title)
         return 0
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)

@@ -280,6 +280,26 @@ def summarize(rows: Sequence[dict[str, Any]], density_band: tuple[float, float] 
     return out
 
 
+def partition_loads(rows: Sequence[dict[str, Any]], team: str = "dynamic") -> dict[str, Any]:
+    """Over CSV rows (`read_rows`): each partition's mean count relative to the mean partition's (worker
+    w scanned partition (t + w) mod n), each worker's mean count relative to the mean worker's, how often
+    each partition held the largest count, and the blocks per partition of the last row's layout (the
+    block size read off the first row's boundaries: Layout.initial gives partition 0 whole blocks)."""
+    n = len(rows[0][f"{team} k_i"])
+    by_partition, by_worker = np.zeros((len(rows), n)), np.zeros((len(rows), n))
+    for j, r in enumerate(rows):
+        by_worker[j] = r[f"{team} k_i"]
+        by_partition[j, [(r["iteration"] + w) % n for w in range(n)]] = r[f"{team} k_i"]
+    first = rows[0][f"{team} bounds"]
+    block = first[1] // Layout.initial(first[-1], n, 1024).count[0]
+    bounds = np.array(rows[-1][f"{team} bounds"])
+    return {"partition_load": (by_partition.mean(0) / by_partition.mean()).tolist(),
+            "worker_load": (by_worker.mean(0) / by_worker.mean()).tolist(),
+            "largest": np.bincount(by_partition.argmax(1), minlength=n).tolist(),
+            "blocks": (np.diff(bounds[:-1]) // block).tolist() + [int((bounds[-1] - bounds[-2]) // block)],
+            "block_size": int(block), "min_blocks": 1024 / (4 * n)}
+
+
 def plot(rows: Sequence[dict[str, Any]], title: str, path: str, density: float) -> None:
     """Three panels against the iteration: actual density d k'/k (dynamic, static, the user's d),
     f(t) dynamic and static, and the loss."""

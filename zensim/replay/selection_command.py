@@ -23,7 +23,7 @@ DESCRIPTION = (
     "the loop and its sum trains the model, while a static-layout ExDyna sees the same gradients. "
     "Writes per iteration k'/k, f(t), every worker's k_i, the threshold, the partition boundaries, the loss, "
     "the exchange's bytes and simulated time (CSV, one row an iteration, written as it goes; JSON with "
-    "provenance and the claims' summary at the end). The paper's size (24.4M parameters): --embed 1100 "
+    "provenance, timings and the claims' summary at the end). The paper's size (24.4M parameters): --embed 1100 "
     "--hidden 650 --layers 2 (docs/replay.md).")
 
 
@@ -50,7 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--price-every", type=int, default=1,
                    help="simulate the exchange's time every N iterations, 0 never (default 1; bytes every iteration)")
     p.add_argument("--csv", required=True, help="per-iteration CSV (written as the run goes)")
-    p.add_argument("--json", default=None, help="provenance, configuration, timings, summary and every row")
+    p.add_argument("--json", default=None, help="provenance, configuration, timings and the claims' summary (the rows are in --csv)")
     p.add_argument("--plot", default=None, help="PNG of density, f(t) and loss against the iteration (matplotlib)")
     p.set_defaults(func=command)
 
@@ -152,7 +152,8 @@ def command(args: argparse.Namespace) -> int:
     print(json.dumps(summary, indent=1))
     if args.json:
         doc = {**made, "stopped_by": stopped, "elapsed_s": elapsed, "seconds_per_iteration":
-               {k: v / max(1, len(rows)) for k, v in loop.seconds.items()}, "summary": summary, "rows": records}
+               {k: v / max(1, len(rows)) for k, v in loop.seconds.items()}, "summary": summary,
+               "csv": os.path.basename(args.csv)}
         with open(args.json, "w") as f:
             json.dump(doc, f)
     if args.plot:
