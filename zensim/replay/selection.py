@@ -35,7 +35,7 @@ import torch
 from zensim.errors import ConfigError
 from zensim.sparse.partition import even_boundaries
 from zensim.sparsify import Team
-from zensim.sparsify.exdyna import Layout
+from zensim.sparsify.exdyna import BLOCKS, Layout
 
 KEY = "flat"
 TEAMS = ("dynamic", "static")
@@ -167,7 +167,7 @@ class SelectionLoop:
         self.params = [p for p in self.net.parameters() if p.requires_grad]
         self.numel = sum(p.numel() for p in self.params)
         self.k = max(1, int(density * self.numel))
-        Layout.initial(self.numel, workers, 1024)  # too few blocks for the workers: a ConfigError now
+        Layout.initial(self.numel, workers, BLOCKS)  # too few blocks for the workers: a ConfigError now
         self.optimizer = work.optimizer()
         self.teams = {"dynamic": Team("exdyna", workers, density), "static": Team("exdyna-static", workers, density)}
         self.pricer, self.price_every = pricer, price_every
@@ -291,13 +291,13 @@ def partition_loads(rows: Sequence[dict[str, Any]], team: str = "dynamic") -> di
         by_worker[j] = r[f"{team} k_i"]
         by_partition[j, [(r["iteration"] + w) % n for w in range(n)]] = r[f"{team} k_i"]
     first = rows[0][f"{team} bounds"]
-    block = first[1] // Layout.initial(first[-1], n, 1024).count[0]
+    block = first[1] // Layout.initial(first[-1], n, BLOCKS).count[0]
     bounds = np.array(rows[-1][f"{team} bounds"])
     return {"partition_load": (by_partition.mean(0) / by_partition.mean()).tolist(),
             "worker_load": (by_worker.mean(0) / by_worker.mean()).tolist(),
             "largest": np.bincount(by_partition.argmax(1), minlength=n).tolist(),
             "blocks": (np.diff(bounds[:-1]) // block).tolist() + [int((bounds[-1] - bounds[-2]) // block)],
-            "block_size": int(block), "min_blocks": 1024 / (4 * n)}
+            "block_size": int(block), "min_blocks": BLOCKS / (4 * n)}
 
 
 def plot(rows: Sequence[dict[str, Any]], title: str, path: str, density: float) -> None:
