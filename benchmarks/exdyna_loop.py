@@ -13,7 +13,6 @@ The paper's size on a GPU, stopping cleanly within 200 s (outputs in $OUT; docs/
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import shlex
 import sys
@@ -24,10 +23,9 @@ from zensim.errors import ZensimError
 
 def from_csv(path: str, plot: str | None, density: float, title: str | None) -> None:
     """Print the claims' figures of a run's CSV; draw `plot` (titled `title`) if given."""
-    from zensim.replay.selection import plot as draw, read_rows, summarize
+    from zensim.replay.selection import load_rows, plot as draw, summarize
 
-    with open(path, newline="") as f:
-        rows = read_rows(list(csv.DictReader(f)))
+    rows = load_rows(path)
     print(json.dumps(summarize(rows), indent=1))
     if plot:
         draw(rows, title or f"{path}: {len(rows)} iterations, d = {density}", plot, density)

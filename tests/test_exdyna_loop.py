@@ -235,6 +235,7 @@ def test_command_writes_csv_and_json(tmp_path: Path) -> None:
     (["--seconds", "0"], "--seconds 0"), (["--workers", "0"], "--workers 0"), (["--density", "2"], "--density 2"),
     (["--device", "tpu"], "--device tpu"), (["--embed", "0"], "--embed 0"), (["--csv", "nowhere/x.csv"], "no such folder"),
     (["--corpus", "missing.txt"], "--corpus missing.txt: no such file"), (["--model", "nope"], "--model nope"),
+    (["--softmax", "hier"], "--softmax hier"),
 ])
 def test_command_bad_input_one_line_nothing_written(tmp_path: Path, args: list[str], message: str) -> None:
     (tmp_path / "corpus.txt").write_text(CORPUS)
@@ -242,3 +243,17 @@ def test_command_bad_input_one_line_nothing_written(tmp_path: Path, args: list[s
     out = cli(*base, *args, cwd=tmp_path)
     assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "run.csv").exists()
+
+
+def test_full_softmax_model_is_embedding_lstm_and_linear_decoder() -> None:
+    from zensim.trace.capture.workloads.lstm import LSTMModel
+
+    vocab, embed, hidden = 50, 12, 10
+    model = LSTMModel(vocab, embed, hidden, layers=2, softmax="full")
+    lstm = 4 * (embed * hidden + hidden * hidden + 2 * hidden) + 4 * (2 * hidden * hidden + 2 * hidden)
+    assert sum(p.numel() for p in model.parameters()) == vocab * embed + lstm + hidden * vocab + vocab
+    tokens = torch.randint(0, vocab, (3, 7))
+    targets = torch.randint(0, vocab, (3, 7))
+    out, _ = model.lstm(model.embedding(tokens))
+    expected = torch.nn.functional.cross_entropy(model.decoder(out.reshape(-1, hidden)), targets.reshape(-1))
+    assert torch.equal(model(tokens, targets), expected)

@@ -22,11 +22,14 @@ n virtual data-parallel workers train one model in one process, on the device at
 
 from __future__ import annotations
 
+import csv
 import functools
+import gzip
 import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -130,6 +133,13 @@ def read_rows(records: Sequence[dict[str, str]]) -> list[dict[str, Any]]:
                 row[name] = float(value) if value != "" else None
         out.append(row)
     return out
+
+
+def load_rows(path: str | Path) -> list[dict[str, Any]]:
+    """A run's CSV (`Row.flat` rows; gzip-compressed if the name ends in .gz) read back (`read_rows`)."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", newline="") as f:
+        return read_rows(list(csv.DictReader(f)))
 
 
 class Pricer:

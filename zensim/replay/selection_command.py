@@ -18,7 +18,7 @@ from zensim.net.models import MODELS
 
 HELP = "ExDyna's selection statistics inside LSTM language-model training, dynamic vs static"
 DESCRIPTION = (
-    "Train a word-level LSTM language model (embedding, LSTM layers, adaptive softmax) with N virtual "
+    "Train a word-level LSTM language model (embedding, LSTM layers, adaptive or full softmax) with N virtual "
     "data-parallel workers on one device, each on its own batch with its own residuals; ExDyna selects inside "
     "the loop and its sum trains the model, while a static-layout ExDyna sees the same gradients. "
     "Writes per iteration k'/k, f(t), every worker's k_i, the threshold, the partition boundaries, the loss, "
@@ -38,6 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--embed", type=int, default=128, help="embedding width (default 128)")
     p.add_argument("--hidden", type=int, default=128, help="LSTM hidden width (default 128)")
     p.add_argument("--layers", type=int, default=2, help="LSTM layers (default 2)")
+    p.add_argument("--softmax", default="adaptive",
+                   help="adaptive (default) or full: a linear layer over the whole vocabulary")
     p.add_argument("--batch", type=int, default=32, help="sequences per worker and iteration (default 32, the paper's)")
     p.add_argument("--seq-len", type=int, default=35, help="tokens per sequence (default 35)")
     p.add_argument("--seed", type=int, default=0)
@@ -50,7 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--price-every", type=int, default=1,
                    help="simulate the exchange's time every N iterations, 0 never (default 1; bytes every iteration)")
     p.add_argument("--csv", required=True, help="per-iteration CSV (written as the run goes)")
-    p.add_argument("--json", default=None, help="provenance, configuration, timings and the claims' summary (the rows are in --csv)")
+    p.add_argument("--json", default=None,
+                   help="provenance, configuration, timings and the claims' summary (the rows are in --csv)")
     p.add_argument("--plot", default=None, help="PNG of density, f(t) and loss against the iteration (matplotlib)")
     p.set_defaults(func=command)
 
@@ -97,7 +100,7 @@ def command(args: argparse.Namespace) -> int:
     import torch
 
     from zensim.net.costs import Costs
-    from zensim.replay.selection import Pricer, Row, SelectionLoop, read_rows, run, summarize
+    from zensim.replay.selection import Pricer, Row, SelectionLoop, load_rows, run, summarize
     from zensim.report.provenance import provenance
     from zensim.sim.cluster import build_cluster
     from zensim.trace.capture.corpus import load_corpus
@@ -108,7 +111,8 @@ def command(args: argparse.Namespace) -> int:
     cluster, profile = build_cluster(args.workers, 1, nic=args.nic, nic_latency=args.nic_latency)
     text = load_corpus(args.corpus)
     work = LSTMLM(text.tokens, text.vocab_size, batch_size=args.batch, seed=args.seed, embed=args.embed,
-                  hidden=args.hidden, seq_len=args.seq_len, corpus=text.name, layers=args.layers)
+                  hidden=args.hidden, seq_len=args.seq_len, corpus=text.name, layers=args.layers,
+                  softmax=args.softmax)
     pricer = Pricer(args.workers, sum(p.numel() for p in work.model.parameters()), Costs.of(cluster, profile),
                     args.model) if args.price_every > 0 else None
     loop = SelectionLoop(work, args.workers, args.density, device, pricer, args.price_every)
@@ -142,8 +146,7 @@ def command(args: argparse.Namespace) -> int:
 
         deadline = None if args.seconds is None else began + args.seconds
         rows = run(loop, args.iterations, deadline, write)
-    with open(args.csv, newline="") as f:
-        records = read_rows(list(csv.DictReader(f)))
+    records = load_rows(args.csv)
     summary = summarize(records)
     elapsed = time.monotonic() - began
     stopped = "iterations" if len(rows) == args.iterations else "seconds"
