@@ -232,7 +232,7 @@ class SelectionLoop:
         grads, loss = self.gradients(t)
         mid = time.perf_counter()
         self.seconds["gradients"] += mid - start
-        steps, chunks = {}, {}
+        steps, chunks, priced = {}, {}, self.seconds["pricing"]
         for name in TEAMS:
             steps[name], chunks[name] = self.select(name, t, grads)
         del grads
@@ -240,7 +240,7 @@ class SelectionLoop:
         self.apply(chunks["dynamic"])
         end = time.perf_counter()
         self.seconds["update"] += end - done
-        self.seconds["selection"] += done - mid
+        self.seconds["selection"] += done - mid - (self.seconds["pricing"] - priced)
         return Row(t, loss, self.k, steps["dynamic"], steps["static"], end - start)
 
     def residual(self, name: str, rank: int) -> torch.Tensor:
