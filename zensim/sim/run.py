@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from zensim.errors import ConfigError
 from zensim.layout import (DENSE_BYTES, LAYOUTS, Prepared, dense_ring_log, load_chunks, place, prepare, prepare_trace,
@@ -118,6 +117,8 @@ def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Cos
     if cache is not None and not isinstance(cache, LogCache):
         cache = LogCache(cache)
     records = []
+    from tqdm import tqdm  # here, not at the top: the GPU machines have no tqdm and need not
+
     for name in tqdm(names, desc="simulate", unit="scheme", disable=None if progress else True, leave=False):
         records.append(_one(name, options, prep, chunks, costs, model, layout, model_options, tables,
                             {**context, "options": dict(options), "values": bool(values)}, cache))

@@ -26,7 +26,10 @@ import numpy as np
 try:
     from array_api_compat import array_namespace
 except ImportError:  # a bare GPU host with only torch, numpy and scipy: scipy ships the same package
-    from scipy._lib.array_api_compat import array_namespace
+    try:
+        from scipy._lib.array_api_compat import array_namespace
+    except ImportError:  # scipy >= 1.17 keeps it in scipy._external
+        from scipy._external.array_api_compat import array_namespace
 
 Array = Any  # a numpy array or a torch tensor (or another array-API array)
 
