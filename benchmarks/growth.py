@@ -10,8 +10,10 @@ before the clock starts, so what is timed and measured is the replay. Printed pe
 events, CPU and wall seconds, events per CPU second, the process's peak RSS, and the replay's own
 bytes per message ((peak RSS - RSS before the replay) / messages); then the growth exponents
 between successive flat sizes (log(x2/x1) / log(n2/n1)) of CPU seconds, events and replay bytes.
-`--lock F` takes an exclusive lock on file F around each timed replay (the team's bench lock), not
-around the drivers. `--timeout` bounds each replay (default 900 s; a replay cut off is reported as
+`--lock F` takes an exclusive lock on file F (the team's bench lock) once the drivers have made
+every log, and holds it while the replays run, one at a time. `--vs DIR`: each replay also run with
+DIR first on PYTHONPATH (another checkout, the baseline), alternated with this one on the same log, the
+rows labelled `vs` and `this`, and the ratios this / vs printed. `--timeout` bounds each replay (default 900 s; a replay cut off is reported as
 such); `--json F` writes the rows.
 
 The trace: `zensim trace synth --workers W --numel 10000000 --density 0.01 --overlap 0.3 --skew 4
@@ -27,6 +29,7 @@ import argparse
 import fcntl
 import json
 import math
+import os
 import resource
 import subprocess
 import sys
@@ -105,11 +108,14 @@ def locked(path: str):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def child(args: list, timeout: float | None = None) -> dict | str:
-    """Run this script's --child mode with `args`; its JSON, or why it gave none."""
+def child(args: list, timeout: float | None = None, code: str | None = None) -> dict | str:
+    """Run this script's --child mode with `args` (with checkout `code` first on PYTHONPATH); its JSON, or
+    why it gave none."""
+    env = None if code is None else {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [code] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
     try:
         out = subprocess.run([sys.executable, __file__, "--child", json.dumps(args)], capture_output=True, text=True,
-                             timeout=timeout)
+                             timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return f"cut off after {timeout:.0f} s"
     if out.returncode:
@@ -133,6 +139,7 @@ def main() -> None:
     ap.add_argument("--models", default="maxmin,fifo")
     ap.add_argument("--lock", default=None, help="a lock file held around each timed replay")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per replay")
+    ap.add_argument("--vs", default=None, help="a baseline checkout: each replay also run with it, alternated")
     ap.add_argument("--json", default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -144,7 +151,8 @@ def main() -> None:
     shapes += [tuple(int(x) for x in s.split("x")) for s in filter(None, args.layout.split(","))]
     schemes, models = args.schemes.split(","), args.models.split(",")
     rows = []
-    print(f"{'shape':>8} {'scheme':16} {'model':7} {'messages':>9} {'events':>10} {'cpu s':>8} {'wall s':>8} "
+    codes = [("vs", args.vs), ("this", None)] if args.vs else [("this", None)]
+    print(f"{'shape':>8} {'scheme':16} {'model':7} {'code':4} {'messages':>9} {'events':>10} {'cpu s':>8} {'wall s':>8} "
           f"{'events/s':>9} {'peak GiB':>8} {'B/msg':>6}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         trace = args.trace
@@ -153,36 +161,51 @@ def main() -> None:
             workers = max(m * g for m, g in shapes)
             synthesize(trace, workers, [("synthetic", 10_000_000)], SynthParams(density=0.01, overlap=0.3, skew=4.0),
                        seed=1)
+        logs = []
         for machines, gpus in shapes:
             for scheme in schemes:
                 path = str(Path(tmp) / f"{machines}x{gpus}-{scheme}.npz")
                 made = child(["drive", trace, machines, gpus, scheme, path])
                 if isinstance(made, str):
                     print(f"{machines}x{gpus} {scheme}: driver {made}", flush=True)
-                    continue
+                else:
+                    logs.append((machines, gpus, scheme, path, made))
+        with locked(args.lock) if args.lock else nullcontext():
+            for machines, gpus, scheme, path, made in logs:
                 for model in models:
-                    with locked(args.lock) if args.lock else nullcontext():
-                        got = child(["replay", path, machines, gpus, model], args.timeout)
-                    row = {"machines": machines, "gpus": gpus, "scheme": scheme, "model": model, **made}
-                    if isinstance(got, str):
-                        row["error"] = got
-                        print(f"{machines:>4}x{gpus:<3} {scheme:16} {model:7} {made['messages']:9d} {got}", flush=True)
-                    else:
-                        row.update(got)
-                        print(f"{machines:>4}x{gpus:<3} {scheme:16} {model:7} {made['messages']:9d} {got['events']:10d} "
-                              f"{got['cpu_s']:8.2f} {got['wall_s']:8.2f} {got['events_per_cpu_s']:9,.0f} "
-                              f"{got['peak_rss'] / 2**30:8.2f} {got['replay_bytes_per_message']:6.0f}", flush=True)
-                    rows.append(row)
+                    for label, code in codes:
+                        got = child(["replay", path, machines, gpus, model], args.timeout, code)
+                        row = {"machines": machines, "gpus": gpus, "scheme": scheme, "model": model, "code": label,
+                               **made}
+                        head = f"{machines:>4}x{gpus:<3} {scheme:16} {model:7} {label:4} {made['messages']:9d}"
+                        if isinstance(got, str):
+                            row["error"] = got
+                            print(f"{head} {got}", flush=True)
+                        else:
+                            row.update(got)
+                            print(f"{head} {got['events']:10d} {got['cpu_s']:8.2f} {got['wall_s']:8.2f} "
+                                  f"{got['events_per_cpu_s']:9,.0f} {got['peak_rss'] / 2**30:8.2f} "
+                                  f"{got['replay_bytes_per_message']:6.0f}", flush=True)
+                        rows.append(row)
+                    if args.vs and "cpu_s" in rows[-1] and "cpu_s" in rows[-2]:
+                        a, b = rows[-1], rows[-2]
+                        grew = [r["peak_rss"] - r["rss_before"] for r in (a, b)]
+                        print(f"{'':8} this / vs: cpu x{a['cpu_s'] / b['cpu_s']:.2f}, replay bytes "
+                              + (f"x{grew[0] / grew[1]:.2f}" if min(grew) > 0 else "n/a") + ", "
+                              f"same events and makespan: {a['events'] == b['events'] and a['makespan_s'] == b['makespan_s']}",
+                              flush=True)
                 Path(path).unlink(missing_ok=True)
     print("\ngrowth exponents between successive flat sizes (cpu s, events, replay bytes):")
     for scheme in schemes:
         for model in models:
-            mine = [r for r in rows if r["scheme"] == scheme and r["model"] == model and r["gpus"] == 1 and "cpu_s" in r]
-            n = [r["machines"] for r in mine]
-            print(f"  {scheme:16} {model:7} n {','.join(map(str, n))}: cpu "
-                  f"{exponents([(r['machines'], r['cpu_s']) for r in mine])}; events "
-                  f"{exponents([(r['machines'], r['events']) for r in mine])}; bytes "
-                  f"{exponents([(r['machines'], r['peak_rss'] - r['rss_before']) for r in mine])}")
+            for label, _ in codes:
+                mine = [r for r in rows if r["scheme"] == scheme and r["model"] == model and r["gpus"] == 1
+                        and r["code"] == label and "cpu_s" in r]
+                n = [r["machines"] for r in mine]
+                print(f"  {scheme:16} {model:7} {label:4} n {','.join(map(str, n))}: cpu "
+                      f"{exponents([(r['machines'], r['cpu_s']) for r in mine])}; events "
+                      f"{exponents([(r['machines'], r['events']) for r in mine])}; bytes "
+                      f"{exponents([(r['machines'], r['peak_rss'] - r['rss_before']) for r in mine])}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 

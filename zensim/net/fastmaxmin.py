@@ -74,10 +74,12 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     link = (np.zeros(links, np.int64), np.full(links, -1), np.full(links, -1), state.busy_from, state.room,
             state.spent, state.freed, state.freed_t, state.last, state.slot, state.used, state.peak, state.level)
     comps = count + 1
-    comp = (np.arange(comps), np.full(comps, -1), np.full(comps, -1), np.zeros(comps, np.int64),
-            np.zeros(comps, np.int64), np.zeros(comps, np.int64), np.full(comps, np.inf), np.zeros(comps, np.int64),
-            np.zeros(comps, np.bool_), np.zeros(comps, np.bool_), np.full(comps, -1), np.full(comps, -1),
-            np.full(comps, np.inf), np.full(comps, -1), np.zeros(comps, np.int64), np.zeros(comps, np.bool_))
+    # per component id: the fields not zero at its creation are set by _join when it makes the id, so no
+    # page of these arrays is touched beyond the components made (a few per instant, not one per flow)
+    comp = (np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps, np.int64), np.zeros(comps, np.int64),
+            np.zeros(comps, np.int64), np.zeros(comps, np.int64), np.empty(comps), np.zeros(comps, np.int64),
+            np.zeros(comps, np.bool_), np.zeros(comps, np.bool_), np.empty(comps, np.int64), np.empty(comps, np.int64),
+            np.empty(comps), np.empty(comps, np.int64), np.zeros(comps, np.int64), np.zeros(comps, np.bool_))
     scratch = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(comps, np.int64),
                np.empty(comps, np.int64), np.empty(comps, np.int64))
     model = (wire, flow, link, comp, scratch, np.zeros(11, np.int64), np.full(1, np.inf))
@@ -352,7 +354,7 @@ def _join(mm):  # pragma: no cover (compiled)
     croutes, pad = wire[0], wire[5]
     comp_of, alive, following = flow[5], flow[4], flow[9]
     comp_on = link[1]
-    parent, first, last, size, nparts, living, check, epoch, exists, due, seg_first, seg_last, _, fresh, nnew, full = comp
+    parent, first, last, size, nparts, living, check, epoch, exists, due, seg_first, seg_last, deferred, fresh, nnew, full = comp
     seg_next = segments[6]
     joined, touched = scratch[0], scratch[4]
     width = croutes.shape[1]
@@ -408,6 +410,8 @@ def _join(mm):  # pragma: no cover (compiled)
                 root = ms[_COMPS]
                 ms[_COMPS] += 1
                 exists[root] = True
+                parent[root], check[root], deferred[root] = root, np.inf, np.inf
+                first[root] = last[root] = seg_first[root] = seg_last[root] = fresh[root] = -1
             _due(root, comp, scratch, ms)
         following[m] = -1
         if nnew[root] == 0:
