@@ -10,8 +10,11 @@ that they agree, and times them:
 - `steps`: every catalog scheme at n = 16 ranks in one process (the in-memory driver, values
   carried), numpy against torch on the device: the whole run's seconds, its log and bits compared;
 - `hook`: DDP with 2 ranks sharing the device (gloo), an EmbeddingBag model with sparse gradients:
-  step time with DDP's default hook and with zensim_hook("zen"), and the hook thread's CPU seconds
-  (host-side work) per step.
+  step time with DDP's default hook and with zensim_hook("zen"), and per step the hook thread's wall
+  and CPU seconds, split into the transport's (gloo's exchange: host copies of the payloads, sends,
+  receives) and the hook's own (selection, the scheme's stages, write-back). On a GPU the zen hook
+  runs twice: as is (a synchronization spins the CPU while the GPU works, so thread CPU counts GPU
+  waits) and with CUDA's blocking-sync scheduling (`zen+blocking-sync`: thread CPU is host work only).
 
     PYTHONPATH=. python benchmarks/device.py [--device cuda] [--small] [--sections alg1,union,steps,hook]
 
@@ -123,13 +126,36 @@ def steps(sizes: dict, device: torch.device) -> dict:
     return {"ranks": n, "numel": numel, "density": 0.01, "schemes": out}
 
 
+BLOCKING = "+blocking-sync"
+HOOK_TIMES = ("seconds", "cpu_seconds", "transport_seconds", "transport_cpu_seconds", "own_seconds",
+              "own_cpu_seconds")
+
+
+def blocking_sync(device: torch.device) -> None:
+    """Make host synchronizations with `device` sleep instead of spin (CUDA's blocking-sync
+    scheduling, set on the device's primary context before this process creates it): a thread's
+    CPU time then counts its host work only, not its waits for the GPU."""
+    import ctypes
+
+    cuda = ctypes.CDLL("libcuda.so.1")
+    handle = ctypes.c_int()
+    if cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(handle), device.index or 0) or \
+            cuda.cuDevicePrimaryCtxSetFlags_v2(handle, 4):  # CU_CTX_SCHED_BLOCKING_SYNC
+        raise RuntimeError("device.py: could not set CUDA's blocking-sync scheduling")
+
+
 def _hook_rank(rank: int, world: int, init: str, sizes: dict, device: str, hook_name: str, queue) -> None:  # noqa: ANN001
-    """One DDP rank of the hook section: returns (median step seconds, hook CPU seconds per step)."""
+    """One DDP rank of the hook section: puts rank 0's median step seconds and its hook's HookStats
+    times per step (HOOK_TIMES) on `queue`. A name ending in BLOCKING runs the hook with
+    `blocking_sync`."""
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
     from zensim.ddp import zensim_hook
 
+    if hook_name.endswith(BLOCKING):
+        hook_name = hook_name.removesuffix(BLOCKING)
+        blocking_sync(torch.device(device))
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
     dev = torch.device(device)
@@ -143,10 +169,10 @@ def _hook_rank(rank: int, world: int, init: str, sizes: dict, device: str, hook_
         ddp.register_comm_hook(None, hook)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     gen = torch.Generator().manual_seed(rank)
-    times, cpu0 = [], 0.0
+    times, before = [], {}
     for step in range(sizes["hook_steps"] + 2):
         if step == 2 and hook is not None:  # two warm-up steps: buckets rebuilt, programs built
-            cpu0 = hook.stats.cpu_seconds
+            before = {k: getattr(hook.stats, k) for k in HOOK_TIMES}
         batch = torch.randint(0, sizes["vocab"], (sizes["batch"], sizes["bag"]), generator=gen).to(dev)
         if dev.type == "cuda":
             torch.cuda.synchronize(dev)
@@ -158,9 +184,10 @@ def _hook_rank(rank: int, world: int, init: str, sizes: dict, device: str, hook_
             torch.cuda.synchronize(dev)
         if step >= 2:
             times.append(time.perf_counter() - t0)
-    cpu = (hook.stats.cpu_seconds - cpu0) / sizes["hook_steps"] if hook is not None else 0.0
+    spent = {k: (getattr(hook.stats, k) - before[k]) / sizes["hook_steps"] if hook is not None else 0.0
+             for k in HOOK_TIMES}
     if rank == 0:
-        queue.put((statistics.median(times), cpu))
+        queue.put((statistics.median(times), spent))
     dist.destroy_process_group()
 
 
@@ -170,18 +197,26 @@ def hook(sizes: dict, device: torch.device) -> dict:
 
     out = {"ranks": 2, "params": sizes["vocab"] * sizes["dim"] + sizes["dim"] + 1, "batch": sizes["batch"]}
     ctx = mp.get_context("spawn")
-    for name in ("default", "zen"):
+    names = ("default", "zen") + (("zen" + BLOCKING,) if device.type == "cuda" else ())
+    for name in names:
         with tempfile.TemporaryDirectory(prefix="zsim-device-") as tmp:
             queue = ctx.Queue()
             init = f"file://{os.path.join(tmp, 'rendezvous')}"
             procs = [ctx.Process(target=_hook_rank, args=(r, 2, init, sizes, str(device), name, queue)) for r in range(2)]
             for p in procs:
                 p.start()
-            step_s, cpu_s = queue.get(timeout=600)
+            step_s, spent = queue.get(timeout=600)
             for p in procs:
                 p.join()
-        out[name] = {"step_s": step_s, "hook_cpu_s_per_step": cpu_s, "hook_cpu_share": cpu_s / step_s}
-        log(f"hook {name}: {step_s * 1e3:.1f} ms a step, hook CPU {cpu_s * 1e3:.1f} ms a step")
+        out[name] = {"step_s": step_s, "hook_cpu_s_per_step": spent["cpu_seconds"],
+                     "hook_cpu_share": spent["cpu_seconds"] / step_s,
+                     **{f"hook_{k}_per_step": v for k, v in spent.items() if k != "cpu_seconds"},
+                     "own_cpu_share": spent["own_cpu_seconds"] / step_s,
+                     "transport_cpu_share": spent["transport_cpu_seconds"] / step_s}
+        log(f"hook {name}: {step_s * 1e3:.1f} ms a step; hook thread {spent['seconds'] * 1e3:.1f} ms wall, "
+            f"{spent['cpu_seconds'] * 1e3:.1f} ms CPU a step, of which the transport's {spent['transport_seconds'] * 1e3:.1f} "
+            f"ms wall, {spent['transport_cpu_seconds'] * 1e3:.1f} ms CPU; the hook's own {spent['own_seconds'] * 1e3:.1f} ms "
+            f"wall, {spent['own_cpu_seconds'] * 1e3:.1f} ms CPU")
     return out
 
 
