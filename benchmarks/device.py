@@ -19,8 +19,8 @@ that they agree, and times them:
     PYTHONPATH=. python benchmarks/device.py [--device cuda] [--small] [--sections alg1,union,steps,hook]
 
 `--small` is the CI size (seconds on 2 CPU cores; tests/test_device_benchmark.py runs it). Needs
-only torch, numpy and scipy (array-api-compat, or the copy scipy ships). Prints one JSON object;
-progress goes to stderr.
+only torch, numpy and array-api-compat (or the copy scipy ships; a host with neither can put the
+pure-Python package on PYTHONPATH). Prints one JSON object; progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -191,6 +191,22 @@ def _hook_rank(rank: int, world: int, init: str, sizes: dict, device: str, hook_
     dist.destroy_process_group()
 
 
+def _result_of(procs: list, queue, name: str) -> tuple:  # noqa: ANN001
+    """Rank 0's result from `queue`; exits (one line) as soon as a rank has died without one (its
+    traceback is on stderr), instead of waiting for a result that will not come."""
+    import queue as queues
+
+    while True:
+        try:
+            return queue.get(timeout=2)
+        except queues.Empty:
+            dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+            if dead:
+                for p in procs:
+                    p.kill()
+                raise SystemExit(f"device.py: hook {name}: a DDP rank exited with code {dead[0]} (its error above)")
+
+
 def hook(sizes: dict, device: torch.device) -> dict:
     """DDP with 2 ranks sharing the device: DDP's default hook against zensim_hook('zen')."""
     import torch.multiprocessing as mp
@@ -205,7 +221,7 @@ def hook(sizes: dict, device: torch.device) -> dict:
             procs = [ctx.Process(target=_hook_rank, args=(r, 2, init, sizes, str(device), name, queue)) for r in range(2)]
             for p in procs:
                 p.start()
-            step_s, spent = queue.get(timeout=600)
+            step_s, spent = _result_of(procs, queue, name)
             for p in procs:
                 p.join()
         out[name] = {"step_s": step_s, "hook_cpu_s_per_step": spent["cpu_seconds"],
@@ -232,6 +248,11 @@ def main(argv: list[str] | None = None) -> dict:
     unknown = sorted(set(sections) - set(SECTIONS))
     if unknown:
         ap.error(f"--sections: unknown {', '.join(unknown)} (known: {', '.join(SECTIONS)})")
+    try:  # what every section needs: a missing dependency is one line here, not an error in each rank
+        import zensim.ddp  # noqa: F401
+    except ImportError as exc:
+        sys.exit(f"device.py: cannot import zensim ({exc}); it needs torch, numpy and array-api-compat (or the "
+                 "copy scipy ships), the project on PYTHONPATH")
     device = torch.device(args.device)
     sizes = SMALL if args.small else FULL
     host = platform.processor() or platform.machine()
