@@ -131,31 +131,36 @@ HOOK_TIMES = ("seconds", "cpu_seconds", "transport_seconds", "transport_cpu_seco
               "own_cpu_seconds")
 
 
-def blocking_sync(device: torch.device) -> None:
+def blocking_sync(device: torch.device) -> bool:
     """Make host synchronizations with `device` sleep instead of spin (CUDA's blocking-sync
     scheduling, set on the device's primary context before this process creates it): a thread's
-    CPU time then counts its host work only, not its waits for the GPU."""
+    CPU time then counts its host work only, not its waits for the GPU. Whether it could be set."""
     import ctypes
 
-    cuda = ctypes.CDLL("libcuda.so.1")
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
     handle = ctypes.c_int()
-    if cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(handle), device.index or 0) or \
-            cuda.cuDevicePrimaryCtxSetFlags_v2(handle, 4):  # CU_CTX_SCHED_BLOCKING_SYNC
-        raise RuntimeError("device.py: could not set CUDA's blocking-sync scheduling")
+    return not (cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(handle), device.index or 0) or
+                cuda.cuDevicePrimaryCtxSetFlags_v2(handle, 4))  # CU_CTX_SCHED_BLOCKING_SYNC
 
 
 def _hook_rank(rank: int, world: int, init: str, sizes: dict, device: str, hook_name: str, queue) -> None:  # noqa: ANN001
     """One DDP rank of the hook section: puts rank 0's median step seconds and its hook's HookStats
-    times per step (HOOK_TIMES) on `queue`. A name ending in BLOCKING runs the hook with
-    `blocking_sync`."""
+    times per step (HOOK_TIMES) and whether blocking-sync was set (None: not asked) on `queue`. A name
+    ending in BLOCKING runs the hook with `blocking_sync`."""
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
     from zensim.ddp import zensim_hook
 
+    blocking = None
     if hook_name.endswith(BLOCKING):
         hook_name = hook_name.removesuffix(BLOCKING)
-        blocking_sync(torch.device(device))
+        blocking = blocking_sync(torch.device(device))
+        if not blocking:
+            log(f"rank {rank}: could not set CUDA's blocking-sync scheduling; thread CPU includes GPU waits")
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
     dev = torch.device(device)
@@ -187,7 +192,7 @@ def _hook_rank(rank: int, world: int, init: str, sizes: dict, device: str, hook_
     spent = {k: (getattr(hook.stats, k) - before[k]) / sizes["hook_steps"] if hook is not None else 0.0
              for k in HOOK_TIMES}
     if rank == 0:
-        queue.put((statistics.median(times), spent))
+        queue.put((statistics.median(times), spent, blocking))
     dist.destroy_process_group()
 
 
@@ -221,14 +226,15 @@ def hook(sizes: dict, device: torch.device) -> dict:
             procs = [ctx.Process(target=_hook_rank, args=(r, 2, init, sizes, str(device), name, queue)) for r in range(2)]
             for p in procs:
                 p.start()
-            step_s, spent = _result_of(procs, queue, name)
+            step_s, spent, blocking = _result_of(procs, queue, name)
             for p in procs:
                 p.join()
         out[name] = {"step_s": step_s, "hook_cpu_s_per_step": spent["cpu_seconds"],
                      "hook_cpu_share": spent["cpu_seconds"] / step_s,
                      **{f"hook_{k}_per_step": v for k, v in spent.items() if k != "cpu_seconds"},
                      "own_cpu_share": spent["own_cpu_seconds"] / step_s,
-                     "transport_cpu_share": spent["transport_cpu_seconds"] / step_s}
+                     "transport_cpu_share": spent["transport_cpu_seconds"] / step_s,
+                     **({} if blocking is None else {"blocking_sync": blocking})}
         log(f"hook {name}: {step_s * 1e3:.1f} ms a step; hook thread {spent['seconds'] * 1e3:.1f} ms wall, "
             f"{spent['cpu_seconds'] * 1e3:.1f} ms CPU a step, of which the transport's {spent['transport_seconds'] * 1e3:.1f} "
             f"ms wall, {spent['transport_cpu_seconds'] * 1e3:.1f} ms CPU; the hook's own {spent['own_seconds'] * 1e3:.1f} ms "
