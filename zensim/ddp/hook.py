@@ -48,6 +48,7 @@ from zensim.errors import ConfigError
 from zensim.run import Tables, run_ranks
 from zensim.run.torchdist import Channels, HostStaging, TorchP2P
 from zensim.schemes import build_scheme, check_options, needs_profile, scheme_names
+from zensim.sparse import xp as backend
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparsify import ErrorFeedback, local_names, make_sparsifier
 
@@ -223,7 +224,7 @@ class ZensimHook:
         if not ids:
             return SparseChunk.empty(True, buffer), positions
         order_ids = torch.cat(ids)
-        order = torch.argsort(order_ids, stable=True)
+        order = backend.argsort(order_ids)
         return SparseChunk(order_ids[order], torch.cat(vals)[order]), positions
 
     def _restore(self, positions: list[tuple[str, int, int]], lost: SparseChunk) -> None:
