@@ -61,7 +61,9 @@ class HookStats:
     non-zeros it contributed, and its thread's time on them: `seconds` (wall) and `cpu_seconds`
     (thread CPU) in all (selection, the scheme's stages, write-back), of which `transport_seconds`
     and `transport_cpu_seconds` in the transport's exchanges (host copies of payloads, gloo's sends
-    and receives). `own_seconds` and `own_cpu_seconds` are the rest: the hook's own work.
+    and receives; on a GPU the copy out waits for the device to finish the payload's serialization,
+    so that wait is the transport's). `own_seconds` and `own_cpu_seconds` are the rest: the hook's own
+    work.
 
     On a GPU, thread CPU counts the host waiting for the device too: a synchronization (a count read
     back, a copy to the host) spins the CPU until the device has finished what was queued before it."""
