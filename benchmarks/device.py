@@ -10,9 +10,10 @@ that they agree, and times them:
 - `steps`: every catalog scheme at n = 16 ranks in one process (the in-memory driver, values
   carried), numpy against torch on the device: the whole run's seconds, its log and bits compared;
 - `hook`: DDP with 2 ranks sharing the device (gloo), an EmbeddingBag model with sparse gradients:
-  step time with DDP's default hook and with zensim_hook("zen"), and per step the hook thread's wall
-  and CPU seconds, split into the transport's (gloo's exchange: host copies of the payloads, sends,
-  receives) and the hook's own (selection, the scheme's stages, write-back). On a GPU the zen hook
+  step time with DDP's default hook and with zensim_hook("zen"), whether zen trains to the default's
+  bits, and per step the hook thread's wall and CPU seconds, split into the transport's (gloo's
+  exchange: host copies of the payloads, sends, receives) and the hook's own (selection, the
+  scheme's stages, write-back). On a GPU the zen hook
   runs twice: as is (a synchronization spins the CPU while the GPU works, so thread CPU counts GPU
   waits) and with CUDA's blocking-sync scheduling (`zen+blocking-sync`: thread CPU is host work only).
 
@@ -26,6 +27,7 @@ pure-Python package on PYTHONPATH). Prints one JSON object; progress goes to std
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -148,8 +150,8 @@ def blocking_sync(device: torch.device) -> bool:
 
 def _hook_rank(rank: int, world: int, init: str, sizes: dict, device: str, hook_name: str, queue) -> None:  # noqa: ANN001
     """One DDP rank of the hook section: puts rank 0's median step seconds and its hook's HookStats
-    times per step (HOOK_TIMES) and whether blocking-sync was set (None: not asked) on `queue`. A name
-    ending in BLOCKING runs the hook with `blocking_sync`."""
+    times per step (HOOK_TIMES), whether blocking-sync was set (None: not asked) and a digest of the
+    trained parameters on `queue`. A name ending in BLOCKING runs the hook with `blocking_sync`."""
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
@@ -192,7 +194,10 @@ def _hook_rank(rank: int, world: int, init: str, sizes: dict, device: str, hook_
     spent = {k: (getattr(hook.stats, k) - before[k]) / sizes["hook_steps"] if hook is not None else 0.0
              for k in HOOK_TIMES}
     if rank == 0:
-        queue.put((statistics.median(times), spent, blocking))
+        digest = hashlib.sha256()  # the trained parameters: every hook must leave the same bits (2 ranks)
+        for param in model.parameters():
+            digest.update(param.detach().cpu().numpy().tobytes())
+        queue.put((statistics.median(times), spent, blocking, digest.hexdigest()))
     dist.destroy_process_group()
 
 
@@ -213,12 +218,15 @@ def _result_of(procs: list, queue, name: str) -> tuple:  # noqa: ANN001
 
 
 def hook(sizes: dict, device: torch.device) -> dict:
-    """DDP with 2 ranks sharing the device: DDP's default hook against zensim_hook('zen')."""
+    """DDP with 2 ranks sharing the device: DDP's default hook against zensim_hook('zen'); whether
+    each run's trained parameters have the default hook's bits (on 2 ranks a sum is a + b either way;
+    False means a difference, or a nondeterministic kernel of the model on that device)."""
     import torch.multiprocessing as mp
 
     out = {"ranks": 2, "params": sizes["vocab"] * sizes["dim"] + sizes["dim"] + 1, "batch": sizes["batch"]}
     ctx = mp.get_context("spawn")
     names = ("default", "zen") + (("zen" + BLOCKING,) if device.type == "cuda" else ())
+    digests: dict[str, str] = {}
     for name in names:
         with tempfile.TemporaryDirectory(prefix="zsim-device-") as tmp:
             queue = ctx.Queue()
@@ -226,10 +234,12 @@ def hook(sizes: dict, device: torch.device) -> dict:
             procs = [ctx.Process(target=_hook_rank, args=(r, 2, init, sizes, str(device), name, queue)) for r in range(2)]
             for p in procs:
                 p.start()
-            step_s, spent, blocking = _result_of(procs, queue, name)
+            step_s, spent, blocking, digest = _result_of(procs, queue, name)
             for p in procs:
                 p.join()
-        out[name] = {"step_s": step_s, "hook_cpu_s_per_step": spent["cpu_seconds"],
+        digests[name] = digest
+        out[name] = {"step_s": step_s, "params_equal_default": digest == digests["default"],
+                     "hook_cpu_s_per_step": spent["cpu_seconds"],
                      "hook_cpu_share": spent["cpu_seconds"] / step_s,
                      **{f"hook_{k}_per_step": v for k, v in spent.items() if k != "cpu_seconds"},
                      "own_cpu_share": spent["own_cpu_seconds"] / step_s,
