@@ -26,6 +26,7 @@ from zensim.run.context import COMM, POST, PRE, Meter, RunContext, Tables
 from zensim.run.log import LogBuilder, MessageLog
 from zensim.run.program import StageProgram
 from zensim.run.transports import InMemory, Transport
+from zensim.sparse import xp as backend
 from zensim.sparse.chunk import SparseChunk
 
 
@@ -130,7 +131,8 @@ def _check_inputs(program: StageProgram, chunks: Sequence[SparseChunk] | Mapping
     if len({c.values is None for c in mine}) > 1:
         raise ConfigError(f"{program.name}: chunks mix values and indices-only")
     for r, c in zip(ranks, mine):
-        if c.nnz and (c.indices[0] < 0 or c.indices[-1] >= program.numel):
+        ends = backend.host(c.indices[[0, -1]]).tolist() if c.nnz else []  # one read from the device
+        if ends and (ends[0] < 0 or ends[1] >= program.numel):
             raise ConfigError(f"{program.name}: rank {r}'s chunk has ids outside [0, {program.numel})")
     values = bool(mine) and mine[0].values is not None
     if program.caps.needs_values and not values:

@@ -128,6 +128,26 @@ def bincount(x: Array, minlength: int) -> Array:
     return torch.bincount(x, minlength=minlength).to(torch.int64)
 
 
+def argsort(x: Array, below: int | None = None) -> Array:
+    """The stable ascending order (int64 positions) of the 1-d integer array `x`, in its library and
+    on its device; `below`, if given, bounds its values (keys below 2**16 then sort by radix on the
+    host). A torch tensor on the CPU is sorted by numpy, through views both ways: numpy's stable sort
+    merges runs already in order (a concatenation of sorted chunks, what unions and assemblies sort),
+    and took 0.16 s against torch's 1.2 s on 7.6M ids in two sorted runs (one thread, the 2-core
+    sandbox). A stable order is unique, so every library gives the same positions."""
+    if isinstance(x, np.ndarray) or x.device.type == "cpu":
+        key = host(x)
+        if below is not None and below <= 1 << 16:
+            key = key.astype(np.uint16)
+        order = np.argsort(key, kind="stable")
+        if isinstance(x, np.ndarray):
+            return order
+        import torch
+
+        return torch.from_numpy(order.astype(np.int64, copy=False))
+    return namespace(x).argsort(x, stable=True)
+
+
 def split(x: Array, counts: list[int]) -> list[Array]:
     """`x` cut into consecutive pieces of the given lengths (views)."""
     out, at = [], 0
