@@ -9,7 +9,8 @@ every rank. For each --ranks n:
   median iteration after W warm-up iterations (stamp to stamp of the DDP forwards, slowest rank), read from
   --measured (the JSON `--run` writes there: `recsys-{hook}-{n}r-{bandwidth}.json`);
 - predicted: the layer profile --layers (recorded on a quiet machine by `zensim layers record --script`, one
-  thread, as each rank runs) x the calibration's cpu_slowdown; the cluster of the calibration --calibration
+  thread, as each rank runs: with the step's other time and zensim_hook's own work per bucket, which the
+  timeline prices as the rank's compute) x the calibration's cpu_slowdown; the cluster of the calibration --calibration
   (links, host efficiency, exchange CPU, work costs, 2 host cores shared by the n ranks: `shared_host`);
   DDP's buckets (25 MiB, first 1 MiB); the default hook as gloo's ring all-reduce with free sums; the
   scheme on the trace of the same steps captured here at n virtual ranks (`zensim capture --script

@@ -174,9 +174,7 @@ class ZensimHook:
         total = out.results[0]
         for lost in out.context.discarded.get(self.rank, []):  # dropped on the way: back to the residual
             self._restore(positions, lost)
-        buffer.zero_()
-        if total.nnz:
-            buffer[total.indices.to(buffer.device)] = total.values.to(buffer.device, buffer.dtype)
+        write_back(buffer, total)
         s = self.stats
         s.buckets += 1
         s.sent += sum(b.sent for b in transport.stage_bytes)
@@ -210,9 +208,7 @@ class ZensimHook:
         """This rank's sparse bucket (sorted bucket positions, float32 values, on the bucket's device)
         and, with a sparsifier, where each parameter lies in the bucket ([(key, offset, numel)])."""
         if self.sparsifier is None:
-            flat = buffer.view(-1)
-            index = flat.nonzero().flatten()
-            return SparseChunk(index, flat[index].float()), []
+            return natural_select(buffer), []
         base, size = buffer.data_ptr(), buffer.element_size()
         ids, vals, positions = [], [], []
         for key, grad in grads:
@@ -238,6 +234,21 @@ class ZensimHook:
                 residual = self.memory.residuals[key]
                 where = (lost.indices[inside] - offset).to(residual.device)
                 self.memory.restore(key, where, (lost.values[inside] * self.world).to(residual.device))
+
+
+def natural_select(buffer: torch.Tensor) -> SparseChunk:
+    """A bucket's non-zero elements (sorted positions, float32 values): what the hook sends without a
+    sparsifier."""
+    flat = buffer.view(-1)
+    index = flat.nonzero().flatten()
+    return SparseChunk(index, flat[index].float())
+
+
+def write_back(buffer: torch.Tensor, total: SparseChunk) -> None:
+    """The synchronized sum `total` (bucket positions) into the bucket, zero elsewhere."""
+    buffer.zero_()
+    if total.nnz:
+        buffer[total.indices.to(buffer.device)] = total.values.to(buffer.device, buffer.dtype)
 
 
 def check_hook_arguments(scheme: str, sparsifier: str | None, density: float | None, dense_above: float | None,

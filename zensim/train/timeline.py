@@ -27,6 +27,13 @@ segments between bucket-ready points) and optimizer are local work sharing `Cost
 processors with the schemes' local work, as ranks training on CPUs do (the emulator: every rank a
 process of one host).
 
+The profile's `step_other_s` (the step outside forward, backward and optimizer: the data loader's
+batch, zero_grad) runs before each forward, as compute. A bucket synchronized by a scheme (a sparse
+part, not turned dense by `dense_above`, without a fusion strategy's compression) has `zensim_hook`'s own host work around the scheme's run on
+the communication stream: the profile's `hook_work_s` of its sparse parts' elements before the run
+(selecting the non-zeros) and after it (writing the sum back), as compute of the GPU (its host's
+processors with `hosts`). Profiles without these figures have 0 of them.
+
 Background traffic (Gemini's checkpoints, zensim.train.gemini) is another client of the same
 Network: `on_iteration(net, gpu, iteration)` is called as each GPU begins an iteration, and what it
 sends shares the links with the buckets.
@@ -147,6 +154,15 @@ class Timeline:
         before = (t_it - 1) % (self.logs.trace.iterations if self.logs.trace is not None else 1)
         return any(self.logs.density(part, before) > self.dense_above for part in self.syncs[b].parts if part.sparse)
 
+    def hook_work(self, i: int, b: int) -> tuple[float, float]:
+        """zensim_hook's host seconds around bucket b's scheme run in iteration i, (before, after): the
+        profile's `hook_work_s` over its sparse parts' elements; none when `dense_above` all-reduces it or
+        a fusion strategy's compression (priced on its own) selects it."""
+        if self.syncs[b].compress or self.densely(i, b):
+            return 0.0, 0.0
+        numel = sum(part.numel for part in self.syncs[b].parts if part.sparse)
+        return self.profile.hook_work_s(numel) if numel else (0.0, 0.0)
+
     def run(self, compiled: bool = True) -> Run:
         """Simulate every iteration on every GPU; returns the raw times. The whole schedule runs as one
         compiled loop (zensim.net.replay.run_compiled) where one applies to the run's network and
@@ -204,18 +220,24 @@ class Timeline:
                 clients.append(client)
         marks = self._marks()
         program = Program()
-        forward = np.array([[program.timer(prof.forward_s) for _ in range(g)]] + [[-1] * g] * (n_it - 1), np.int64)
+        first_compute = prof.step_other_s + prof.forward_s
+        forward = np.array([[program.timer(first_compute) for _ in range(g)]] + [[-1] * g] * (n_it - 1), np.int64)
         ready, start, end = (np.zeros((n_it, nb, g), np.int64) for _ in range(3))
         backward_end, optimizer = (np.zeros((n_it, g), np.int64) for _ in range(2))
         for i in range(n_it):
             for r in range(g):
                 if i:
-                    forward[i, r] = program.timer(prof.forward_s)
+                    forward[i, r] = program.timer(first_compute)
                     program.then(optimizer[i - 1, r], forward[i, r])
                 last = -1
                 for b in range(nb):  # the communication stream: buckets in order, parts in order
                     c0 = first[(i, b)]
                     nodes = [program.rank(c0 + k, r) for k in range(len(steps[(i, b)]))]
+                    before, after = self.hook_work(i, b)
+                    if before > 0:
+                        nodes.insert(0, program.timer(before))
+                    if after > 0:
+                        nodes.append(program.timer(after))
                     if last >= 0:
                         program.then(last, nodes[0])
                     for x, y in zip(nodes, nodes[1:]):
@@ -279,7 +301,7 @@ class Timeline:
             run.iteration_start[i, r] = net.now
             if self.on_iteration is not None:
                 self.on_iteration(net, r, i)
-            compute(r, prof.forward_s, backward_start)
+            compute(r, prof.step_other_s + prof.forward_s, backward_start)
 
         def backward_start(r: int) -> None:
             run.backward_start[it[r], r] = net.now
@@ -312,7 +334,7 @@ class Timeline:
                 return
             busy[r] = True
             run.bucket_start[it[r], b, r] = net.now
-            start_part(r, it[r], b, 0)
+            compute(r, self.hook_work(it[r], b)[0], start_part, it[r], b, 0)
 
         steps: dict[tuple[int, int], list] = {}  # (iteration, bucket) -> its parts' steps, in order
 
@@ -333,6 +355,9 @@ class Timeline:
             if k + 1 < len(steps[(i, b)]):
                 start_part(r, i, b, k + 1)
                 return
+            compute(r, self.hook_work(i, b)[1], bucket_done, i, b)
+
+        def bucket_done(r: int, i: int, b: int) -> None:
             run.bucket_end[i, b, r] = net.now
             busy[r] = False
             nxt[r] += 1
