@@ -14,7 +14,10 @@ hook's buckets at 25 Mbit/s, about 3 s); replay-density, replay-buildup (docs/re
 command shown there, at 16 and at 2-16 machines, about 10 s each); spardl-bsag (docs/replay.md: SparDL
 with teams, about 5 s); zen-characteristics (docs/capture.md: `trace stats` of six shipped traces,
 about 6 s); exdyna-claims-digits, -digits-warm, -wide-warm (docs/replay.md: window means of the
-committed CSV files benchmarks/exdyna_claims.py writes; the test re-runs the shipped traces' two, 2 s).
+committed CSV files benchmarks/exdyna_claims.py writes; the test re-runs the shipped traces' two, 2 s);
+ddp-script (docs/ddp.md: the committed emulated runs of benchmarks/ddp_script_vs_iteration.py against the
+prediction, about 15 s); validation-errors (docs/validation.md: the committed `zensim validate --json`
+records); exdyna-loop (docs/replay.md: the committed runs of benchmarks/exdyna_loop.py, about 4 s).
 (docs/results.md's Fig. 8 tables come from benchmarks/fig8.py, docs/claims.md from benchmarks/claims.py.)
 """
 
@@ -247,6 +250,60 @@ def zen_gap() -> list[str]:
     return page_table()
 
 
+def ddp_script() -> list[str]:
+    """docs/ddp.md: the foreign DDP script's committed emulated runs against the prediction
+    (ddp_script_vs_iteration.py; about 15 s of CPU)."""
+    from ddp_script_vs_iteration import page_table
+
+    return page_table()
+
+
+def validation_errors() -> list[str]:
+    """docs/validation.md: the maxmin model's |error| median / worst at 16 ranks, from the committed
+    validation-data/validation.json that `zensim validate --json` wrote, beside the earlier runs'
+    (validation-data/before-work-kinds/validation.json)."""
+    import json
+
+    def summary(path: Path) -> dict[float, dict]:
+        return {s["rate_bps"]: s for s in json.loads(path.read_text())["summary"]
+                if s["ranks"] == 16 and s["model"] == "maxmin"}
+
+    def errors(s: dict, prefix: str = "") -> str:
+        return f"{s[prefix + 'median_abs_err']:.1%} / {s[prefix + 'max_abs_err']:.1%} ({s[prefix + 'worst']})"
+
+    data = ROOT / "docs" / "validation-data"
+    now, before = summary(data / "validation.json"), summary(data / "before-work-kinds" / "validation.json")
+    return markdown_table(["Mbit/s", "whole median / worst", "communication part median / worst",
+                           "before (same settings, 01:53-02:16 UTC)"],
+                          [[f"{rate / 1e6:.0f}", errors(now[rate]), errors(now[rate], "comm_"),
+                            f"whole {errors(before[rate])}, comm {errors(before[rate], 'comm_')}"]
+                           for rate in sorted(now, reverse=True)])
+
+
+def exdyna_loop() -> list[str]:
+    """docs/replay.md, ExDyna in training at the paper's size: the claims' figures of the committed runs
+    docs/exdyna-loop-{gpu,cpu}.csv.gz (what `benchmarks/exdyna_loop.py --from-csv FILE` prints; the run's
+    size and device from its .json; about 4 s of CPU)."""
+    import json
+
+    from zensim.replay.selection import load_rows, summarize
+
+    rows = []
+    for run in ("gpu", "cpu"):
+        meta = json.loads((ROOT / "docs" / f"exdyna-loop-{run}.json").read_text())
+        s = summarize(load_rows(str(ROOT / "docs" / f"exdyna-loop-{run}.csv.gz")))
+        device = "CPU" if meta["run"]["device"] == "cpu" else meta["run"]["device_name"].removeprefix("NVIDIA ")
+        rows.append([f"{meta['workload']['parameters'] / 1e6:.1f}M, {device}, {s['iterations']:,} it.", s["reached_from"],
+                     f"{s['share_in_band_after']:.0%}", f"{s['median_ratio_after']:.3f}",
+                     f"{s['dynamic_f_mean']:#.3g} / {s['static_f_mean']:#.3g}",
+                     f"{s['dynamic_f_mean_last_quarter']:#.3g} / {s['static_f_mean_last_quarter']:#.3g}",
+                     f"{s['dynamic_bytes_mean'] / 1e3:#.3g}".rstrip(".") + f" / {s['static_bytes_mean'] / 1e3:#.3g}".rstrip(".") + " KB",
+                     f"{s['dynamic_sim_s_mean'] * 1e3:#.3g} / {s['static_sim_s_mean'] * 1e3:#.3g} ms"])
+    return markdown_table(["run", "reached (10 in a row in [0.8, 1.25])", "in band after", "median k'/k",
+                           "f(t) dynamic / static, from reached", "last quarter", "bytes a worker, dynamic / static",
+                           "simulated exchange, 25 Gbps"], rows)
+
+
 TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "shipped-traces": ("traces/README.md", shipped_traces),
     "zen-fig11-12": ("docs/iteration.md", zen_fig11_12),
@@ -260,6 +317,9 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "exdyna-claims-digits": ("docs/replay.md", lambda: exdyna_windows("exdyna-claims-digits", 10)),
     "exdyna-claims-digits-warm": ("docs/replay.md", lambda: exdyna_windows("exdyna-claims-digits-warm", 10)),
     "exdyna-claims-wide-warm": ("docs/replay.md", lambda: exdyna_windows("exdyna-claims-wide-warm", 25)),
+    "ddp-script": ("docs/ddp.md", ddp_script),
+    "validation-errors": ("docs/validation.md", validation_errors),
+    "exdyna-loop": ("docs/replay.md", exdyna_loop),
 }
 
 
