@@ -304,6 +304,36 @@ def exdyna_loop() -> list[str]:
                            "simulated exchange, 25 Gbps"], rows)
 
 
+def exdyna_loop_partitions() -> list[str]:
+    """docs/replay.md: partition loads over the last quarter of the committed GPU run (`partition_loads` of
+    docs/exdyna-loop-gpu.csv.gz) and the dynamic layout's blocks at its end; partitions 0-5 in one column
+    (equal there; about 3 s of CPU)."""
+    import json
+
+    from zensim.replay.selection import load_rows, partition_loads
+
+    parameters = json.loads((ROOT / "docs" / "exdyna-loop-gpu.json").read_text())["workload"]["parameters"]
+    rows = load_rows(str(ROOT / "docs" / "exdyna-loop-gpu.csv.gz"))
+    last = rows[len(rows) * 3 // 4:]
+
+    def load(x: float) -> str:
+        return f"{x:.1g}" if x < 0.01 else f"{x:.2g}" if x < 1 else f"{x:#.3g}"
+
+    def merged(cells: list[str], each: str = "") -> list[str]:
+        if len(set(cells[:6])) != 1:
+            raise SystemExit(f"doc_tables: partitions 0-5 differ ({cells[:6]}): the page's merged column no longer fits")
+        return [cells[0] + each, *cells[6:]]
+
+    static, dynamic = partition_loads(last, "static"), partition_loads(last, "dynamic")
+    n = len(dynamic["blocks"])
+    return markdown_table(
+        [f"{parameters / 1e6:.1f}M model, last {len(last)} iterations",
+         "partitions 0-5", *map(str, range(6, n))],
+        [["static: load", *merged([load(x) for x in static["partition_load"]])],
+         ["dynamic: load", *merged([load(x) for x in dynamic["partition_load"]])],
+         [f"dynamic: blocks (of {dynamic['block_size']:,} elements)", *merged([str(b) for b in dynamic["blocks"]], " each")]])
+
+
 TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "shipped-traces": ("traces/README.md", shipped_traces),
     "zen-fig11-12": ("docs/iteration.md", zen_fig11_12),
@@ -320,6 +350,7 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "ddp-script": ("docs/ddp.md", ddp_script),
     "validation-errors": ("docs/validation.md", validation_errors),
     "exdyna-loop": ("docs/replay.md", exdyna_loop),
+    "exdyna-loop-partitions": ("docs/replay.md", exdyna_loop_partitions),
 }
 
 
