@@ -20,7 +20,8 @@ prediction, about 15 s); validation-errors (docs/validation.md: the committed `z
 records); exdyna-loop, exdyna-loop-partitions (docs/replay.md: the committed runs of
 benchmarks/exdyna_loop.py, about 4 s); exdyna-claims-wide (docs/replay.md: window means of the committed
 docs/exdyna-claims-wide.csv); trace-io (docs/trace-stats.md: the committed docs/trace-io.json of
-benchmarks/trace_io.py --json). Tables typed from runs whose output is not committed carry a line
+benchmarks/trace_io.py --json); replay-loss (docs/replay.md: the committed --json of its `zensim converge`
+command, docs/replay-loss.json.gz). Tables typed from runs whose output is not committed carry a line
 `<!-- typed table: WHAT PRODUCED IT; ... -->` instead.
 (docs/results.md's Fig. 8 tables come from benchmarks/fig8.py, docs/claims.md from benchmarks/claims.py.)
 """
@@ -141,6 +142,20 @@ def replay_buildup() -> list[str]:
         summary = _replay_summary(_with(_with(REPLAY_DENSITY, "--machines", str(n)), "--scheme", ",".join(methods)))
         rows.append([n, *(f"{s['actual_density_mean']:#.3g}" for s in summary)])
     return markdown_table(["n", *methods], rows)
+
+
+def replay_loss() -> list[str]:
+    """docs/replay.md, loss against simulated wall-clock: the summary of the committed
+    docs/replay-loss.json.gz, the `--json` document of the page's `zensim converge` command."""
+    import gzip
+    import json
+
+    with gzip.open(ROOT / "docs" / "replay-loss.json.gz", "rt") as f:
+        summary = json.load(f)["summary"]
+    return markdown_table(["method", "loss (last 10)", "test loss", "test accuracy", "d' mean", "sync s mean", "clock s"],
+                          [[s["method"], f"{s['final_loss']:.3f}", f"{s['test_loss']:.3f}", f"{s['test_accuracy']:.3f}",
+                            f"{s['density_mean']:.3f}", f"{s['sync_s_mean']:.1e}".replace("e-0", "e-"),
+                            f"{s['clock_s']:.3f}"] for s in summary])
 
 
 def _seconds(value: float) -> str:
@@ -391,6 +406,7 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "ddp-script": ("docs/ddp.md", ddp_script),
     "validation-errors": ("docs/validation.md", validation_errors),
     "trace-io": ("docs/trace-stats.md", trace_io),
+    "replay-loss": ("docs/replay.md", replay_loss),
     "exdyna-claims-wide": ("docs/replay.md", exdyna_wide_first),
     "exdyna-loop": ("docs/replay.md", exdyna_loop),
     "exdyna-loop-partitions": ("docs/replay.md", exdyna_loop_partitions),
