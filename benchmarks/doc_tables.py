@@ -21,7 +21,8 @@ records); exdyna-loop, exdyna-loop-partitions (docs/replay.md: the committed run
 benchmarks/exdyna_loop.py, about 4 s); exdyna-claims-wide (docs/replay.md: window means of the committed
 docs/exdyna-claims-wide.csv); trace-io (docs/trace-stats.md: the committed docs/trace-io.json of
 benchmarks/trace_io.py --json); replay-loss (docs/replay.md: the committed --json of its `zensim converge`
-command, docs/replay-loss.json.gz). Tables typed from runs whose output is not committed carry a line
+command, docs/replay-loss.json.gz); roofline-h100 (docs/iteration.md: the committed
+docs/iteration-data/roofline-h100.json of benchmarks/device_profiles.py --compare). Tables typed from runs whose output is not committed carry a line
 `<!-- typed table: WHAT PRODUCED IT; ... -->` instead.
 (docs/results.md's Fig. 8 tables come from benchmarks/fig8.py, docs/claims.md from benchmarks/claims.py.)
 """
@@ -156,6 +157,34 @@ def replay_loss() -> list[str]:
                           [[s["method"], f"{s['final_loss']:.3f}", f"{s['test_loss']:.3f}", f"{s['test_accuracy']:.3f}",
                             f"{s['density_mean']:.3f}", f"{s['sync_s_mean']:.1e}".replace("e-0", "e-"),
                             f"{s['clock_s']:.3f}"] for s in summary])
+
+
+# docs/iteration.md's roofline table: its rows' order and labels
+ROOFLINE_ROWS = {("gpt-topk-large", 16): "gpt-topk-large (114M params)", ("lstm-lm-large", 128): "lstm-lm-large",
+                 ("deepfm-large", 4096): "deepfm-large", ("lstm-lm", 20): "lstm-lm", ("lstm-lm", 128): "lstm-lm",
+                 ("deepfm", 256): "deepfm", ("deepfm", 1024): "deepfm", ("gpt-topk", 8): "gpt-topk"}
+
+
+def roofline() -> list[str]:
+    """docs/iteration.md: the H100 roofline estimate against the shipped measured profiles, from the committed
+    docs/iteration-data/roofline-h100.json (`benchmarks/device_profiles.py --compare traces/layers --preset
+    h100 --json ...`, about 2 min of CPU)."""
+    import json
+
+    rows = {(r["workload"], r["batch"]): r for r in
+            json.loads((ROOT / "docs" / "iteration-data" / "roofline-h100.json").read_text())["rows"]}
+
+    def ms(x: float) -> str:
+        return f"{x:.4g}" if x >= 1 else f"{x:#.3g}"
+
+    def gflop(x: float) -> str:
+        return f"{x:.0f}" if x >= 100 else f"{x:.3g}" if x >= 10 else f"{x:.2g}"
+
+    return markdown_table(
+        ["workload", "batch", "measured ms", "estimate ms", "estimate / measured", "same, launch 0", "operators", "GFLOP"],
+        [[label, batch, ms(r["measured ms"]), ms(r["estimate ms"]), f"{r['est/meas']:.2f}",
+          f"{r['est/meas no launch']:.2g}", f"{r['operators']:.0f}", gflop(r["GFLOP"])]
+         for (name, batch), label in ROOFLINE_ROWS.items() for r in [rows[name, batch]]])
 
 
 def _seconds(value: float) -> str:
@@ -407,6 +436,7 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "validation-errors": ("docs/validation.md", validation_errors),
     "trace-io": ("docs/trace-stats.md", trace_io),
     "replay-loss": ("docs/replay.md", replay_loss),
+    "roofline-h100": ("docs/iteration.md", roofline),
     "exdyna-claims-wide": ("docs/replay.md", exdyna_wide_first),
     "exdyna-loop": ("docs/replay.md", exdyna_loop),
     "exdyna-loop-partitions": ("docs/replay.md", exdyna_loop_partitions),
