@@ -46,7 +46,9 @@ test: $(STAMP)
 
 # The pages' script-made tables rebuilt in place (benchmarks/doc_tables.py: about a minute of CPU;
 # tests/test_doc_tables.py fails while a page differs). docs/results.md's Fig. 8 tables and
-# docs/claims.md take longer: benchmarks/fig8.py and benchmarks/claims.py.
+# docs/claims.md take longer: benchmarks/fig8.py and benchmarks/claims.py. Tables of measured or
+# long runs are rendered from the run's committed JSON/CSV (the command that rewrites it is beside
+# the table); tables typed from runs whose output is not kept say so: `<!-- typed table: ... -->`.
 docs: $(STAMP)
 	$(PY) benchmarks/doc_tables.py --write
 

@@ -156,7 +156,8 @@ def row(ranks: int, hook: str, folder: Path, measured: dict, alone: float, loade
             None if cpu is None else f"{cpu / median:.2f}", load]
 
 
-def main() -> int:
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's options."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ranks", default="4,8")
     p.add_argument("--hooks", default="default,zen", help="'default' (DDP's all-reduce) and zensim schemes")
@@ -172,12 +173,14 @@ def main() -> int:
                    help="folders of the emulated runs' JSON, comma-separated (a row per folder)")
     p.add_argument("--run", action="store_true", help="emulate now (hold /tmp/zsim-netns.lock) and write the JSON "
                    "into --measured")
-    args = p.parse_args()
+    return p
+
+
+def compare(args: argparse.Namespace) -> list[list]:
+    """The table's rows (`row`): every --ranks x --hooks x --measured folder, emulated first with --run."""
     ranks = [int(n) for n in args.ranks.split(",")]
     hooks = args.hooks.split(",")
     folders = [Path(f) for f in args.measured.split(",")]
-    if args.run and len(folders) != 1:
-        p.error("--run writes into one --measured folder")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in ranks:
@@ -196,6 +199,35 @@ def main() -> int:
                     others = measured.get("other_runnable_mean")
                     loaded = None if others is None else predict(hook, n, args.bandwidth, trace, args, others)
                     rows.append(row(n, hook, folder, measured, alone, loaded))
+    return rows
+
+
+def page_table() -> list[str]:
+    """docs/ddp.md's table: `compare` on the committed runs (docs/ddp-data/recsys-25mbit/{a..e}) with the
+    default options, as markdown (about 15 s of CPU: two captures and the predictions)."""
+    import contextlib
+
+    from zensim.report.table import format_cell
+
+    with contextlib.chdir(Path(__file__).resolve().parent.parent):  # the options' paths are the repository's
+        rows = compare(parser().parse_args([]))
+    lines = ["| ranks | hook | set | measured median ms (min-max) | predicted, host alone | error | others runnable | "
+             "predicted with them | error | cores busy | load average |", "|" + "---|" * 11]
+    for n, hook, folder, median, low, high, alone, err, others, loaded, err2, cores, load in rows:
+        cells = [n, "default" if hook == "default" else f'`zensim_hook("{hook}")`', folder,
+                 f"{format_cell(median)} ({format_cell(low)}-{format_cell(high)})", alone, err, others, loaded, err2,
+                 cores, load]
+        lines.append("| " + " | ".join(format_cell(c) for c in cells) + " |")
+    return lines
+
+
+def main() -> int:
+    """Emulate (--run) and compare, printing the table."""
+    p = parser()
+    args = p.parse_args()
+    if args.run and len(args.measured.split(",")) != 1:
+        p.error("--run writes into one --measured folder")
+    rows = compare(args)
     print(f"{SCRIPT} {' '.join(SMALL)} --batch {args.batch}, {args.steps} steps, {args.warmup} warm-up, at "
           f"{args.bandwidth} per NIC; profile {args.layers}, calibration {args.calibration}, {args.model}")
     print(format_table(rows, ["ranks", "hook", "run", "measured median ms", "min", "max", "predicted alone ms",

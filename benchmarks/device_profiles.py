@@ -16,7 +16,11 @@ Run on a GPU machine (or the CPU, `--device cpu`); writes into --out:
 and, here, the estimate against those measurements (ratio estimate / measured, with the preset's
 launch cost and with none):
 
-    python benchmarks/device_profiles.py --compare traces/layers --preset h100 [--corpus kjv.txt]
+    python benchmarks/device_profiles.py --compare traces/layers --preset h100 [--corpus kjv.txt] \
+        [--json docs/iteration-data/roofline-h100.json]
+
+(`--json` also writes the rows: docs/iteration.md's roofline table is rendered from the committed file by
+benchmarks/doc_tables.py; about 2 min of CPU here.)
 """
 
 from __future__ import annotations
@@ -87,8 +91,9 @@ def annotated(workload_name: str, batch: int, device: torch.device, out: Path, c
                      source="CUDA-event recorder in the annotated run").save(out / "annotated.recorder.layers.json")
 
 
-def compare(directory: Path, preset: str, corpus: str | None) -> None:
-    """Estimate every measured `<workload>-b<batch>.<preset>.layers.json` of `directory` and print the ratios."""
+def compare(directory: Path, preset: str, corpus: str | None, json_path: str | None = None) -> None:
+    """Estimate every measured `<workload>-b<batch>.<preset>.layers.json` of `directory` and print the ratios
+    (and write them to `json_path` as a list of objects, one per row, if given)."""
     from dataclasses import replace
 
     from zensim.report.table import format_table
@@ -108,8 +113,13 @@ def compare(directory: Path, preset: str, corpus: str | None) -> None:
         rows.append([name, measured.batch_size, measured.compute_s * 1e3, est[0].compute_s * 1e3,
                      est[0].compute_s / measured.compute_s, est[1].compute_s / measured.compute_s,
                      est[0].extra["operators_per_step"], est[0].extra["flops_per_step"] / 1e9])
-    print(format_table(rows, ["workload", "batch", "measured ms", "estimate ms", "est/meas",
-                              "est/meas no launch", "operators", "GFLOP"]))
+    headers = ["workload", "batch", "measured ms", "estimate ms", "est/meas", "est/meas no launch", "operators", "GFLOP"]
+    print(format_table(rows, headers))
+    if json_path:
+        from zensim.atomic import write_atomic
+
+        write_atomic(json_path, json.dumps({"preset": preset, "directory": str(directory), "corpus": corpus,
+                                            "rows": [dict(zip(headers, r)) for r in rows]}, indent=1, default=float) + "\n")
 
 
 def main() -> int:
@@ -123,9 +133,10 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--large", action="store_true", help="only the GPU-bound LARGE variants")
+    parser.add_argument("--json", default=None, help="with --compare: also write the rows as JSON to this file")
     args = parser.parse_args()
     if args.compare:
-        compare(Path(args.compare), args.preset, args.corpus)
+        compare(Path(args.compare), args.preset, args.corpus, args.json)
         return 0
     if not args.out:
         parser.error("--out is required (or --compare)")

@@ -14,7 +14,16 @@ hook's buckets at 25 Mbit/s, about 3 s); replay-density, replay-buildup (docs/re
 command shown there, at 16 and at 2-16 machines, about 10 s each); spardl-bsag (docs/replay.md: SparDL
 with teams, about 5 s); zen-characteristics (docs/capture.md: `trace stats` of six shipped traces,
 about 6 s); exdyna-claims-digits, -digits-warm, -wide-warm (docs/replay.md: window means of the
-committed CSV files benchmarks/exdyna_claims.py writes; the test re-runs the shipped traces' two, 2 s).
+committed CSV files benchmarks/exdyna_claims.py writes; the test re-runs the shipped traces' two, 2 s);
+ddp-script (docs/ddp.md: the committed emulated runs of benchmarks/ddp_script_vs_iteration.py against the
+prediction, about 15 s); validation-errors (docs/validation.md: the committed `zensim validate --json`
+records); exdyna-loop, exdyna-loop-partitions (docs/replay.md: the committed runs of
+benchmarks/exdyna_loop.py, about 4 s); exdyna-claims-wide (docs/replay.md: window means of the committed
+docs/exdyna-claims-wide.csv); trace-io (docs/trace-stats.md: the committed docs/trace-io.json of
+benchmarks/trace_io.py --json); replay-loss (docs/replay.md: the committed --json of its `zensim converge`
+command, docs/replay-loss.json.gz); roofline-h100 (docs/iteration.md: the committed
+docs/iteration-data/roofline-h100.json of benchmarks/device_profiles.py --compare). Tables typed from runs whose output is not committed carry a line
+`<!-- typed table: WHAT PRODUCED IT; ... -->` instead.
 (docs/results.md's Fig. 8 tables come from benchmarks/fig8.py, docs/claims.md from benchmarks/claims.py.)
 """
 
@@ -136,6 +145,48 @@ def replay_buildup() -> list[str]:
     return markdown_table(["n", *methods], rows)
 
 
+def replay_loss() -> list[str]:
+    """docs/replay.md, loss against simulated wall-clock: the summary of the committed
+    docs/replay-loss.json.gz, the `--json` document of the page's `zensim converge` command."""
+    import gzip
+    import json
+
+    with gzip.open(ROOT / "docs" / "replay-loss.json.gz", "rt") as f:
+        summary = json.load(f)["summary"]
+    return markdown_table(["method", "loss (last 10)", "test loss", "test accuracy", "d' mean", "sync s mean", "clock s"],
+                          [[s["method"], f"{s['final_loss']:.3f}", f"{s['test_loss']:.3f}", f"{s['test_accuracy']:.3f}",
+                            f"{s['density_mean']:.3f}", f"{s['sync_s_mean']:.1e}".replace("e-0", "e-"),
+                            f"{s['clock_s']:.3f}"] for s in summary])
+
+
+# docs/iteration.md's roofline table: its rows' order and labels
+ROOFLINE_ROWS = {("gpt-topk-large", 16): "gpt-topk-large (114M params)", ("lstm-lm-large", 128): "lstm-lm-large",
+                 ("deepfm-large", 4096): "deepfm-large", ("lstm-lm", 20): "lstm-lm", ("lstm-lm", 128): "lstm-lm",
+                 ("deepfm", 256): "deepfm", ("deepfm", 1024): "deepfm", ("gpt-topk", 8): "gpt-topk"}
+
+
+def roofline() -> list[str]:
+    """docs/iteration.md: the H100 roofline estimate against the shipped measured profiles, from the committed
+    docs/iteration-data/roofline-h100.json (`benchmarks/device_profiles.py --compare traces/layers --preset
+    h100 --json ...`, about 2 min of CPU)."""
+    import json
+
+    rows = {(r["workload"], r["batch"]): r for r in
+            json.loads((ROOT / "docs" / "iteration-data" / "roofline-h100.json").read_text())["rows"]}
+
+    def ms(x: float) -> str:
+        return f"{x:.4g}" if x >= 1 else f"{x:#.3g}"
+
+    def gflop(x: float) -> str:
+        return f"{x:.0f}" if x >= 100 else f"{x:.3g}" if x >= 10 else f"{x:.2g}"
+
+    return markdown_table(
+        ["workload", "batch", "measured ms", "estimate ms", "estimate / measured", "same, launch 0", "operators", "GFLOP"],
+        [[label, batch, ms(r["measured ms"]), ms(r["estimate ms"]), f"{r['est/meas']:.2f}",
+          f"{r['est/meas no launch']:.2g}", f"{r['operators']:.0f}", gflop(r["GFLOP"])]
+         for (name, batch), label in ROOFLINE_ROWS.items() for r in [rows[name, batch]]])
+
+
 def _seconds(value: float) -> str:
     """Three significant digits in e-notation without the exponent's leading zero (1.21e-4)."""
     return f"{value:.2e}".replace("e-0", "e-")
@@ -177,6 +228,25 @@ def exdyna_windows(name: str, window: int) -> list[str]:
          "f best", "f lag", "f poisson", "f workers", "hit blocks"],
         [[f"{w[0]['iteration']:.0f}-{w[-1]['iteration']:.0f}",
           *(format(window_mean(w, c), spec) for c, spec in EXDYNA_COLUMNS.items())] for w in windows])
+
+
+def exdyna_wide_first() -> list[str]:
+    """docs/replay.md: window means (arithmetic, drifts included) of the committed docs/exdyna-claims-wide.csv,
+    digits-cnn-wide from the first training step, written by an earlier benchmarks/exdyna_claims.py (its
+    capture deleted since, so the committed file is the record)."""
+    import csv
+
+    import numpy as np
+
+    with open(ROOT / "docs" / "exdyna-claims-wide.csv", newline="") as f:
+        rows = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
+    columns = {"k'/k": ".2f", "ratio": ".2f", "drift": ".3f", "f dyn": ".2f", "f static": ".2f", "f best": ".2f",
+               "f lag": ".2f", "f poisson": ".2f"}
+    return markdown_table(
+        ["iterations", "k'/k", "delta / delta*", "delta* drift / it", "f dyn", "f static", "f best", "f lag", "f poisson"],
+        [[f"{w[0]['iteration']:.0f}-{w[-1]['iteration']:.0f}",
+          *(format(np.nanmean([r[c] for r in w]), spec) for c, spec in columns.items())]
+         for w in (rows[i:i + 50] for i in range(0, len(rows), 50))])
 
 
 # docs/capture.md, ZEN's characteristics: the paper's rows (ZEN section 2) and the shipped traces' (label,
@@ -247,6 +317,108 @@ def zen_gap() -> list[str]:
     return page_table()
 
 
+def ddp_script() -> list[str]:
+    """docs/ddp.md: the foreign DDP script's committed emulated runs against the prediction
+    (ddp_script_vs_iteration.py; about 15 s of CPU)."""
+    from ddp_script_vs_iteration import page_table
+
+    return page_table()
+
+
+def validation_errors() -> list[str]:
+    """docs/validation.md: the maxmin model's |error| median / worst at 16 ranks, from the committed
+    validation-data/validation.json that `zensim validate --json` wrote, beside the earlier runs'
+    (validation-data/before-work-kinds/validation.json)."""
+    import json
+
+    def summary(path: Path) -> dict[float, dict]:
+        return {s["rate_bps"]: s for s in json.loads(path.read_text())["summary"]
+                if s["ranks"] == 16 and s["model"] == "maxmin"}
+
+    def errors(s: dict, prefix: str = "") -> str:
+        return f"{s[prefix + 'median_abs_err']:.1%} / {s[prefix + 'max_abs_err']:.1%} ({s[prefix + 'worst']})"
+
+    data = ROOT / "docs" / "validation-data"
+    now, before = summary(data / "validation.json"), summary(data / "before-work-kinds" / "validation.json")
+    return markdown_table(["Mbit/s", "whole median / worst", "communication part median / worst",
+                           "before (same settings, 01:53-02:16 UTC)"],
+                          [[f"{rate / 1e6:.0f}", errors(now[rate]), errors(now[rate], "comm_"),
+                            f"whole {errors(before[rate])}, comm {errors(before[rate], 'comm_')}"]
+                           for rate in sorted(now, reverse=True)])
+
+
+def trace_io() -> list[str]:
+    """docs/trace-stats.md: trace I/O figures from the committed docs/trace-io.json that
+    `benchmarks/trace_io.py --json docs/trace-io.json` wrote."""
+    import json
+
+    run = json.loads((ROOT / "docs" / "trace-io.json").read_text())
+    f = run["figures"]
+    read = next(k for k in f if k.startswith("read one"))
+    return markdown_table(["figure", "value"], [
+        ["bytes per index (whole file)", f"{f['bytes per index (whole file)']:.3g} (target <= 3)"],
+        [f"write {f['indices'] / 1e6:.1f}M indices (encode, write, fsync, rename)",
+         f"{f['write (encode + write + fsync + rename)']:.2g} s"],
+        ["open (header + table)", f"{f['open (header + chunk table)'] * 1e3:.2g} ms"],
+        ["read one (iteration, worker)", f"{f[read] * 1e3:.2g} ms ({read.split(': ')[1]})"],
+        ["full statistics", f"{f['full statistics (trace_stats)']:.2g} s (target <= 10 s)"],
+        ["load average (1 min) before / after", f"{run['load_before'][0]:.2f} / {run['load_after'][0]:.2f}"]])
+
+
+def exdyna_loop() -> list[str]:
+    """docs/replay.md, ExDyna in training at the paper's size: the claims' figures of the committed runs
+    docs/exdyna-loop-{gpu,cpu}.csv.gz (what `benchmarks/exdyna_loop.py --from-csv FILE` prints; the run's
+    size and device from its .json; about 4 s of CPU)."""
+    import json
+
+    from zensim.replay.selection import load_rows, summarize
+
+    rows = []
+    for run in ("gpu", "cpu"):
+        meta = json.loads((ROOT / "docs" / f"exdyna-loop-{run}.json").read_text())
+        s = summarize(load_rows(str(ROOT / "docs" / f"exdyna-loop-{run}.csv.gz")))
+        device = "CPU" if meta["run"]["device"] == "cpu" else meta["run"]["device_name"].removeprefix("NVIDIA ")
+        rows.append([f"{meta['workload']['parameters'] / 1e6:.1f}M, {device}, {s['iterations']:,} it.", s["reached_from"],
+                     f"{s['share_in_band_after']:.0%}", f"{s['median_ratio_after']:.3f}",
+                     f"{s['dynamic_f_mean']:#.3g} / {s['static_f_mean']:#.3g}",
+                     f"{s['dynamic_f_mean_last_quarter']:#.3g} / {s['static_f_mean_last_quarter']:#.3g}",
+                     f"{s['dynamic_bytes_mean'] / 1e3:#.3g}".rstrip(".") + f" / {s['static_bytes_mean'] / 1e3:#.3g}".rstrip(".") + " KB",
+                     f"{s['dynamic_sim_s_mean'] * 1e3:#.3g} / {s['static_sim_s_mean'] * 1e3:#.3g} ms"])
+    return markdown_table(["run", "reached (10 in a row in [0.8, 1.25])", "in band after", "median k'/k",
+                           "f(t) dynamic / static, from reached", "last quarter", "bytes a worker, dynamic / static",
+                           "simulated exchange, 25 Gbps"], rows)
+
+
+def exdyna_loop_partitions() -> list[str]:
+    """docs/replay.md: partition loads over the last quarter of the committed GPU run (`partition_loads` of
+    docs/exdyna-loop-gpu.csv.gz) and the dynamic layout's blocks at its end; partitions 0-5 in one column
+    (equal there; about 3 s of CPU)."""
+    import json
+
+    from zensim.replay.selection import load_rows, partition_loads
+
+    parameters = json.loads((ROOT / "docs" / "exdyna-loop-gpu.json").read_text())["workload"]["parameters"]
+    rows = load_rows(str(ROOT / "docs" / "exdyna-loop-gpu.csv.gz"))
+    last = rows[len(rows) * 3 // 4:]
+
+    def load(x: float) -> str:
+        return f"{x:.1g}" if x < 0.01 else f"{x:.2g}" if x < 1 else f"{x:#.3g}"
+
+    def merged(cells: list[str], each: str = "") -> list[str]:
+        if len(set(cells[:6])) != 1:
+            raise SystemExit(f"doc_tables: partitions 0-5 differ ({cells[:6]}): the page's merged column no longer fits")
+        return [cells[0] + each, *cells[6:]]
+
+    static, dynamic = partition_loads(last, "static"), partition_loads(last, "dynamic")
+    n = len(dynamic["blocks"])
+    return markdown_table(
+        [f"{parameters / 1e6:.1f}M model, last {len(last)} iterations",
+         "partitions 0-5", *map(str, range(6, n))],
+        [["static: load", *merged([load(x) for x in static["partition_load"]])],
+         ["dynamic: load", *merged([load(x) for x in dynamic["partition_load"]])],
+         [f"dynamic: blocks (of {dynamic['block_size']:,} elements)", *merged([str(b) for b in dynamic["blocks"]], " each")]])
+
+
 TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "shipped-traces": ("traces/README.md", shipped_traces),
     "zen-fig11-12": ("docs/iteration.md", zen_fig11_12),
@@ -260,6 +432,14 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "exdyna-claims-digits": ("docs/replay.md", lambda: exdyna_windows("exdyna-claims-digits", 10)),
     "exdyna-claims-digits-warm": ("docs/replay.md", lambda: exdyna_windows("exdyna-claims-digits-warm", 10)),
     "exdyna-claims-wide-warm": ("docs/replay.md", lambda: exdyna_windows("exdyna-claims-wide-warm", 25)),
+    "ddp-script": ("docs/ddp.md", ddp_script),
+    "validation-errors": ("docs/validation.md", validation_errors),
+    "trace-io": ("docs/trace-stats.md", trace_io),
+    "replay-loss": ("docs/replay.md", replay_loss),
+    "roofline-h100": ("docs/iteration.md", roofline),
+    "exdyna-claims-wide": ("docs/replay.md", exdyna_wide_first),
+    "exdyna-loop": ("docs/replay.md", exdyna_loop),
+    "exdyna-loop-partitions": ("docs/replay.md", exdyna_loop_partitions),
 }
 
 

@@ -2,11 +2,14 @@
 
 Default: 128 workers x 10M elements x 1% density x 2 iterations (targets: <= 3 bytes/index,
 statistics <= 10 s on 2 cores). Usage: .venv/bin/python benchmarks/trace_io.py [--workers N ...]
+[--json FILE] (the figures, the arguments and the load average before and after, as JSON: docs/trace-stats.md's
+table is rendered from the committed docs/trace-io.json by benchmarks/doc_tables.py)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 import time
@@ -29,7 +32,9 @@ def main() -> None:
     parser.add_argument("--skew", type=float, default=2.0)
     parser.add_argument("--iterations", type=int, default=2)
     parser.add_argument("--values", choices=("none", "float32", "float16"), default="none")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
     args = parser.parse_args()
+    load_before = os.getloadavg()
     value_dtype = None if args.values == "none" else args.values
     lay = layout(args.numel, SynthParams(args.density, args.overlap, args.skew))
 
@@ -68,6 +73,11 @@ def main() -> None:
           f"values {args.values}; measured gamma^n = {stats['densification'][-1]['mean']:.4g}, "
           f"overlap = {stats['overlap']['mean']:.4g}, s^8 = {stats['skewness'][2]['mean']:.4g}")
     print(format_table(rows, ["figure", "value", "unit"]))
+    if args.json:
+        from zensim.atomic import write_atomic
+
+        write_atomic(args.json, json.dumps({"args": vars(args), "figures": {r[0]: r[1] for r in rows},
+                                            "load_before": load_before, "load_after": os.getloadavg()}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

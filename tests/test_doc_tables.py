@@ -32,3 +32,11 @@ def test_exdyna_claims_csv_is_what_the_script_writes(trace, iterations, name):
     with Trace.open(ROOT / "traces" / trace) as t:
         rows = exdyna_claims.analyse(TraceGradients(t), *iterations, 0.01, None, False)
     assert exdyna_claims.csv_text(rows).encode() == (ROOT / "docs" / f"{name}.csv").read_bytes()
+
+
+def test_every_marker_names_a_table_of_its_page():
+    """A `<!-- table NAME: benchmarks/doc_tables.py -->` line no script renders would be a table no test checks."""
+    pages = [ROOT / "traces" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    found = {(line.split()[2].rstrip(":"), str(page.relative_to(ROOT))) for page in pages
+             for line in page.read_text().splitlines() if line.endswith(": benchmarks/doc_tables.py -->")}
+    assert found == {(name, page) for name, (page, _) in doc_tables.TABLES.items()}
