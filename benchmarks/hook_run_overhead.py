@@ -28,7 +28,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("trace")
     p.add_argument("--scheme", default="zen")
-    p.add_argument("--iterations", type=int, default=5, help="trace iterations to run (cycling)")
+    p.add_argument("--iterations", type=int, default=15, help="trace iterations to run (cycling; default 15: "
+                   "the first few run slower)")
     args = p.parse_args()
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
