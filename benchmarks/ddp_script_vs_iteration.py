@@ -16,7 +16,9 @@ every rank. For each --ranks n:
   scheme on the trace of the same steps captured here at n virtual ranks (`zensim capture --script
   --virtual-ranks n`), every bucket synchronized whole by the scheme as the hook does (`--sparse-buckets
   fused`, flat layout); links shared max-min fairly (`--model maxmin`: the emulator serves a NIC's flows in
-  turn); the median of the timed iterations. Twice: for a host of the ranks' own, and with the other
+  turn); with --hook-run-ms, zensim_hook's work in the scheme's run outside its stages per bucket, as
+  benchmarks/hook_run_overhead.py measured it at n ranks, x cpu_slowdown (`--hook-run-s`); the median of
+  the timed iterations. Twice: for a host of the ranks' own, and with the other
   sessions runnable during the run (`--run` samples them) as `Costs.host_others` (`--host-others`).
 
     flock /tmp/zsim-netns.lock flock /tmp/zsim-bench.lock .venv/bin/python benchmarks/ddp_script_vs_iteration.py \
@@ -138,7 +140,9 @@ def predict(hook: str, ranks: int, bandwidth: str, trace: Path | None, args: arg
     if hook == "default":
         rec = simulate_iteration(profile, "dense-allreduce", costs, **common)
     else:
-        rec = simulate_iteration(profile, hook, costs, trace=trace, layout="flat", sparse_buckets="fused", **common)
+        run_s = args.hook_run_ms.get(ranks, 0.0) * 1e-3 * calib.cpu_slowdown
+        rec = simulate_iteration(profile, hook, costs, trace=trace, layout="flat", sparse_buckets="fused",
+                                 hook_run_s=run_s, **common)
     return statistics.median(rec.iteration_times_s)
 
 
@@ -156,6 +160,21 @@ def row(ranks: int, hook: str, folder: Path, measured: dict, alone: float, loade
             None if cpu is None else f"{cpu / median:.2f}", load]
 
 
+# zensim_hook's run outside the scheme's stages, ms a rank, measured by benchmarks/hook_run_overhead.py
+# (docs/ddp-data/recsys-25mbit/hook-run-overhead.txt; '0' prices none)
+MEASURED_HOOK_RUN_MS = "4=2.56,8=5.22"
+
+
+def hook_run_ms(text: str) -> dict[int, float]:
+    """--hook-run-ms '4=2.56,8=5.22': milliseconds per rank count ('0': none)."""
+    if text == "0":
+        return {}
+    try:
+        return {int(n): float(ms) for n, ms in (item.split("=") for item in text.split(","))}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected RANKS=MS pairs separated by commas") from None
+
+
 def parser() -> argparse.ArgumentParser:
     """The benchmark's options."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -171,6 +190,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--calibration", default="docs/validation-data/profile-25mbit-n16.json")
     p.add_argument("--measured", default=",".join(str(DATA / "recsys-25mbit" / r) for r in "abcde"),
                    help="folders of the emulated runs' JSON, comma-separated (a row per folder)")
+    p.add_argument("--hook-run-ms", type=hook_run_ms, default=hook_run_ms(MEASURED_HOOK_RUN_MS), metavar="N=MS,...",
+                   help="per rank count, zensim_hook's run outside the scheme's stages a bucket (benchmarks/"
+                   f"hook_run_overhead.py; default {MEASURED_HOOK_RUN_MS}, docs/ddp-data/recsys-25mbit/hook-run-overhead.txt)")
     p.add_argument("--run", action="store_true", help="emulate now (hold /tmp/zsim-netns.lock) and write the JSON "
                    "into --measured")
     return p
@@ -229,7 +251,8 @@ def main() -> int:
         p.error("--run writes into one --measured folder")
     rows = compare(args)
     print(f"{SCRIPT} {' '.join(SMALL)} --batch {args.batch}, {args.steps} steps, {args.warmup} warm-up, at "
-          f"{args.bandwidth} per NIC; profile {args.layers}, calibration {args.calibration}, {args.model}")
+          f"{args.bandwidth} per NIC; profile {args.layers}, calibration {args.calibration}, {args.model}"
+          + (f"; hook run outside the stages {args.hook_run_ms} ms" if args.hook_run_ms else ""))
     print(format_table(rows, ["ranks", "hook", "run", "measured median ms", "min", "max", "predicted alone ms",
                               "error", "others runnable", "predicted ms", "error", "cores busy", "load"]))
     return 0

@@ -2,7 +2,7 @@
 quiet process: every rank of a captured trace's world run in memory on one bucket of all its elements (torch
 tensors, as the hook's), timed (`run_ranks(timed=True)`); the thread's CPU of the whole run minus the stages'
 (pre, comm, post), divided by the ranks: the input and value-range checks, the message log and the results,
-which the timeline does not price (docs/ddp.md, issue 24). One thread.
+which the timeline prices as `zensim iteration --hook-run-s` (docs/ddp.md, issue 24). One thread.
 
     flock /tmp/zsim-bench.lock .venv/bin/python benchmarks/hook_run_overhead.py TRACE [--scheme zen]
 
@@ -28,7 +28,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("trace")
     p.add_argument("--scheme", default="zen")
-    p.add_argument("--iterations", type=int, default=5, help="trace iterations to run (cycling)")
+    p.add_argument("--iterations", type=int, default=15, help="trace iterations to run (cycling; default 15: "
+                   "the first few run slower)")
     args = p.parse_args()
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)

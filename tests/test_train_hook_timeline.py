@@ -116,6 +116,9 @@ def test_dense_above_switches_a_bucket_where_the_hook_would(hooked) -> None:
 
 def test_dense_above_errors(tmp_path) -> None:
     make_trace(tmp_path / "t.zt")
-    for bad, match in (({"dense_above": 1.5}, "must be in"), ({"dense_above": 0.5, "sparse_buckets": "own"}, "fused")):
+    for bad, match in (({"dense_above": 1.5}, "must be in"), ({"dense_above": 0.5, "sparse_buckets": "own"}, "fused"),
+                       ({"hook_run_s": -1e-3, "sparse_buckets": "fused"}, "--hook-run-s -0.001: must be seconds >= 0"),
+                       ({"hook_run_s": float("nan"), "sparse_buckets": "fused"}, "--hook-run-s nan: must be"),
+                       ({"hook_run_s": 1e-3, "sparse_buckets": "own"}, "--hook-run-s: only with --sparse-buckets fused")):
         with pytest.raises(ConfigError, match=match):
             simulate_iteration(profile(), "zen", costs(2), trace=tmp_path / "t.zt", **bad)

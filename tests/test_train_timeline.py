@@ -196,6 +196,25 @@ def test_the_step_remainder_and_the_hooks_work_add_exactly_what_the_profile_pric
     assert always[1] == pytest.approx([t + 300 * TICK for t in always[0]], rel=0, abs=1e-15)
 
 
+@pytest.mark.parametrize("shared", [False, True])
+def test_the_hooks_run_outside_the_stages_adds_exactly_its_seconds_a_bucket(trace_path, shared) -> None:
+    """`hook_run_s` (zensim_hook's work in the scheme's run outside its stages) runs once before the run of
+    each bucket a scheme synchronizes: one bucket ending after backward adds exactly its seconds to every
+    iteration, beside the profile's hook work; 0 (the default) changes nothing, bit for bit; a bucket
+    `dense_above` all-reduces gets none. Both paths, as the test above."""
+    prof = replace(profile(), hook_before_s=40 * TICK, hook_after_s=20 * TICK)
+    c = Costs(ClusterSpec(4, 2, LINK, nvlink_bandwidth=LINK * 8), WorkCost.zero(), host_cores=16)
+    hook = dict(trace=trace_path, sparse_buckets="fused", bucketing=Single(), iterations=2, shared_host=shared,
+                dense_baseline=False)
+    plain = simulate_iteration(prof, "zen", c, **hook)
+    assert simulate_iteration(prof, "zen", c, hook_run_s=0.0, **hook).iteration_times_s == plain.iteration_times_s
+    added = simulate_iteration(prof, "zen", c, hook_run_s=700 * TICK, **hook)
+    assert added.iteration_times_s == pytest.approx([t + 700 * TICK for t in plain.iteration_times_s], rel=0, abs=1e-15)
+    always = [simulate_iteration(prof, "zen", c, dense_above=0.0, hook_run_s=s, **hook).iteration_times_s
+              for s in (0.0, 700 * TICK)]
+    assert always[1] == always[0]
+
+
 def test_ranks_sharing_a_hosts_processors_slow_down_together() -> None:
     prof = profile()
     free = Costs(ClusterSpec(4, 1, FREE_LINKS), WorkCost.zero(), host_cores=2)

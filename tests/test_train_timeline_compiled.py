@@ -39,11 +39,11 @@ def profile(compute: float) -> LayerProfile:
 
 
 def timeline(trace: Trace, scheme: str, machines: int, gpus: int, model: str, compute: float,
-             compress: bool, dense_above: float | None = None) -> Timeline:
+             compress: bool, dense_above: float | None = None, hook_run_s: float = 0.0) -> Timeline:
     """`scheme`'s timeline of `profile(compute)` on machines x gpus at 10 Gbit/s, 3 iterations cycling the
     trace's 2, DDP buckets of 0.1 MB; with `compress`, a compression on the compute stream per bucket;
     with `dense_above`, the buckets of zensim_hook (each one run of the scheme, dense members carried)
-    all-reduced densely where their previous sum was denser."""
+    all-reduced densely where their previous sum was denser, and `hook_run_s` before each scheme run."""
     prof = profile(compute)
     costs = Costs(ClusterSpec(machines, gpus, 10e9 / 8, nic_latency=1e-6), WorkCost.default())  # the default work costs
     chosen = sparse_tensors(prof, trace, scheme)
@@ -54,7 +54,8 @@ def timeline(trace: Trace, scheme: str, machines: int, gpus: int, model: str, co
                  for s in syncs]
     logs = SyncLogs(costs.cluster, "zen", scheme, trace)
     model_name, options = model.split("-")[0], MODELS[model]
-    return Timeline(prof, syncs, logs, costs, model_name, 3, (0, 1), options, dense_above=dense_above)
+    return Timeline(prof, syncs, logs, costs, model_name, 3, (0, 1), options, dense_above=dense_above,
+                    hook_run_s=hook_run_s)
 
 
 def assert_same(make) -> None:
@@ -96,10 +97,12 @@ def test_buckets_are_in_flight_together(trace_path) -> None:
 
 @pytest.mark.parametrize("model", ["fifo", "maxmin"])
 @pytest.mark.parametrize("machines,gpus", [(4, 2), (6, 1)])
-def test_the_hooks_buckets_compiled_give_the_general_paths_times(trace_path, model, machines, gpus) -> None:
+@pytest.mark.parametrize("hook_run_s", [0.0, 3e-4])
+def test_the_hooks_buckets_compiled_give_the_general_paths_times(trace_path, model, machines, gpus, hook_run_s) -> None:
     """zensim_hook's buckets: the embedding's bucket through the scheme with its dense neighbours
-    carried, the dense buckets all-reduced (their sums are full: above 0.99)."""
+    carried, the dense buckets all-reduced (their sums are full: above 0.99); with and without the
+    hook's run outside the stages."""
     with Trace.open(trace_path) as trace:
-        run = timeline(trace, "zen", machines, gpus, model, 1e-10, False, 0.99).run()
+        run = timeline(trace, "zen", machines, gpus, model, 1e-10, False, 0.99, hook_run_s).run()
         assert 0 < run.densely.sum() < run.densely.size
-        assert_same(lambda: timeline(trace, "zen", machines, gpus, model, 1e-10, False, 0.99))
+        assert_same(lambda: timeline(trace, "zen", machines, gpus, model, 1e-10, False, 0.99, hook_run_s))

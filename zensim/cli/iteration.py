@@ -59,6 +59,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "the whole bucket, dense members included)")
     p.add_argument("--dense-above", type=float, default=None, metavar="D", help="with --sparse-buckets fused: "
                    "all-reduce a bucket densely when its previous sum's density exceeded D, as zensim_hook's dense_above")
+    p.add_argument("--hook-run-s", type=float, default=None, metavar="S", help="with --sparse-buckets fused: "
+                   "zensim_hook's host seconds per bucket in the scheme's run outside its stages, as "
+                   "benchmarks/hook_run_overhead.py measures for the scheme and rank count; x --compute-scale "
+                   "(default 0)")
     add_strategy_args(p)
     p.add_argument("--sparse-tensors", default=None, help="trace tensors synchronized sparse (default: all)")
     p.add_argument("--iterations", type=int, default=4, help="training iterations (default 4)")
@@ -137,7 +141,7 @@ def strategy_runs(args: argparse.Namespace, schemes: list[str]) -> list[tuple[st
     from zensim.train.syncs import DENSE
 
     names = list(STRATEGIES) if args.strategy == "all" else [s.strip() for s in args.strategy.split(",") if s.strip()]
-    for flag in ("bucketing", "sparse_buckets", "dense_above"):
+    for flag in ("bucketing", "sparse_buckets", "dense_above", "hook_run_s"):
         if getattr(args, flag) is not None:
             raise ConfigError(f"--{flag.replace('_', '-')}: not with --strategy (each strategy decides its buckets)")
     cost = compression_cost(args.compression_cost, "--compression-cost")
@@ -239,6 +243,7 @@ def cmd_iteration(args: argparse.Namespace) -> int:
             records += iteration_records(profile, schemes, costs, dense=dense, done=bar.update, trace=args.trace,
                                          bucketing=bucketing, sparse_buckets=args.sparse_buckets or "own",
                                          dense_above=args.dense_above,
+                                         hook_run_s=(args.hook_run_s or 0.0) * args.compute_scale,
                                          sparse=sparse, first_iteration=args.first_iteration, options=options,
                                          **common)
             bar.update()

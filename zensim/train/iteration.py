@@ -56,7 +56,8 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
                        dense_work: str = "fused", shared_host: bool = False, strategy=None,
                        background=None, logs: SyncLogs | None = None, dense_algorithm: str = "auto",
                        dense_above: float | None = None,
-                       dense_times: Memo[dict[str, float]] | None = None) -> SimulatedIterationRecord:
+                       dense_times: Memo[dict[str, float]] | None = None,
+                       hook_run_s: float = 0.0) -> SimulatedIterationRecord:
     """Simulate `iterations` training iterations of `profile` with `scheme` on `costs.cluster`.
 
     The trace's tensors are synchronized sparse by `scheme` (those named in `sparse`, or all), every
@@ -81,7 +82,10 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
     (the scheme's run on the whole bucket, dense members included); `dense_above` then all-reduces a
     bucket densely in an iteration where its previous sum was denser, as the hook's `dense_above`.
     `dense_times`: the dense algorithms' times alone of earlier calls on the same costs, to reuse (a
-    memo of zensim.train.tuner; by default this call's own, shared by its timelines and its dense baseline)."""
+    memo of zensim.train.tuner; by default this call's own, shared by its timelines and its dense baseline).
+    `hook_run_s` (with `sparse_buckets` "fused"): zensim_hook's host seconds in the scheme's run outside
+    its stages, for each bucket the scheme synchronizes (zensim.train.timeline; measured for a scheme and
+    rank count by benchmarks/hook_run_overhead.py)."""
     if model not in MODELS:
         raise ConfigError(f"--model: unknown sharing model {model!r} (choose from {', '.join(MODELS)})")
     if layout not in LAYOUTS:
@@ -97,6 +101,10 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
         raise ConfigError(f"--dense-above {dense_above}: must be in [0, 1]")
     if dense_above is not None and (sparse_buckets != "fused" or strategy is not None):
         raise ConfigError("--dense-above: only with --sparse-buckets fused (the buckets of zensim_hook)")
+    if not 0.0 <= hook_run_s < float("inf"):
+        raise ConfigError(f"--hook-run-s {hook_run_s}: must be seconds >= 0")
+    if hook_run_s and (sparse_buckets != "fused" or strategy is not None):
+        raise ConfigError("--hook-run-s: only with --sparse-buckets fused (the buckets of zensim_hook)")
     values = check_scheme(scheme, options)
     if strategy is not None and bucketing is not None:
         raise ConfigError("--bucketing: not with a fusion strategy (the strategy decides the buckets)")
@@ -124,7 +132,7 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
         def timeline(syncs: list, prof: LayerProfile = profile, n: int = iterations) -> Timeline:
             return Timeline(prof, syncs, logs, costs, model, n, t_iters, model_options, dense_cost[dense_work], hosts,
                             dense_algorithm=dense_algorithm, dense_above=dense_above if hooked else None,
-                            dense_times=dense_times)
+                            dense_times=dense_times, hook_run_s=hook_run_s if hooked else 0.0)
 
         if strategy is None:
             syncs = bucket_syncs(profile, bucketing.assign(profile.params, own), chosen, carry=hooked)
@@ -165,7 +173,7 @@ def iteration_records(profile: LayerProfile, schemes: Sequence[str], costs: Cost
     kw.setdefault("dense_times", Memo())
     if dense is None:
         base = {k: v for k, v in kw.items() if k not in ("trace", "sparse_buckets", "sparse", "first_iteration",
-                                                          "options", "dense_above")}
+                                                          "options", "dense_above", "hook_run_s")}
         dense = simulate_iteration(profile, DENSE, costs, **base)
         if done:
             done()

@@ -32,7 +32,10 @@ batch, zero_grad) runs before each forward, as compute. A bucket synchronized by
 part, not turned dense by `dense_above`, without a fusion strategy's compression) has `zensim_hook`'s own host work around the scheme's run on
 the communication stream: the profile's `hook_work_s` of its sparse parts' elements before the run
 (selecting the non-zeros) and after it (writing the sum back), as compute of the GPU (its host's
-processors with `hosts`). Profiles without these figures have 0 of them.
+processors with `hosts`). Profiles without these figures have 0 of them. `hook_run_s` (an input, not
+a profile figure: it depends on the scheme and the world, not the model) is the hook's host work in the
+scheme's run outside its stages (`run_ranks`' checks, message log and result; measured by
+benchmarks/hook_run_overhead.py), run before the scheme's run with the selection, on the same buckets.
 
 Background traffic (Gemini's checkpoints, zensim.train.gemini) is another client of the same
 Network: `on_iteration(net, gpu, iteration)` is called as each GPU begins an iteration, and what it
@@ -113,8 +116,9 @@ class Timeline:
                  model_options: Mapping[str, object] | None = None, dense_work: WorkCost | None = None,
                  hosts: Sequence[int] | None = None, on_iteration: Callable[[Network, int, int], None] | None = None,
                  dense_algorithm: str = "auto", dense_above: float | None = None,
-                 dense_times: Memo[dict[str, float]] | None = None) -> None:
+                 dense_times: Memo[dict[str, float]] | None = None, hook_run_s: float = 0.0) -> None:
         self.profile = profile
+        self.hook_run_s = hook_run_s
         self.dense_above = dense_above
         self.tuner = DenseTuner(logs, costs, dense_work, dense_algorithm, dense_times)
         self.on_iteration = on_iteration
@@ -156,12 +160,15 @@ class Timeline:
 
     def hook_work(self, i: int, b: int) -> tuple[float, float]:
         """zensim_hook's host seconds around bucket b's scheme run in iteration i, (before, after): the
-        profile's `hook_work_s` over its sparse parts' elements; none when `dense_above` all-reduces it or
-        a fusion strategy's compression (priced on its own) selects it."""
+        profile's `hook_work_s` over its sparse parts' elements, and `hook_run_s` before; none when
+        `dense_above` all-reduces it or a fusion strategy's compression (priced on its own) selects it."""
         if self.syncs[b].compress or self.densely(i, b):
             return 0.0, 0.0
         numel = sum(part.numel for part in self.syncs[b].parts if part.sparse)
-        return self.profile.hook_work_s(numel) if numel else (0.0, 0.0)
+        if not numel:
+            return 0.0, 0.0
+        before, after = self.profile.hook_work_s(numel)
+        return before + self.hook_run_s, after
 
     def run(self, compiled: bool = True) -> Run:
         """Simulate every iteration on every GPU; returns the raw times. The whole schedule runs as one
