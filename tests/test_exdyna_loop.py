@@ -220,8 +220,11 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_command_writes_csv_and_json(tmp_path: Path) -> None:
     (tmp_path / "corpus.txt").write_text(CORPUS)
     out = cli("--corpus", "corpus.txt", "--workers", "4", "--iterations", "3", "--embed", "16", "--hidden", "8",
-              "--batch", "2", "--seq-len", "6", "--csv", "run.csv", "--json", "run.json", cwd=tmp_path)
+              "--batch", "2", "--seq-len", "6", "--csv", "run.csv", "--json", "run.json", "--parquet", "run.parquet",
+              cwd=tmp_path)
     assert out.returncode == 0, out.stderr
+    pd = pytest.importorskip("pandas")
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "run.parquet"), pd.read_csv(tmp_path / "run.csv"))
     doc = json.loads((tmp_path / "run.json").read_text())
     assert doc["run"]["workers"] == 4 and doc["stopped_by"] == "iterations" and doc["csv"] == "run.csv"
     assert doc["provenance"]["command"].startswith("python ") and doc["workload"]["layers"] == 2

@@ -13,7 +13,9 @@ import json
 import os
 import time
 
+from zensim.atomic import write_atomic
 from zensim.errors import ConfigError
+from zensim.extras import require
 from zensim.net.models import MODELS
 
 HELP = "ExDyna's selection statistics inside LSTM language-model training, dynamic vs static"
@@ -54,6 +56,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--csv", required=True, help="per-iteration CSV (written as the run goes)")
     p.add_argument("--json", default=None,
                    help="provenance, configuration, timings and the claims' summary (the rows are in --csv)")
+    p.add_argument("--parquet", default=None, metavar="FILE",
+                   help="also write the --csv table as Parquet at the end (same columns and values; needs pip install "
+                        "'zensim[parquet]')")
     p.add_argument("--plot", default=None, help="PNG of density, f(t) and loss against the iteration (matplotlib)")
     p.set_defaults(func=command)
 
@@ -95,12 +100,16 @@ def command(args: argparse.Namespace) -> int:
         raise ConfigError(f"--seconds {args.seconds}: must be positive")
     if args.model not in MODELS:
         raise ConfigError(f"--model {args.model}: unknown (choose from {', '.join(MODELS)})")
-    for option, path in (("--csv", args.csv), ("--json", args.json), ("--plot", args.plot)):
+    for option, path in (("--csv", args.csv), ("--json", args.json), ("--parquet", args.parquet), ("--plot", args.plot)):
         writable(option, path)
+    if args.parquet:
+        for module in ("pandas", "pyarrow"):
+            require(module, "parquet", "--parquet")
     import torch
 
     from zensim.net.costs import Costs
     from zensim.replay.selection import Pricer, Row, SelectionLoop, load_rows, run, summarize
+    from zensim.report.export import to_parquet
     from zensim.report.provenance import provenance
     from zensim.sim.cluster import build_cluster
     from zensim.trace.capture.corpus import load_corpus
@@ -157,8 +166,10 @@ def command(args: argparse.Namespace) -> int:
         doc = {**made, "stopped_by": stopped, "elapsed_s": elapsed, "seconds_per_iteration":
                {k: v / max(1, len(rows)) for k, v in loop.seconds.items()}, "summary": summary,
                "csv": os.path.basename(args.csv)}
-        with open(args.json, "w") as f:
-            json.dump(doc, f)
+        write_atomic(args.json, json.dumps(doc))
+    if args.parquet:
+        with open(args.csv) as f:
+            write_atomic(args.parquet, to_parquet(f.read()))
     if args.plot:
         from zensim.replay.selection import plot
 
