@@ -7,9 +7,9 @@ import json
 import sys
 
 from zensim.cli import results
-from zensim.cli.simulate import add_link_args, cluster_from_args
 from zensim.errors import ConfigError
 from zensim.net.models import MODELS
+from zensim.sim.request import ClusterRequest, Where, add_arguments, integer
 from zensim.train.buckets import BUCKETINGS
 from zensim.train.iteration import DENSE_WORK
 from zensim.train.syncs import SPARSE_BUCKETS
@@ -31,11 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scheme", default="zen", help="scheme(s) for the sparse tensors, comma-separated (default zen); "
                    "dense-allreduce (DDP, every tensor dense) always runs first, as the baseline")
     p.add_argument("--machines", default="16", help="machines, or a comma-separated list to sweep (default 16)")
-    p.add_argument("--gpus-per-machine", type=int, default=8, help="GPUs per machine (default 8)")
-    add_link_args(p)
-    p.add_argument("--profile", default=None, help="calibration profile JSON: links, work costs "
-                   "(work_fixed_seconds / work_seconds_per_element: the compression cost), host figures")
-    p.add_argument("--model", choices=tuple(MODELS), default="fifo", help="bandwidth sharing model (default fifo)")
+    add_arguments(p, ClusterRequest, skip=("machines",))
     p.add_argument("--dense-work", choices=DENSE_WORK, default="fused", help="fused (default): the dense all-reduce's "
                    "merges cost per element only, one fused kernel as NCCL's; profile: as every local work; free: none")
     p.add_argument("--dense-algorithm", choices=DENSE_CHOICES, default="auto", help="the dense all-reduce of dense "
@@ -83,13 +79,7 @@ def add_strategy_args(p: argparse.ArgumentParser) -> None:
 
 
 def _machines(text: str) -> list[int]:
-    try:
-        values = [int(x) for x in text.split(",")]
-    except ValueError:
-        raise ConfigError(f"--machines {text}: expected a positive integer or a comma-separated list") from None
-    if not values or min(values) < 1:
-        raise ConfigError(f"--machines {text}: machines must be positive")
-    return values
+    return [integer(1)(x, Where("--machines", True)) for x in text.split(",")]
 
 
 def layer_profile(args: argparse.Namespace):
@@ -167,6 +157,10 @@ def cmd_iteration(args: argparse.Namespace) -> int:
     from zensim.train.syncs import DENSE
 
     machines = _machines(args.machines)
+    reqs = [ClusterRequest.from_args(args, machines=m) for m in machines]
+    if reqs[0].model not in MODELS:
+        raise ConfigError(f"--model {reqs[0].model}: training iterations need a network model with a timeline "
+                          f"({', '.join(MODELS)})")
     schemes = [s.strip() for s in args.scheme.split(",") if s.strip()]
     try:
         options = json.loads(args.options) if args.options else {}
@@ -195,13 +189,12 @@ def cmd_iteration(args: argparse.Namespace) -> int:
     bar = tqdm(total=len(machines) * per_cluster, desc="iteration", unit="run", disable=None, leave=False,
                file=sys.stderr)
     dense_times: Memo[dict[str, float]] = Memo()  # the dense algorithms' times alone, for every run here
-    for m in machines:
-        cluster, calib = cluster_from_args(args, m)
+    for req in reqs:
+        cluster, calib = req.build()
         costs = Costs.of(cluster, calib)
-        common = dict(model=args.model, layout=args.layout, iterations=args.iterations,
+        common = dict(model=req.model, layout=req.layout, iterations=args.iterations,
                       dense_work=args.dense_work, shared_host=args.shared_host, dense_algorithm=args.dense_algorithm,
-                      model_options={"batch": args.maxmin_batch} if args.model == "maxmin" else None,
-                      dense_times=dense_times)
+                      model_options=req.model_options, dense_times=dense_times)
         dense = simulate_iteration(profile, DENSE, costs, bucketing=bucketing, **common)
         if runs is not None:
             from zensim.train.fusion.schedule import run_strategy

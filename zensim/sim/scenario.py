@@ -21,16 +21,13 @@ import yaml
 
 from zensim.errors import ConfigError
 from zensim.inputs import read_text
-from zensim.layout import LAYOUTS
 from zensim.net.models import MODELS
 from zensim.net.profile import Profile
-from zensim.net.presets import PRESETS
-from zensim.net.topology import FABRICS, NIC_LAYOUTS, TRANSPORTS, ClusterSpec
-from zensim.net.units import parse_bandwidth, parse_latency
+from zensim.net.topology import ClusterSpec
 from zensim.report.outputs import OutputFiles, table_format
-from zensim.sim.cluster import build_cluster
+from zensim.sim.request import MAXMIN_BATCH, ClusterRequest, defaults_of
 from zensim.schemes import check_options
-from zensim.sim.run import all_models, resolve_schemes
+from zensim.sim.run import resolve_schemes
 from zensim.trace.format import Trace
 from zensim.train.buckets import BUCKETINGS, make_bucketing
 from zensim.train.shipped import device_layers
@@ -39,15 +36,13 @@ from zensim.train.layers import LayerProfile, load_layers
 from zensim.train.syncs import SPARSE_BUCKETS, sparse_tensors
 from zensim.train.tuner import DENSE_CHOICES
 
-MAXMIN_BATCH = MODELS["maxmin"].options["batch"]  # the model's default allowance
 TOP_KEYS = ("trace", "cluster", "schemes", "options", "values", "model", "maxmin_batch", "outputs", "sweep", "training",
             "iterations")
 REPLAY_KEYS = ("range", "sparsifier", "density")  # the iterations: section (zensim simulate --iterations)
 TRACE_KEYS = ("path", "iteration")
-CLUSTER_DEFAULTS: dict[str, Any] = {
-    "machines": 16, "gpus_per_machine": None, "preset": None, "nics": None, "transport": None, "nic": None, "nic_latency": None, "nvlink": None,
-    "nvlink_latency": None, "fabric": "switch", "oversubscription": None, "machines_per_leaf": None,
-    "tiers": None, "layout": "zen", "profile": None}
+# the cluster: section: ClusterRequest's keys but the model's (top-level model: and maxmin_batch:)
+CLUSTER_DEFAULTS: dict[str, Any] = {k: v for k, v in defaults_of(ClusterRequest).items()
+                                    if k not in ("model", "maxmin_batch")}
 OUTPUT_KEYS = ("json", "csv", "timeline", "plot", "links", "traffic", "link_plot")
 # keys a sweep may vary: every cluster key but the profile, plus these
 SWEPT_OTHER = ("model", "iteration", "maxmin_batch")
@@ -219,7 +214,7 @@ class _Loader:
         base["iteration"] = trace.get("iteration", 0)
         base["maxmin_batch"] = top.get("maxmin_batch", MAXMIN_BATCH)
         if base["profile"] is not None:
-            base["profile"] = self.input_path("cluster.profile", base["profile"])
+            base["profile"] = str(self.input_path("cluster.profile", base["profile"]))
         self.training = top.get("training") is not None
         replay = self.replay(top.get("iterations"), trace_path) if "iterations" in top else None
         self.replaying = replay is not None
@@ -393,44 +388,15 @@ class _Loader:
                 return "model" if key == "model" and "model" not in self.sweep_keys else f"sweep.{key}"
             return f"cluster.{key}" if key in CLUSTER_DEFAULTS else "trace.iteration" if key == "iteration" else key
 
-        for key in ("machines", "gpus_per_machine", "machines_per_leaf"):
-            if s[key] is not None and (not _is_int(s[key]) or s[key] < 1):
-                raise self.fail(where(key), f"expected a positive integer, got {s[key]!r}")
         if not _is_int(s["iteration"]) or s["iteration"] < 0:
             raise self.fail(where("iteration"), f"expected a non-negative integer, got {s['iteration']!r}")
-        for key in ("oversubscription", "maxmin_batch"):
-            if s[key] is not None and (not isinstance(s[key], (int, float)) or isinstance(s[key], bool)):
-                raise self.fail(where(key), f"expected a number, got {s[key]!r}")
-        if s["oversubscription"] is not None and not 1 <= s["oversubscription"] < float("inf"):
-            raise self.fail(where("oversubscription"), f"must be a finite number >= 1, got {s['oversubscription']!r}")
-        if not 0 <= s["maxmin_batch"] <= 1:
-            raise self.fail(where("maxmin_batch"), f"must be in [0, 1], got {s['maxmin_batch']!r}")
-        for key, choices in (("fabric", FABRICS), ("layout", LAYOUTS), ("model", all_models()), ("preset", PRESETS),
-                             ("nics", NIC_LAYOUTS), ("transport", TRANSPORTS)):
-            if (s[key] is not None or key in ("fabric", "layout", "model")) and s[key] not in choices:
-                raise self.fail(where(key), f"unknown {key} {s[key]!r} (choose from {', '.join(choices)})")
-        links = {}
-        for key, parse in (("nic", parse_bandwidth), ("nic_latency", parse_latency),
-                           ("nvlink", parse_bandwidth), ("nvlink_latency", parse_latency)):
-            if s[key] is not None:
-                if isinstance(s[key], (int, float)):  # a bare YAML number has no unit: reject, as the CLI does
-                    raise self.fail(where(key), f"{s[key]!r} has no unit (e.g. 25Gbps, 5us)")
-                links[key] = parse(s[key], f"{self.path}: {where(key)}")
-        if s["tiers"] is not None and not isinstance(s["tiers"], str):
-            raise self.fail(where("tiers"), f"expected MEMBERS:OVERSUB[,MEMBERS:OVERSUB...] as text, e.g. '4:1,8:2', "
-                            f"got {s['tiers']!r}")
-        names = {"oversub": f"{self.path}: {where('oversubscription')}",
-                 "machines_per_leaf": f"{self.path}: {where('machines_per_leaf')}",
-                 "tiers": f"{self.path}: {where('tiers')}"}
-        cluster, profile = build_cluster(s["machines"], s["gpus_per_machine"], **links, fabric=s["fabric"],
-                                         oversub=s["oversubscription"], machines_per_leaf=s["machines_per_leaf"],
-                                         profile=s["profile"], preset=s["preset"], nics=s["nics"],
-                                         transport=s["transport"], tiers=s["tiers"], names=names)
+        req = ClusterRequest.from_mapping(s, lambda key: f"{self.path}: {where(key)}",
+                                          lambda key, raw: self.input_path(where(key), raw))
+        cluster, profile = req.build(lambda key: f"{self.path}: {where(key)}")
         training = self.training_of(s, where) if self.training else None
         if training is not None and training.strategy not in (None,) + DEGREE_STRATEGIES:
             values = {k: v for k, v in values.items() if k != "fusion_degree"}
-        return Point(values, cluster, profile, s["layout"], s["model"], s["iteration"], float(s["maxmin_batch"]),
-                     training)
+        return Point(values, cluster, profile, req.layout, req.model, s["iteration"], req.maxmin_batch, training)
 
     def training_of(self, s: dict[str, Any], where) -> Training:
         """A point's Training from its settings; each value checked (sharing model, buckets, counts)."""
