@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,10 @@ from zensim.net.presets import PRESETS
 from zensim.net.topology import FABRICS, NIC_LAYOUTS, TRANSPORTS
 from zensim.net.units import parse_bandwidth, parse_latency
 from zensim.sim.run import all_models
+from zensim.train.buckets import BUCKETINGS
+from zensim.train.iteration import DENSE_WORK
+from zensim.train.syncs import SPARSE_BUCKETS
+from zensim.train.tuner import DENSE_CHOICES
 
 R = TypeVar("R", bound="Request")
 
@@ -165,20 +170,30 @@ def defaults_of(cls: type) -> dict[str, Any]:
     return {opt.key: fields[name] for name, opt in options_of(cls).items()}
 
 
-def add_arguments(parser: argparse.ArgumentParser, cls: type, *, skip: Sequence[str] = (),
-                  defaults: Mapping[str, Any] | None = None) -> None:
-    """Add a flag for every field of `cls` but `skip`; `defaults` (field -> value) overrides what argparse
-    fills in when a flag is absent (e.g. a comma list's text), the field's default otherwise."""
+def add_arguments(parser: argparse.ArgumentParser, cls: type, *, lists: Sequence[str] = ()) -> None:
+    """Add a flag for every field of `cls`, defaulting to the field's default; the fields in `lists` take
+    a comma-separated list (requests_from_args)."""
     fields = {f.name: f.default for f in dataclasses.fields(cls)}
     for name, opt in options_of(cls).items():
-        if name in skip:
-            continue
-        default = (defaults or {}).get(name, fields[name])
         if opt.switch:
             parser.add_argument(opt.flag, dest=name, action="store_true", help=opt.help)
         else:
-            parser.add_argument(opt.flag, dest=name, default=default, help=opt.help,
+            parser.add_argument(opt.flag, dest=name, default=fields[name],
+                                help=opt.help + ("; a comma-separated list runs each" if name in lists else ""),
                                 metavar=opt.metavar or opt.flag.lstrip("-").replace("-", "_").upper())
+
+
+def requests_from_args(cls: type[R], args: argparse.Namespace, lists: Sequence[str]) -> list[R]:
+    """One request per combination of the comma lists given for the fields in `lists` (in that order,
+    the last varying fastest), each item checked as the field's value."""
+    opts = options_of(cls)
+    axes = []
+    for name in lists:
+        raw = getattr(args, name)
+        flag = opts[name].flag
+        axes.append([opts[name].check(item, Where(flag, True)) for item in raw.split(",")]
+                    if isinstance(raw, str) else [raw])
+    return [cls.from_args(args, **dict(zip(lists, combo))) for combo in itertools.product(*axes)]
 
 
 @dataclass(frozen=True)
@@ -196,7 +211,9 @@ class Request:
                 continue
             raw = getattr(args, name)
             values[name] = raw if raw is None or opt.switch else opt.check(raw, Where(opt.flag, isinstance(raw, str)))
-        return cls(**values)
+        request = cls(**values)
+        request.validate(lambda name: options_of(cls)[name].flag, True)
+        return request
 
     @classmethod
     def from_mapping(cls: type[R], settings: Mapping[str, Any], where: Callable[[str], str],
@@ -210,7 +227,13 @@ class Request:
             raw = settings.get(opt.key, fields[name])
             resolve = (lambda value, key=opt.key: path(key, value)) if path is not None else None
             values[name] = None if raw is None else opt.check(raw, Where(where(opt.key), False, resolve))
-        return cls(**values)
+        request = cls(**values)
+        request.validate(lambda name: where(options_of(cls)[name].key), False)
+        return request
+
+    def validate(self, place: Callable[[str], str], text: bool) -> None:
+        """The rules between fields (`place(field)` names a field in errors; `text`: from the command line);
+        none here."""
 
     def place(self, name: str, where: Callable[[str], str] | None = None) -> str:
         """How errors name field `name`: its flag, or with `where` its YAML key's place."""
@@ -279,3 +302,120 @@ class ClusterRequest(Request):
     def model_options(self) -> dict[str, float] | None:
         """The sharing model's options from the request (maxmin's batch), None for the others."""
         return {"batch": self.maxmin_batch} if self.model == "maxmin" else None
+
+
+def tensor_names(value: Any, where: Where) -> tuple[str, ...] | None:
+    """Tensor names: a comma-separated list on the command line (empty: not given), a YAML list."""
+    if where.text and isinstance(value, str):
+        value = [n for n in value.split(",") if n] or None
+        if value is None:
+            return None
+    if not isinstance(value, (list, tuple)) or not all(isinstance(n, str) and n for n in value):
+        raise where.fail(value, "expected a list of tensor names")
+    return tuple(value)
+
+
+def cost(value: Any, where: Where) -> str:
+    """A selection's cost: a name (dgc, threshold) or ALPHA,BETA."""
+    from zensim.train.fusion.schedule import compression_cost
+
+    compression_cost(str(value), where.name)
+    return str(value)
+
+
+def _strategies() -> tuple[str, ...]:
+    from zensim.train.fusion.schedule import STRATEGIES
+
+    return tuple(STRATEGIES)
+
+
+DEGREE_STRATEGIES = ("none", "behind")  # the strategies a fusion degree (DDP's bucket cap) applies to
+
+
+@dataclass(frozen=True)
+class IterationRequest(ClusterRequest):
+    """Training iterations of a model on a cluster (zensim iteration; a scenario's training: section, its
+    trace.iteration as the first iteration): the layer profile, buckets or a fusion strategy, the dense
+    all-reduce and the iterations. The trace, the schemes and their options are the run's."""
+
+    layers: str | None = option(None, "layer profile JSON (zensim layers record/estimate/import)",
+                                optional(input_file))
+    device: str | None = option(None, "instead of --layers: a GPU preset (v100, a100, h100): the shipped profile of "
+                                "the trace's workload and batch beside the trace (layers/), else an estimate",
+                                optional(text("a GPU preset")))
+    corpus: str | None = option(None, "with --device and no shipped profile: corpus of the language models",
+                                optional(input_file))
+    iterations: int = option(4, "training iterations (default 4)", integer(1))
+    first_iteration: int = option(0, "trace iteration of the first one (default 0)", integer(0), key="iteration")
+    bucketing: str = option("ddp", "DDP's buckets (default ddp), a bucket per tensor, or one bucket",
+                            choice("bucketing", BUCKETINGS), metavar="{" + ",".join(BUCKETINGS) + "}")
+    bucket_mb: float | None = option(None, "DDP bucket_cap_mb in MiB (default 25, first 1)", optional(number(0)))
+    first_bucket_mb: float | None = option(None, "DDP first bucket cap in MiB", optional(number(0)))
+    sparse_buckets: str = option("own", "own (default): a sparse tensor is a bucket of its own (torch's rule for "
+                                 "sparse gradients); fused: they join DDP's buckets and each bucket is synchronized as "
+                                 "zensim_hook does (the scheme's run on the whole bucket, dense members included)",
+                                 choice("sparse_buckets", SPARSE_BUCKETS),
+                                 metavar="{" + ",".join(SPARSE_BUCKETS) + "}")
+    dense_above: float | None = option(None, "with sparse buckets fused: all-reduce a bucket densely when its previous "
+                                       "sum's density exceeded D, as zensim_hook's dense_above",
+                                       optional(number(0, 1)), metavar="D")
+    sparse_tensors: tuple[str, ...] | None = option(None, "trace tensors synchronized sparse (default: all)",
+                                                    optional(tensor_names))
+    dense_work: str = option("fused", "fused (default): the dense all-reduce's merges cost per element only, one fused "
+                             "kernel as NCCL's; profile: as every local work; free: none",
+                             choice("dense_work", DENSE_WORK), metavar="{" + ",".join(DENSE_WORK) + "}")
+    dense_algorithm: str = option("auto", "the dense all-reduce of dense buckets, in every scheme's run and dense DDP "
+                                  "alike: auto (default) the fastest for each bucket's size, as NCCL's tuner; ring or "
+                                  "doubling (recursive doubling) forced",
+                                  choice("dense_algorithm", DENSE_CHOICES),
+                                  metavar="{" + ",".join(DENSE_CHOICES) + "}")
+    compute_scale: float = option(1.0, "multiply the profile's compute times (e.g. the calibration's cpu_slowdown for "
+                                  "a profile measured alone on an emulation host; default 1)", number(0, open_low=True))
+    shared_host: bool = option(False, "every GPU is a process of one host sharing its processors (the profile's "
+                               "host_cores) for compute and local work: CPU training, the emulator", switch, switch=True)
+    strategy: str | None = option(None, "a fusion strategy (docs/fusion.md): buckets, selection and compression decided "
+                                  "by it (none = dense DDP); instead of the bucketing", optional(choice("strategy", _strategies)))
+    fusion_degree: float | None = option(None, "with a strategy: behind's (and none's) bucket cap as a fraction of the "
+                                         "model's bytes (0 = a bucket per tensor, 1 = one bucket)", optional(number(0, 1)))
+    compression_cost: str = option("dgc", "with a strategy: seconds per selection, dgc or threshold or ALPHA,BETA "
+                                   "(s, s per dense byte); default dgc", cost)
+    density: float = option(0.01, "with a strategy: selection density (default 0.01)", number(0, 1, open_low=True))
+    sparsifier: str = option("topk", "with a strategy, on a dense trace: the selection (default topk)",
+                             text("a sparsifier name"))
+
+    def validate(self, place: Callable[[str], str], text: bool) -> None:
+        """The rules between fields (`place(field)` names one in errors; `text`: from the command line)."""
+        from zensim.train.buckets import make_bucketing
+        from zensim.train.fusion.schedule import Strategy
+        from zensim.train.fusion.strategies import Compression
+
+        def wrap(name: str, exc: ConfigError) -> ConfigError:
+            return exc if text else ConfigError(f"{place(name)}: {exc}")
+
+        if self.model not in MODELS:
+            raise ConfigError(f"{place('model')}: training iterations need a network model with a timeline "
+                              f"({', '.join(MODELS)}), not {self.model!r}")
+        try:
+            make_bucketing(self.bucketing, self.bucket_mb, self.first_bucket_mb)
+        except ConfigError as exc:
+            raise wrap("bucket_mb", exc) from None
+        if self.strategy is None:
+            if self.fusion_degree is not None:
+                raise ConfigError(f"{place('fusion_degree')}: only with a strategy ({place('strategy')})")
+            return
+        for name, free in (("bucketing", "ddp"), ("sparse_buckets", "own"), ("first_bucket_mb", None),
+                           ("dense_above", None)):
+            if getattr(self, name) != free:
+                raise ConfigError(f"{place(name)}: not with a strategy (each strategy decides its buckets)")
+        if self.fusion_degree is not None and self.bucket_mb is not None:
+            raise ConfigError(f"{place('fusion_degree')} and {place('bucket_mb')}: give one")
+        if self.strategy != "none":
+            try:
+                Strategy(self.strategy, Compression(density=self.density), self.sparsifier,
+                         self.bucket_mb if self.strategy == "behind" else None)
+            except ConfigError as exc:
+                raise wrap("sparsifier", exc) from None
+
+    def one_point(self) -> IterationRequest:
+        """The request with a fusion degree only where its strategy has one (none, behind)."""
+        return self if self.strategy in (None,) + DEGREE_STRATEGIES else dataclasses.replace(self, fusion_degree=None)

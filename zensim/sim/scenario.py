@@ -21,20 +21,16 @@ import yaml
 
 from zensim.errors import ConfigError
 from zensim.inputs import read_text
-from zensim.net.models import MODELS
 from zensim.net.profile import Profile
 from zensim.net.topology import ClusterSpec
 from zensim.report.outputs import OutputFiles, table_format
-from zensim.sim.request import MAXMIN_BATCH, ClusterRequest, defaults_of
+from zensim.sim.iteration import check_schemes, layer_profile
+from zensim.sim.request import MAXMIN_BATCH, ClusterRequest, IterationRequest, defaults_of
 from zensim.schemes import check_options
 from zensim.sim.run import resolve_schemes
 from zensim.trace.format import Trace
-from zensim.train.buckets import BUCKETINGS, make_bucketing
-from zensim.train.shipped import device_layers
-from zensim.train.iteration import DENSE_WORK
-from zensim.train.layers import LayerProfile, load_layers
-from zensim.train.syncs import SPARSE_BUCKETS, sparse_tensors
-from zensim.train.tuner import DENSE_CHOICES
+from zensim.train.layers import LayerProfile
+from zensim.train.syncs import sparse_tensors
 
 TOP_KEYS = ("trace", "cluster", "schemes", "options", "values", "model", "maxmin_batch", "outputs", "sweep", "training",
             "iterations")
@@ -47,40 +43,14 @@ OUTPUT_KEYS = ("json", "csv", "timeline", "plot", "links", "traffic", "link_plot
 # keys a sweep may vary: every cluster key but the profile, plus these
 SWEPT_OTHER = ("model", "iteration", "maxmin_batch")
 SWEEPABLE = tuple(k for k in CLUSTER_DEFAULTS if k != "profile") + SWEPT_OTHER
-# the training section (zensim iteration's options): keys, defaults, those a sweep may vary
-TRAINING_DEFAULTS: dict[str, Any] = {
-    "layers": None, "device": None, "corpus": None, "iterations": 4, "bucketing": "ddp", "bucket_mb": None,
-    "first_bucket_mb": None, "sparse_buckets": "own", "sparse_tensors": None, "dense_work": "fused",
-    "dense_algorithm": "auto",    "compute_scale": 1.0, "shared_host": False,
-    # a fusion strategy (zensim.train.fusion.schedule; zensim iteration --strategy) and its selection and cost
-    "strategy": None, "fusion_degree": None, "compression_cost": "dgc", "density": 0.01, "sparsifier": "topk"}
+# the training section: IterationRequest's keys but the cluster's and the trace's iteration (trace.iteration)
+TRAINING_DEFAULTS: dict[str, Any] = {k: v for k, v in defaults_of(IterationRequest).items()
+                                     if k not in defaults_of(ClusterRequest) and k != "iteration"}
+# those a sweep may vary
 STRATEGY_KEYS = ("strategy", "fusion_degree")  # swept, they are drawn in one plot (per strategy, against the degree)
 TRAINING_SWEPT = ("bucketing", "bucket_mb", "first_bucket_mb", "sparse_buckets", "dense_work",
                   "dense_algorithm") + STRATEGY_KEYS
-DEGREE_STRATEGIES = ("none", "behind")  # the strategies a fusion degree (DDP's bucket cap) applies to
-BUCKET_KEYS = ("bucketing", "first_bucket_mb", "sparse_buckets")  # what a strategy decides itself
 GPU_KEYS = ("machines", "gpus_per_machine", "preset")  # what a throughput-against-GPUs plot has on its x axis
-
-
-@dataclass(frozen=True)
-class Training:
-    """A point's training iterations (the scenario's `training:` section, swept keys applied): the
-    options of `zensim iteration`; the layer profile is the scenario's."""
-
-    iterations: int
-    bucketing: str
-    bucket_mb: float | None
-    first_bucket_mb: float | None
-    sparse_buckets: str
-    sparse_tensors: tuple[str, ...] | None
-    dense_work: str
-    shared_host: bool
-    dense_algorithm: str = "auto"  # the dense all-reduce of dense buckets (zensim.train.tuner)
-    strategy: str | None = None  # a fusion strategy instead of the bucketing (run_strategy)
-    fusion_degree: float | None = None  # none's and behind's bucket cap as a fraction of the model's bytes
-    compression_cost: str = "dgc"  # the strategy's selection cost (COSTS or ALPHA,BETA)
-    density: float = 0.01
-    sparsifier: str = "topk"
 
 
 @dataclass(frozen=True)
@@ -106,7 +76,7 @@ class Point:
     model: str
     iteration: int
     maxmin_batch: float
-    training: Training | None = None  # training iterations instead of one synchronization
+    training: IterationRequest | None = None  # training iterations instead of one synchronization
     replay: Replay | None = None  # a replay over iterations instead of one synchronization
 
     def label(self) -> str:
@@ -248,10 +218,9 @@ class _Loader:
             for p in points:
                 once.setdefault(tuple(p.values.items()), p)
             points = list(once.values())
-            if any(p.training.strategy not in (None, "none") for p in points) and set(names) <= {"dense-allreduce"}:
-                raise self.fail("schemes", "a strategy other than none needs a sparse scheme for its compressed buckets")
+            check_schemes([p.training for p in points], names, trace_path, f"{self.path}: schemes")
         self.check_trace(trace_path, points)
-        layers = self.layers(base, trace_path, points) if self.training else None
+        layers = self.layers(trace_path, points) if self.training else None
         paths = self.outputs(outputs, list(axes), points)
         x_keys = self.x_keys(list(axes)) if len(points) > 1 else None
         inputs = [self.path, trace_path] + [base[k] for k in ("profile", "layers") if base.get(k) is not None]
@@ -265,27 +234,20 @@ class _Loader:
             return ()
         return tuple(k for k in swept if k in GPU_KEYS + STRATEGY_KEYS) if self.training else tuple(swept[:1])
 
-    def layers(self, base: dict[str, Any], trace: Path, points: list[Point]) -> LayerProfile:
+    def layers(self, trace: Path, points: list[Point]) -> LayerProfile:
         """The training section's layer profile (`layers: FILE` or `device: PRESET`), scaled by
         compute_scale; the trace's tensors must be parameters of it."""
-        if (base["layers"] is None) == (base["device"] is None):
-            raise self.fail("training", "give one of layers (a layer profile file) or device (v100, a100, h100)")
-        scale = base["compute_scale"]
-        if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not 0 < scale < float("inf"):
-            raise self.fail("training.compute_scale", f"expected a positive number, got {scale!r}")
         try:
-            if base["layers"] is not None:
-                prof = load_layers(self.input_path("training.layers", base["layers"]))
-            else:
-                corpus = self.input_path("training.corpus", base["corpus"]) if base["corpus"] is not None else None
-                prof = device_layers(trace, base["device"], corpus and str(corpus), f"{self.path}: training.device")
+            prof = layer_profile(points[0].training, trace, lambda name: f"training.{name}")
             with Trace.open(trace) as t:
                 for p in points:
                     sparse_tensors(prof, t, "zen", p.training.sparse_tensors)
         except ConfigError as exc:
             text = str(exc)
-            raise (exc if text.startswith(str(self.path)) else self.fail("training", text)) from None
-        return prof.scaled(float(scale))
+            if text.startswith(str(self.path)):
+                raise
+            raise (ConfigError(f"{self.path}: {text}") if text.startswith("training.") else self.fail("training", text)) from None
+        return prof
 
     def schemes(self, raw: Any, replay: bool = False) -> list[str]:
         """all | presets | distinct | a list of names -> scheme names; for a replay, all (the replay's
@@ -386,78 +348,20 @@ class _Loader:
         def where(key: str) -> str:
             if key in values:
                 return "model" if key == "model" and "model" not in self.sweep_keys else f"sweep.{key}"
+            if key in TRAINING_DEFAULTS:
+                return f"training.{key}"
             return f"cluster.{key}" if key in CLUSTER_DEFAULTS else "trace.iteration" if key == "iteration" else key
 
         if not _is_int(s["iteration"]) or s["iteration"] < 0:
             raise self.fail(where("iteration"), f"expected a non-negative integer, got {s['iteration']!r}")
-        req = ClusterRequest.from_mapping(s, lambda key: f"{self.path}: {where(key)}",
-                                          lambda key, raw: self.input_path(where(key), raw))
+        kind = IterationRequest if self.training else ClusterRequest
+        req = kind.from_mapping(s, lambda key: f"{self.path}: {where(key)}",
+                                lambda key, raw: self.input_path(where(key), raw))
         cluster, profile = req.build(lambda key: f"{self.path}: {where(key)}")
-        training = self.training_of(s, where) if self.training else None
-        if training is not None and training.strategy not in (None,) + DEGREE_STRATEGIES:
+        training = req.one_point() if self.training else None
+        if training is not None and training.fusion_degree is None:  # a degree its strategy does not have
             values = {k: v for k, v in values.items() if k != "fusion_degree"}
         return Point(values, cluster, profile, req.layout, req.model, s["iteration"], req.maxmin_batch, training)
-
-    def training_of(self, s: dict[str, Any], where) -> Training:
-        """A point's Training from its settings; each value checked (sharing model, buckets, counts)."""
-        if s["model"] not in MODELS:
-            raise self.fail(where("model"), f"training iterations need a network model with a timeline "
-                            f"({', '.join(MODELS)}), not {s['model']!r}")
-        spot = {k: where(k) if k in self.sweep_keys else f"training.{k}" for k in TRAINING_DEFAULTS}
-        if not _is_int(s["iterations"]) or s["iterations"] < 1:
-            raise self.fail(spot["iterations"], f"expected a positive integer, got {s['iterations']!r}")
-        for key, choices in (("bucketing", BUCKETINGS), ("sparse_buckets", SPARSE_BUCKETS), ("dense_work", DENSE_WORK),
-                             ("dense_algorithm", DENSE_CHOICES)):
-            if s[key] not in choices:
-                raise self.fail(spot[key], f"unknown {key} {s[key]!r} (choose from {', '.join(choices)})")
-        for key in ("bucket_mb", "first_bucket_mb"):
-            if s[key] is not None and (not isinstance(s[key], (int, float)) or isinstance(s[key], bool)):
-                raise self.fail(spot[key], f"expected a number of MiB, got {s[key]!r}")
-        try:
-            make_bucketing(s["bucketing"], s["bucket_mb"], s["first_bucket_mb"])
-        except ConfigError as exc:
-            raise self.fail(spot["bucket_mb"], str(exc)) from None
-        only = s["sparse_tensors"]
-        if only is not None and (not isinstance(only, list) or not all(isinstance(n, str) for n in only)):
-            raise self.fail(spot["sparse_tensors"], f"expected a list of tensor names, got {only!r}")
-        if not isinstance(s["shared_host"], bool):
-            raise self.fail(spot["shared_host"], f"expected true or false, got {s['shared_host']!r}")
-        return Training(s["iterations"], s["bucketing"], s["bucket_mb"], s["first_bucket_mb"], s["sparse_buckets"],
-                        tuple(only) if only is not None else None, s["dense_work"], s["shared_host"],
-                        s["dense_algorithm"], *self.strategy_of(s, spot))
-
-    def strategy_of(self, s: dict[str, Any], spot: dict[str, str]) -> tuple:
-        """A point's fusion strategy, degree (None where it does not apply), compression cost, density
-        and sparsifier, each checked."""
-        from zensim.train.fusion.schedule import STRATEGIES, Strategy, compression_cost
-        from zensim.train.fusion.strategies import Compression
-
-        name, degree = s["strategy"], s["fusion_degree"]
-        if name is None:
-            if degree is not None:
-                raise self.fail(spot["fusion_degree"], "only with a strategy (training.strategy)")
-            return ()
-        if name not in STRATEGIES:
-            raise self.fail(spot["strategy"], f"unknown strategy {name!r} (choose from {', '.join(STRATEGIES)})")
-        for key in BUCKET_KEYS:
-            if s[key] != TRAINING_DEFAULTS[key]:
-                raise self.fail(spot[key], "not with a strategy (each strategy decides its buckets)")
-        if degree is not None and (not isinstance(degree, (int, float)) or isinstance(degree, bool) or not 0 <= degree <= 1):
-            raise self.fail(spot["fusion_degree"], f"expected a number in [0, 1], got {degree!r}")
-        if degree is not None and s["bucket_mb"] is not None:
-            raise self.fail(spot["fusion_degree"], "and bucket_mb: give one")
-        density = s["density"]
-        if not isinstance(density, (int, float)) or isinstance(density, bool) or not 0 < density <= 1:
-            raise self.fail(spot["density"], f"expected a number in (0, 1], got {density!r}")
-        cost = str(s["compression_cost"])
-        compression_cost(cost, f"{self.path}: {spot['compression_cost']}")
-        if name != "none":
-            try:
-                Strategy(name, Compression(density=float(density)), str(s["sparsifier"]))
-            except ConfigError as exc:
-                raise self.fail(spot["sparsifier"], str(exc)) from None
-        return (name, None if degree is None or name not in DEGREE_STRATEGIES else float(degree), cost,
-                float(density), str(s["sparsifier"]))
 
     def check_trace(self, trace: Path, points: list[Point]) -> None:
         """Every point fits the trace: enough workers for its GPUs, an iteration the trace has."""
