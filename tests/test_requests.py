@@ -12,30 +12,35 @@ import pytest
 from test_scenario_training import inputs, scenario  # noqa: F401 (the fixture)
 from zensim.cli import build_parser, main
 from zensim.errors import ConfigError
-from zensim.sim.request import ClusterRequest, IterationRequest, options_of
-from zensim.sim.scenario import CLUSTER_DEFAULTS, TOP_KEYS, TRAINING_DEFAULTS, load_scenario
+from zensim.sim.request import ClusterRequest, IterationRequest, ReplayRequest, options_of
+from zensim.sim.scenario import CLUSTER_DEFAULTS, REPLAY_KEYS, TOP_KEYS, TRAINING_DEFAULTS, load_scenario
 
-COMMANDS = {"simulate": (ClusterRequest, ["--trace", "t.zt"]), "iteration": (IterationRequest, [])}
+DIGITS = Path(__file__).resolve().parent.parent / "traces" / "digits-cnn-16w.zt"
+# command -> its request, the arguments it needs, the scenario section of the mode's own keys and its defaults
+COMMANDS = {"simulate": (ClusterRequest, ["--trace", "t.zt"], {}),
+            "simulate --iterations": (ReplayRequest, ["--trace", "t.zt"], dict.fromkeys(REPLAY_KEYS)),
+            "iteration": (IterationRequest, [], TRAINING_DEFAULTS)}
 
 
-def yaml_defaults() -> dict:
+def yaml_defaults(section: dict) -> dict:
     """Every key a scenario's point reads, with the default a scenario gives it when it is absent."""
-    return {**CLUSTER_DEFAULTS, **TRAINING_DEFAULTS, "model": "fifo", "maxmin_batch": ClusterRequest.maxmin_batch,
-            "iteration": 0}
+    return {**CLUSTER_DEFAULTS, **section, "model": "fifo", "maxmin_batch": ClusterRequest.maxmin_batch, "iteration": 0}
 
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_field_is_a_flag_and_a_yaml_key_with_one_default(command: str) -> None:
-    cls, required = COMMANDS[command]
-    args = build_parser().parse_args([command, *required])
-    flags = {s for a in build_parser()._subparsers._group_actions[0].choices[command]._actions for s in a.option_strings}
-    keys = yaml_defaults()
+    cls, required, section = COMMANDS[command]
+    name = command.split()[0]
+    args = build_parser().parse_args([name, *required])
+    flags = {s for a in build_parser()._subparsers._group_actions[0].choices[name]._actions for s in a.option_strings}
+    keys = yaml_defaults(section)
     for field in dataclasses.fields(cls):
         opt = options_of(cls)[field.name]
         assert opt.flag in flags, (command, field.name)
-        assert opt.key in keys or opt.key in TOP_KEYS, (command, field.name)
+        assert opt.key in keys, (command, field.name)
         assert getattr(args, field.name) == field.default, (command, field.name)  # the parser's default
-        assert keys[opt.key] == field.default, (command, field.name)              # the scenario's default
+        if opt.key not in section or section[opt.key] is not None:  # (a replay's keys: ReplayRequest's defaults)
+            assert keys[opt.key] == field.default, (command, field.name)          # the scenario's default
     assert cls.from_args(args) == cls()  # nothing given: the request of the defaults
 
 
@@ -89,3 +94,26 @@ def test_iteration_takes_the_presets_gpus_as_a_scenario_does(inputs) -> None:  #
     assert IterationRequest.from_args(build_parser().parse_args(base)).build()[0].gpus_per_machine == 1
     preset = IterationRequest.from_args(build_parser().parse_args(base + ["--preset", "p3.16xlarge"]))
     assert preset.build()[0].gpus_per_machine == 8
+
+
+def test_a_replay_refuses_analytic_and_the_zen_layout_of_several_gpus_from_both(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """The replay times every iteration on a sharing model and runs every GPU as a rank: a scenario used to
+    swap analytic for fifo silently, and both ignored the layout."""
+    base = ["simulate", "--trace", str(DIGITS), "--iterations", "0:2", "--machines", "2", "--scheme", "topka"]
+    for extra, problem in ((["--model", "analytic"], "--model: analytic has no timeline for a replay over iterations "
+                            "(use fifo or maxmin)"),
+                           (["--gpus-per-machine", "2"], "--layout: zen with 2 GPUs per machine, but a replay runs "
+                            "every GPU as a rank of the scheme: give the flat layout")):
+        assert main(base + extra) == 2
+        assert capsys.readouterr().err.strip() == f"zensim: error: {problem}"
+    for body, problem in (("model: analytic\n", "model: analytic has no timeline"),
+                          ("cluster: {machines: 2, gpus_per_machine: 2}\n", "cluster.layout: zen with 2 GPUs")):
+        path = tmp_path / "r.yaml"
+        path.write_text(f"trace: {DIGITS}\nschemes: [topka]\niterations: '0:2'\n" + body)
+        with pytest.raises(ConfigError, match=rf"^{path}: {problem}"):
+            load_scenario(path)
+    path.write_text(f"trace: {DIGITS}\nschemes: [topka]\niterations: '0:2'\ncluster: {{machines: 2, gpus_per_machine: 2, "
+                    "layout: flat}\n")
+    req = load_scenario(path).points[0].replay
+    assert req == ReplayRequest.from_args(build_parser().parse_args(base + ["--gpus-per-machine", "2", "--layout", "flat"]))

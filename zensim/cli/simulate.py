@@ -6,9 +6,9 @@ import argparse
 
 from emulate.options import parse_options
 from zensim.cli import results
-from zensim.cli.replay import add_arguments as add_iteration_arguments, check_mode
+from zensim.cli.replay import add_arguments as add_replay_arguments, check_mode
 from zensim.errors import ConfigError
-from zensim.sim.request import ClusterRequest, add_arguments
+from zensim.sim.request import ClusterRequest, ReplayRequest, add_arguments
 from zensim.sim.run import resolve_schemes
 
 
@@ -17,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("simulate", help="time sparse synchronization schemes on a simulated cluster")
     p.add_argument("--trace", required=True, help="trace file (.zt)")
     p.add_argument("--scheme", default="all", help="all | presets | distinct | NAME[,NAME...] (default all)")
-    add_arguments(p, ClusterRequest)
+    add_arguments(p, ReplayRequest)  # the cluster's options, and the replay's (--iterations A:B)
     p.add_argument("--iteration", type=int, default=None, help="trace iteration (default 0; not with --iterations)")
     p.add_argument("--options", default="{}", metavar="JSON",
                    help="scheme options as JSON, e.g. '{\"value_dtype\": \"float16\", \"pull\": \"coo\"}' "
@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--values", action="store_true",
                    help="carry values (the trace's, or synthetic ones) even where no scheme needs them")
     results.add_options(p, timeline=True, links=True, chakra=True)
-    add_iteration_arguments(p)
+    add_replay_arguments(p)
     p.set_defaults(func=cmd_simulate)
 
 
@@ -35,8 +35,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from zensim.report.provenance import provenance
     from zensim.sim.run import simulate
 
-    req = ClusterRequest.from_args(args)
     check_mode(args)
+    req = (ClusterRequest if args.range is None else ReplayRequest).from_args(args)
     for option in ("timeline", "links", "traffic", "link_plot"):
         if getattr(args, option) and args.model == "analytic":
             raise ConfigError(f"--{option.replace('_', '-')}: the analytic model has no timeline nor per-link "
@@ -45,9 +45,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         check_chakra(args)
     cluster, profile = req.build()
     outs, paths = results.plan(args, inputs=[args.trace, args.profile], ranks=cluster.gpus)
-    if args.iterations is not None:
+    if isinstance(req, ReplayRequest):
         from zensim.cli.replay import cmd_replay
-        return cmd_replay(args, cluster, profile, outs, paths)
+        return cmd_replay(args, req, outs, paths)
     costs = Costs.of(cluster, profile)
     records = simulate(args.trace, args.scheme, costs, args.model, iteration=args.iteration or 0,
                        options=parse_options(args.options), values=True if args.values else None,
@@ -60,7 +60,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def check_chakra(args: argparse.Namespace) -> None:
     """--chakra exports one scheme's synchronization (one workload for ASTRA-sim): a one-line error for
     several schemes or with --iterations."""
-    if args.iterations is not None:
+    if args.range is not None:
         raise ConfigError("--chakra: exports one synchronization, not with --iterations")
     names = resolve_schemes(args.scheme)
     if len(names) > 1:

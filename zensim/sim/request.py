@@ -419,3 +419,31 @@ class IterationRequest(ClusterRequest):
     def one_point(self) -> IterationRequest:
         """The request with a fusion degree only where its strategy has one (none, behind)."""
         return self if self.strategy in (None,) + DEGREE_STRATEGIES else dataclasses.replace(self, fusion_degree=None)
+
+
+@dataclass(frozen=True)
+class ReplayRequest(ClusterRequest):
+    """A replay over iterations of a trace with values, state carried (zensim simulate --iterations A:B;
+    a scenario's iterations: section): each scheme with its sparsifier at a user-set density. A replay
+    runs every GPU as a rank of the scheme (the flat layout) and times every iteration on a sharing model."""
+
+    range: str | None = option(None, "replay iterations A..B-1 with state carried (a trace with values: capture "
+                               "--dense); --scheme takes SCHEME or SCHEME+SPARSIFIER items (exdyna+cltk)",
+                               optional(text("A:B (B exclusive), e.g. '0:50',")), flag="--iterations", metavar="A:B")
+    sparsifier: str | None = option(None, "with --iterations: sparsifier of every scheme, or 'none' (default: each "
+                                    "scheme's own: spardl blocktopk, exdyna exdyna, oktopk oktopk, dense-allreduce "
+                                    "none, others topk)", optional(text("a sparsifier name or none")))
+    density: float = option(0.01, "with --iterations: user-set density (default 0.01)", number(0, 1, open_low=True))
+
+    def validate(self, place: Callable[[str], str], text: bool) -> None:
+        """The model must have a timeline; the layout is flat, said or implied by one GPU per machine."""
+        if self.model not in MODELS:
+            raise ConfigError(f"{place('model')}: {self.model} has no timeline for a replay over iterations "
+                              "(use fifo or maxmin)")
+
+    def check_layout(self, gpus_per_machine: int, place: Callable[[str], str]) -> None:
+        """A replay's ranks are the GPUs (the flat layout): the zen layout of several GPUs per machine is
+        refused, not silently ignored."""
+        if gpus_per_machine > 1 and self.layout != "flat":
+            raise ConfigError(f"{place('layout')}: {self.layout} with {gpus_per_machine} GPUs per machine, but a replay "
+                              "runs every GPU as a rank of the scheme: give the flat layout")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import string
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from zensim.net.profile import Profile
 from zensim.net.topology import ClusterSpec
 from zensim.report.outputs import OutputFiles, table_format
 from zensim.sim.iteration import check_schemes, layer_profile
-from zensim.sim.request import MAXMIN_BATCH, ClusterRequest, IterationRequest, defaults_of
+from zensim.sim.request import MAXMIN_BATCH, ClusterRequest, IterationRequest, ReplayRequest, defaults_of
 from zensim.schemes import check_options
 from zensim.sim.run import resolve_schemes
 from zensim.trace.format import Trace
@@ -54,18 +54,6 @@ GPU_KEYS = ("machines", "gpus_per_machine", "preset")  # what a throughput-again
 
 
 @dataclass(frozen=True)
-class Replay:
-    """The scenario's `iterations:` section: replay iterations first..last-1 of a trace with values,
-    each scheme with its sparsifier (`sparsifier` None: each scheme's own) and state carried, as
-    `zensim simulate --iterations`."""
-
-    first: int
-    last: int
-    sparsifier: str | None
-    density: float
-
-
-@dataclass(frozen=True)
 class Point:
     """One simulate() call: the swept values that define it and everything it needs to run."""
 
@@ -77,7 +65,7 @@ class Point:
     iteration: int
     maxmin_batch: float
     training: IterationRequest | None = None  # training iterations instead of one synchronization
-    replay: Replay | None = None  # a replay over iterations instead of one synchronization
+    replay: ReplayRequest | None = None  # a replay over iterations instead of one synchronization
 
     def label(self) -> str:
         """'machines=8, model=fifo' (empty for a scenario without a sweep)."""
@@ -186,8 +174,10 @@ class _Loader:
         if base["profile"] is not None:
             base["profile"] = str(self.input_path("cluster.profile", base["profile"]))
         self.training = top.get("training") is not None
-        replay = self.replay(top.get("iterations"), trace_path) if "iterations" in top else None
+        replay = self.replay(top.get("iterations")) if "iterations" in top else None
         self.replaying = replay is not None
+        if replay is not None:
+            base.update(replay)
         if replay is not None and self.training:
             raise self.fail("iterations", "not with a training: section (give one of them)")
         if self.training:
@@ -211,8 +201,7 @@ class _Loader:
             base["model"] = model
         points = [self.point(base, dict(zip(axes, combo))) for combo in itertools.product(*axes.values())]
         if replay is not None:
-            points = [replace(p, replay=replay) for p in points]
-            self.check_methods(names, options, replay, trace_path, points)
+            self.check_replay(names, options, trace_path, points)
         if self.training:
             once: dict[tuple, Point] = {}  # a degree is dropped where a strategy has none: such points run once
             for p in points:
@@ -298,37 +287,28 @@ class _Loader:
             raise self.fail(key, "sweep values must be single values, not lists or mappings")
         return raw
 
-    def replay(self, raw: Any, trace: Path) -> Replay:
-        """The iterations: section: 'A:B', or a mapping of range (A:B), sparsifier and density."""
-        from zensim.replay.iterations import parse_range
+    def replay(self, raw: Any) -> dict[str, Any]:
+        """The iterations: section: 'A:B', or a mapping of range (A:B), sparsifier and density (checked
+        with each point's ReplayRequest)."""
+        section = self.mapping({"range": raw} if isinstance(raw, str) else raw, "iterations", REPLAY_KEYS)
+        if section.get("range") is None:
+            raise self.fail("iterations.range", "expected A:B (B exclusive), e.g. '0:50', as text, got None")
+        return section
+
+    def check_replay(self, names: list[str], options: dict[str, Any], trace: Path, points: list[Point]) -> None:
+        """The range is in the trace; every SCHEME[+SPARSIFIER] item makes a method on every point's GPU count."""
+        from zensim.sim.replay import replay_methods, replay_range
         from zensim.trace.gradients import TraceGradients
 
-        section = self.mapping({"range": raw} if isinstance(raw, str) else raw, "iterations", REPLAY_KEYS)
-        if not isinstance(section.get("range"), str):
-            raise self.fail("iterations.range", f"expected A:B (B exclusive) as text, e.g. '0:50', got {section.get('range')!r}")
+        with Trace.open(trace) as t:
+            iterations, numel = TraceGradients(t).iterations, t.numel
         try:
-            with Trace.open(trace) as t:
-                first, last = parse_range(section["range"], TraceGradients(t).iterations)
+            replay_range(points[0].replay, iterations)
         except ConfigError as exc:
             raise self.fail("iterations", str(exc).removeprefix("--iterations ")) from None
-        density = section.get("density", 0.01)
-        if not isinstance(density, (int, float)) or isinstance(density, bool) or not 0 < density <= 1:
-            raise self.fail("iterations.density", f"expected a number in (0, 1], got {density!r}")
-        sparsifier = section.get("sparsifier")
-        if sparsifier is not None and not isinstance(sparsifier, str):
-            raise self.fail("iterations.sparsifier", f"expected a sparsifier name or none, got {sparsifier!r}")
-        return Replay(first, last, sparsifier, float(density))
-
-    def check_methods(self, names: list[str], options: dict[str, Any], replay: Replay, trace: Path,
-                      points: list[Point]) -> None:
-        """Every SCHEME[+SPARSIFIER] item makes a method on every point's GPU count."""
-        from zensim.replay.method import make_methods
-
-        with Trace.open(trace) as t:
-            numel = t.numel
-        for gpus in sorted({p.cluster.gpus for p in points}):
+        for p in {p.cluster.gpus: p for p in points}.values():
             try:
-                make_methods(",".join(names), replay.sparsifier, replay.density, gpus, numel, 0, options, default=[])
+                replay_methods(p.replay, p.cluster.gpus, numel, names, options)
             except ConfigError as exc:
                 raise self.fail("schemes", str(exc)) from None
 
@@ -348,20 +328,25 @@ class _Loader:
         def where(key: str) -> str:
             if key in values:
                 return "model" if key == "model" and "model" not in self.sweep_keys else f"sweep.{key}"
-            if key in TRAINING_DEFAULTS:
+            if self.training and key in TRAINING_DEFAULTS:
                 return f"training.{key}"
+            if self.replaying and key in REPLAY_KEYS:
+                return f"iterations.{key}"
             return f"cluster.{key}" if key in CLUSTER_DEFAULTS else "trace.iteration" if key == "iteration" else key
 
         if not _is_int(s["iteration"]) or s["iteration"] < 0:
             raise self.fail(where("iteration"), f"expected a non-negative integer, got {s['iteration']!r}")
-        kind = IterationRequest if self.training else ClusterRequest
-        req = kind.from_mapping(s, lambda key: f"{self.path}: {where(key)}",
-                                lambda key, raw: self.input_path(where(key), raw))
-        cluster, profile = req.build(lambda key: f"{self.path}: {where(key)}")
+        kind = IterationRequest if self.training else ReplayRequest if self.replaying else ClusterRequest
+        place = lambda key: f"{self.path}: {where(key)}"  # noqa: E731
+        req = kind.from_mapping(s, place, lambda key, raw: self.input_path(where(key), raw))
+        cluster, profile = req.build(place)
+        if self.replaying:
+            req.check_layout(cluster.gpus_per_machine, place)
         training = req.one_point() if self.training else None
         if training is not None and training.fusion_degree is None:  # a degree its strategy does not have
             values = {k: v for k, v in values.items() if k != "fusion_degree"}
-        return Point(values, cluster, profile, req.layout, req.model, s["iteration"], req.maxmin_batch, training)
+        return Point(values, cluster, profile, req.layout, req.model, s["iteration"], req.maxmin_batch, training,
+                     req if self.replaying else None)
 
     def check_trace(self, trace: Path, points: list[Point]) -> None:
         """Every point fits the trace: enough workers for its GPUs, an iteration the trace has."""

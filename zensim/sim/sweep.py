@@ -134,17 +134,9 @@ def _run_training(task: PointTask) -> list[SimulatedIterationRecord]:
 def _run_replay(task: PointTask) -> list[ReplayIterationRecord]:
     """A replay point: every SCHEME[+SPARSIFIER] item over the iterations, state carried, as `zensim
     simulate --iterations` (the invariant asserted every iteration)."""
-    from zensim.replay import make_methods, replay_iterations
-    from zensim.trace import Trace
-    from zensim.trace.gradients import TraceGradients
+    from zensim.sim.replay import run_replay
 
-    p, r = task.point, task.point.replay
-    with Trace.open(task.trace) as trace:
-        source = TraceGradients(trace)
-        methods = make_methods(",".join(task.schemes), r.sparsifier, r.density, p.cluster.gpus, source.numel, 0,
-                               task.options, default=[])
-        model = p.model if p.model != "analytic" else "fifo"
-        return replay_iterations(source, methods, r.first, r.last, Costs.of(p.cluster, p.profile), model)
+    return run_replay(task.point.replay, task.trace, task.schemes, task.options)[0]
 
 
 def point_key(task: PointTask, trace_sha256: str) -> str:
