@@ -176,7 +176,6 @@ def test_report_of_a_sweep_prints_its_tables(trace, tmp_path, capsys, monkeypatc
     loaded = load_scenario(scn, tmp_path)
     results = sweep_mod.run_scenario(loaded).results
     sweep_mod.write_outputs(loaded, results)
-    monkeypatch.setattr(sweep_mod, "simulate", lambda *a, **k: pytest.fail("zensim report simulated"))
     monkeypatch.setattr(run_mod, "simulate", lambda *a, **k: pytest.fail("zensim report simulated"))
     assert main(["report", str(tmp_path / "r.json"), "--plot", str(tmp_path / "p.png")]) == 2  # two groups
     assert "one figure each" in capsys.readouterr().err

@@ -7,7 +7,7 @@ import argparse
 
 from zensim.errors import ConfigError
 from zensim.replay.method import ITERATION_SET
-from zensim.sim.request import ReplayRequest
+from zensim.sim.request import ReplayRequest, SimulateRequest
 
 ONLY_WITH_ITERATIONS = ("sparsifier", "density", "per_iteration")
 
@@ -27,7 +27,7 @@ def check_mode(args: argparse.Namespace) -> None:
                 raise ConfigError(f"--{name.replace('_', '-')}: only with --iterations A:B (without it, simulate "
                                   "times one iteration's synchronization of the trace's own indices)")
         return
-    if args.iteration is not None:
+    if args.iteration != SimulateRequest.iteration:
         raise ConfigError(f"--iteration {args.iteration}: not with --iterations {args.range} (which replays "
                           "iterations A..B-1)")
 

@@ -8,7 +8,7 @@ from emulate.options import parse_options
 from zensim.cli import results
 from zensim.cli.replay import add_arguments as add_replay_arguments, check_mode
 from zensim.errors import ConfigError
-from zensim.sim.request import ClusterRequest, ReplayRequest, add_arguments
+from zensim.sim.request import ClusterRequest, ReplayRequest, SimulateRequest, add_arguments
 from zensim.sim.run import resolve_schemes
 
 
@@ -17,13 +17,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("simulate", help="time sparse synchronization schemes on a simulated cluster")
     p.add_argument("--trace", required=True, help="trace file (.zt)")
     p.add_argument("--scheme", default="all", help="all | presets | distinct | NAME[,NAME...] (default all)")
-    add_arguments(p, ReplayRequest)  # the cluster's options, and the replay's (--iterations A:B)
-    p.add_argument("--iteration", type=int, default=None, help="trace iteration (default 0; not with --iterations)")
+    add_arguments(p, SimulateRequest)
+    add_arguments(p, ReplayRequest, below=ClusterRequest)  # --iterations A:B and its options
     p.add_argument("--options", default="{}", metavar="JSON",
                    help="scheme options as JSON, e.g. '{\"value_dtype\": \"float16\", \"pull\": \"coo\"}' "
                         "(`zensim schemes --options NAME` lists a scheme's)")
-    p.add_argument("--values", action="store_true",
-                   help="carry values (the trace's, or synthetic ones) even where no scheme needs them")
     results.add_options(p, timeline=True, links=True, chakra=True)
     add_replay_arguments(p)
     p.set_defaults(func=cmd_simulate)
@@ -33,10 +31,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     """Run the simulation and print/write the results."""
     from zensim.net.costs import Costs
     from zensim.report.provenance import provenance
-    from zensim.sim.run import simulate
 
     check_mode(args)
-    req = (ClusterRequest if args.range is None else ReplayRequest).from_args(args)
+    req = (SimulateRequest if args.range is None else ReplayRequest).from_args(args)
     for option in ("timeline", "links", "traffic", "link_plot"):
         if getattr(args, option) and args.model == "analytic":
             raise ConfigError(f"--{option.replace('_', '-')}: the analytic model has no timeline nor per-link "
@@ -49,10 +46,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         from zensim.cli.replay import cmd_replay
         return cmd_replay(args, req, outs, paths)
     costs = Costs.of(cluster, profile)
-    records = simulate(args.trace, args.scheme, costs, args.model, iteration=args.iteration or 0,
-                       options=parse_options(args.options), values=True if args.values else None,
-                       layout=req.layout, maxmin_batch=req.maxmin_batch, progress=True,
-                       provenance=provenance(args.command_line))
+    records = req.run(args.trace, args.scheme, options=parse_options(args.options), costs=costs, progress=True,
+                      provenance=provenance(args.command_line))
     results.finish(args, records, outs, paths, work=costs.work)
     return 0
 

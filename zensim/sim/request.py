@@ -170,11 +170,15 @@ def defaults_of(cls: type) -> dict[str, Any]:
     return {opt.key: fields[name] for name, opt in options_of(cls).items()}
 
 
-def add_arguments(parser: argparse.ArgumentParser, cls: type, *, lists: Sequence[str] = ()) -> None:
-    """Add a flag for every field of `cls`, defaulting to the field's default; the fields in `lists` take
-    a comma-separated list (requests_from_args)."""
+def add_arguments(parser: argparse.ArgumentParser, cls: type, *, lists: Sequence[str] = (), below: type | None = None
+                  ) -> None:
+    """Add a flag for every field of `cls` (but those of its base class `below`, added already), defaulting
+    to the field's default; the fields in `lists` take a comma-separated list (requests_from_args)."""
     fields = {f.name: f.default for f in dataclasses.fields(cls)}
+    added = {f.name for f in dataclasses.fields(below)} if below is not None else set()
     for name, opt in options_of(cls).items():
+        if name in added:
+            continue
         if opt.switch:
             parser.add_argument(opt.flag, dest=name, action="store_true", help=opt.help)
         else:
@@ -302,6 +306,27 @@ class ClusterRequest(Request):
     def model_options(self) -> dict[str, float] | None:
         """The sharing model's options from the request (maxmin's batch), None for the others."""
         return {"batch": self.maxmin_batch} if self.model == "maxmin" else None
+
+
+@dataclass(frozen=True)
+class SimulateRequest(ClusterRequest):
+    """One synchronization of a trace's iteration on a cluster (zensim simulate; a scenario without a
+    training: or iterations: section, its trace.iteration and values keys)."""
+
+    iteration: int = option(0, "trace iteration (default 0; not with --iterations)", integer(0))
+    values: bool = option(False, "carry values (the trace's, or synthetic ones) even where no scheme needs them",
+                          switch, switch=True)
+
+    def run(self, trace, schemes: str | Sequence[str], *, options: dict | None = None, costs=None,  # type: ignore[no-untyped-def]
+            **kw: Any) -> list:
+        """zensim.sim.run.simulate() of this request (`costs`: its cluster's, if built already); `kw`:
+        simulate's other keywords (progress, provenance, cache, baselines) -> RunRecords."""
+        from zensim.net.costs import Costs
+        from zensim.sim.run import simulate
+
+        costs = costs if costs is not None else Costs.of(*self.build())
+        return simulate(trace, schemes, costs, self.model, iteration=self.iteration, layout=self.layout,
+                        maxmin_batch=self.maxmin_batch, options=options, values=True if self.values else None, **kw)
 
 
 def tensor_names(value: Any, where: Where) -> tuple[str, ...] | None:

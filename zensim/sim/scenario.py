@@ -25,7 +25,8 @@ from zensim.net.profile import Profile
 from zensim.net.topology import ClusterSpec
 from zensim.report.outputs import OutputFiles, table_format
 from zensim.sim.iteration import check_schemes, layer_profile
-from zensim.sim.request import MAXMIN_BATCH, ClusterRequest, IterationRequest, ReplayRequest, defaults_of
+from zensim.sim.request import (MAXMIN_BATCH, ClusterRequest, IterationRequest, ReplayRequest, SimulateRequest,
+                                defaults_of)
 from zensim.schemes import check_options
 from zensim.sim.run import resolve_schemes
 from zensim.trace.format import Trace
@@ -66,6 +67,7 @@ class Point:
     maxmin_batch: float
     training: IterationRequest | None = None  # training iterations instead of one synchronization
     replay: ReplayRequest | None = None  # a replay over iterations instead of one synchronization
+    simulate: SimulateRequest | None = None  # one synchronization (neither of the above)
 
     def label(self) -> str:
         """'machines=8, model=fifo' (empty for a scenario without a sweep)."""
@@ -171,6 +173,7 @@ class _Loader:
         base.update(self.mapping(top.get("cluster"), "cluster", tuple(CLUSTER_DEFAULTS)))
         base["iteration"] = trace.get("iteration", 0)
         base["maxmin_batch"] = top.get("maxmin_batch", MAXMIN_BATCH)
+        base["values"] = top.get("values")
         if base["profile"] is not None:
             base["profile"] = str(self.input_path("cluster.profile", base["profile"]))
         self.training = top.get("training") is not None
@@ -178,6 +181,9 @@ class _Loader:
         self.replaying = replay is not None
         if replay is not None:
             base.update(replay)
+            if "iteration" in trace or "iteration" in (top.get("sweep") or {}):
+                raise self.fail("trace.iteration" if "iteration" in trace else "sweep.iteration",
+                                "not with iterations: (which replays iterations A..B-1)")
         if replay is not None and self.training:
             raise self.fail("iterations", "not with a training: section (give one of them)")
         if self.training:
@@ -188,8 +194,6 @@ class _Loader:
         names = self.schemes(top.get("schemes", "all"), replay is not None)
         options = self.options(top.get("options"), [n.partition("+")[0] for n in names], replay is not None)
         values = top.get("values")
-        if values is not None and not isinstance(values, bool):
-            raise self.fail("values", f"expected true or false, got {values!r}")
         axes = {k: self.values(f"sweep.{k}", v) for k, v in sweep.items()}
         self.sweep_keys = set(axes)
         model = top.get("model", "fifo")
@@ -334,9 +338,7 @@ class _Loader:
                 return f"iterations.{key}"
             return f"cluster.{key}" if key in CLUSTER_DEFAULTS else "trace.iteration" if key == "iteration" else key
 
-        if not _is_int(s["iteration"]) or s["iteration"] < 0:
-            raise self.fail(where("iteration"), f"expected a non-negative integer, got {s['iteration']!r}")
-        kind = IterationRequest if self.training else ReplayRequest if self.replaying else ClusterRequest
+        kind = IterationRequest if self.training else ReplayRequest if self.replaying else SimulateRequest
         place = lambda key: f"{self.path}: {where(key)}"  # noqa: E731
         req = kind.from_mapping(s, place, lambda key, raw: self.input_path(where(key), raw))
         cluster, profile = req.build(place)
@@ -345,8 +347,9 @@ class _Loader:
         training = req.one_point() if self.training else None
         if training is not None and training.fusion_degree is None:  # a degree its strategy does not have
             values = {k: v for k, v in values.items() if k != "fusion_degree"}
-        return Point(values, cluster, profile, req.layout, req.model, s["iteration"], req.maxmin_batch, training,
-                     req if self.replaying else None)
+        iteration = req.first_iteration if self.training else 0 if self.replaying else req.iteration
+        return Point(values, cluster, profile, req.layout, req.model, iteration, req.maxmin_batch, training,
+                     req if self.replaying else None, req if kind is SimulateRequest else None)
 
     def check_trace(self, trace: Path, points: list[Point]) -> None:
         """Every point fits the trace: enough workers for its GPUs, an iteration the trace has."""
@@ -413,8 +416,3 @@ def plot_file(template: Path, values: dict[str, Any], x_keys: str | tuple[str, .
         return template
     along = (x_keys,) if isinstance(x_keys, str) else x_keys
     return Path(str(template).format_map({k: v for k, v in values.items() if k not in along}))
-
-
-def _is_int(value: Any) -> bool:
-    """An integer that is not a bool."""
-    return isinstance(value, int) and not isinstance(value, bool)

@@ -41,7 +41,6 @@ from zensim.report.record import RunRecord, SCHEMA, results_csv, results_json
 from zensim.report.runs import group_sweep
 from zensim.report.table import render
 from zensim.report.iteration import ITERATION_SCHEMA  # a stored point's iteration records
-from zensim.sim.run import simulate
 from zensim.sim.scenario import GPU_KEYS, STRATEGY_KEYS, Point, Scenario, plot_file
 from zensim.sim.store import Store, content_key
 from zensim.replay.iterations import ReplayIterationRecord
@@ -106,9 +105,8 @@ def run_point(task: PointTask, baselines: Memo[float] | None = None
         return _run_training(task)
     if p.replay is not None:
         return _run_replay(task)
-    records = simulate(task.trace, list(task.schemes), Costs.of(p.cluster, p.profile), p.model, iteration=p.iteration,
-                       layout=p.layout, maxmin_batch=p.maxmin_batch, options=task.options, values=task.values,
-                       provenance=task.provenance, cache=task.cache, baselines=baselines)
+    records = p.simulate.run(task.trace, list(task.schemes), options=task.options, costs=Costs.of(p.cluster, p.profile),
+                             provenance=task.provenance, cache=task.cache, baselines=baselines)
     for rec in records:
         if task.is_sweep:
             rec.point, rec.sweep = task.index, dict(p.values)
