@@ -111,7 +111,7 @@ def run_point(task: PointTask, baselines: Memo[float] | None = None
         if task.is_sweep:
             rec.point, rec.sweep = task.index, dict(p.values)
         if not task.keep_timing:
-            rec.timing = rec.log = None
+            rec.simulated.timing = rec.simulated.log = None
     return records
 
 
