@@ -65,13 +65,14 @@ class Option:
     check: Check
     metavar: str | None = None
     switch: bool = False  # a store_true flag; a YAML true/false
+    sweep: bool = True  # a scenario may sweep it (sweep: {key: [...]})
 
 
 def option(default: Any, help: str, check: Check, *, flag: str | None = None, key: str | None = None,
-           metavar: str | None = None, switch: bool = False) -> Any:
-    """A request field: its default, help, check, and its flag and YAML key (default: from the field's
-    name, `--field-name` and `field_name`)."""
-    return dataclasses.field(default=default, metadata={"option": (flag, key, help, check, metavar, switch)})
+           metavar: str | None = None, switch: bool = False, sweep: bool = True) -> Any:
+    """A request field: its default, help, check, its flag and YAML key (default: from the field's name,
+    `--field-name` and `field_name`), and whether a scenario may sweep it."""
+    return dataclasses.field(default=default, metadata={"option": (flag, key, help, check, metavar, switch, sweep)})
 
 
 def integer(low: int) -> Check:
@@ -90,9 +91,9 @@ def integer(low: int) -> Check:
     return check
 
 
-def number(low: float, high: float = math.inf, *, open_low: bool = False, open_high: bool = False) -> Check:
-    """A finite number in the interval (a bool is not one)."""
-    span = f"{'(' if open_low else '['}{low:g}, {'inf)' if high == math.inf else f'{high:g}' + (')' if open_high else ']')}"
+def number(low: float, high: float = math.inf, *, open_low: bool = False) -> Check:
+    """A finite number in [low, high] ((low, high] with `open_low`; a bool is not one)."""
+    span = f"{'(' if open_low else '['}{low:g}, " + ("inf)" if high == math.inf else f"{high:g}]")
 
     def check(value: Any, where: Where) -> float:
         raw = value
@@ -102,7 +103,7 @@ def number(low: float, high: float = math.inf, *, open_low: bool = False, open_h
             except ValueError:
                 raise where.fail(raw, f"expected a number in {span}") from None
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) \
-                or value < low or value > high or (open_low and value == low) or (open_high and value == high):
+                or value < low or value > high or (open_low and value == low):
             raise where.fail(raw, f"expected a number in {span}")
         return float(value)
     return check
@@ -115,6 +116,7 @@ def choice(what: str, choices: Callable[[], Sequence[str]] | Sequence[str] | Map
         if value not in names:
             raise where.fail(value, f"unknown {what} (choose from {', '.join(names)})")
         return value
+    check.choices = choices  # type: ignore[attr-defined]  # (the help lists them)
     return check
 
 
@@ -152,16 +154,25 @@ def input_file(value: Any, where: Where) -> str:
 
 def optional(check: Check) -> Check:
     """`check`, or None (not given)."""
-    return lambda value, where: None if value is None else check(value, where)
+    def maybe(value: Any, where: Where) -> Any:
+        return None if value is None else check(value, where)
+    maybe.choices = getattr(check, "choices", None)  # type: ignore[attr-defined]
+    return maybe
 
 
 def options_of(cls: type) -> dict[str, Option]:
     """Field name -> Option of a request class, in field order."""
     out = {}
     for f in dataclasses.fields(cls):
-        flag, key, help_, check, metavar, is_switch = f.metadata["option"]
-        out[f.name] = Option(flag or "--" + f.name.replace("_", "-"), key or f.name, help_, check, metavar, is_switch)
+        flag, key, help_, check, metavar, is_switch, sweep = f.metadata["option"]
+        out[f.name] = Option(flag or "--" + f.name.replace("_", "-"), key or f.name, help_, check, metavar, is_switch,
+                             sweep)
     return out
+
+
+def swept_keys(cls: type) -> tuple[str, ...]:
+    """The YAML keys of a request class that a scenario may sweep."""
+    return tuple(opt.key for opt in options_of(cls).values() if opt.sweep)
 
 
 def defaults_of(cls: type) -> dict[str, Any]:
@@ -184,7 +195,15 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type, *, lists: Sequence
         else:
             parser.add_argument(opt.flag, dest=name, default=fields[name],
                                 help=opt.help + ("; a comma-separated list runs each" if name in lists else ""),
-                                metavar=opt.metavar or opt.flag.lstrip("-").replace("-", "_").upper())
+                                metavar=opt.metavar or _metavar(opt))
+
+
+def _metavar(opt: Option) -> str:
+    """How the help names an option's value: its choices ('{switch,leafspine,fattree}') or its name."""
+    names = getattr(opt.check, "choices", None)
+    if names is not None:
+        return "{" + ",".join(names() if callable(names) else names) + "}"
+    return opt.flag.lstrip("-").replace("-", "_").upper()
 
 
 def requests_from_args(cls: type[R], args: argparse.Namespace, lists: Sequence[str]) -> list[R]:
@@ -257,14 +276,14 @@ class ClusterRequest(Request):
     machines: int = option(16, "machines (default 16)", integer(1))
     gpus_per_machine: int | None = option(None, "GPUs per machine (default: the preset's or 1)", optional(integer(1)))
     preset: str | None = option(None, "machine type: GPUs, NVLink, NICs, transport and NIC latency "
-                                "(docs/simulator.md, Presets); explicit options win", optional(choice("preset", PRESETS)))
+                                "(docs/simulator.md, Presets); explicit options win",
+                                optional(choice("preset", PRESETS)))
     nic: float | None = option(None, "bandwidth of one NIC, e.g. 25Gbps, 12.5GB/s (default: profile, preset or 25Gbps)",
                                optional(unit(parse_bandwidth, "25Gbps")))
     nics: str | None = option(None, "one NIC per machine, or one per GPU on rail-optimized switches (default: preset's "
-                              "or machine)", optional(choice("nics", NIC_LAYOUTS)), metavar="{" + ",".join(NIC_LAYOUTS) + "}")
+                              "or machine)", optional(choice("nics", NIC_LAYOUTS)))
     transport: str | None = option(None, "tcp or rdma: the default NIC latency (tcp 25us, rdma 2us; default: preset's "
-                                   "or tcp)", optional(choice("transport", TRANSPORTS)),
-                                   metavar="{" + ",".join(TRANSPORTS) + "}")
+                                   "or tcp)", optional(choice("transport", TRANSPORTS)))
     nic_latency: float | None = option(None, "per-message latency across machines, e.g. 5us (default: profile, preset "
                                        "or by --transport)", optional(unit(parse_latency, "5us")))
     nvlink: float | None = option(None, "per-GPU intra-machine bandwidth (default: profile, preset or 300GB/s)",
@@ -272,7 +291,7 @@ class ClusterRequest(Request):
     nvlink_latency: float | None = option(None, "per-message latency inside a machine (default: profile or 1us)",
                                           optional(unit(parse_latency, "1us")))
     fabric: str = option("switch", "non-blocking switch, two-level leaf-spine, or multi-tier fat-tree (with --tiers)",
-                         choice("fabric", FABRICS), metavar="{" + ",".join(FABRICS) + "}")
+                         choice("fabric", FABRICS))
     oversubscription: float | None = option(None, "leaf-spine oversubscription ratio (default 1)",
                                             optional(number(1)), flag="--oversub")
     machines_per_leaf: int | None = option(None, "leaf-spine: machines under one leaf (default 4)",
@@ -281,10 +300,9 @@ class ClusterRequest(Request):
                                "uplinks, e.g. 4:1,8:2 = leaves of 4 machines (1:1), pods of 8 leaves (2:1), a "
                                "non-blocking core", optional(text("MEMBERS:OVERSUB[,MEMBERS:OVERSUB...]")),
                                metavar="M:O[,M:O...]")
-    layout: str = option("zen", "multi-GPU layout (default zen)", choice("layout", LAYOUTS),
-                         metavar="{" + ",".join(LAYOUTS) + "}")
+    layout: str = option("zen", "multi-GPU layout (default zen)", choice("layout", LAYOUTS))
     profile: str | None = option(None, "calibration profile JSON: links, per-element work costs, host figures",
-                                 optional(input_file), key="profile")
+                                 optional(input_file), key="profile", sweep=False)
     model: str = option("fifo", "network model: a bandwidth sharing model or analytic (default fifo)",
                         choice("model", all_models))
     maxmin_batch: float = option(MAXMIN_BATCH, "maxmin: service a link may lose to freed capacity left idle between "
@@ -315,9 +333,9 @@ class SimulateRequest(ClusterRequest):
 
     iteration: int = option(0, "trace iteration (default 0; not with --iterations)", integer(0))
     values: bool = option(False, "carry values (the trace's, or synthetic ones) even where no scheme needs them",
-                          switch, switch=True)
+                          switch, switch=True, sweep=False)
 
-    def run(self, trace, schemes: str | Sequence[str], *, options: dict | None = None, costs=None,  # type: ignore[no-untyped-def]
+    def run(self, trace: Any, schemes: str | Sequence[str], *, options: dict | None = None, costs: Any = None,
             **kw: Any) -> list:
         """zensim.sim.run.simulate() of this request (`costs`: its cluster's, if built already); `kw`:
         simulate's other keywords (progress, provenance, cache, baselines) -> RunRecords."""
@@ -364,49 +382,52 @@ class IterationRequest(ClusterRequest):
     all-reduce and the iterations. The trace, the schemes and their options are the run's."""
 
     layers: str | None = option(None, "layer profile JSON (zensim layers record/estimate/import)",
-                                optional(input_file))
+                                optional(input_file), sweep=False)
     device: str | None = option(None, "instead of --layers: a GPU preset (v100, a100, h100): the shipped profile of "
                                 "the trace's workload and batch beside the trace (layers/), else an estimate",
-                                optional(text("a GPU preset")))
+                                optional(text("a GPU preset")), sweep=False)
     corpus: str | None = option(None, "with --device and no shipped profile: corpus of the language models",
-                                optional(input_file))
-    iterations: int = option(4, "training iterations (default 4)", integer(1))
+                                optional(input_file), sweep=False)
+    iterations: int = option(4, "training iterations (default 4)", integer(1), sweep=False)
     first_iteration: int = option(0, "trace iteration of the first one (default 0)", integer(0), key="iteration")
     bucketing: str = option("ddp", "DDP's buckets (default ddp), a bucket per tensor, or one bucket",
-                            choice("bucketing", BUCKETINGS), metavar="{" + ",".join(BUCKETINGS) + "}")
+                            choice("bucketing", BUCKETINGS))
     bucket_mb: float | None = option(None, "DDP bucket_cap_mb in MiB (default 25, first 1)", optional(number(0)))
     first_bucket_mb: float | None = option(None, "DDP first bucket cap in MiB", optional(number(0)))
     sparse_buckets: str = option("own", "own (default): a sparse tensor is a bucket of its own (torch's rule for "
                                  "sparse gradients); fused: they join DDP's buckets and each bucket is synchronized as "
                                  "zensim_hook does (the scheme's run on the whole bucket, dense members included)",
-                                 choice("sparse_buckets", SPARSE_BUCKETS),
-                                 metavar="{" + ",".join(SPARSE_BUCKETS) + "}")
+                                 choice("sparse_buckets", SPARSE_BUCKETS))
     dense_above: float | None = option(None, "with sparse buckets fused: all-reduce a bucket densely when its previous "
                                        "sum's density exceeded D, as zensim_hook's dense_above",
-                                       optional(number(0, 1)), metavar="D")
+                                       optional(number(0, 1)), metavar="D", sweep=False)
     sparse_tensors: tuple[str, ...] | None = option(None, "trace tensors synchronized sparse (default: all)",
-                                                    optional(tensor_names))
+                                                    optional(tensor_names), sweep=False)
     dense_work: str = option("fused", "fused (default): the dense all-reduce's merges cost per element only, one fused "
                              "kernel as NCCL's; profile: as every local work; free: none",
-                             choice("dense_work", DENSE_WORK), metavar="{" + ",".join(DENSE_WORK) + "}")
+                             choice("dense_work", DENSE_WORK))
     dense_algorithm: str = option("auto", "the dense all-reduce of dense buckets, in every scheme's run and dense DDP "
                                   "alike: auto (default) the fastest for each bucket's size, as NCCL's tuner; ring or "
                                   "doubling (recursive doubling) forced",
-                                  choice("dense_algorithm", DENSE_CHOICES),
-                                  metavar="{" + ",".join(DENSE_CHOICES) + "}")
+                                  choice("dense_algorithm", DENSE_CHOICES))
     compute_scale: float = option(1.0, "multiply the profile's compute times (e.g. the calibration's cpu_slowdown for "
-                                  "a profile measured alone on an emulation host; default 1)", number(0, open_low=True))
+                                  "a profile measured alone on an emulation host; default 1)", number(0, open_low=True),
+                                  sweep=False)
     shared_host: bool = option(False, "every GPU is a process of one host sharing its processors (the profile's "
-                               "host_cores) for compute and local work: CPU training, the emulator", switch, switch=True)
+                               "host_cores) for compute and local work: CPU training, the emulator", switch, switch=True,
+                               sweep=False)
     strategy: str | None = option(None, "a fusion strategy (docs/fusion.md): buckets, selection and compression decided "
-                                  "by it (none = dense DDP); instead of the bucketing", optional(choice("strategy", _strategies)))
+                                  "by it (none = dense DDP); instead of the bucketing",
+                                  optional(choice("strategy", _strategies)))
     fusion_degree: float | None = option(None, "with a strategy: behind's (and none's) bucket cap as a fraction of the "
-                                         "model's bytes (0 = a bucket per tensor, 1 = one bucket)", optional(number(0, 1)))
+                                         "model's bytes (0 = a bucket per tensor, 1 = one bucket)",
+                                         optional(number(0, 1)))
     compression_cost: str = option("dgc", "with a strategy: seconds per selection, dgc or threshold or ALPHA,BETA "
-                                   "(s, s per dense byte); default dgc", cost)
-    density: float = option(0.01, "with a strategy: selection density (default 0.01)", number(0, 1, open_low=True))
+                                   "(s, s per dense byte); default dgc", cost, sweep=False)
+    density: float = option(0.01, "with a strategy: selection density (default 0.01)", number(0, 1, open_low=True),
+                            sweep=False)
     sparsifier: str = option("topk", "with a strategy, on a dense trace: the selection (default topk)",
-                             text("a sparsifier name"))
+                             text("a sparsifier name"), sweep=False)
 
     def validate(self, place: Callable[[str], str], text: bool) -> None:
         """The rules between fields (`place(field)` names one in errors; `text`: from the command line)."""
@@ -454,7 +475,8 @@ class ReplayRequest(ClusterRequest):
 
     range: str | None = option(None, "replay iterations A..B-1 with state carried (a trace with values: capture "
                                "--dense); --scheme takes SCHEME or SCHEME+SPARSIFIER items (exdyna+cltk)",
-                               optional(text("A:B (B exclusive), e.g. '0:50',")), flag="--iterations", metavar="A:B")
+                               optional(text("A:B (B exclusive), e.g. '0:50',")), flag="--iterations", metavar="A:B",
+                               sweep=False)
     sparsifier: str | None = option(None, "with --iterations: sparsifier of every scheme, or 'none' (default: each "
                                     "scheme's own: spardl blocktopk, exdyna exdyna, oktopk oktopk, dense-allreduce "
                                     "none, others topk)", optional(text("a sparsifier name or none")))
@@ -470,5 +492,5 @@ class ReplayRequest(ClusterRequest):
         """A replay's ranks are the GPUs (the flat layout): the zen layout of several GPUs per machine is
         refused, not silently ignored."""
         if gpus_per_machine > 1 and self.layout != "flat":
-            raise ConfigError(f"{place('layout')}: {self.layout} with {gpus_per_machine} GPUs per machine, but a replay "
-                              "runs every GPU as a rank of the scheme: give the flat layout")
+            raise ConfigError(f"{place('layout')}: {self.layout} with {gpus_per_machine} GPUs per machine, but a "
+                              "replay runs every GPU as a rank of the scheme: give the flat layout")

@@ -26,7 +26,7 @@ from zensim.net.topology import ClusterSpec
 from zensim.report.outputs import OutputFiles, table_format
 from zensim.sim.iteration import check_schemes, layer_profile
 from zensim.sim.request import (MAXMIN_BATCH, ClusterRequest, IterationRequest, ReplayRequest, SimulateRequest,
-                                defaults_of)
+                                defaults_of, swept_keys)
 from zensim.schemes import check_options
 from zensim.sim.run import resolve_schemes
 from zensim.trace.format import Trace
@@ -41,16 +41,14 @@ TRACE_KEYS = ("path", "iteration")
 CLUSTER_DEFAULTS: dict[str, Any] = {k: v for k, v in defaults_of(ClusterRequest).items()
                                     if k not in ("model", "maxmin_batch")}
 OUTPUT_KEYS = ("json", "csv", "timeline", "plot", "links", "traffic", "link_plot")
-# keys a sweep may vary: every cluster key but the profile, plus these
-SWEPT_OTHER = ("model", "iteration", "maxmin_batch")
-SWEEPABLE = tuple(k for k in CLUSTER_DEFAULTS if k != "profile") + SWEPT_OTHER
+# keys a sweep may vary: the request fields marked so (every cluster key but the profile; model, maxmin_batch,
+# iteration); in a training scenario also the training keys marked so
+SWEEPABLE = swept_keys(SimulateRequest)
 # the training section: IterationRequest's keys but the cluster's and the trace's iteration (trace.iteration)
 TRAINING_DEFAULTS: dict[str, Any] = {k: v for k, v in defaults_of(IterationRequest).items()
                                      if k not in defaults_of(ClusterRequest) and k != "iteration"}
-# those a sweep may vary
 STRATEGY_KEYS = ("strategy", "fusion_degree")  # swept, they are drawn in one plot (per strategy, against the degree)
-TRAINING_SWEPT = ("bucketing", "bucket_mb", "first_bucket_mb", "sparse_buckets", "dense_work",
-                  "dense_algorithm") + STRATEGY_KEYS
+TRAINING_SWEPT = tuple(k for k in swept_keys(IterationRequest) if k in TRAINING_DEFAULTS)
 GPU_KEYS = ("machines", "gpus_per_machine", "preset")  # what a throughput-against-GPUs plot has on its x axis
 
 
