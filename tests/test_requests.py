@@ -96,15 +96,16 @@ def test_iteration_takes_the_presets_gpus_as_a_scenario_does(inputs) -> None:  #
     assert preset.build()[0].gpus_per_machine == 8
 
 
-def test_a_replay_refuses_analytic_and_the_zen_layout_of_several_gpus_from_both(
-        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    """The replay times every iteration on a sharing model and runs every GPU as a rank: a scenario used to
-    swap analytic for fifo silently, and both ignored the layout."""
+def test_a_replay_refuses_what_it_would_ignore_from_both(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """The replay times every iteration on a sharing model with its default batch and runs every GPU as a
+    rank: a scenario used to swap analytic for fifo silently, and both ignored the layout and the batch."""
     base = ["simulate", "--trace", str(DIGITS), "--iterations", "0:2", "--machines", "2", "--scheme", "topka"]
     for extra, problem in ((["--model", "analytic"], "--model: analytic has no timeline for a replay over iterations "
                             "(use fifo or maxmin)"),
                            (["--gpus-per-machine", "2"], "--layout: zen with 2 GPUs per machine, but a replay runs "
-                            "every GPU as a rank of the scheme: give the flat layout")):
+                            "every GPU as a rank of the scheme: give the flat layout"),
+                           (["--maxmin-batch", "0.5"], "--maxmin-batch: not with a replay over iterations (its maxmin "
+                            "has the default batch, 1/256)")):
         assert main(base + extra) == 2
         assert capsys.readouterr().err.strip() == f"zensim: error: {problem}"
     for body, problem in (("model: analytic\n", "model: analytic has no timeline"),

@@ -87,9 +87,7 @@ def run_iterations(requests: Sequence[IterationRequest], layers: LayerProfile, s
     sparse_schemes = [s for s in schemes if s != DENSE]
     for req in distinct(requests):
         costs = Costs.of(*req.build())
-        common = dict(model=req.model, layout=req.layout, iterations=req.iterations, dense_work=req.dense_work,
-                      shared_host=req.shared_host, dense_algorithm=req.dense_algorithm,
-                      model_options=req.model_options, dense_times=dense_times)
+        common = dict(req.timeline_keywords(), dense_times=dense_times)
         bucket_mb = req.bucket_mb if req.strategy is None else None  # a strategy's cap is not the baseline's
         key = dataclasses.replace(req, strategy=None, fusion_degree=None, bucket_mb=bucket_mb)
         dense = baselines.get(key)

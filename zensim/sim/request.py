@@ -417,7 +417,7 @@ class IterationRequest(ClusterRequest):
                                "host_cores) for compute and local work: CPU training, the emulator", switch, switch=True,
                                sweep=False)
     strategy: str | None = option(None, "a fusion strategy (docs/fusion.md): buckets, selection and compression decided "
-                                  "by it (none = dense DDP); instead of the bucketing",
+                                  "by it (none = dense DDP); instead of the bucketing (the command: all = each)",
                                   optional(choice("strategy", _strategies)))
     fusion_degree: float | None = option(None, "with a strategy: behind's (and none's) bucket cap as a fraction of the "
                                          "model's bytes (0 = a bucket per tensor, 1 = one bucket)",
@@ -462,6 +462,12 @@ class IterationRequest(ClusterRequest):
             except ConfigError as exc:
                 raise wrap("sparsifier", exc) from None
 
+    def timeline_keywords(self) -> dict[str, Any]:
+        """simulate_iteration's keywords that come from the request as they are (the timeline's network
+        model and layout, the iterations, the dense all-reduce's work and algorithm, the shared host)."""
+        return dict(model=self.model, layout=self.layout, model_options=self.model_options, iterations=self.iterations,
+                    dense_work=self.dense_work, dense_algorithm=self.dense_algorithm, shared_host=self.shared_host)
+
     def one_point(self) -> IterationRequest:
         """The request with a fusion degree only where its strategy has one (none, behind)."""
         return self if self.strategy in (None,) + DEGREE_STRATEGIES else dataclasses.replace(self, fusion_degree=None)
@@ -483,10 +489,14 @@ class ReplayRequest(ClusterRequest):
     density: float = option(0.01, "with --iterations: user-set density (default 0.01)", number(0, 1, open_low=True))
 
     def validate(self, place: Callable[[str], str], text: bool) -> None:
-        """The model must have a timeline; the layout is flat, said or implied by one GPU per machine."""
+        """The model must have a timeline, and maxmin runs with its own batch (the replay times each
+        iteration's log with the model's defaults)."""
         if self.model not in MODELS:
             raise ConfigError(f"{place('model')}: {self.model} has no timeline for a replay over iterations "
                               "(use fifo or maxmin)")
+        if self.maxmin_batch != MAXMIN_BATCH:
+            raise ConfigError(f"{place('maxmin_batch')}: not with a replay over iterations (its maxmin has the "
+                              "default batch, 1/256)")
 
     def check_layout(self, gpus_per_machine: int, place: Callable[[str], str]) -> None:
         """A replay's ranks are the GPUs (the flat layout): the zen layout of several GPUs per machine is
