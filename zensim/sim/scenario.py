@@ -26,7 +26,7 @@ from zensim.net.topology import ClusterSpec
 from zensim.report.outputs import OutputFiles, table_format
 from zensim.sim.iteration import check_schemes, layer_profile
 from zensim.sim.request import (MAXMIN_BATCH, ClusterRequest, IterationRequest, ReplayRequest, SimulateRequest,
-                                defaults_of, swept_keys)
+                                Where, defaults_of, swept_keys, switch)
 from zensim.schemes import check_options
 from zensim.sim.run import resolve_schemes
 from zensim.trace.format import Trace
@@ -192,6 +192,8 @@ class _Loader:
         names = self.schemes(top.get("schemes", "all"), replay is not None)
         options = self.options(top.get("options"), [n.partition("+")[0] for n in names], replay is not None)
         values = top.get("values")
+        if values is not None:  # (a training or replay point has no SimulateRequest to check it)
+            switch(values, Where(f"{self.path}: values", False))
         axes = {k: self.values(f"sweep.{k}", v) for k, v in sweep.items()}
         self.sweep_keys = set(axes)
         model = top.get("model", "fifo")
@@ -237,7 +239,8 @@ class _Loader:
             text = str(exc)
             if text.startswith(str(self.path)):
                 raise
-            raise (ConfigError(f"{self.path}: {text}") if text.startswith("training.") else self.fail("training", text)) from None
+            raise (ConfigError(f"{self.path}: {text}") if text.startswith("training.")
+                   else self.fail("training", text)) from None
         return prof
 
     def schemes(self, raw: Any, replay: bool = False) -> list[str]:
