@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_TRACE := traces/lstm-lm-128w.zt
 
-.PHONY: demo test install system-packages clean
+.PHONY: demo test docs install system-packages clean
 
 # Debian packages some tests and workloads use: the KJV text of the LSTM language-model workload,
 # iproute2 (ip, tc) for emulation. Installed when root with apt (CI); otherwise a note says what is
@@ -43,6 +43,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# The pages' script-made tables rebuilt in place (benchmarks/doc_tables.py: about a minute of CPU;
+# tests/test_doc_tables.py fails while a page differs). docs/results.md's Fig. 8 tables and
+# docs/claims.md take longer: benchmarks/fig8.py and benchmarks/claims.py.
+docs: $(STAMP)
+	$(PY) benchmarks/doc_tables.py --write
 
 clean:
 	rm -rf $(VENV) build *.egg-info

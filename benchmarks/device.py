@@ -10,19 +10,24 @@ that they agree, and times them:
 - `steps`: every catalog scheme at n = 16 ranks in one process (the in-memory driver, values
   carried), numpy against torch on the device: the whole run's seconds, its log and bits compared;
 - `hook`: DDP with 2 ranks sharing the device (gloo), an EmbeddingBag model with sparse gradients:
-  step time with DDP's default hook and with zensim_hook("zen"), and the hook thread's CPU seconds
-  (host-side work) per step.
+  step time with DDP's default hook and with zensim_hook("zen"), whether zen trains to the default's
+  bits, and per step the hook thread's wall and CPU seconds, split into the transport's (gloo's
+  exchange: host copies of the payloads, sends, receives) and the hook's own (selection, the
+  scheme's stages, write-back). On a GPU the zen hook
+  runs twice: as is (a synchronization spins the CPU while the GPU works, so thread CPU counts GPU
+  waits) and with CUDA's blocking-sync scheduling (`zen+blocking-sync`: thread CPU is host work only).
 
     PYTHONPATH=. python benchmarks/device.py [--device cuda] [--small] [--sections alg1,union,steps,hook]
 
 `--small` is the CI size (seconds on 2 CPU cores; tests/test_device_benchmark.py runs it). Needs
-only torch, numpy and scipy (array-api-compat, or the copy scipy ships). Prints one JSON object;
-progress goes to stderr.
+only torch, numpy and array-api-compat (or the copy scipy ships; a host with neither can put the
+pure-Python package on PYTHONPATH). Prints one JSON object; progress goes to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -123,13 +128,41 @@ def steps(sizes: dict, device: torch.device) -> dict:
     return {"ranks": n, "numel": numel, "density": 0.01, "schemes": out}
 
 
+BLOCKING = "+blocking-sync"
+HOOK_TIMES = ("seconds", "cpu_seconds", "transport_seconds", "transport_cpu_seconds", "own_seconds",
+              "own_cpu_seconds")
+
+
+def blocking_sync(device: torch.device) -> bool:
+    """Make host synchronizations with `device` sleep instead of spin (CUDA's blocking-sync
+    scheduling, set on the device's primary context before this process creates it): a thread's
+    CPU time then counts its host work only, not its waits for the GPU. Whether it could be set."""
+    import ctypes
+
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    handle = ctypes.c_int()
+    return not (cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(handle), device.index or 0) or
+                cuda.cuDevicePrimaryCtxSetFlags_v2(handle, 4))  # CU_CTX_SCHED_BLOCKING_SYNC
+
+
 def _hook_rank(rank: int, world: int, init: str, sizes: dict, device: str, hook_name: str, queue) -> None:  # noqa: ANN001
-    """One DDP rank of the hook section: returns (median step seconds, hook CPU seconds per step)."""
+    """One DDP rank of the hook section: puts rank 0's median step seconds and its hook's HookStats
+    times per step (HOOK_TIMES), whether blocking-sync was set (None: not asked) and a digest of the
+    trained parameters on `queue`. A name ending in BLOCKING runs the hook with `blocking_sync`."""
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
     from zensim.ddp import zensim_hook
 
+    blocking = None
+    if hook_name.endswith(BLOCKING):
+        hook_name = hook_name.removesuffix(BLOCKING)
+        blocking = blocking_sync(torch.device(device))
+        if not blocking:
+            log(f"rank {rank}: could not set CUDA's blocking-sync scheduling; thread CPU includes GPU waits")
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
     dev = torch.device(device)
@@ -143,10 +176,10 @@ def _hook_rank(rank: int, world: int, init: str, sizes: dict, device: str, hook_
         ddp.register_comm_hook(None, hook)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     gen = torch.Generator().manual_seed(rank)
-    times, cpu0 = [], 0.0
+    times, before = [], {}
     for step in range(sizes["hook_steps"] + 2):
         if step == 2 and hook is not None:  # two warm-up steps: buckets rebuilt, programs built
-            cpu0 = hook.stats.cpu_seconds
+            before = {k: getattr(hook.stats, k) for k in HOOK_TIMES}
         batch = torch.randint(0, sizes["vocab"], (sizes["batch"], sizes["bag"]), generator=gen).to(dev)
         if dev.type == "cuda":
             torch.cuda.synchronize(dev)
@@ -158,30 +191,64 @@ def _hook_rank(rank: int, world: int, init: str, sizes: dict, device: str, hook_
             torch.cuda.synchronize(dev)
         if step >= 2:
             times.append(time.perf_counter() - t0)
-    cpu = (hook.stats.cpu_seconds - cpu0) / sizes["hook_steps"] if hook is not None else 0.0
+    spent = {k: (getattr(hook.stats, k) - before[k]) / sizes["hook_steps"] if hook is not None else 0.0
+             for k in HOOK_TIMES}
     if rank == 0:
-        queue.put((statistics.median(times), cpu))
+        digest = hashlib.sha256()  # the trained parameters: every hook must leave the same bits (2 ranks)
+        for param in model.parameters():
+            digest.update(param.detach().cpu().numpy().tobytes())
+        queue.put((statistics.median(times), spent, blocking, digest.hexdigest()))
     dist.destroy_process_group()
 
 
+def _result_of(procs: list, queue, name: str) -> tuple:  # noqa: ANN001
+    """Rank 0's result from `queue`; exits (one line) as soon as a rank has died without one (its
+    traceback is on stderr), instead of waiting for a result that will not come."""
+    import queue as queues
+
+    while True:
+        try:
+            return queue.get(timeout=2)
+        except queues.Empty:
+            dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+            if dead:
+                for p in procs:
+                    p.kill()
+                raise SystemExit(f"device.py: hook {name}: a DDP rank exited with code {dead[0]} (its error above)")
+
+
 def hook(sizes: dict, device: torch.device) -> dict:
-    """DDP with 2 ranks sharing the device: DDP's default hook against zensim_hook('zen')."""
+    """DDP with 2 ranks sharing the device: DDP's default hook against zensim_hook('zen'); whether
+    each run's trained parameters have the default hook's bits (on 2 ranks a sum is a + b either way;
+    False means a difference, or a nondeterministic kernel of the model on that device)."""
     import torch.multiprocessing as mp
 
     out = {"ranks": 2, "params": sizes["vocab"] * sizes["dim"] + sizes["dim"] + 1, "batch": sizes["batch"]}
     ctx = mp.get_context("spawn")
-    for name in ("default", "zen"):
+    names = ("default", "zen") + (("zen" + BLOCKING,) if device.type == "cuda" else ())
+    digests: dict[str, str] = {}
+    for name in names:
         with tempfile.TemporaryDirectory(prefix="zsim-device-") as tmp:
             queue = ctx.Queue()
             init = f"file://{os.path.join(tmp, 'rendezvous')}"
             procs = [ctx.Process(target=_hook_rank, args=(r, 2, init, sizes, str(device), name, queue)) for r in range(2)]
             for p in procs:
                 p.start()
-            step_s, cpu_s = queue.get(timeout=600)
+            step_s, spent, blocking, digest = _result_of(procs, queue, name)
             for p in procs:
                 p.join()
-        out[name] = {"step_s": step_s, "hook_cpu_s_per_step": cpu_s, "hook_cpu_share": cpu_s / step_s}
-        log(f"hook {name}: {step_s * 1e3:.1f} ms a step, hook CPU {cpu_s * 1e3:.1f} ms a step")
+        digests[name] = digest
+        out[name] = {"step_s": step_s, "params_equal_default": digest == digests["default"],
+                     "hook_cpu_s_per_step": spent["cpu_seconds"],
+                     "hook_cpu_share": spent["cpu_seconds"] / step_s,
+                     **{f"hook_{k}_per_step": v for k, v in spent.items() if k != "cpu_seconds"},
+                     "own_cpu_share": spent["own_cpu_seconds"] / step_s,
+                     "transport_cpu_share": spent["transport_cpu_seconds"] / step_s,
+                     **({} if blocking is None else {"blocking_sync": blocking})}
+        log(f"hook {name}: {step_s * 1e3:.1f} ms a step; hook thread {spent['seconds'] * 1e3:.1f} ms wall, "
+            f"{spent['cpu_seconds'] * 1e3:.1f} ms CPU a step, of which the transport's {spent['transport_seconds'] * 1e3:.1f} "
+            f"ms wall, {spent['transport_cpu_seconds'] * 1e3:.1f} ms CPU; the hook's own {spent['own_seconds'] * 1e3:.1f} ms "
+            f"wall, {spent['own_cpu_seconds'] * 1e3:.1f} ms CPU")
     return out
 
 
@@ -197,6 +264,11 @@ def main(argv: list[str] | None = None) -> dict:
     unknown = sorted(set(sections) - set(SECTIONS))
     if unknown:
         ap.error(f"--sections: unknown {', '.join(unknown)} (known: {', '.join(SECTIONS)})")
+    try:  # what every section needs: a missing dependency is one line here, not an error in each rank
+        import zensim.ddp  # noqa: F401
+    except ImportError as exc:
+        sys.exit(f"device.py: cannot import zensim ({exc}); it needs torch, numpy and array-api-compat (or the "
+                 "copy scipy ships), the project on PYTHONPATH")
     device = torch.device(args.device)
     sizes = SMALL if args.small else FULL
     host = platform.processor() or platform.machine()

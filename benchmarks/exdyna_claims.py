@@ -171,6 +171,17 @@ def analyse(source: TraceGradients, first: int, last: int, density: float,
     return rows
 
 
+def csv_text(rows: list[dict]) -> str:
+    """The per-iteration rows as the CSV that --csv writes."""
+    import io
+
+    out = io.StringIO()
+    writer = csv.DictWriter(out, list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
 def window_mean(rows: list[dict], column: str) -> float:
     """The mean of `column` over `rows`; for a drift (a ratio per iteration) the geometric mean, the
     net factor per iteration over the window."""
@@ -246,9 +257,7 @@ def main() -> None:
         plot(rows, f"{os.path.basename(args.trace)}, {source.workers} workers, d = {args.density}", args.plot, args.density)
     if args.csv:
         with open(args.csv, "w", newline="") as out:
-            writer = csv.DictWriter(out, names)
-            writer.writeheader()
-            writer.writerows(rows)
+            out.write(csv_text(rows))
 
 
 if __name__ == "__main__":

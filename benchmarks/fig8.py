@@ -6,8 +6,10 @@ Time of each scheme normalized to a dense ring all-reduce on the same cluster an
 local-work model:
 
 - `zero`: local work free (communication only, the closed forms' model);
-- `placeholder`: zensim.net.profile.DEFAULT_WORK_COST, the per-element constants the simulator uses
-  without a profile ("GPU-class placeholders": unmeasured);
+- `default`: the simulator's default work model, what it uses without a profile
+  (zensim.net.profile.DEFAULT_PROFILE: per element the schemes' step code measured on an H200 with
+  payloads on the device, per piece one kernel launch and synchronization measured there; the
+  kinds it could not measure priced from the nearest measured one);
 - `cpu-steps`: a profile fitted to `zensim work measure --kernels steps` (the schemes' own numpy
   step code, timed on a CPU; default docs/results-data/cpu-steps.profile.json);
 - `h200-steps`: the same step code in torch, timed on an H200 GPU (`--kernels steps --device cuda`;
@@ -20,7 +22,7 @@ Each scheme's driver runs once per cluster shape (a message-log cache); the work
 change the replays.
 
     .venv/bin/python benchmarks/fig8.py [--profile P.json] [--columns 8x1,...] [--models maxmin,fifo]
-        [--work zero,placeholder,cpu-steps,h200-steps] [--kinds-column 128x1] [--json FILE] [--plot FILE]
+        [--work zero,default,cpu-steps,h200-steps] [--kinds-column 128x1] [--json FILE] [--plot FILE]
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ import numpy as np
 from scipy.stats import kendalltau
 
 from zensim.net.costs import Costs
-from zensim.net.profile import WorkCost, load_profile
+from zensim.net.profile import DEFAULT_PROFILE, WorkCost, load_profile
+from zensim.net.replay import piece_seconds
 from zensim.run import MessageLog
 from zensim.sim.cluster import build_cluster
 from zensim.sim.logcache import LogCache
@@ -64,15 +67,18 @@ class WorkModel:
     source: str
 
 
-WORK_MODELS = ("zero", "placeholder", "cpu-steps", "h200-steps")
+WORK_MODELS = ("zero", "default", "cpu-steps", "h200-steps")
 
 
 def work_model(name: str, profile: str | Path = PROFILE, gpu_profile: str | Path = GPU_PROFILE) -> WorkModel:
     """The work model `name` (WORK_MODELS); `profile` is read for cpu-steps, `gpu_profile` for h200-steps."""
     if name == "zero":
         return WorkModel(name, WorkCost.zero(), "no local work: communication only")
-    if name == "placeholder":
-        return WorkModel(name, WorkCost(), "DEFAULT_WORK_COST per element, unmeasured GPU-class placeholders")
+    if name == "default":
+        cost = WorkCost.default()
+        return WorkModel(name, cost, "the simulator's default, measured on an H200: per element the step code with "
+                         f"payloads on the device, per piece one kernel launch + sync ({cost.fixed['copy'] * 1e6:.1f} us), "
+                         f"{_shown(DEFAULT_PROFILE)}")
     if name == "cpu-steps":
         return WorkModel(name, load_profile(profile).work,
                          f"measured on a CPU: the schemes' own numpy step code, {_shown(profile)}")
@@ -107,11 +113,9 @@ def run_column(column: str, model: str, work: WorkCost, schemes: Sequence[str] =
 
 def busiest_work(log: MessageLog, work: WorkCost) -> tuple[float, dict[str, float]]:
     """Seconds of local work of the rank with the most, and that rank's seconds by work kind (each
-    piece priced as the replay prices it, zensim.net.replay.work_seconds)."""
+    piece priced as the replay prices it, zensim.net.replay.piece_seconds)."""
     cols = log.work_arrays()
-    fixed, per_element = work.costs(log.kind_names)
-    kind = cols["kind"]
-    seconds = cols["elements"] * per_element[kind] + fixed[kind]
+    kind, seconds = cols["kind"], piece_seconds(log, work)
     rank = int(np.argmax(np.bincount(cols["rank"], weights=seconds, minlength=log.n)))
     mine = cols["rank"] == rank
     by_kind = np.bincount(kind[mine], weights=seconds[mine], minlength=len(log.kind_names))

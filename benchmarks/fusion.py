@@ -37,7 +37,8 @@ from zensim.train.fusion.espresso import Model, System, espresso
 from zensim.train.fusion.missing import bucket_topk, fusion_buckets, missing_rate
 from zensim.train.fusion.plots import missing_plot, throughput_plot
 from zensim.train.fusion.shapes import DEVICES, MODELS, estimate, shape_profile
-from zensim.train.fusion.strategies import STRATEGIES, Compression, Workload, plan
+from zensim.train.fusion.registry import STRATEGIES
+from zensim.train.fusion.strategies import Compression, Workload, plan
 
 DEGREES = [round(d, 2) for d in np.linspace(0, 1, 11)]
 DGC_COST = Affine(2.5e-4, 6.25e-11)        # thesis Fig. 5.2: ~0.25 ms flat to 4 MB

@@ -27,6 +27,7 @@ workers: 8 x max(16, machines), ZEN's testbed at least, fewer machines using the
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import tempfile
@@ -35,7 +36,7 @@ from pathlib import Path
 
 from zensim.net.costs import Costs
 from zensim.net.presets import machine_preset
-from zensim.net.profile import load_profile
+from zensim.net.profile import DEFAULT_PROFILE, load_profile
 from zensim.report.table import format_table
 from zensim.sim.cluster import build_cluster
 from zensim.trace.format import Trace
@@ -47,6 +48,7 @@ from zensim.train.shapes import shapes_profile
 from zensim.train.syncs import SyncLogs
 from zensim.train.tuner import DENSE_CHOICES
 
+ROOT = Path(__file__).resolve().parent.parent
 SCHEMES = ("dense-allreduce", "sparcml", "omnireduce", "zen")
 MODELS = {"LSTM": ("traces/lstm-lm-128w.zt", "traces/layers/lstm-lm-b20.v100.layers.json"),
           "DeepFM": ("traces/deepfm-128w.zt", "traces/layers/deepfm-b256.v100.layers.json")}
@@ -128,12 +130,53 @@ def main() -> int:
             f"{args.efficiency:g} of the peaks)" if args.zen_size else "the shipped traces")
     print(f"{what}: V100 estimates, DDP buckets, dense all-reduce {args.dense_algorithm}, ZEN's layout, {args.model}, "
           f"work costs: "
-          f"{args.profile or 'defaults (GPU-class per-element placeholders)'}")
+          f"{args.profile or 'the default work model (zensim/net/profiles/' + DEFAULT_PROFILE.name + ')'}")
     print(format_table(rows, ["model", "preset", "NIC", "GPUs", "scheme", "iteration ms", "compute ms", "exposed ms",
                               "samples/s", "ZEN speedup over it", "paper (16 machines)"]))
     for preset, about in clusters.items():
         print(f"{preset}: {about}")
     return 0
+
+
+@functools.cache
+def page_tables() -> tuple[list[str], list[str]]:
+    """docs/iteration.md's two tables (benchmarks/doc_tables.py), the shipped traces on ZEN's two testbed
+    presets at the defaults (fifo, 4 iterations, dense algorithm by size): at 16 machines ZEN's speedup
+    over each baseline, the paper's, samples/s, iteration ms (ZEN's compute) and the speedups with the ring
+    forced for every dense bucket; then the speedups at 2, 4, 8 and 16 machines."""
+    from doc_tables import markdown_table
+
+    presets, machines = ["p3.16xlarge", "p3dn.24xlarge"], [2, 4, 8, 16]
+    models = {name: (Trace.open(ROOT / trace), load_layers(ROOT / layers)) for name, (trace, layers) in MODELS.items()}
+    auto = simulate(models, machines, presets)
+    ring = simulate(models, [16], presets, dense_algorithm="ring")
+    for trace, _ in models.values():
+        trace.close()
+
+    def over(results, name, preset, m) -> list[str]:
+        zen = results[name, preset, m, "zen"].samples_per_s
+        return [f"{zen / results[name, preset, m, s].samples_per_s:.3f}" for s in SCHEMES[:-1]]
+
+    first, by_size = [], []
+    for name in MODELS:
+        for preset in presets:
+            nic = machine_preset(preset).nic
+            recs = [auto[name, preset, 16, s] for s in SCHEMES]
+            paper = PAPER.get((name, nic), {})
+            unit, suffix = (1e3, "k") if recs[-1].samples_per_s < 1e6 else (1e6, "M")
+            first.append([name, f"{preset}, {nic.replace('Gbps', ' Gbps')}", *over(auto, name, preset, 16),
+                          " / ".join(f"{paper[s]:g}" if s in paper else "-" for s in SCHEMES[:-1]),
+                          " / ".join(f"{r.samples_per_s / unit:.3g}" for r in recs) + f" {suffix}",
+                          " / ".join(f"{r.iteration_s * 1e3:.4g}" for r in recs) + f" ({recs[-1].compute_s * 1e3:.3g})",
+                          " / ".join(over(ring, name, preset, 16))])
+            by_size.append([f"{name}, {preset}",
+                            *(" / ".join(over(auto, name, preset, m)[i] for m in machines) for i in range(3))])
+    return (markdown_table(["model", "machine", "over dense", "over SparCML", "over OmniReduce",
+                            "ZEN's paper (dense / SparCML / OmniReduce)",
+                            "samples/s: dense / SparCML / OmniReduce / ZEN",
+                            "iteration ms: dense / SparCML / OmniReduce / ZEN (compute)",
+                            "ring forced: over dense / SparCML / OmniReduce"], first),
+            markdown_table(["model, machine", "over dense", "over SparCML", "over OmniReduce"], by_size))
 
 
 def simulate(models: dict[str, tuple[Trace, object]], machines: list[int], presets: list[str], *, calib=None,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from zensim.sim.cluster import build_cluster
 from zensim.trace.format import Trace
 from zensim.train.syncs import Part, SyncLogs
 
+ROOT = Path(__file__).resolve().parent.parent
 BLOCK = 256  # OmniReduce's block (ZEN section 2.4: "each block has 256 gradients")
 
 
@@ -86,6 +88,38 @@ def decompose(trace: Trace, name: str, scheme: str, machines: int, preset: str, 
             "stages": stage_loads(across, cluster.gpus_per_machine, machines)}
 
 
+def terms(trace_path: str | Path, tensor: str, preset: str, machines: list[int], schemes: list[str],
+          layout: str) -> list[dict]:
+    """decompose() per machine count and scheme, with the union's density and block fraction."""
+    with Trace.open(trace_path) as trace:
+        gpus = build_cluster(1, preset=preset)[0].gpus_per_machine
+        out = []
+        for m in machines:
+            union, blocks = union_stats(trace, tensor, m * gpus)
+            out += [{**decompose(trace, tensor, scheme, m, preset, layout), "union": union, "blocks": blocks}
+                    for scheme in schemes]
+    return out
+
+
+def page_table() -> list[str]:
+    """docs/iteration.md's table of the terms (benchmarks/doc_tables.py): the defaults, p3.16xlarge; a row
+    per machine count and scheme, push and pull as the busiest NIC's KB (max / mean), the union's figures
+    once per machine count."""
+    from doc_tables import markdown_table
+
+    names = {"omnireduce": "OmniReduce", "zen": "ZEN"}
+    rows = []
+    for rec in terms(ROOT / "traces" / "deepfm-128w.zt", "embedding.weight", "p3.16xlarge", [2, 4, 8, 16],
+                     list(names), "zen"):
+        first = rec["scheme"] == next(iter(names))
+        push, pull = (f"{st['busiest_kb']:,.0f} ({st['imbalance']:.2f})" for st in rec["stages"])
+        rows.append([rec["machines"], names[rec["scheme"]], f"{rec['sync_ms']:.3f}", f"{rec['latency_ms']:.3f}",
+                     f"{rec['work_ms']:.3f}", push, pull, f"{rec['union']:.3f}" if first else "",
+                     f"{rec['blocks']:.3f}" if first else ""])
+    return markdown_table(["machines", "scheme", "sync ms", "latency ms", "work ms", "push: busiest NIC KB (max/mean)",
+                           "pull: busiest NIC KB (max/mean)", "union", "blocks"], rows)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trace", default="traces/deepfm-128w.zt")
@@ -97,18 +131,11 @@ def main() -> int:
     p.add_argument("--layout", default="zen", choices=("zen", "flat"))
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
-    trace = Trace.open(args.trace)
-    gpus = build_cluster(1, preset=args.preset)[0].gpus_per_machine
-    rows, out = [], []
-    for m in [int(x) for x in args.machines.split(",")]:
-        union, blocks = union_stats(trace, args.tensor, m * gpus)
-        for scheme in args.schemes.split(","):
-            rec = {**decompose(trace, args.tensor, scheme, m, args.preset, args.layout), "union": union, "blocks": blocks}
-            out.append(rec)
-            for st in rec["stages"]:
-                rows.append([m, scheme, rec["sync_ms"], rec["latency_ms"], rec["work_ms"], st["stage"], st["busiest_kb"],
-                             st["mean_kb"], st["imbalance"], st["busiest_msgs"], union, blocks])
-    trace.close()
+    out = terms(args.trace, args.tensor, args.preset, [int(x) for x in args.machines.split(",")],
+                args.schemes.split(","), args.layout)
+    rows = [[rec["machines"], rec["scheme"], rec["sync_ms"], rec["latency_ms"], rec["work_ms"], st["stage"],
+             st["busiest_kb"], st["mean_kb"], st["imbalance"], st["busiest_msgs"], rec["union"], rec["blocks"]]
+            for rec in out for st in rec["stages"]]
     if args.json:
         print(json.dumps(out, indent=1))
         return 0

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from emulate.launch import MASTER_PORT, launch, rank_env
 from emulate.netns import LocalCluster, rank_addr
+from zensim.ddp.hook import check_hook_arguments
 from zensim.errors import ConfigError
 from zensim.report.table import format_table
 
@@ -34,44 +35,60 @@ def torchrun_env(rank: int, world: int, run_id: str) -> dict[str, str]:
 
 
 def emulate_script(script: str, args: list[str], ranks: int, rate_bps: float, warmup: int = 1,
-                   timeout: float = 900.0, wait_lock: float = 0.0, logs: Path | None = None) -> dict:
+                   timeout: float = 900.0, wait_lock: float = 0.0, logs: Path | None = None,
+                   hook: str | None = None) -> dict:
     """Run `script args` on `ranks` namespaces shaped to `rate_bps` per NIC; the iteration times.
 
     `warmup` first iterations are left out of the summary (DDP rebuilds its buckets after the first).
-    `logs`: a folder that gets every rank's output (`rank{r}.log`).
+    `logs`: a folder that gets every rank's output (`rank{r}.log`). `hook`: a zensim scheme that
+    synchronizes the script's DDP model (`zensim_hook(hook)` registered on it), None for its own.
     """
     if not Path(script).is_file():
         raise ConfigError(f"--script {script}: no such file")
     if warmup < 0:
         raise ConfigError(f"--warmup: must be >= 0, got {warmup}")
+    if hook is not None:
+        try:
+            check_hook_arguments(hook, None, None, None, {})
+        except ConfigError as exc:
+            raise ConfigError(f"--hook {hook}: {str(exc).removeprefix('zensim_hook: ')}") from None
     with LocalCluster(ranks, int(rate_bps), wait_lock=wait_lock) as cluster:
         run_id = cluster.run_dir.name
 
         def command(r: int, work: Path) -> list[str]:
-            return [sys.executable, "-m", "emulate.scriptrank", "--out", str(work / f"rank{r}.json"), script, *args]
+            hooked = ["--hook", hook] if hook is not None else []
+            return [sys.executable, "-m", "emulate.scriptrank", "--out", str(work / f"rank{r}.json"), *hooked,
+                    script, *args]
 
         outs = launch(cluster, command, lambda r: {**rank_env(r), **torchrun_env(r, ranks, run_id)}, timeout,
                       desc=f"{Path(script).name} n={ranks}", logs=logs)
         describe = cluster.describe()
-    return summarize_script(outs, warmup) | {"script": script, "args": args, "cluster": describe}
+    return summarize_script(outs, warmup) | {"script": script, "args": args, "hook": hook or "default",
+                                             "cluster": describe}
 
 
 def summarize_script(outs: list[dict], warmup: int) -> dict:
     """Iteration times from the ranks' stamps: iteration i takes, on the slowest rank, from its stamp i
-    to its stamp i + 1 (synchronous training: every rank's iteration ends with the same all-reduce)."""
+    to its stamp i + 1 (synchronous training: every rank's iteration ends with the same all-reduce);
+    `cpu_s[i]`: the CPU seconds all ranks' processes spent meanwhile (their sum: what the shared host's
+    cores gave the iteration)."""
     outs = sorted(outs, key=lambda o: o["rank"])
     counts = {len(o["stamps"]) for o in outs}
     if not all(o["ddp"] for o in outs):
         raise ConfigError("--script: the script built no DistributedDataParallel model (nothing to time)")
     if len(counts) != 1:
         raise ConfigError(f"--script: ranks ran different numbers of iterations ({sorted(counts)})")
-    iterations = [max(o["stamps"][i + 1] - o["stamps"][i] for o in outs) for i in range(counts.pop() - 1)]
+    count = counts.pop()
+    iterations = [max(o["stamps"][i + 1] - o["stamps"][i] for o in outs) for i in range(count - 1)]
+    cpu = [sum(o["cpu_stamps"][i + 1] - o["cpu_stamps"][i] for o in outs) for i in range(count - 1)]
     timed = iterations[warmup:]
     return {
         "ranks": len(outs), "iterations": len(iterations), "warmup": warmup, "iteration_s": iterations,
         "median_s": statistics.median(timed) if timed else None, "min_s": min(timed, default=None),
-        "max_s": max(timed, default=None), "script_s": max(o["end"] for o in outs) - min(o["start"] for o in outs),
+        "max_s": max(timed, default=None), "cpu_s": cpu,
+        "median_cpu_s": statistics.median(cpu[warmup:]) if timed else None, "script_s": max(o["end"] for o in outs) - min(o["start"] for o in outs),
         "wire_tx": [o.get("wire_tx") for o in outs], "wire_rx": [o.get("wire_rx") for o in outs],
+        "hook_stats": [o.get("hook") for o in outs],
     }
 
 

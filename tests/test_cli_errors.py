@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from zensim.cli import main
@@ -182,15 +183,45 @@ def test_dash_is_not_a_file_name(trace, tmp_path, monkeypatch, capsys, option):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_trace_synth_replaces_no_file_unless_forced(tmp_path, capsys):
+def _trace_commands(tmp_path: Path, trace: Path) -> dict[str, list[str]]:
+    """Every command that writes a trace to -o, each a cheap run (its -o appended by the caller)."""
+    from zensim.trace.format import TensorSpec, TraceWriter
+
+    shards = []
+    for rank in range(2):
+        shards.append(str(tmp_path / f"shard-{rank}.zt"))
+        with TraceWriter(shards[-1], [TensorSpec("w", 10)], workers=1, iterations=1,
+                         provenance={"shard": {"rank": rank, "world_size": 2}}) as w:
+            w.write(0, 0, 0, np.arange(rank, 10, 3))
+    return {
+        "synth": ["trace", "synth", "--workers", "2", "--numel", "100", "--density", "0.1"],
+        "scale": ["trace", "scale", str(trace), "--workers", "3", "--iterations", "1"],
+        "merge": ["trace", "merge", *shards],
+        "capture": ["capture", "--workload", "deepfm", "--workers", "2", "--iterations", "1"],
+    }
+
+
+@pytest.mark.parametrize("command", ["synth", "scale", "merge", "capture"])
+def test_trace_commands_replace_no_file_unless_forced(command, trace, tmp_path, capsys):
+    argv = _trace_commands(tmp_path, trace)[command]
     out = tmp_path / "t.zt"
     out.write_bytes(b"a capture")
-    synth = ["trace", "synth", "--workers", "2", "--numel", "100", "--density", "0.1", "-o", str(out)]
-    assert main(synth) == 2
+    before = sorted(tmp_path.iterdir())
+    assert main([*argv, "-o", str(out)]) == 2
     assert f"-o {out}: exists" in one_line_error(capsys)
-    assert out.read_bytes() == b"a capture"
-    assert main([*synth, "--force"]) == 0
+    assert out.read_bytes() == b"a capture" and sorted(tmp_path.iterdir()) == before  # nothing half-written
+    assert main([*argv, "-o", str(out), "--force"]) == 0
     assert out.read_bytes()[:8] != b"a captur"
+
+
+def test_capture_hook_replaces_no_shard_of_its_rank(tmp_path, capsys, monkeypatch):
+    script = tmp_path / "train.py"
+    script.write_text("raise SystemExit('the script ran')\n")
+    (tmp_path / "s3.zt").write_bytes(b"rank 3's shard")
+    monkeypatch.setenv("RANK", "3")
+    assert main(["capture", "--hook", str(script), "--iterations", "1", "-o", str(tmp_path / "s{rank}.zt")]) == 2
+    assert f"-o {tmp_path / 's3.zt'}: exists" in one_line_error(capsys)
+    assert (tmp_path / "s3.zt").read_bytes() == b"rank 3's shard"
 
 
 def test_converge_refuses_an_unknown_model_before_training(capsys, monkeypatch):

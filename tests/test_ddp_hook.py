@@ -20,6 +20,7 @@ from zensim.errors import ConfigError
 from zensim.sparsify import Team
 
 STEPS, VOCAB, DIM, BATCH = 4, 300, 8, 6
+TIMES = ("seconds", "cpu_seconds", "transport_seconds", "transport_cpu_seconds", "own_seconds", "own_cpu_seconds")
 
 
 def make_model() -> torch.nn.Module:
@@ -63,7 +64,8 @@ def rank_main(rank: int, world: int, tmp: str) -> None:
                 "fp16-default": train(rank, world, default_hooks.fp16_compress_wrapper(default_hooks.allreduce_hook)),
                 "fp16-zen": train(rank, world, default_hooks.fp16_compress_wrapper(zensim_hook("zen")))}
         runs["stats"] = {"zen_sent": zen.stats.sent, "zen_buckets": zen.stats.buckets,
-                         "mixed_dense": mixed.stats.dense, "mixed_buckets": mixed.stats.buckets}
+                         "mixed_dense": mixed.stats.dense, "mixed_buckets": mixed.stats.buckets,
+                         "zen_times": {k: getattr(zen.stats, k) for k in TIMES}}
         torch.save(runs, f"{tmp}/rank{rank}.pt")
     finally:
         gc.collect()
@@ -116,6 +118,18 @@ def test_natural_sparsity_trains_as_the_default_hook(trained):
     assert stats["zen_buckets"] >= STEPS and stats["zen_sent"] > 0  # every iteration went through the hook
     # with dense_above, a bucket denser than 1% after its first iteration is all-reduced densely
     assert 0 < stats["mixed_dense"] < stats["mixed_buckets"]
+
+
+def test_hook_time_splits_into_transport_and_own_work(trained):
+    """HookStats: the thread's wall and CPU seconds, the transport's share of each, the hook's own the rest."""
+    for runs in trained[1]:
+        t = runs["stats"]["zen_times"]
+        assert 0 < t["transport_seconds"] < t["seconds"] and 0 < t["own_seconds"]
+        assert 0 <= t["transport_cpu_seconds"] <= t["cpu_seconds"] and 0 < t["own_cpu_seconds"]
+        assert t["own_seconds"] == t["seconds"] - t["transport_seconds"]
+        assert t["own_cpu_seconds"] == t["cpu_seconds"] - t["transport_cpu_seconds"]
+        # one thread's CPU time cannot exceed its wall time (clock granularity aside)
+        assert t["cpu_seconds"] <= t["seconds"] + 0.01 and t["transport_cpu_seconds"] <= t["transport_seconds"] + 0.01
 
 
 def test_topk_with_error_feedback_trains_as_the_reference(trained):

@@ -28,7 +28,15 @@ def test_small_run_on_cpu_agrees_with_numpy(device_benchmark, capsys) -> None:  
     assert out["alg1"]["stats"]["elements"] == out["alg1"]["ids"]
     assert out["union"]["identical"] and out["union"]["union"] > out["union"]["ids_per_worker"]
     assert out["steps"]["schemes"] and all(s["same_log"] and s["same_bits"] for s in out["steps"]["schemes"].values())
-    assert out["hook"]["zen"]["step_s"] > 0 and out["hook"]["zen"]["hook_cpu_s_per_step"] > 0
+    zen = out["hook"]["zen"]
+    assert zen["step_s"] > 0 and zen["hook_cpu_s_per_step"] > 0
+    assert zen["params_equal_default"]  # zen's training has the default hook's bits (2 ranks: a + b)
+    # the hook thread's time split: the transport's and the hook's own add up to the whole
+    assert zen["hook_transport_seconds_per_step"] > 0 and zen["hook_own_seconds_per_step"] > 0
+    assert zen["hook_transport_seconds_per_step"] + zen["hook_own_seconds_per_step"] == \
+        pytest.approx(zen["hook_seconds_per_step"])
+    assert zen["hook_transport_cpu_seconds_per_step"] + zen["hook_own_cpu_seconds_per_step"] == \
+        pytest.approx(zen["hook_cpu_s_per_step"])
     assert '"alg1"' in capsys.readouterr().out  # the JSON is printed
 
 

@@ -71,7 +71,7 @@ def test_work_fit_is_the_kernels_times_their_slowdown_in_the_runs():
         assert work["work_seconds_per_element"][kind] == pytest.approx(2 * beta, rel=1e-4)
         assert work["work_fixed_seconds"][kind] == pytest.approx(2 * alpha, rel=1e-3, abs=1e-12)
     assert work["work_seconds_per_element"]["merge"] == work["work_seconds_per_element"]["merge.coo"]
-    assert work_scale([], WorkCost()) == 1.0
+    assert work_scale([], WorkCost.default()) == 1.0
 
 
 def test_exchange_fit_recovers_its_cpu_per_stage_message_and_byte():

@@ -28,7 +28,7 @@ def load(path: str) -> types.ModuleType:
 
 def test_every_kind_has_an_example():
     files = dict(BLOCK.findall(DOC.read_text()))
-    assert len(files) == 6
+    assert len(files) == 8
 
 
 def test_scheme_example(monkeypatch):
@@ -91,6 +91,29 @@ def test_sharing_model_example(monkeypatch):
     assert net.delivered_at[1] == pytest.approx(2e-3 + 1e6 / 1e9)  # its o after the first's
 
 
+def test_sharing_model_example_is_configured_from_the_cli(monkeypatch, tmp_path, capsys):
+    """`zensim simulate --model fifo-overhead --model-option overhead=...` reaches the model: the dense
+    ring on 2 machines has 2 stages of one message per rank, so o more per stage than fifo."""
+    import json
+
+    from zensim.cli import main
+    from zensim.net import models
+    from zensim.trace import TensorSpec, TraceWriter
+
+    cls = load("zensim/net/models/fifo_overhead.py").FifoOverhead
+    monkeypatch.setitem(models.MODELS, cls.name, cls)
+    path = str(tmp_path / "t.zt")
+    with TraceWriter(path, [TensorSpec("t", 1000)], workers=2, iterations=1) as w:
+        for worker in range(2):
+            w.write(0, worker, 0, np.arange(worker, 1000, 3, dtype=np.int64))
+    times = {}
+    for model, extra in (("fifo", []), (cls.name, ["--model-option", "overhead=1e-3"])):
+        assert main(["simulate", "--trace", path, "--machines", "2", "--scheme", "dense-allreduce", "--model", model,
+                     *extra, "--json"]) == 0
+        times[model] = json.loads(capsys.readouterr().out)["records"][0]["time_s"]
+    assert times[cls.name] == pytest.approx(times["fifo"] + 2e-3, rel=1e-9)
+
+
 def test_workload_example(monkeypatch):
     from zensim.trace.capture import names
     from zensim.trace.capture.conformance import check_workload
@@ -109,3 +132,48 @@ def test_sparsifier_example(monkeypatch):
     picked = s.propose("w", np.ones(1000, np.float32))
     assert len(picked) == 100 and np.all(np.diff(picked) > 0)
     assert not np.array_equal(picked, s.propose("w", np.ones(1000, np.float32)))  # another draw next time
+
+
+def test_fusion_strategy_example(monkeypatch):
+    from zensim.net.topology import ClusterSpec
+    from zensim.train.fusion import registry
+    from zensim.train.fusion.conformance import check_strategy
+    from zensim.train.fusion.strategies import Compression, Workload, plan
+
+    module = load("zensim/train/fusion/fixed.py")
+    monkeypatch.setitem(registry.STRATEGIES, module.FIXED.name, module.FIXED)
+    check_strategy("fixed")
+    sizes = np.full(10, 6 * 2**20, dtype=np.float64)  # 6 MiB each: tensors 2, 5 and 7 reach 16, 32, 48 MiB
+    w = Workload("w", sizes, np.full(10, 1e-3), 0.01, 8)
+    assert plan("fixed", w, ClusterSpec(4, 2, 25e9 / 8), Compression()).ends == (2, 5, 7, 10)
+
+
+def test_fabric_example(monkeypatch, tmp_path, capsys):
+    import json
+
+    import networkx as nx
+
+    from zensim.cli import main
+    from zensim.net import fabrics
+    from zensim.net.links import LinkKind, Topology
+    from zensim.net.topology import ClusterSpec
+    from zensim.trace import TensorSpec, TraceWriter
+
+    module = load("zensim/net/torus.py")
+    monkeypatch.setitem(fabrics.FABRICS, "torus", module.TorusTopology)
+    topo = fabrics.build_topology(ClusterSpec(6, 1, 1e9, fabric="torus"))  # 2 rows x 3 columns
+    assert isinstance(topo, Topology)
+    graph = module.torus_graph(6, 1e9)
+    src, dst = np.repeat(np.arange(6), 6), np.tile(np.arange(6), 6)
+    hops = (topo.kind[np.minimum(topo.route_matrix(src, dst), topo.num_links - 1)] == LinkKind.FABRIC)
+    hops &= topo.route_matrix(src, dst) != topo.num_links
+    assert hops.sum(axis=1).tolist() == [nx.shortest_path_length(graph, a, b) for a, b in zip(src, dst)]
+    path = str(tmp_path / "t.zt")
+    rng = np.random.default_rng(0)
+    with TraceWriter(path, [TensorSpec("t", 2000)], workers=6, iterations=1) as w:
+        for worker in range(6):
+            w.write(0, worker, 0, np.sort(rng.choice(2000, 100, replace=False)))
+    assert main(["simulate", "--trace", path, "--machines", "6", "--fabric", "torus", "--scheme",
+                 "zen,agsparse-p2p", "--json"]) == 0
+    records = json.loads(capsys.readouterr().out)["records"]
+    assert [r["scheme"] for r in records] == ["zen", "agsparse-p2p"] and all(r["time_s"] > 0 for r in records)

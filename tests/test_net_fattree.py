@@ -13,7 +13,9 @@ from zensim.net.costs import Costs
 from zensim.net.network import Network
 from zensim.net.presets import ring_allreduce_seconds, ring_bandwidth
 from zensim.net.profile import WorkCost
-from zensim.net.topology import ClusterSpec, LinkKind, Topology, parse_tiers
+from zensim.net.fabrics import build_topology
+from zensim.net.links import LinkKind
+from zensim.net.topology import ClusterSpec, parse_tiers
 from zensim.sim.cluster import build_cluster
 from zensim.sim.run import simulate
 from zensim.trace import TensorSpec, TraceWriter
@@ -34,7 +36,7 @@ def trace(tmp_path_factory):
 
 def test_uplink_capacity_is_what_the_members_bring_over_the_tier_oversubscription():
     # 10 machines; leaves of 4 (2:1), pods of 2 leaves (3:1): leaves hold 4, 4, 2 machines, pods 8 and 2
-    topo = Topology(ClusterSpec(10, 1, B, fabric="fattree", tiers=((4, 2.0), (2, 3.0))))
+    topo = build_topology(ClusterSpec(10, 1, B, fabric="fattree", tiers=((4, 2.0), (2, 3.0))))
     cap = {topo.names[k]: topo.capacity[k] for k in topo.links_of_kind(LinkKind.FABRIC)}
     assert cap["leaf-up 0"] == cap["leaf-down 1"] == pytest.approx(4 * B / 2)
     assert cap["leaf-up 2"] == pytest.approx(2 * B / 2)
@@ -44,7 +46,7 @@ def test_uplink_capacity_is_what_the_members_bring_over_the_tier_oversubscriptio
 
 
 def test_routes_climb_to_the_lowest_shared_tier():
-    topo = Topology(ClusterSpec(16, 2, B, fabric="fattree", tiers=((2, 1.0), (2, 1.0), (2, 1.0))))
+    topo = build_topology(ClusterSpec(16, 2, B, fabric="fattree", tiers=((2, 1.0), (2, 1.0), (2, 1.0))))
     names = lambda s, d: [topo.names[k] for k in topo.route(s, d)]  # noqa: E731
     assert names(0, 1) == ["nvl-up 0", "nvl-down 1"]
     assert names(0, 3) == ["nic-up 0", "nic-down 1"]  # machines 0, 1: one leaf
@@ -56,8 +58,8 @@ def test_routes_climb_to_the_lowest_shared_tier():
 
 
 def test_a_leafspine_is_the_one_tier_fattree():
-    leafspine = Topology(ClusterSpec(6, 2, B, fabric="leafspine", oversub=2.0, machines_per_leaf=4))
-    fattree = Topology(ClusterSpec(6, 2, B, fabric="fattree", tiers=((4, 2.0),)))
+    leafspine = build_topology(ClusterSpec(6, 2, B, fabric="leafspine", oversub=2.0, machines_per_leaf=4))
+    fattree = build_topology(ClusterSpec(6, 2, B, fabric="fattree", tiers=((4, 2.0),)))
     assert leafspine.names == fattree.names
     assert np.array_equal(leafspine.capacity, fattree.capacity)
     src, dst = np.divmod(np.arange(144), 12)

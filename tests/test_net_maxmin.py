@@ -4,13 +4,18 @@ import numpy as np
 import pytest
 
 from zensim.errors import ConfigError
+from zensim.layout import place, prepare_trace
 from zensim.net.costs import Costs
 from zensim.net.models import maxmin as mm
 from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
 from zensim.net.waterfill import LinkState, solve_flows, warm_flows, waterfill
+from zensim.run import Tables
 from zensim.run.log import Message, MessageLog
+from zensim.schemes import build_scheme
+from zensim.trace.format import Trace
+from zensim.trace.synth import SynthParams, synthesize
 
 B = 25e9 / 8
 NAME = mm.MaxMin.name
@@ -161,8 +166,9 @@ def test_fast_default_within_half_a_percent_of_exact(case):
 @pytest.mark.parametrize("seed", range(4))
 def test_solve_flows_touches_only_its_links(seed):
     """A solve of some flows gives waterfill's rates, their finish times, and restarts the allowance on
-    their links only: last = latest finish, room = batch x (capacity x busy time so far + bytes left on
-    the link) where saturated (inf elsewhere), lost service moved into spent; other links and flows
+    their links only: the busy period counted from its oldest flow's start (its loss before that
+    dropped), last = latest finish, room = batch x (capacity x busy time so far + bytes left on the
+    link) where saturated (inf elsewhere), lost service moved into spent; other links and flows
     untouched."""
     rng = np.random.default_rng(seed)
     links, total, width = 40, 60, 3
@@ -178,9 +184,11 @@ def test_solve_flows_touches_only_its_links(seed):
     state = LinkState(links + 1)
     state.busy_from[:] = rng.uniform(0, 1, links + 1)
     state.freed[:], state.freed_t[:] = rng.uniform(0, 1, links + 1), rng.uniform(0, 1, links + 1)
-    before = {k: getattr(state, k).copy() for k in ("room", "spent", "freed", "freed_t", "last")}
+    state.spent[:] = rng.uniform(0, 1, links + 1)
+    born = rng.uniform(0, 1, total)
+    before = {k: getattr(state, k).copy() for k in ("room", "spent", "freed", "freed_t", "last", "busy_from")}
     want_left = np.maximum(left - rate * (2.0 - base), 0)
-    kept, finish = solve_flows(flows, alive, left, base, rate, routes, cap, 2.0, 0.25, state)
+    kept, finish = solve_flows(flows, alive, left, base, rate, born, routes, cap, 2.0, 0.25, state)
     assert kept.tolist() == flows[::2].tolist()
     fair, level = waterfill(routes[kept], cap)
     assert rate[kept].tolist() == fair.tolist() and left[kept] == pytest.approx(want_left[kept], rel=1e-15)
@@ -192,7 +200,10 @@ def test_solve_flows_touches_only_its_links(seed):
             continue
         end = max(finish[i] for i in range(len(kept)) if k in routes[kept[i]])
         assert state.last[k] == end and state.freed[k] == state.freed_t[k] == 0
-        assert state.spent[k] == pytest.approx(before["spent"][k] + before["freed"][k] * 2.0 - before["freed_t"][k])
+        oldest = min(born[f] for f in kept if k in routes[f])
+        assert state.busy_from[k] == max(before["busy_from"][k], oldest)
+        spent = before["spent"][k] if oldest <= before["busy_from"][k] else 0.0
+        assert state.spent[k] == pytest.approx(spent + before["freed"][k] * 2.0 - before["freed_t"][k])
         work = sum(left[f] for f in kept if k in routes[f])
         want = 0.25 * (cap[k] * (2.0 - state.busy_from[k]) + work) if np.isfinite(level[k]) else np.inf
         assert state.room[k] == pytest.approx(want, rel=1e-14)
@@ -222,7 +233,7 @@ def test_warm_flows_keep_max_min_or_change_nothing():
         left, base, rate = rng.uniform(1, 5, old + new), np.zeros(old + new), np.zeros(old + new)
         alive = np.ones(old + new, bool)
         state = LinkState(links + 1)
-        solve_flows(np.arange(old), alive, left, base, rate, routes, cap, 0.0, 0.25, state)
+        solve_flows(np.arange(old), alive, left, base, rate, base, routes, cap, 0.0, 0.25, state)
         gone = rng.choice(old, int(rng.integers(0, 3)) * (seed % 2), replace=False)
         for f in gone:  # as MaxMin._depart: the rate freed on each link, at time 0.5
             alive[f] = False
@@ -267,10 +278,11 @@ def test_warm_flows_keep_max_min_or_change_nothing():
 def test_fan_in_default_late_by_its_bound_whatever_k(k, small):
     """A large flow and k small ones into one link (_fan_in). Exact mode: the closed form to round-off.
     Default: the small flows' departure leaves b k/(k+1) idle; the allowance is ε x the bytes the link
-    has to carry (L + k small), of which the deferred check lets 1/64 go: the large flow ends at
-    exactly (1 + ε/64) x its exact time whatever k (counted against the first solve's projection of the
-    busy period, (k+1) L / b, it was late by (k+1)/(64 x 256) x L / b: +0.75% at k = 126, +22% at 4094
-    with 1 kB); so within 0.5% of the makespan and every rank within 1% of it."""
+    has to carry (L + k small) x the share of the link's rates still alive, 1/(k+1), of which the
+    deferred check lets 1/64 go: the large flow ends at exactly (1 + ε/(64 (k+1))) x its exact time
+    (unscaled it was (1 + ε/64), whatever k; counted against the first solve's projection of the busy
+    period, (k+1) L / b, it was late by (k+1)/(64 x 256) x L / b: +0.75% at k = 126, +22% at 4094 with
+    1 kB); so within 0.5% of the makespan and every rank within 1% of it."""
     log, costs = _fan_in(k, small), Costs(cluster(k + 2), WorkCost.zero())
     large, end = B * 0.01, (B * 0.01 + k * small) / B
     exact = replay(log, costs, NAME, options={"batch": 0})
@@ -278,6 +290,38 @@ def test_fan_in_default_late_by_its_bound_whatever_k(k, small):
     assert exact.msg_end[0] == pytest.approx(end, rel=1e-12) and large == int(large)
     fast = replay(log, costs, NAME)
     assert fast.msg_end[1:].tolist() == exact.msg_end[1:].tolist()
-    assert fast.msg_end[0] == pytest.approx(end * (1 + mm.MaxMin.options["batch"] * mm.DEFER), rel=1e-9)
+    assert fast.msg_end[0] == pytest.approx(end * (1 + mm.MaxMin.options["batch"] * mm.DEFER / (k + 1)), rel=1e-11)
     assert abs(fast.makespan - exact.makespan) <= 0.005 * exact.makespan
     assert np.abs(fast.stage_end[:, -1] - exact.stage_end[:, -1]).max() <= 0.01 * exact.makespan
+
+
+# the stated bound of the default against exact (docs/simulator.md, maxmin item 5): the makespan within
+# 0.5%; every (rank, stage) end within 1% of the makespan flat, 4% where several GPUs' flows share a NIC
+# in ZEN's layout with latency (under the default H200 work model these logs measure 0.8-3.7%)
+ZEN_LAYOUT_STAGE_BOUND = 0.04
+
+
+@pytest.fixture(scope="module")
+def zen_layout_trace(tmp_path_factory):
+    """The benchmark trace of docs/simulator.md's bound table (`zensim trace synth --numel 10000000
+    --density 0.01 --overlap 0.3 --skew 4 --seed 1`), the 128 workers of 16 x 8."""
+    path = tmp_path_factory.mktemp("bound") / "t.zt"
+    synthesize(str(path), 128, [("synthetic", 10_000_000)], SynthParams(density=0.01, overlap=0.3, skew=4.0), seed=1)
+    return str(path)
+
+
+@pytest.mark.parametrize("name", ["ring-incr-central", "ring-incr-parallel-imbalanced", "ring-incr-parallel-balanced",
+                                  "hier-oneshot-parallel-balanced", "agsparse-ring"])
+def test_default_within_its_stated_bound_at_16x8_with_latency(zen_layout_trace, name):
+    """The benchmark logs whose stage ends were furthest from exact (16 x 8, 5 us NIC latency, where the
+    eight shard instances' ring flows share each NIC): the default's makespan within 0.5% of exact and
+    every stage end within the bound docs/simulator.md states (ring-incr-central was 2.18% of the
+    makespan and ring-incr-parallel-imbalanced 1.11% before the allowance was scaled by the share of the
+    link's rates still alive and its credit counted from its oldest flow's start)."""
+    with Trace.open(zen_layout_trace) as trace:
+        prep = prepare_trace(trace, 0, 16, 8, "zen")
+    log = place(prep, lambda n, size, part: build_scheme(name, n, size, tables=tables), tables := Tables()).log
+    costs = Costs(cluster(16, 8, nic_latency=5e-6))
+    fast, exact = replay(log, costs, NAME), replay(log, costs, NAME, options={"batch": 0})
+    assert abs(fast.makespan / exact.makespan - 1) <= 0.005
+    assert np.abs(fast.stage_end - exact.stage_end).max() <= ZEN_LAYOUT_STAGE_BOUND * exact.makespan

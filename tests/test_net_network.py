@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from zensim.errors import ConfigError
 from zensim.net.costs import Costs
 from zensim.net.models import MODELS
 from zensim.net.network import Network
@@ -53,6 +54,21 @@ def test_compute_on_shared_cores(model):
         net.compute(host, 1.0, lambda j: ends.__setitem__(j, net.now), job)
     net.run()
     assert ends == {0: pytest.approx(1.5), 1: pytest.approx(1.5), 2: pytest.approx(1.5), 3: pytest.approx(1.0)}
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_compute_beside_other_processes(model):
+    """With 2 always-runnable processes outside the simulation on a 2-core host, one 1 s job runs at
+    2/3 speed (1.5 s) and three at 2/5 (2.5 s): the fair share of 2 cores among jobs + others."""
+    for jobs, end in ((1, 1.5), (3, 2.5)):
+        net = Network(costs(host_cores=2, host_others=2.0), model)
+        ends = []
+        for job in range(jobs):
+            net.compute(0, 1.0, lambda: ends.append(net.now))
+        net.run()
+        assert ends == [pytest.approx(end)] * jobs
+    with pytest.raises(ConfigError, match="host_others: must be a number of processes >= 0"):
+        costs(host_cores=2, host_others=-1.0)
 
 
 def test_bad_messages():

@@ -11,7 +11,8 @@ from zensim.errors import ConfigError
 from zensim.net.costs import Costs
 from zensim.net.presets import PRESETS, TRANSPORT_LATENCY, ring_allreduce_seconds
 from zensim.net.profile import WorkCost
-from zensim.net.topology import ClusterSpec, Topology
+from zensim.net.fabrics import build_topology
+from zensim.net.topology import ClusterSpec
 from zensim.sim.cluster import build_cluster
 from zensim.sim.run import simulate
 from zensim.trace import TensorSpec, TraceWriter
@@ -54,7 +55,7 @@ def test_rails_cut_the_inter_machine_time_by_the_gpu_count(trace):
 
 
 def test_rail_routes_and_pxn():
-    topo = Topology(ClusterSpec(2, 4, 1e9, nics="gpu"))
+    topo = build_topology(ClusterSpec(2, 4, 1e9, nics="gpu"))
     names = lambda route: [topo.names[k] for k in route]  # noqa: E731
     assert names(topo.route(1, 5)) == ["nic-up 1", "nic-down 5"]  # local rank 1 to local rank 1: its rail
     assert names(topo.route(1, 6)) == ["nvl-up 1", "nvl-down 2", "nic-up 2", "nic-down 6"]  # PXN via GPU 2's NIC

@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from zensim.errors import ConfigError
-from zensim.net.topology import ClusterSpec, LinkKind, Topology
+from zensim.net.fabrics import build_topology
+from zensim.net.links import LinkKind, Topology
+from zensim.net.topology import ClusterSpec
 
 
 def names(topo, src, dst):
@@ -12,7 +14,7 @@ def names(topo, src, dst):
 
 
 def test_routes_switch():
-    topo = Topology(ClusterSpec.parse(3, 4, "25Gbps", nvlink="300GB/s"))
+    topo = build_topology(ClusterSpec.parse(3, 4, "25Gbps", nvlink="300GB/s"))
     assert names(topo, 0, 3) == ["nvl-up 0", "nvl-down 3"]
     assert names(topo, 1, 6) == ["nic-up 0", "nic-down 1"]
     assert names(topo, 5, 5) == []
@@ -24,7 +26,7 @@ def test_routes_switch():
 
 
 def test_routes_leafspine_capacity():
-    topo = Topology(ClusterSpec.parse(6, 1, "10Gbps", fabric="leafspine", oversub=2, machines_per_leaf=4))
+    topo = build_topology(ClusterSpec.parse(6, 1, "10Gbps", fabric="leafspine", oversub=2, machines_per_leaf=4))
     assert names(topo, 0, 3) == ["nic-up 0", "nic-down 3"]
     assert names(topo, 0, 5) == ["nic-up 0", "leaf-up 0", "leaf-down 1", "nic-down 5"]
     leaf_up0, leaf_down1 = topo.route(0, 5)[1:3]
@@ -33,7 +35,7 @@ def test_routes_leafspine_capacity():
 
 
 def test_latency_on_egress():
-    topo = Topology(ClusterSpec.parse(2, 2, "25Gbps", nic_latency="5us", nvlink_latency="1us"))
+    topo = build_topology(ClusterSpec.parse(2, 2, "25Gbps", nic_latency="5us", nvlink_latency="1us"))
     assert topo.latency[list(topo.route(0, 2))].sum() == pytest.approx(5e-6)
     assert topo.latency[list(topo.route(0, 1))].sum() == pytest.approx(1e-6)
 
@@ -87,7 +89,7 @@ def test_routes_by_formula_are_the_shortest_paths(machines, gpus, fabric, per):
         spec = ClusterSpec.parse(machines, gpus, "8Gbps", fabric="fattree", tiers=fabric)
     else:
         spec = ClusterSpec(machines, gpus, 1e9, fabric=fabric, oversub=2.0, machines_per_leaf=per)
-    topo = Topology(spec)
+    topo = build_topology(spec)
     want = _graph_routes(spec)
     src, dst = np.divmod(np.arange(spec.gpus ** 2), spec.gpus)
     rows = topo.route_matrix(src, dst)
@@ -96,7 +98,7 @@ def test_routes_by_formula_are_the_shortest_paths(machines, gpus, fabric, per):
 
 
 def test_link_kinds():
-    topo = Topology(ClusterSpec.parse(5, 2, "10Gbps", fabric="leafspine", machines_per_leaf=2))
+    topo = build_topology(ClusterSpec.parse(5, 2, "10Gbps", fabric="leafspine", machines_per_leaf=2))
     for kind, prefix in ((LinkKind.NVLINK, "nvl-"), (LinkKind.NIC, "nic-"), (LinkKind.FABRIC, "leaf-")):
         ids = topo.links_of_kind(kind)
         assert ids.size and all(topo.names[k].startswith(prefix) for k in ids)
@@ -104,6 +106,6 @@ def test_link_kinds():
 
 
 def test_bad_gpu_ids():
-    topo = Topology(ClusterSpec(2, 2, 1e9))
+    topo = build_topology(ClusterSpec(2, 2, 1e9))
     with pytest.raises(ValueError, match="GPU ids"):
         topo.route_matrix(np.array([0]), np.array([4]))

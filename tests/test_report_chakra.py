@@ -117,7 +117,7 @@ def test_compute_nodes_are_the_priced_local_work(zen, tmp_path):
         comp = [n for n in nodes if n.type == pb.COMP_NODE]
         want = [w for w in log.work if w.rank == rank]
         assert [(_attrs(n)["kind"], _attrs(n)["elements"]) for n in comp] == [(w.kind, w.elements) for w in want]
-        seconds = [costs.work.seconds(w.kind, w.elements) for w in want]
+        seconds = [costs.work.seconds(w.kind, w.elements, w.launches) for w in want]  # fused rings: one launch
         assert [_attrs(n)["seconds"] for n in comp] == seconds
         assert [n.duration_micros for n in comp] == [round(t * 1e6) for t in seconds]
     assert any(_attrs(n).get("seconds", 0) > 0 for nodes in ranks for n in nodes)
@@ -202,3 +202,86 @@ def test_without_chakra_one_line_names_the_install(trace, tmp_path, capsys, monk
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ConfigError, match="--chakra: needs Chakra's schema"):
         chakra_traces(simulate(trace, ["zen"], ClusterSpec(2, 1, 1e9), "fifo")[0].simulated.log)
+
+
+DEEPFM = Path(__file__).resolve().parents[1] / "traces" / "deepfm-16w.zt"
+
+
+@pytest.fixture(scope="module")
+def deepfm_iteration():
+    """ZEN in one DDP iteration of the shipped DeepFM (V100 profile) on 2 x 8 GPUs: the record and its
+    Chakra files read back, nodes per GPU."""
+    from zensim.report.chakra import chakra_iteration
+    from zensim.sim.cluster import build_cluster
+    from zensim.train.iteration import simulate_iteration
+    from zensim.train.shipped import device_layers
+
+    profile = device_layers(DEEPFM, "v100")
+    cluster, _ = build_cluster(2, preset="p3.16xlarge")
+    rec = simulate_iteration(profile, "zen", Costs.of(cluster), trace=DEEPFM, iterations=1, dense_baseline=False)
+    return profile, rec.run.timeline, [_parse(data) for data in chakra_iteration(rec.run.timeline)]
+
+
+def _ancestors(nodes: list[pb.Node], node: pb.Node) -> set[int]:
+    """Every node `node` depends on, directly or not."""
+    seen, todo = set(), list(node.data_deps)
+    while todo:
+        i = todo.pop()
+        if i not in seen:
+            seen.add(i)
+            todo.extend(nodes[i].data_deps)
+    return seen
+
+
+def test_iteration_compute_nodes_are_the_profile(deepfm_iteration):
+    profile, timeline, files = deepfm_iteration
+    assert len(files) == 16
+    for nodes in files:
+        comp = {n.name: _attrs(n)["seconds"] for n in nodes if n.type == pb.COMP_NODE and "stage" not in n.name}
+        assert comp["forward"] == profile.forward_s and comp["optimizer"] == profile.optimizer_s
+        backward = [v for k, v in comp.items() if k.startswith("backward.")]
+        assert len(backward) == len(timeline.syncs) + 1
+        assert sum(backward) == pytest.approx(profile.backward_s, rel=1e-12)
+
+
+def test_iteration_messages_are_every_bucket_step_log(deepfm_iteration):
+    _, timeline, files = deepfm_iteration
+    want = Counter()
+    for b in range(len(timeline.syncs)):
+        for step in timeline.bucket_steps(0, b):
+            m = step.log.arrays()
+            want.update(zip(m["src"].tolist(), m["dst"].tolist(), m["nbytes"].tolist()))
+    for node_type in (pb.COMM_SEND_NODE, pb.COMM_RECV_NODE):
+        got = Counter((a["comm_src"], a["comm_dst"], a["comm_size"]) for nodes in files for n in nodes
+                      if n.type == node_type for a in [_attrs(n)])
+        assert got == want
+    tags = Counter(_attrs(n)["comm_tag"] for nodes in files for n in nodes if n.type != pb.COMP_NODE)
+    assert set(tags.values()) == {2} and sorted(tags) == list(range(sum(want.values())))
+
+
+def test_iteration_dependencies_follow_ddp(deepfm_iteration):
+    """Each node after those it depends on; a bucket's synchronization after its backward node and the
+    previous bucket's; the optimizer after everything of its GPU."""
+    _, timeline, files = deepfm_iteration
+    for nodes in files:
+        assert all(d < n.id for n in nodes for d in n.data_deps) and [n.id for n in nodes] == list(range(len(nodes)))
+        ids = {n.name: n.id for n in nodes if not n.name.startswith("bucket")}
+        assert _ancestors(nodes, nodes[ids["optimizer"]]) == set(range(len(nodes))) - {ids["optimizer"]}
+        for n in nodes:
+            if n.name.startswith("bucket"):
+                b = int(n.name.split(".")[0][len("bucket"):])
+                before = _ancestors(nodes, n)
+                assert ids[f"backward.bucket{b}"] in before
+                assert all(m.id in before for m in nodes if m.name.startswith(f"bucket{b - 1}.") and m.type != pb.COMP_NODE)
+
+
+def test_iteration_cli_writes_one_file_per_gpu_and_refuses_several_runs(tmp_path, capsys):
+    base = ["iteration", "--trace", str(DEEPFM), "--device", "v100", "--iterations", "1", "--gpus-per-machine", "8",
+            "--chakra", str(tmp_path / "it")]
+    assert main([*base, "--scheme", "zen,sparcml", "--machines", "2"]) == 2
+    assert "--chakra: one iteration of one scheme on one cluster" in capsys.readouterr().err
+    assert main([*base, "--scheme", "zen", "--machines", "2,4"]) == 2
+    assert list(tmp_path.iterdir()) == []
+    assert main([*base, "--scheme", "zen", "--machines", "2"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"it.{r}.et" for r in range(16))
+    assert _read(tmp_path / "it.3.et")[1][0].name == "forward"

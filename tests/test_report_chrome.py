@@ -15,7 +15,8 @@ from zensim.layout import PHASES
 from zensim.net.costs import Costs
 from zensim.net.profile import WorkCost
 from zensim.net.replay import work_seconds
-from zensim.net.topology import ClusterSpec, Topology
+from zensim.net.fabrics import build_topology
+from zensim.net.topology import ClusterSpec
 from zensim.report.chrome import BINS, chrome_trace, link_utilization, track_of
 from zensim.sim.run import simulate
 from zensim.trace.synth import SynthParams, synthesize
@@ -73,7 +74,7 @@ def test_local_work_and_transfer_tile_every_stage(records):
 
 def test_link_counters_account_for_every_byte(records):
     cluster, recs = records
-    topo = Topology(cluster)
+    topo = build_topology(cluster)
     for rec in recs:
         edges, util = link_utilization(rec.simulated.timing, topo)
         carried = (util * topo.capacity[:, None] * np.diff(edges)[None, :]).sum(axis=1)

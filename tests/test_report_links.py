@@ -16,7 +16,9 @@ from zensim.cli import main
 from zensim.errors import ConfigError
 from zensim.net.costs import Costs
 from zensim.net.profile import WorkCost
-from zensim.net.topology import ClusterSpec, LinkKind, Topology
+from zensim.net.fabrics import build_topology
+from zensim.net.links import LinkKind
+from zensim.net.topology import ClusterSpec
 from zensim.report.links import link_figure, link_rows, traffic_matrix, traffic_rows
 from zensim.report.record import load_results, results_csv
 from zensim.sim.run import simulate
@@ -57,7 +59,7 @@ def test_link_bytes_agree_with_the_traffic_matrix(run):
     """Independent accounting: what leaves a machine crosses its NIC(s) up, what arrives crosses them
     down; what leaves a leaf (pod) for outside it crosses that leaf's (pod's) uplink."""
     cluster, records = run
-    topo = Topology(cluster)
+    topo = build_topology(cluster)
     nic_machine = topo.machine_of_link()
     for rec in records:
         link = dict(zip(topo.names, rec.simulated.link_bytes))
@@ -79,7 +81,7 @@ def test_link_bytes_agree_with_the_traffic_matrix(run):
 def test_link_rows_carry_utilization_and_the_busiest_link(run):
     cluster, records = run
     rows = link_rows(records)
-    topo = Topology(cluster)
+    topo = build_topology(cluster)
     assert len(rows) == len(records) * topo.num_links
     for rec in records:
         mine = [r for r in rows if r["scheme"] == rec.scheme]
@@ -105,7 +107,7 @@ def test_cli_writes_links_traffic_and_plot_and_report_rerenders_them(trace, tmp_
                                                     ("csv", "r.csv"))}
     assert main(base + [arg for key, path in files.items() for arg in (f"--{key}", str(path))]) == 0
     rows = list(csv.DictReader(io.StringIO(files["links"].read_text())))
-    assert len(rows) == 2 * Topology(ClusterSpec(8, 2, 1, fabric="fattree", tiers=((2, 1), (2, 2)))).num_links
+    assert len(rows) == 2 * build_topology(ClusterSpec(8, 2, 1, fabric="fattree", tiers=((2, 1), (2, 2)))).num_links
     assert {"scheme", "link", "kind", "capacity_Bps", "bytes", "utilization"} <= set(rows[0])
     traffic = json.loads(files["traffic"].read_text())
     assert {r["scheme"] for r in traffic} == {"zen", "dense-allreduce"}

@@ -82,3 +82,36 @@ def test_parquet_without_the_extra_is_one_line_before_any_work(trace, tmp_path, 
     assert err == ("zensim: error: --parquet: needs pyarrow, which is not installed "
                    "(pip install 'zensim[parquet]')")
     assert list(tmp_path.iterdir()) == []
+
+
+def _scenario(tmp_path: Path, trace: Path, body: str) -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(f"trace: {trace}\n{body}\noutputs: {{csv: out/r.csv, parquet: out/r.parquet}}\n")
+    return path
+
+
+def test_scenario_parquet_output_holds_the_csv_rows(trace, tmp_path, capsys):
+    """outputs.parquet: the csv output's table as Parquet, for a sweep and for training iterations."""
+    sweep = _scenario(tmp_path, trace, "schemes: [zen, dense-allreduce]\nsweep: {machines: [2, 4]}")
+    assert main(["sweep", str(sweep), "--out", str(tmp_path), "--workers", "0", "--cache", "none"]) == 0
+    table = _same_table(tmp_path / "out" / "r.csv", tmp_path / "out" / "r.parquet")
+    assert list(zip(table["gpus"], table["scheme"])) == [(2, "zen"), (2, "dense-allreduce"),
+                                                            (4, "zen"), (4, "dense-allreduce")]
+    deepfm = Path(__file__).resolve().parents[1] / "traces" / "deepfm-128w.zt"
+    training = _scenario(tmp_path, deepfm, "schemes: [zen]\ncluster: {machines: 2}\ntraining: {device: v100, "
+                                           "iterations: 1}")
+    assert main(["run", str(training), "--out", str(tmp_path / "t")]) == 0
+    table = _same_table(tmp_path / "t" / "out" / "r.csv", tmp_path / "t" / "out" / "r.parquet")
+    assert list(table["scheme"]) == ["dense-allreduce", "zen"] and (table["iteration_s"] > 0).all()
+
+
+def test_scenario_parquet_without_the_extra_is_one_line_before_any_work(trace, tmp_path, monkeypatch, capsys):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name.split(".")[0] == "pyarrow" else real(name, *a))
+    path = _scenario(tmp_path, trace, "schemes: [zen]\nsweep: {machines: [2, 4]}")
+    assert main(["sweep", str(path), "--out", str(tmp_path), "--workers", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"zensim: error: {path}: outputs.parquet: needs pyarrow, which is not installed "
+                   "(pip install 'zensim[parquet]')")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]

@@ -60,11 +60,12 @@ def test_the_command_and_the_scenario_make_the_same_request(tmp_path: Path, inpu
 
 @pytest.mark.parametrize("flag, key, value, problem", [
     ("--machines", "cluster.machines", "0", "expected a positive integer"),
-    ("--fabric", "cluster.fabric", "ring", "unknown fabric (choose from switch, leafspine, fattree)"),
+    ("--fabric", "cluster.fabric", "torus", "unknown fabric (choose from switch, leafspine, fattree, ring)"),
     ("--maxmin-batch", "maxmin_batch", "2", "expected a number in [0, 1]"),
     ("--iterations", "training.iterations", "0", "expected a positive integer"),
     ("--density", "training.density", "0", "expected a number in (0, 1]"),
     ("--dense-work", "training.dense_work", "none", "unknown dense_work (choose from fused, profile, free)"),
+    ("--host-others", "training.host_others", "many", "expected a number in [0, inf)"),
 ])
 def test_a_bad_value_is_the_same_problem_from_the_command_and_the_scenario(
         tmp_path: Path, inputs, capsys: pytest.CaptureFixture, flag: str, key: str, value: str,  # noqa: F811

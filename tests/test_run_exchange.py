@@ -1,7 +1,8 @@
 """The torch.distributed exchange on gloo: one message per (src, dst) up to EAGER_BYTES, the rest of a
 larger payload in a second message; exact bytes either way, empty payloads included, with and without
 delivery receipts. The sized exchange NCCL takes (a size header, then the payload, tensors on the
-device end to end) runs here on gloo with CPU tensors."""
+device end to end) runs here on gloo with CPU tensors, and so does the same exchange through host staging
+(reused buffers the hook moves GPU payloads through on gloo)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,21 @@ def rank_main(rank: int, tmp: str) -> None:
                 assert isinstance(inbox[src], torch.Tensor) and inbox[src].dtype == torch.uint8
                 assert inbox[src].numpy().tobytes() == payload(src, rank, size + rank), (stage, src)
             assert stats.sent == sum(size + d for d in others) and stats.received == (size + rank) * len(others)
+        # through host staging (the hook's path for GPU payloads on gloo; here its copies on the CPU): the
+        # buffers are reused and grown from stage to stage, what each stage handed over stays intact
+        staging = torchdist.HostStaging(torch.device("cpu"))
+        kept = []
+        for stage, size in enumerate(SIZES + SIZES[::-1], start=len(SIZES) * 3 + 1):
+            outbox = {dst: torch.from_numpy(np.frombuffer(payload(rank, dst, size + dst), np.uint8).copy())
+                      for dst in others}
+            inbox, stats = torchdist.exchange(stage, outbox, others, torch.device("cpu"), channels, staging=staging)
+            kept.append((size, inbox))
+            assert stats.sent == sum(size + d for d in others) and stats.received == (size + rank) * len(others)
+            assert stats.control_sent == stats.control_received == torchdist.HEADER_BYTES * len(others)
+        for size, inbox in kept:
+            for src in others:
+                assert inbox[src].numpy().tobytes() == payload(src, rank, size + rank), (size, src)
+        assert {buf.shape[0] for buf in staging._buffers.values()} == {1024}  # grown to a power of two
     finally:
         dist.destroy_process_group()
 

@@ -1,9 +1,12 @@
 """Dense payloads stay dense (DensePiece): a dense ring adds arrays, and ends with the same bits on
 the bytes transport as in memory, in every wire dtype, cancellations and overflows included. The dense
 all-reduces written from sizes (zensim.layout.dense_log: ring, recursive doubling) are the dense
-schemes' messages, and recursive doubling's bytes and time are its closed forms for any n."""
+schemes' messages and work, each one fused collective kernel per rank (one launch, NCCL's), and
+recursive doubling's bytes and time are its closed forms for any n; sparse schemes pay a launch per piece."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -19,7 +22,7 @@ from zensim.sparse.chunk import SparseChunk, sum_chunks
 from zensim.sparse.domain import RangeDomain
 from zensim.net.costs import Costs
 from zensim.net.profile import WorkCost
-from zensim.net.replay import replay
+from zensim.net.replay import replay, work_seconds
 from zensim.net.topology import ClusterSpec
 from zensim.schemes import closed
 
@@ -153,7 +156,85 @@ def test_the_dense_reference_does_the_dense_schemes_work(machines, gpus, layout,
     assert work_by_piece(sized) == work_by_piece(run)
     if layout == "flat" or gpus == 1:
         assert {w.kind for w in sized.work} == {"scan.dense", "add.dense"} | ({"slice"} if algorithm == "ring" else set())
+    assert launches_by_piece(sized) == launches_by_piece(run)  # one kernel per collective, on the same piece
     sparse = [SparseChunk(np.arange(w, numel, 5, dtype=np.int64), None) for w in range(n)]
     run = place(prepare(sparse, numel, machines, gpus, layout), build, check=True).log
     assert ({k: v for k, v in work_by_piece(sized).items() if k[3] != "slice"}
             == {k: v for k, v in work_by_piece(run).items() if k[3] != "slice"})
+    assert launches_by_piece(sized) == launches_by_piece(run)
+
+
+def launches_by_piece(log) -> dict:
+    """Launches of each (stage, rank, phase, kind) of a log's work that pays any."""
+    out: dict = {}
+    for w in log.work:
+        if w.launches:
+            key = (w.stage, w.rank, w.phase, w.kind)
+            out[key] = out.get(key, 0) + w.launches
+    return out
+
+
+FIXED = 1e-3  # s per launch, every kind
+BETA = {"slice": 1e-9, "add": 2e-9, "scan": 3e-9, "merge": 5e-9, "copy": 7e-9}
+
+
+def launch_costs() -> WorkCost:
+    """Every operation FIXED per launch, BETA (or 0) per element."""
+    return WorkCost({op: BETA.get(op, 0.0) for op in WorkCost.zero().per_element},
+                    {op: FIXED for op in WorkCost.zero().per_element})
+
+
+def per_rank(log, work: WorkCost) -> np.ndarray:
+    """Seconds of local work of each rank, summed over stages and phases."""
+    pre, post = work_seconds(log, Costs(ClusterSpec(1, 1, 1.0), work), work)
+    return (pre + post).sum(axis=1)
+
+
+@pytest.mark.parametrize("machines,gpus,layout", [(1, 1, "flat"), (2, 1, "flat"), (7, 1, "flat"), (128, 1, "flat"),
+                                                  (3, 4, "zen"), (16, 8, "zen"), (3, 4, "flat")])
+@pytest.mark.parametrize("algorithm", list(DENSE_ALGORITHMS))
+def test_the_dense_reference_pays_one_launch_per_rank_and_collective(machines, gpus, layout, algorithm):
+    """A dense collective runs as one kernel per rank, NCCL's: each rank of the dense reference pays the
+    fixed cost once per collective it takes part in (1 flat; 3 in ZEN's layout: the reduce-scatter
+    inside its machine, the all-reduce across machines, the all-gather) plus its elements x beta, in
+    closed form (n dividing numel): the ring's 2(n-1) parts of numel/n sent and received, n-1 added,
+    the one slice of numel; recursive doubling's log2 n exchanges of the whole tensor; never one per piece (what `per_piece` prices: the same
+    elements, every piece a launch)."""
+    numel, n = 1 << 20, machines * gpus
+    log = dense_log(machines, gpus, numel, layout, algorithm)
+    work = launch_costs()
+    elements = np.zeros(n)
+    for w in log.work:
+        elements[w.rank] += w.elements * BETA[w.kind.split(".")[0]]
+    collectives = 3 if layout == "zen" and gpus > 1 else 1
+    assert per_rank(log, work) == pytest.approx(FIXED * collectives * (n > 1) + elements, rel=1e-12)
+    pieces = np.bincount(log.w_rank, minlength=n)
+    assert per_rank(log, replace(work, per_piece=True)) == pytest.approx(FIXED * pieces + elements, rel=1e-12)
+    if layout == "flat" or gpus == 1:  # the per-element part in closed form
+        part = numel / n
+        want = ((BETA["slice"] * numel + (n - 2) * BETA["add"] * part + BETA["add"] * part
+                 + 2 * (n - 1) * 2 * BETA["scan"] * part) if algorithm == "ring" and n > 1 and numel % n == 0 else None)
+        if n > 1 and n & (n - 1) == 0 and algorithm == "doubling":  # log2 n exchanges: encode, decode, add
+            want = np.log2(n) * (2 * BETA["scan"] + BETA["add"]) * numel
+        if want is not None:
+            assert elements == pytest.approx(np.full(n, want), rel=1e-9)
+
+
+@pytest.mark.parametrize("machines,gpus,layout", [(8, 1, "flat"), (4, 2, "zen")])
+@pytest.mark.parametrize("name", ["zen", "sparcml", "omnireduce", "agsparse-ring"])
+def test_a_sparse_scheme_pays_a_launch_per_piece(machines, gpus, layout, name):
+    """A sparse scheme's steps are kernels of their own with host synchronizations between them (message
+    sizes): every piece of its work pays the fixed cost; in ZEN's layout its intra-machine rings are
+    fused collectives (one launch each per GPU). So a rank pays FIXED x its scheme's pieces (+ 2) plus
+    its elements x beta."""
+    n, numel = machines * gpus, 4096
+    chunks = [SparseChunk(np.unique(np.random.default_rng(w).integers(0, numel, 300)), None) for w in range(n)]
+    log = place(prepare(chunks, numel, machines, gpus, layout),
+                lambda k, size, part: build_scheme(name, k, size)).log
+    assert not build_scheme(name, machines, numel).caps.collective
+    work = replace(launch_costs(), per_element={op: 0.0 for op in WorkCost.zero().per_element})
+    offset = gpus - 1 if layout == "zen" else 0  # the intra-machine rings' stages, first and last
+    rings = (log.w_stage < offset) | (log.w_stage >= log.num_stages - offset)
+    scheme_pieces = np.bincount(log.w_rank[~rings], minlength=n)
+    assert scheme_pieces.min() > 2
+    assert per_rank(log, work) == pytest.approx(FIXED * (scheme_pieces + 2 * (layout == "zen")), rel=1e-12)

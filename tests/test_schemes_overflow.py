@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zensim.errors import ValueRangeError
+from zensim.errors import ConfigError, ValueRangeError
 from zensim.run import run_ranks
 from zensim.run.check import check_sum_range
 from zensim.schemes import build_scheme
@@ -66,3 +66,23 @@ def test_the_bound_is_per_element_and_names_the_lowest() -> None:
     over = [SparseChunk(np.array([2, 6]), np.array([2e38, 2e38], np.float32))] * 2
     with pytest.raises(ValueRangeError, match="at element 2: their magnitudes add up to 4e\\+38"):
         check_sum_range(over, NUMEL, "float32")
+
+
+@pytest.mark.parametrize("library", ["numpy", "torch"])
+def test_inputs_are_checked_alike_on_every_library(library: str) -> None:
+    """The driver's checks read each chunk's ends and peaks in one transfer from its device: the same
+    refusals on torch as on numpy (ids outside [0, numel), magnitudes adding up beyond the range); a
+    single chunk's magnitudes add up to nothing beyond its own values (left to the wire format)."""
+    torch = pytest.importorskip("torch")
+    arr = (lambda x: torch.as_tensor(x)) if library == "torch" else np.asarray
+    prog = build_scheme("sparcml", 2, NUMEL)
+    outside = [SparseChunk(arr(np.array([1, NUMEL], np.int64)), arr(np.ones(2, np.float32)))] * 2
+    with pytest.raises(ConfigError, match=r"sparcml: rank 0's chunk has ids outside \[0, 8\)"):
+        run_ranks(prog, outside)
+    negative = [SparseChunk(arr(np.array([-1, 3], np.int64)), arr(np.ones(2, np.float32)))] * 2
+    with pytest.raises(ConfigError, match="ids outside"):
+        run_ranks(prog, negative)
+    over = [SparseChunk(arr(np.array([2, 6], np.int64)), arr(np.array([-2e38, 2e38], np.float32)))] * 2
+    with pytest.raises(ValueRangeError, match="at element 2: their magnitudes add up to 4e\\+38"):
+        check_sum_range(over, NUMEL, "float32")
+    check_sum_range(over[:1], NUMEL, "float32")

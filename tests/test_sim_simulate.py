@@ -229,10 +229,25 @@ def test_model_registered_after_import_is_simulated(skewed, monkeypatch):
     assert late.time_s == fifo.time_s
 
 
+def test_model_options_reach_the_model(skewed):
+    """A model's declared option given as a model option times as the named parameter does, and the
+    CLI's text is typed as the option's default."""
+    from zensim.net.models import parse_model_options
+
+    assert parse_model_options(["batch=0.5"], "maxmin") == {"batch": 0.5}
+    [generic] = simulate(skewed, "zen", ClusterSpec(8, 1, B), "maxmin", model_options={"batch": 0.5})
+    [named] = simulate(skewed, "zen", ClusterSpec(8, 1, B), "maxmin", maxmin_batch=0.5)
+    assert (generic.time_s, generic.vs_dense) == (named.time_s, named.vs_dense)
+
+
 @pytest.mark.parametrize("args,message", [
     (["--scheme", "bogus"], "unknown scheme"),
     (["--machines", "4", "--gpus-per-machine", "4"], "8 workers"),
     (["--nic", "25Gbs"], "--nic"),
+    (["--model-option", "batch=0.1"], "--model-option batch=0.1: model fifo takes KEY=VALUE of its options"),
+    (["--model", "maxmin", "--model-option", "batch=often"], "--model-option batch=often: expected a number"),
+    (["--model", "maxmin", "--model-option", "batch"], "(its options and defaults: batch=0.00390625)"),
+    (["--model", "maxmin", "--model-option", "batch=0.1", "--iterations", "0:1"], "--model-option: not with --iterations"),
 ])
 def test_cli_errors(skewed, capsys, args, message):
     assert main(["simulate", "--trace", skewed, *args]) == 2

@@ -10,7 +10,6 @@ from schemes_support import make_chunks
 from zensim.layout import place, prepare
 from zensim.run import Tables, run_ranks
 from zensim.schemes import build_scheme, needs_profile, scheme_names
-from zensim.schemes.sized import shape_of, sized_log
 
 NUMEL = 3000
 SIZED = ["dense-allreduce", "agsparse-ring", "agsparse-p2p", "zen", "zen-coo", "sparse-ps",
@@ -39,7 +38,7 @@ def same_run(name: str, n: int, case: str) -> None:
     chunks = make_chunks(case, n, NUMEL, 0.05, 3, False)
     program = build_scheme(name, n, NUMEL)
     out = run_ranks(program, chunks, check=False)
-    sized = sized_log(program, chunks)
+    sized = program.sized_log(chunks)
     assert sized is not None
     log, ctx = sized
     same_log(log, out.log)
@@ -63,7 +62,7 @@ def test_sized_hierarchy_is_the_drivers(name, n, case):
 @pytest.mark.parametrize("name", HIER)
 def test_folded_hierarchy_is_not_sized(name):
     """n not a power of two folds ranks onto the others: the driver runs it."""
-    assert shape_of(build_scheme(name, 6, NUMEL)) is None
+    assert build_scheme(name, 6, NUMEL).counted is None
 
 
 @pytest.mark.parametrize("options", [{"value_dtype": "float16"}, {"pull": "bitmap"}, {"push": "dense", "pull": "coo"}])
@@ -72,11 +71,11 @@ def test_sized_log_follows_the_formats(options):
     chunks = make_chunks("random", 6, NUMEL, 0.1, 4, False)
     for name in ("ring-incr-parallel-imbalanced", "p2p-parallel-imbalanced", "ring-oneshot-parallel-imbalanced"):
         program = build_scheme(name, 6, NUMEL, **options)
-        same_log(sized_log(program, chunks)[0], run_ranks(program, chunks, check=False).log)
+        same_log(program.sized_log(chunks)[0], run_ranks(program, chunks, check=False).log)
     chunks = make_chunks("random", 8, NUMEL, 0.1, 4, False)
     for name in ("hier-incr-parallel-balanced", "hier-oneshot-parallel-imbalanced"):
         program = build_scheme(name, 8, NUMEL, **options)
-        same_log(sized_log(program, chunks)[0], run_ranks(program, chunks, check=False).log)
+        same_log(program.sized_log(chunks)[0], run_ranks(program, chunks, check=False).log)
 
 
 @pytest.mark.parametrize("options", [{"value_dtype": "float16"}, {"push": "bitmap"}, {"push": "dense"}])
@@ -85,7 +84,7 @@ def test_sized_central_follows_the_formats(options):
     chunks = make_chunks("random", 8, NUMEL, 0.1, 4, False)
     for name in ("ring-incr-central", "hier-incr-central", "hier-oneshot-central"):
         program = build_scheme(name, 8, NUMEL, **options)
-        same_log(sized_log(program, chunks)[0], run_ranks(program, chunks, check=False).log)
+        same_log(program.sized_log(chunks)[0], run_ranks(program, chunks, check=False).log)
 
 
 @pytest.mark.parametrize("name,options", [("omnireduce", {}), ("sparse-ps-bcast", {}),
@@ -93,14 +92,14 @@ def test_sized_central_follows_the_formats(options):
                                           ("gtopk", {}), ("spardl", {}), ("topkdsa", {}), ("zen", {"push": "blocks"})])
 def test_other_programs_are_not_sized(name, options):
     """Plans, formats or aggregations outside the sized shapes run through the driver."""
-    assert shape_of(build_scheme(name, 8, NUMEL, **options)) is None
+    assert build_scheme(name, 8, NUMEL, **options).sized_log(make_chunks("random", 8, NUMEL, 0.05, 1, False)) is None
 
 
 def test_values_and_single_rank_are_not_sized():
     """A run that carries values, or of one rank, is the driver's."""
     program = build_scheme("zen", 4, NUMEL)
-    assert sized_log(program, make_chunks("random", 4, NUMEL, 0.05, 1, True)) is None
-    assert shape_of(build_scheme("zen", 1, NUMEL)) is None
+    assert program.sized_log(make_chunks("random", 4, NUMEL, 0.05, 1, True)) is None
+    assert build_scheme("zen", 1, NUMEL).counted is None
 
 
 @pytest.mark.parametrize("name", ["zen", "dense-allreduce", "agsparse-ring"])
@@ -119,7 +118,9 @@ def test_placed_log_in_zens_layout_is_the_drivers(name):
 @pytest.mark.parametrize("n", [6, 8])
 def test_every_sized_catalog_scheme_is_the_drivers(n):
     """Whatever scheme of the catalog is sized, its log is the driver's (formats and options as built)."""
-    sized = [name for name in scheme_names() if not needs_profile(name) and shape_of(build_scheme(name, n, NUMEL))]
+    chunks = make_chunks("random", n, NUMEL, 0.05, 3, False)
+    sized = [name for name in scheme_names()
+             if not needs_profile(name) and build_scheme(name, n, NUMEL).sized_log(chunks) is not None]
     assert "zen" in sized
     for name in sized:
         same_run(name, n, "random")

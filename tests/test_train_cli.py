@@ -139,6 +139,8 @@ def test_report_renders_iteration_records(small_trace, tmp_path, capsys) -> None
     (["--iterations", "0"], "--iterations 0"),
     (["--plot", "{tmp}/x.txt"], "extension .txt"),
     (["--csv", "{tmp}/no/x.csv"], "x.csv"),
+    (["--host-others", "2"], "--host-others: only with --shared-host"),
+    (["--shared-host", "--host-others", "-1"], "--host-others -1: expected a number in [0, inf)"),
 ])
 def test_iteration_errors(small_trace, tmp_path, capsys, extra, message) -> None:
     argv = ["iteration", "--trace", str(small_trace), "--layers", str(tmp_path / "toy.layers.json"),

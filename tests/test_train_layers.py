@@ -43,6 +43,32 @@ def test_profile_round_trip_and_derived_times(tmp_path) -> None:
     assert again.scaled(2).compute_s == pytest.approx(2 * prof.compute_s)
 
 
+def test_the_step_and_hook_figures_round_trip_and_older_profiles_have_none(tmp_path) -> None:
+    figures = dict(step_other_s=0.003, hook_before_s=0.0002, hook_before_element_s=1e-9, hook_after_s=0.0001,
+                   hook_after_element_s=2e-10)
+    prof = LayerProfile(profile().params, forward_s=0.01, backward_tail_s=0.0005, optimizer_s=0.002, **figures)
+    path = tmp_path / "w.layers.json"
+    prof.save(path)
+    again = load_layers(path)
+    assert again == prof and {k: json.loads(path.read_text())[k] for k in figures} == figures
+    assert again.compute_s == pytest.approx(0.01 + 0.0065 + 0.002 + 0.003)
+    assert again.hook_work_s(1000) == (0.0002 + 1e-9 * 1000, 0.0001 + 2e-10 * 1000)
+    assert again.scaled(2).hook_work_s(1000) == pytest.approx((2 * 0.0002 + 2e-9 * 1000, 2 * 0.0001 + 4e-10 * 1000))
+    assert again.scaled(2).step_other_s == 0.006
+    # a profile written before these fields: all 0, nothing priced; and saved as it was, byte for byte
+    old = profile().to_json()
+    assert not set(figures) & set(old)
+    path.write_text(json.dumps(old, indent=1) + "\n")
+    loaded = load_layers(path)
+    assert [getattr(loaded, k) for k in figures] == [0.0] * 5 and loaded.hook_work_s(10**6) == (0.0, 0.0)
+    loaded.save(tmp_path / "again.json")
+    assert (tmp_path / "again.json").read_text() == path.read_text()
+    bad = dict(old, hook_after_element_s=-1)
+    path.write_text(json.dumps(bad))
+    with pytest.raises(ConfigError, match="hook_after_element_s must be a finite non-negative"):
+        load_layers(path)
+
+
 @pytest.mark.parametrize("edit,message", [
     (lambda d: d.update(schema="x"), "not a layer profile"),
     (lambda d: d.update(forward_s=-1), "forward_s must be a finite non-negative"),

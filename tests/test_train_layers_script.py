@@ -1,5 +1,6 @@
 """`zensim layers record --script`: the layer profile of a DDP script that is not a built-in workload
-(written here), with the host's load, CPU and wall time of its steps, and a warning on stderr and in
+(written here), with the host's load, CPU and wall time of its steps, the step's time outside the model
+and zensim_hook's work per bucket, and a warning on stderr and in
 the profile when the steps waited (the script sleeps in its step: wall >> CPU)."""
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from torch.utils.data import DataLoader, TensorDataset
 p = argparse.ArgumentParser()
 p.add_argument("--epochs", type=int, default=1)
 p.add_argument("--nap", type=float, default=0.0)
+p.add_argument("--between", type=float, default=0.0)
 args = p.parse_args()
 
 
@@ -52,6 +54,7 @@ data = DataLoader(TensorDataset(torch.randint(0, 300, (96, 7)), torch.randint(0,
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for _ in range(args.epochs):
     for x, y in data:
+        time.sleep(args.between)  # the step's time outside forward, backward and optimizer
         opt.zero_grad()
         torch.nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
@@ -77,7 +80,11 @@ def record(tmp_path: Path, *script_args: str) -> tuple[dict, str]:
 
 
 def test_a_foreign_scripts_model_is_profiled_with_the_hosts_figures(tmp_path) -> None:
-    profile, _ = record(tmp_path)
+    profile, _ = record(tmp_path, "--between", "0.02")
+    # the step outside the model (here 20 ms asleep before zero_grad) and the hook's work per bucket
+    assert 0.02 <= profile["step_other_s"] < 0.02 + profile["forward_s"] + profile["optimizer_s"] + 0.05
+    hook = ["hook_before_s", "hook_before_element_s", "hook_after_s", "hook_after_element_s"]
+    assert all(profile.get(k, 0.0) >= 0 for k in hook) and any(profile.get(k, 0.0) > 0 for k in hook)
     assert {p["name"] for p in profile["params"]} == PARAMS
     assert all(p["forward_s"] > 0 and p["backward_s"] > 0 for p in profile["params"])
     assert profile["forward_s"] > 0 and profile["optimizer_s"] > 0 and profile["iterations"] == 6

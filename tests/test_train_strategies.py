@@ -3,11 +3,14 @@
 import numpy as np
 import pytest
 
+from zensim.errors import ConfigError
 from zensim.net.topology import ClusterSpec
 from zensim.train.fusion.chain import Affine
 from zensim.train.fusion.shapes import MODELS, estimate
-from zensim.train.fusion.strategies import (STRATEGIES, Compression, Workload, ddp_buckets,
-                                            dense_allreduce, plan)
+from zensim.train.fusion.base import ddp_buckets
+from zensim.train.fusion.conformance import check_strategy
+from zensim.train.fusion.registry import STRATEGIES
+from zensim.train.fusion.strategies import Compression, Workload, dense_allreduce, plan
 
 
 def workload(seed=0, n=40):
@@ -34,7 +37,7 @@ def test_cupcake_is_never_behind_other_groupings_of_its_chain(seed):
     for s in STRATEGIES:
         p = plan(s, w, c, comp)
         assert p.samples_per_s == pytest.approx(32 * 128 / p.iteration)
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match="--strategy fastest: unknown fusion strategy"):
         plan("fastest", w, c, comp)
 
 
@@ -51,3 +54,27 @@ def test_shape_estimates():
     e = estimate(bert, tokens=4096, flops=1e12, efficiency=1.0)
     assert e.backward.sum() == pytest.approx(2 * e.forward)
     assert e.names[0] == "ln_f.b" and e.names[-1] == "wte"
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_every_registered_strategy_passes_the_checks(name):
+    """The fusion registry's conformance check, over every registered strategy."""
+    check_strategy(name)
+
+
+def test_a_strategy_registered_by_its_line_is_planned(monkeypatch):
+    """A strategy defined in its own module and given its registry line is planned by name (and
+    reaches the iteration timeline's Strategy): fixed halves of the tensors, compressed per group."""
+    from zensim.train.fusion import registry
+    from zensim.train.fusion.base import FusionStrategy
+    from zensim.train.fusion.schedule import Strategy
+
+    def halves(f):
+        chain = f.chain()
+        return chain, tuple(sorted({max(1, chain.n // 2), chain.n}))
+
+    monkeypatch.setitem(registry.STRATEGIES, "halves", FusionStrategy("halves", "two groups", halves, "bucket"))
+    check_strategy("halves")
+    w = workload()
+    assert plan("halves", w, ClusterSpec(4, 2, 25e9 / 8), Compression()).ends == (20, 40)
+    assert Strategy("halves").selection.unit == "bucket"

@@ -45,7 +45,7 @@ def timeline(trace: Trace, scheme: str, machines: int, gpus: int, model: str, co
     with `dense_above`, the buckets of zensim_hook (each one run of the scheme, dense members carried)
     all-reduced densely where their previous sum was denser."""
     prof = profile(compute)
-    costs = Costs(ClusterSpec(machines, gpus, 10e9 / 8, nic_latency=1e-6), WorkCost())  # the default work costs
+    costs = Costs(ClusterSpec(machines, gpus, 10e9 / 8, nic_latency=1e-6), WorkCost.default())  # the default work costs
     chosen = sparse_tensors(prof, trace, scheme)
     hook = dense_above is not None
     syncs = bucket_syncs(prof, DDPBuckets(0.1).assign(prof.params, set() if hook else chosen), chosen, carry=hook)

@@ -83,7 +83,8 @@ def test_the_driver_meters_what_each_step_does(n):
     assert totals(dense, "add.dense") == (n - 1) * NUMEL  # each item summed n - 1 times over its positions
 
 
-@pytest.mark.parametrize("device", [[], ["--device", "cpu"]], ids=["numpy", "torch-cpu"])
+@pytest.mark.parametrize("device", [[], ["--device", "cpu"], ["--device", "cpu", "--payloads", "device"]],
+                         ids=["numpy", "torch-cpu", "torch-cpu-device-payloads"])
 def test_step_kernels_time_every_kind_and_fit(tmp_path, device):
     from zensim.cli import main
 
@@ -91,6 +92,7 @@ def test_step_kernels_time_every_kind_and_fit(tmp_path, device):
     assert main(["work", "measure", "--kernels", "steps", "--max-log2", "12", "--reps", "1", "-o", str(out), *device]) == 0
     measured = json.loads(out.read_text())
     assert ("torch" in measured["device"]) == bool(device)
+    assert measured["payloads"] == ("device" if "--payloads" in device else "host")
     kinds = set(measured["points"])
     assert {"hash", "slice", "search", "merge.coo", "add.dense", "scan.dense", "encode.coo", "decode.coo",
             "encode.bitmap", "unpack.bitmap"} <= kinds
@@ -100,3 +102,12 @@ def test_step_kernels_time_every_kind_and_fit(tmp_path, device):
     work = load_profile(prof).work
     assert kinds | {"merge", "encode", "decode"} <= set(work.per_element)
     assert work.priced_as("merge") == "merge" and work.per_element["merge"] == work.per_element["merge.coo"]
+
+
+def test_device_payloads_need_a_device(tmp_path, capsys):
+    from zensim.cli import main
+
+    out = tmp_path / "k.json"
+    assert main(["work", "measure", "--kernels", "steps", "--payloads", "device", "-o", str(out)]) != 0
+    assert capsys.readouterr().err.strip() == "zensim: error: --payloads device: needs --kernels steps and a --device"
+    assert not out.exists()

@@ -85,6 +85,16 @@ def check_output(path: str | os.PathLike[str], what: str) -> Path:
     return target
 
 
+def check_new_output(path: str | os.PathLike[str], what: str, force: bool) -> Path:
+    """check_output, and a ConfigError if the file exists unless `force`: the commands that make traces
+    (`trace synth/scale/merge`, `capture`) replace no file (a shipped trace, a capture) unless --force."""
+    target = check_output(path, what)
+    if target.exists() and not force:
+        raise ConfigError(f"{what} {path}: exists; a trace replaces no file (a shipped trace, a capture) "
+                          "unless --force")
+    return target
+
+
 def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
     """Write `data` to `path` through a temporary file in the same directory and a rename."""
     with AtomicFile(path) as f:

@@ -15,8 +15,6 @@ from __future__ import annotations
 import sys
 import threading
 
-from tqdm import tqdm
-
 _checked: set = set()  # the dispatchers already checked in this process
 _lock = threading.Lock()
 
@@ -51,5 +49,11 @@ def announce(dispatcher, what: str, seconds: int) -> None:  # type: ignore[no-un
         _checked.add(dispatcher)
         if cached(dispatcher):
             return
-        tqdm.write(f"zensim: compiling {what} with numba, once per machine: about {seconds} s of CPU "
-                   f"(cached in {cache_dir(dispatcher)}; `zensim warmup` does it ahead)", file=sys.stderr)
+        line = (f"zensim: compiling {what} with numba, once per machine: about {seconds} s of CPU "
+                f"(cached in {cache_dir(dispatcher)}; `zensim warmup` does it ahead)")
+        try:  # above any progress bar; tqdm is not installed where only the device's packages are (a GPU machine)
+            from tqdm import tqdm
+        except ImportError:
+            print(line, file=sys.stderr)
+        else:
+            tqdm.write(line, file=sys.stderr)

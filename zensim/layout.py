@@ -6,7 +6,8 @@ machines among the GPUs of local rank l, one instance per shard, all g instances
 NICs; the sparse data of (machine m, local rank l) is the sum of m's GPUs' gradients restricted to
 shard l (the union of their indices; with values, the values summed); (3) dense ring all-gather
 inside each machine. The dense intra-machine collectives are generated from sizes (fp32, 4 bytes
-per element), with `merge`/`copy` work.
+per element), with `merge`/`copy` work, each one fused collective kernel per GPU (NCCL's: one launch,
+`MessageLog.fused`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 from zensim.errors import ConfigError
 from zensim.run import MessageLog, RunOutput, Tables, run_ranks
 from zensim.run.log import Message, Work
-from zensim.schemes.sized import sized_log
+from zensim.run.program import StageProgram
 from zensim.sparse.chunk import SparseChunk, sum_chunks, union_marked
 from zensim.sparse.partition import even_boundaries
 from zensim.trace.format import Trace
@@ -28,7 +29,7 @@ from zensim.trace.values import worker_chunk
 DENSE_BYTES = 4
 LAYOUTS = ("zen", "flat")
 PHASES = ("intra-machine reduce-scatter", "push", "pull", "intra-machine all-gather")
-Builder = Callable[[int, int, Sequence[SparseChunk]], object]  # (n, numel, chunks) -> program
+Builder = Callable[[int, int, Sequence[SparseChunk]], StageProgram]  # (n, numel, chunks) -> program
 
 
 @dataclass
@@ -37,7 +38,7 @@ class Placed:
 
     log: MessageLog
     runs: list[RunOutput]  # one scheme run per local rank (one in the flat layout); results empty when sized
-    programs: list[object]
+    programs: list[StageProgram]
 
 
 def machine_shards(chunks: Sequence[SparseChunk], numel: int, gpus: int) -> tuple[list[Shards], np.ndarray]:
@@ -92,7 +93,8 @@ def stream_shards(machines: Iterable[Sequence[SparseChunk]], numel: int, gpus: i
 
 
 def intra_ring(machines: int, gpus: int, sizes: np.ndarray, first_stage: int, gather: bool) -> MessageLog:
-    """Dense ring reduce-scatter (local rank l ends with shard l) or all-gather inside every machine."""
+    """Dense ring reduce-scatter (local rank l ends with shard l) or all-gather inside every machine,
+    one fused collective (one launch per GPU: NCCL's)."""
     msgs, work = [], []
     for s in range(gpus - 1):
         for m in range(machines):
@@ -101,7 +103,7 @@ def intra_ring(machines: int, gpus: int, sizes: np.ndarray, first_stage: int, ga
                 src, dst = m * gpus + local, m * gpus + (local + 1) % gpus
                 msgs.append(Message(first_stage + s, src, dst, int(sizes[shard]) * DENSE_BYTES, "dense"))
                 work.append(Work(first_stage + s, dst, "post", "copy" if gather else "merge", int(sizes[shard])))
-    return MessageLog(machines * gpus, gpus - 1, msgs, work)
+    return MessageLog(machines * gpus, gpus - 1, msgs, work).fused()
 
 
 def doubling_log(n: int, numel: int) -> MessageLog:
@@ -110,7 +112,8 @@ def doubling_log(n: int, numel: int) -> MessageLog:
     largest power of two <= n, rank r >= p sends its tensor to r - p, log2 p stages of exchanges with
     partner r ^ 2**k, then r - p sends the sum back to r. Every send encodes the whole tensor and every
     receive decodes it (`scan.dense`); a received tensor is added (`add.dense`) before the rank's next
-    send, the last exchange's right after it is received."""
+    send, the last exchange's right after it is received. One fused collective: one launch per rank
+    (`MessageLog.fused`), as the scheme's run records it (its messages are all dense)."""
     p = 1 << (n.bit_length() - 1)
     levels, folded = p.bit_length() - 1, n > p
     nbytes = numel * DENSE_BYTES
@@ -138,7 +141,7 @@ def doubling_log(n: int, numel: int) -> MessageLog:
         for r in range(p, n):
             send(stage, r - p, r)
         stage += 1
-    return MessageLog(n, max(stage, 1), msgs, [w for w in work if w.elements])
+    return MessageLog(n, max(stage, 1), msgs, [w for w in work if w.elements]).fused()
 
 
 def ring_log(n: int, numel: int) -> MessageLog:
@@ -148,7 +151,9 @@ def ring_log(n: int, numel: int) -> MessageLog:
     its tensor into the n parts (`slice`, its elements); at reduce-scatter stage s it adds the part it
     got at stage s-1 to its own (`add.dense`, before sending it on) and encodes part r-1-s
     (`scan.dense`), decodes the part it gets (`scan.dense`) and after the last receive adds it (part r
-    complete); at all-gather stage t it encodes part r-t and decodes part r-1-t (`scan.dense`)."""
+    complete); at all-gather stage t it encodes part r-t and decodes part r-1-t (`scan.dense`). One
+    fused collective kernel per rank, as NCCL runs it: one launch per rank in all (`MessageLog.fused`),
+    as the scheme's run records it (its messages are all dense)."""
     parts = np.diff(even_boundaries(numel, n)).tolist()
     msgs, work = [], []
     for s in range(2 * (n - 1)):
@@ -165,7 +170,7 @@ def ring_log(n: int, numel: int) -> MessageLog:
             work.append(Work(s, r, "post", "scan.dense", parts[got]))
             if s == n - 2:
                 work.append(Work(s, r, "post", "add.dense", parts[r]))
-    return MessageLog(n, 2 * (n - 1), msgs, [w for w in work if w.elements])
+    return MessageLog(n, 2 * (n - 1), msgs, [w for w in work if w.elements]).fused()
 
 
 # dense all-reduce algorithms from sizes: name -> (ranks, elements) -> log, and the scheme each one's messages are
@@ -180,7 +185,9 @@ def dense_log(machines: int, gpus: int, numel: int, layout: str, algorithm: str 
     shard l across machines per local rank l, a ring all-gather inside each machine. Work: the ring's
     is the dense-allreduce scheme's (`ring_log`: array additions, `add.dense`), recursive doubling's
     the dense-doubling scheme's (`doubling_log`); the intra-machine rings' a merge of each received
-    part, a copy of each gathered one (`intra_ring`, as for every scheme placed)."""
+    part, a copy of each gathered one (`intra_ring`, as for every scheme placed). Each collective is
+    fused: a rank pays one launch per collective it takes part in (one flat; three in ZEN's layout:
+    the reduce-scatter, the all-reduce across machines, the all-gather), and its per-element costs."""
     inter = DENSE_ALGORITHMS[algorithm]
     n = machines * gpus
     if layout == "flat" or gpus == 1:
@@ -253,10 +260,10 @@ def place(prep: Prepared, build: Builder, tables: Tables | None = None, check: b
     return Placed(assemble(prep.machines, prep.gpus, prep.sizes, [run.log for run in runs]), runs, programs)
 
 
-def _run(program, chunks: Sequence[SparseChunk], tables: Tables | None, check: bool) -> RunOutput:
+def _run(program: StageProgram, chunks: Sequence[SparseChunk], tables: Tables | None, check: bool) -> RunOutput:
     """The driver's run, or unchecked its log from counts where the program's messages follow from
-    them (zensim.schemes.sized: the same log, no aggregate made, so `results` is empty)."""
-    sized = None if check else sized_log(program, chunks, tables)
+    them (the program's `sized_log`: the same log, no aggregate made, so `results` is empty)."""
+    sized = None if check else program.sized_log(chunks, tables)
     if sized is None:
         return run_ranks(program, chunks, check=check, tables=tables)
     log, ctx = sized
@@ -280,10 +287,11 @@ def assemble(machines: int, gpus: int, sizes: np.ndarray, logs: Sequence[Message
 def stage_phases(placed: Placed) -> list[str]:
     """The phase of each stage of the cluster-wide log (PHASES): in ZEN's layout the intra-machine
     reduce-scatter, then the scheme's stages, then the intra-machine all-gather; the scheme's stages are
-    push (step 1) before its `step2_start`, pull after (a program without a second step: all push)."""
+    push (step 1) before its `step2_start`, pull after (a program without a second step declares
+    `num_stages`: all push)."""
     offset = len(placed.programs) - 1 if len(placed.programs) > 1 else 0
     program = placed.programs[0]
-    step2 = getattr(program, "step2_start", program.num_stages)
+    step2 = program.step2_start
     middle = placed.log.num_stages - 2 * offset
     return ([PHASES[0]] * offset + [PHASES[1] if s < step2 else PHASES[2] for s in range(middle)]
             + [PHASES[3]] * offset)

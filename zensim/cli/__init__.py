@@ -11,14 +11,14 @@ import signal
 import sys
 import threading
 
-from zensim.cli import (capture, converge, emulate, fusion, iteration, layers, partition, report, scenario, schemes,
+from zensim.cli import (capture, converge, emulate, exdynaloop, fusion, iteration, layers, partition, report, scenario, schemes,
                         simulate, trace, warmup, work)
 from zensim.errors import Terminated, ZensimError
 from zensim.report.provenance import command_line, version_line
 
 # Each module has `register(subparsers)` adding its subcommands with `set_defaults(func=...)`.
 COMMAND_MODULES = (trace, simulate, scenario, report, capture, emulate, schemes, partition, layers, iteration, work, fusion,
-                   converge, warmup)
+                   converge, exdynaloop, warmup)
 
 
 class Parser(argparse.ArgumentParser):

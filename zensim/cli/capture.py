@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from zensim.atomic import check_new_output
 from zensim.errors import ConfigError
 from zensim.trace.capture.names import SPARSIFIERS, WORKLOADS
 
@@ -49,6 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--corpus", help="plain-text corpus for the language models (default: installed KJV)")
     p.add_argument("-o", "--output", required=True, help="trace file to write (--hook: shard path with {rank})")
+    p.add_argument("--force", action="store_true", help="replace -o (--hook: this rank's shard) if it exists")
     p.add_argument("script_args", nargs=argparse.REMAINDER, help="with --hook or --script: -- then the script's arguments")
     p.set_defaults(func=cmd_capture)
 
@@ -65,6 +67,9 @@ def cmd_capture(args: argparse.Namespace) -> int:
         raise ConfigError(f"--batch-size {args.batch_size}: must be at least 1")
     if (args.virtual_ranks is None) != (args.script is None):
         raise ConfigError("--virtual-ranks N and --script SCRIPT go together")
+    # before the capture, which may train long; --hook: this rank's shard (torchrun's RANK, else rank 0's)
+    check_new_output(args.output.replace("{rank}", os.environ.get("RANK", "0")) if args.hook else args.output,
+                     "-o", args.force)
     if args.hook:
         return capture_hooked(args, script_args)
     if args.script:

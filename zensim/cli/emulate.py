@@ -109,6 +109,8 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         return _emulate_script(args, script_args)
     if script_args:
         raise ConfigError(f"{script_args[0]}: unexpected argument (script arguments go with --script)")
+    if args.hook is not None:
+        raise ConfigError("--hook: only with --script (the hook a training script's DDP model trains with)")
     _at_least(args.repeats, 1, "--repeats")
     raw = _output_file(args.raw, "--raw") if args.raw else None
     outs, paths = results.plan(args, inputs=[args.trace, raw])
@@ -133,7 +135,7 @@ def _emulate_script(args: argparse.Namespace, script_args: list[str]) -> int:
     if logs is not None:
         logs.mkdir(parents=True, exist_ok=True)
     result = emulate_script(args.script, script_args, args.ranks, _rate_bps(args.bandwidth), args.warmup,
-                            args.timeout, args.wait, logs)
+                            args.timeout, args.wait, logs, args.hook)
     print(json.dumps(result, indent=2) if args.json else script_table(result))
     return 0
 
@@ -242,6 +244,8 @@ def register(sub) -> None:
     p.add_argument("--warmup", type=int, default=1, help="with --script: first iterations left out of the "
                    "summary (default %(default)s)")
     p.add_argument("--logs", default=None, help="with --script: folder for every rank's output (rank<r>.log)")
+    p.add_argument("--hook", default=None, help="with --script: synchronize its DDP model with zensim_hook(HOOK), "
+                   "a zensim scheme (default: the script's own hook, DDP's all-reduce unless it registers one)")
     p.add_argument("script_args", nargs=argparse.REMAINDER, help="with --script: -- then the script's arguments")
     p.add_argument("--scheme", default=ZEN, help="scheme name, comma list, or all (default %(default)s)")
     p.add_argument("--repeats", type=int, default=1)

@@ -102,7 +102,8 @@ def cmd_strategies(args: argparse.Namespace) -> int:
     from zensim.train.fusion.chain import Affine
     from zensim.train.fusion.plots import throughput_plot
     from zensim.train.fusion.shapes import DEVICES, MODELS, estimate
-    from zensim.train.fusion.strategies import STRATEGIES, Compression, Workload, plan
+    from zensim.train.fusion.registry import STRATEGIES
+    from zensim.train.fusion.strategies import Compression, Workload, plan
 
     if args.model not in MODELS:
         raise ConfigError(f"--model {args.model}: choose from {', '.join(MODELS)}")

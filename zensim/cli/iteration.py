@@ -33,7 +33,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--timeline", default=None, metavar="FILE", help="also write a Chrome trace (Perfetto)")
     p.add_argument("--timeline-gpus", type=int, default=None, help="GPUs shown in the timeline (default: machine 0's)")
     p.add_argument("--plot", default=None, metavar="FILE", help="also write throughput against GPUs per scheme")
+    p.add_argument("--chakra", default=None, metavar="PREFIX",
+                   help="also write the first iteration of the one scheme as Chakra execution traces for ASTRA-sim, "
+                        "PREFIX.<rank>.et per GPU (one scheme, one machine count; needs mlc-chakra: docs/reports.md)")
     p.set_defaults(func=cmd_iteration)
+
+
+def _chakra_ranks(args: argparse.Namespace, schemes: list[str], reqs: list[IterationRequest]) -> int:
+    """--chakra exports one iteration of one scheme on one cluster: a one-line error otherwise; the
+    cluster's GPUs (one file each)."""
+    if len(schemes) != 1 or len(reqs) != 1 or args.strategy:
+        raise ConfigError(f"--chakra: one iteration of one scheme on one cluster; --scheme {args.scheme} "
+                          f"--machines {args.machines}{' and --strategy' if args.strategy else ''} make "
+                          f"{len(schemes) * len(reqs) if not args.strategy else 'several'} runs")
+    return reqs[0].build()[0].gpus
 
 
 def cmd_iteration(args: argparse.Namespace) -> int:
@@ -60,13 +73,14 @@ def cmd_iteration(args: argparse.Namespace) -> int:
     check_schemes(reqs, schemes, args.trace)
     if args.timeline_gpus is not None and args.timeline_gpus < 1:
         raise ConfigError(f"--timeline-gpus {args.timeline_gpus}: must be at least 1")
-    outs, paths = results.plan(args, inputs=[args.trace, args.layers, args.profile])
+    ranks = _chakra_ranks(args, schemes, reqs) if args.chakra else 0
+    outs, paths = results.plan(args, inputs=[args.trace, args.layers, args.profile], ranks=ranks)
     profile = layer_profile(reqs[0], args.trace)
     strategies = args.strategy is not None
     bar = tqdm(total=run_count(reqs, schemes), desc="iteration", unit="run", disable=None, leave=False,
                file=sys.stderr)
     records = run_iterations(reqs, profile, schemes, trace=args.trace, options=options,
-                             keep_runs="timeline" in paths, done=bar.update)
+                             keep_runs="timeline" in paths or "chakra" in paths, done=bar.update)
     bar.close()
     made = provenance(getattr(args, "command_line", None))
     for rec in records:
@@ -85,6 +99,10 @@ def cmd_iteration(args: argparse.Namespace) -> int:
             files[paths["plot"]] = strategy_plot(records, title, plot_format(paths["plot"]))
         else:
             files[paths["plot"]] = figure_bytes(throughput_figure(records, title), plot_format(paths["plot"]))
+    if "chakra" in paths:
+        from zensim.report.chakra import chakra_iteration, chakra_paths
+
+        files.update(zip(chakra_paths(paths["chakra"], ranks), chakra_iteration(records[-1].run.timeline)))
     outs.write(files)
     if args.json:
         print(to_json([r.to_dict() for r in records]))

@@ -170,11 +170,17 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def summary(profile) -> str:
-    """Two lines: what it is, and its totals in ms."""
-    return (f"{profile.kind} profile of {profile.workload or '?'} (batch {profile.batch_size}) on {profile.device}: "
-            f"{len(profile.params)} parameters, {profile.numel} elements\n"
-            f"forward {profile.forward_s * MS:.4g} ms, backward {profile.backward_s * MS:.4g} ms, "
-            f"optimizer {profile.optimizer_s * MS:.4g} ms, compute {profile.compute_s * MS:.4g} ms per step")
+    """Two lines: what it is, and its totals in ms (and a third with the step's other time and the hook's
+    work on a bucket of the whole model, where the profile has them)."""
+    out = (f"{profile.kind} profile of {profile.workload or '?'} (batch {profile.batch_size}) on {profile.device}: "
+           f"{len(profile.params)} parameters, {profile.numel} elements\n"
+           f"forward {profile.forward_s * MS:.4g} ms, backward {profile.backward_s * MS:.4g} ms, "
+           f"optimizer {profile.optimizer_s * MS:.4g} ms, compute {profile.compute_s * MS:.4g} ms per step")
+    before, after = profile.hook_work_s(profile.numel)
+    if profile.step_other_s or before or after:
+        out += (f"\nof it the step's other time {profile.step_other_s * MS:.4g} ms; zensim_hook's own work on a bucket "
+                f"of all {profile.numel} elements {before * MS:.4g} ms before the scheme's run, {after * MS:.4g} ms after")
+    return out
 
 
 def cmd_show(args: argparse.Namespace) -> int:

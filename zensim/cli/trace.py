@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
-from zensim.atomic import check_output
+from zensim.atomic import check_new_output
 from zensim.errors import ConfigError
 from zensim.report.table import format_table
 
 VALUE_CHOICES = ("none", "float32", "float16")
+FORCE_HELP = "replace -o if it exists"
 COHESION_WARN = 0.02  # `trace scale` warns above this cohesion and 3 standard errors (docs/trace-scale.md)
 
 
@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     synth.add_argument("--values", choices=VALUE_CHOICES, default="none", help="store values (default none)")
     synth.add_argument("--batch-size", type=int, default=None, help="per-worker batch size to record")
     synth.add_argument("-o", "--output", required=True, help="trace file to write (not an existing file)")
-    synth.add_argument("--force", action="store_true", help="replace -o if it exists")
+    synth.add_argument("--force", action="store_true", help=FORCE_HELP)
     synth.set_defaults(func=cmd_synth)
 
     scale = sub.add_parser("scale", help="a trace of more workers drawn from a model fitted on a trace "
@@ -60,12 +60,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     scale.add_argument("--iterations", type=int, default=None, help="iterations to draw (default the source's)")
     scale.add_argument("--seed", type=int, default=0)
     scale.add_argument("--json", action="store_true", help="print the new trace's provenance (the model) as JSON")
-    scale.add_argument("-o", "--output", required=True, help="trace file to write (not the source)")
+    scale.add_argument("-o", "--output", required=True, help="trace file to write (not an existing file)")
+    scale.add_argument("--force", action="store_true", help=FORCE_HELP)
     scale.set_defaults(func=cmd_scale)
 
     merge = sub.add_parser("merge", help="merge per-rank capture shards into one trace")
     merge.add_argument("shards", nargs="+", help="shard files written by the capture hooks")
-    merge.add_argument("-o", "--output", required=True, help="trace file to write")
+    merge.add_argument("-o", "--output", required=True, help="trace file to write (not an existing file)")
+    merge.add_argument("--force", action="store_true", help=FORCE_HELP)
     merge.set_defaults(func=cmd_merge)
 
 
@@ -131,10 +133,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
     from zensim.trace.synth import SynthParams, overlap_for_densification, synthesize
 
-    check_output(args.output, "-o")
-    if Path(args.output).exists() and not args.force:
-        raise ConfigError(f"-o {args.output}: exists; a synthetic trace replaces no file (a shipped trace, a "
-                          "capture) unless --force")
+    check_new_output(args.output, "-o", args.force)
     if args.numel is not None and args.numel < 1:
         raise ConfigError(f"--numel {args.numel}: must be positive")
     tensors = [("synthetic", args.numel)] if args.numel is not None else parse_tensors(args.tensors)
@@ -172,6 +171,7 @@ def cmd_scale(args: argparse.Namespace) -> int:
     """Fit the model on the source trace and write the scaled trace; print the model per tensor."""
     from zensim.trace.scale import scale
 
+    check_new_output(args.output, "-o", args.force)
     prov = scale(args.trace, args.output, args.workers, args.fit_workers, args.iterations, args.seed, progress=True)
     if args.json:
         print(json.dumps(prov, indent=2))
@@ -184,7 +184,7 @@ def cmd_scale(args: argparse.Namespace) -> int:
          for name, m in prov["model"].items()],
         ["tensor", "row", "density", "persistence", "cohesion", "segments", "fitted chunks"]))
     for name, m in prov["model"].items():
-        if (m["cohesion"] or 0.0) > max(COHESION_WARN, 3 * m["cohesion_se"]):
+        if m["cohesion"] is not None and m["cohesion"] > max(COHESION_WARN, 3 * m["cohesion_se"]):  # None: 1 iteration
             print(f"warning: tensor {name}: workers of one iteration share more than workers of different "
                   f"iterations (cohesion {m['cohesion']:.3f} +- {m['cohesion_se']:.3f}); the model draws them independently, so the "
                   "union of many workers is overestimated (docs/trace-scale.md)")
@@ -196,6 +196,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     """Merge capture shards (zensim.trace.merge, the capture layer) into one trace."""
     from zensim.trace.merge import merge_shards
 
+    check_new_output(args.output, "-o", args.force)
     merge_shards(args.shards, args.output)
     print(f"wrote {args.output}")
     return 0

@@ -46,8 +46,9 @@ import torch.distributed as dist
 
 from zensim.errors import ConfigError
 from zensim.run import Tables, run_ranks
-from zensim.run.torchdist import Channels, TorchP2P
+from zensim.run.torchdist import Channels, HostStaging, TorchP2P
 from zensim.schemes import build_scheme, check_options, needs_profile, scheme_names
+from zensim.sparse import xp as backend
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparsify import ErrorFeedback, local_names, make_sparsifier
 
@@ -57,8 +58,15 @@ WIRE_DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat1
 @dataclass
 class HookStats:
     """What the hook did so far on this rank: buckets synchronized, payload bytes it sent and received,
-    non-zeros it contributed, seconds its thread spent on them (selection, exchange, write-back) and
-    the CPU seconds of that thread among them (host-side work)."""
+    non-zeros it contributed, and its thread's time on them: `seconds` (wall) and `cpu_seconds`
+    (thread CPU) in all (selection, the scheme's stages, write-back), of which `transport_seconds`
+    and `transport_cpu_seconds` in the transport's exchanges (host copies of payloads, gloo's sends
+    and receives; on a GPU the copy out waits for the device to finish the payload's serialization,
+    so that wait is the transport's). `own_seconds` and `own_cpu_seconds` are the rest: the hook's own
+    work.
+
+    On a GPU, thread CPU counts the host waiting for the device too: a synchronization (a count read
+    back, a copy to the host) spins the CPU until the device has finished what was queued before it."""
 
     buckets: int = 0
     dense: int = 0  # of which all-reduced densely (dense_above)
@@ -67,7 +75,19 @@ class HookStats:
     nnz: int = 0
     seconds: float = 0.0
     cpu_seconds: float = 0.0
+    transport_seconds: float = 0.0
+    transport_cpu_seconds: float = 0.0
     by_numel: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def own_seconds(self) -> float:
+        """Wall seconds of the hook's own work (selection, scheme, write-back): all but the transport's."""
+        return self.seconds - self.transport_seconds
+
+    @property
+    def own_cpu_seconds(self) -> float:
+        """Thread CPU seconds of the hook's own work."""
+        return self.cpu_seconds - self.transport_cpu_seconds
 
 
 class ZensimHook:
@@ -75,7 +95,7 @@ class ZensimHook:
 
     def __init__(self, scheme: str, sparsifier: str | None, density: float | None, seed: int,
                  dense_above: float | None, options: dict[str, Any]) -> None:
-        _check_arguments(scheme, sparsifier, density, dense_above, options)
+        check_hook_arguments(scheme, sparsifier, density, dense_above, options)
         if not dist.is_available() or not dist.is_initialized():
             raise ConfigError("zensim_hook: torch.distributed is not initialized (init_process_group first)")
         self.scheme, self.options = scheme, dict(options)
@@ -90,6 +110,7 @@ class ZensimHook:
         self.tables = Tables()
         self.programs: dict[tuple[int, str], Any] = {}
         self.stats = HookStats()
+        self.staging: dict[torch.device, HostStaging] = {}  # gloo: device payloads' host buffers, kept
         self._queue: queue.Queue = queue.Queue()
         self._thread: threading.Thread | None = None
 
@@ -147,26 +168,33 @@ class ZensimHook:
         chunk, positions = self._select(buffer, grads)
         values = chunk.values / self.world
         program = self._program(buffer.numel(), self.options.get("value_dtype", dtype))
-        # NCCL moves device tensors; gloo's point-to-point moves host memory (the payload bytes are there)
-        wire = buffer.device if self.channels.backend() == "nccl" else torch.device("cpu")
-        transport = TorchP2P(wire, self.channels)
+        transport = TorchP2P(buffer.device, self.channels, staging=self._staging(buffer.device))
         out = run_ranks(program, {self.rank: SparseChunk(chunk.indices, values)}, transport, check=False,
                         tables=self.tables)
         total = out.results[0]
         for lost in out.context.discarded.get(self.rank, []):  # dropped on the way: back to the residual
             self._restore(positions, lost)
-        buffer.zero_()
-        if total.nnz:
-            buffer[total.indices.to(buffer.device)] = total.values.to(buffer.device, buffer.dtype)
+        write_back(buffer, total)
         s = self.stats
         s.buckets += 1
         s.sent += sum(b.sent for b in transport.stage_bytes)
         s.received += sum(b.received for b in transport.stage_bytes)
         s.nnz += chunk.nnz
+        s.transport_seconds += transport.seconds
+        s.transport_cpu_seconds += transport.cpu_seconds
         s.by_numel[buffer.numel()] = s.by_numel.get(buffer.numel(), 0) + 1
         s.seconds += time.monotonic() - t0
         s.cpu_seconds += time.thread_time() - c0
         return total.nnz
+
+    def _staging(self, device: torch.device) -> HostStaging | None:
+        """The host buffers payloads on `device` travel through: none where the backend moves them
+        itself (NCCL, or CPU tensors on gloo), else the same buffers for every bucket."""
+        if device.type == "cpu" or self.channels.backend() == "nccl":
+            return None
+        if device not in self.staging:
+            self.staging[device] = HostStaging(device)
+        return self.staging[device]
 
     def _program(self, numel: int, value_dtype: str):
         """The scheme's stage program for a bucket of `numel` elements (built once per size)."""
@@ -180,9 +208,7 @@ class ZensimHook:
         """This rank's sparse bucket (sorted bucket positions, float32 values, on the bucket's device)
         and, with a sparsifier, where each parameter lies in the bucket ([(key, offset, numel)])."""
         if self.sparsifier is None:
-            flat = buffer.view(-1)
-            index = flat.nonzero().flatten()
-            return SparseChunk(index, flat[index].float()), []
+            return natural_select(buffer), []
         base, size = buffer.data_ptr(), buffer.element_size()
         ids, vals, positions = [], [], []
         for key, grad in grads:
@@ -196,7 +222,7 @@ class ZensimHook:
         if not ids:
             return SparseChunk.empty(True, buffer), positions
         order_ids = torch.cat(ids)
-        order = torch.argsort(order_ids, stable=True)
+        order = backend.argsort(order_ids)
         return SparseChunk(order_ids[order], torch.cat(vals)[order]), positions
 
     def _restore(self, positions: list[tuple[str, int, int]], lost: SparseChunk) -> None:
@@ -210,7 +236,22 @@ class ZensimHook:
                 self.memory.restore(key, where, (lost.values[inside] * self.world).to(residual.device))
 
 
-def _check_arguments(scheme: str, sparsifier: str | None, density: float | None, dense_above: float | None,
+def natural_select(buffer: torch.Tensor) -> SparseChunk:
+    """A bucket's non-zero elements (sorted positions, float32 values): what the hook sends without a
+    sparsifier."""
+    flat = buffer.view(-1)
+    index = flat.nonzero().flatten()
+    return SparseChunk(index, flat[index].float())
+
+
+def write_back(buffer: torch.Tensor, total: SparseChunk) -> None:
+    """The synchronized sum `total` (bucket positions) into the bucket, zero elsewhere."""
+    buffer.zero_()
+    if total.nnz:
+        buffer[total.indices.to(buffer.device)] = total.values.to(buffer.device, buffer.dtype)
+
+
+def check_hook_arguments(scheme: str, sparsifier: str | None, density: float | None, dense_above: float | None,
                      options: dict[str, Any]) -> None:
     """ConfigError naming the first bad argument of zensim_hook."""
     if scheme not in scheme_names():

@@ -3,7 +3,9 @@
 Every job (a rank's `pre` or `post` work of a stage, in seconds of one processor) runs at speed
 min(1, cores / active jobs), the fluid view of an OS time-slicing runnable processes over `cores`
 CPUs. With at most `cores` jobs at a time each runs at full speed, so the pool changes nothing;
-4 equal jobs on 2 cores all end after twice their length.
+4 equal jobs on 2 cores all end after twice their length. `others`: processes outside the simulation
+that are always runnable on the same host (another user's jobs), each taking its share:
+speed min(1, cores / (active jobs + others)).
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ _DONE = 1e-12  # seconds of work within which jobs finish together (float residu
 
 
 class SharedCores:
-    """Processor sharing of `cores` processors among the jobs submitted to it."""
+    """Processor sharing of `cores` processors among the jobs submitted to it and `others` always-runnable
+    processes outside it."""
 
-    def __init__(self, clock: Clock, cores: int) -> None:
+    def __init__(self, clock: Clock, cores: int, others: float = 0.0) -> None:
         self.clock = clock
         self.cores = cores
+        self.others = others
         self.left: dict[int, float] = {}  # job -> seconds of one-processor work left at self.time
         self.then: dict[int, tuple[Callable, tuple]] = {}
         self.time = 0.0
@@ -36,7 +40,7 @@ class SharedCores:
         self._arm()
 
     def _speed(self) -> float:
-        return min(1.0, self.cores / len(self.left)) if self.left else 0.0
+        return min(1.0, self.cores / (len(self.left) + self.others)) if self.left else 0.0
 
     def _advance(self) -> None:
         """Charge the work done since the last change to every running job."""

@@ -38,7 +38,7 @@ from zensim.net import fastloop
 from zensim.net.fastloop import (FINISH, MODEL, SENT, START, Program, advance, arrived, grow, pop, push, push_late,
                                  resume)
 from zensim.net.models.maxmin import DEFER, FIRST, HEAD, TIE
-from zensim.net.waterfill import LinkState, solve_compiled, warm_compiled
+from zensim.net.waterfill import LinkState, share_of_room, solve_compiled, warm_compiled
 
 if TYPE_CHECKING:
     from zensim.net.network import Network
@@ -68,21 +68,24 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     latency = np.ascontiguousarray(net.route_latency[:count], dtype=np.float64)
     wire = (fastloop.compact_routes(net), routes, nbytes, capacity, latency, net.num_links, float(net.model.batch))
     flow = (np.zeros(count), np.zeros(count), np.zeros(count), np.full(count, -1), np.zeros(count, np.bool_),
-            np.full(count, -1), np.zeros(count, np.int64), np.zeros(count), np.zeros(count), np.full(count, -1))
+            np.full(count, -1), np.zeros(count, np.int64), np.zeros(count), np.zeros(count), np.full(count, -1),
+            np.full(count, np.nan))
     state = LinkState(links)
     link = (np.zeros(links, np.int64), np.full(links, -1), np.full(links, -1), state.busy_from, state.room,
             state.spent, state.freed, state.freed_t, state.last, state.slot, state.used, state.peak, state.level)
     comps = count + 1
-    comp = (np.arange(comps), np.full(comps, -1), np.full(comps, -1), np.zeros(comps, np.int64),
-            np.zeros(comps, np.int64), np.zeros(comps, np.int64), np.full(comps, np.inf), np.zeros(comps, np.int64),
-            np.zeros(comps, np.bool_), np.zeros(comps, np.bool_), np.full(comps, -1), np.full(comps, -1),
-            np.full(comps, np.inf), np.full(comps, -1), np.zeros(comps, np.int64), np.zeros(comps, np.bool_))
+    # per component id: the fields not zero at its creation are set by _join when it makes the id, so no
+    # page of these arrays is touched beyond the components made (a few per instant, not one per flow)
+    comp = (np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps, np.int64), np.zeros(comps, np.int64),
+            np.zeros(comps, np.int64), np.zeros(comps, np.int64), np.empty(comps), np.zeros(comps, np.int64),
+            np.zeros(comps, np.bool_), np.zeros(comps, np.bool_), np.empty(comps, np.int64), np.empty(comps, np.int64),
+            np.empty(comps), np.empty(comps, np.int64), np.zeros(comps, np.int64), np.zeros(comps, np.bool_))
     scratch = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(comps, np.int64),
                np.empty(comps, np.int64), np.empty(comps, np.int64))
     model = (wire, flow, link, comp, scratch, np.zeros(11, np.int64), np.full(1, np.inf))
     st = np.zeros(4, np.int64)
     out = np.zeros((4, sizes["slots"]))
-    sent_at, delivered_at = np.full(count, np.nan), np.full(count, np.nan)
+    sent_at, delivered_at = flow[10], np.full(count, np.nan)  # a flow's start: sent_at
     extra = sizes["ranks"] + len(prog[0])  # the ranks' and the program's events a step may schedule
     announce(_loop, "the maxmin network loop (zensim.net.fastmaxmin)", COMPILE_S)
     now = _loop(model, rank, messages, prog, sizes["widest"], extra, st, out, sent_at, delivered_at)
@@ -255,7 +258,7 @@ def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (com
     the others (and the isolated flows they meet, promoted) shared from the end of this instant."""
     wire, flow, link, comp, segments, scratch, ms, fs = mm
     croutes, routes, nbytes, capacity, latency, pad, batch = wire
-    left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following = flow
+    left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
     nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
     joined = scratch[0]
     width = croutes.shape[1]
@@ -351,7 +354,7 @@ def _join(mm):  # pragma: no cover (compiled)
     croutes, pad = wire[0], wire[5]
     comp_of, alive, following = flow[5], flow[4], flow[9]
     comp_on = link[1]
-    parent, first, last, size, nparts, living, check, epoch, exists, due, seg_first, seg_last, _, fresh, nnew, full = comp
+    parent, first, last, size, nparts, living, check, epoch, exists, due, seg_first, seg_last, deferred, fresh, nnew, full = comp
     seg_next = segments[6]
     joined, touched = scratch[0], scratch[4]
     width = croutes.shape[1]
@@ -407,6 +410,8 @@ def _join(mm):  # pragma: no cover (compiled)
                 root = ms[_COMPS]
                 ms[_COMPS] += 1
                 exists[root] = True
+                parent[root], check[root], deferred[root] = root, np.inf, np.inf
+                first[root] = last[root] = seg_first[root] = seg_last[root] = fresh[root] = -1
             _due(root, comp, scratch, ms)
         following[m] = -1
         if nnew[root] == 0:
@@ -439,7 +444,7 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
     """MaxMin._solve: max-min rates of component c's flows from now on; a new departure segment."""
     wire, flow, link, comp, segments, scratch, ms, fs = mm
     croutes, routes, nbytes, capacity, latency, pad, batch = wire
-    left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following = flow
+    left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
     nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
     first, tail, size, nparts, check, epoch, seg_first = comp[1], comp[2], comp[3], comp[4], comp[6], comp[7], comp[10]
     seg_next = segments[6]
@@ -452,7 +457,7 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
     while s >= 0:
         _drop(s, segments)
         s = seg_next[s]
-    keep, finish = solve_compiled(flows, alive, left, base_time, rate, routes, capacity, now, batch, busy_from, room,
+    keep, finish = solve_compiled(flows, alive, left, base_time, rate, born, routes, capacity, now, batch, busy_from, room,
                                   spent, freed, freed_t, last, slot, used, peak, level)
     for i in range(keep.size - 1):
         following[keep[i]] = keep[i + 1]
@@ -562,7 +567,7 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
     capacity exceeds the allowance, or schedule a check when it will; deliver them."""
     wire, flow, link, comp, segments, scratch, ms, fs = mm
     croutes, routes, nbytes, capacity, latency, pad, batch = wire
-    left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following = flow
+    left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
     nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
     parent, living, check, epoch, exists, due, deferred = comp[0], comp[5], comp[6], comp[7], comp[8], comp[9], comp[12]
     gone, waiting = scratch[1], scratch[4]
@@ -604,7 +609,7 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
                 continue
             freed[k] = free = freed[k] + r
             freed_t[k] = free_t = freed_t[k] + r * now
-            lost, allowance = spent[k], room[k]
+            lost, allowance = spent[k], share_of_room(room[k], used[k], free)
             if lost + free * last[k] - free_t > allowance and living[c]:
                 when = ((allowance - lost) * DEFER + free_t) / free
                 if batch == 0 or when <= now:

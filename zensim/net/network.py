@@ -31,7 +31,7 @@ from zensim.net.clock import Clock
 from zensim.net.cores import SharedCores
 from zensim.net.costs import Costs
 from zensim.net.models import make_model
-from zensim.net.topology import LinkKind
+from zensim.net.links import LinkKind
 
 Delivery = Callable[[int], None]
 
@@ -140,7 +140,7 @@ class Network:
             return
         pool = self._pools.get(host)
         if pool is None:
-            pool = self._pools[host] = SharedCores(self.clock, self.costs.host_cores)
+            pool = self._pools[host] = SharedCores(self.clock, self.costs.host_cores, self.costs.host_others)
         pool.run(seconds, then, *args)
 
     def run(self, until: float | None = None) -> None:

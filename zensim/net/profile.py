@@ -9,7 +9,8 @@ Profile schema (`zensim-profile/1`), every key but `schema` optional:
       "nvlink_bandwidth": "300GB/s",       # intra-machine link
       "nvlink_latency": "2us",
       "work_seconds_per_element": {"hash": 3e-9, "merge": 8e-9, "encode": 2e-9, "decode": 2e-9, "copy": 1e-9},
-      "work_fixed_seconds": {"hash": 1.5e-4, "merge": 2e-4},  # per piece of work (a kernel's launch)
+      "work_fixed_seconds": {"hash": 1.5e-4, "merge": 2e-4},  # per piece of work (a kernel's launch;
+                                           # a fused collective's pieces pay it once per rank)
       "nic_efficiency": {"1": 0.9, "15": 0.6}, # NIC rate factor by concurrent flows k (see NicEfficiency)
       "host_efficiency": {"1": 1.0, "240": 0.6}, # NIC rate factor by flows active at once network-wide
       "host_cores": 2,                     # local work of a host's ranks shares this many processors
@@ -19,6 +20,7 @@ Profile schema (`zensim-profile/1`), every key but `schema` optional:
                                            # stage's receives (gloo; NCCL's and MPI's large messages)
       "exchange_cpu": {"stage": 5e-4, "message": 3e-4, "byte": 3e-10},  # a rank's CPU in a stage's
                                            # exchange: per stage, per message and byte it sends
+      "scaled": {"add": "as add.dense (x1)"},  # kinds not measured, priced from another: what and how
       "source": "free text: how it was measured"
     }
 
@@ -29,11 +31,18 @@ processor of its own; without `rendezvous` (or false) a message moves as soon as
 injected it. These defaults are the closed-form model.
 
 A profile is a measurement, so its values win over the defaults; explicit command-line link options
-win over the profile.
+win over the profile. Local work a profile does not price comes from the default work model, which
+ships with the package (`DEFAULT_PROFILE`, zensim/net/profiles/; docs/simulator.md, "Default local
+work"): per element, the schemes' own step code measured on an NVIDIA H200 with payloads on the
+device; per piece of work, one kernel launch and synchronization measured there; every kind it could
+not measure priced from the nearest measured one and listed under `scaled`. A profile that prices a
+kind prices everything under it: `merge` in a profile also prices `merge.coo` (the default's refined
+name is dropped), so a profile of bare operations is not shadowed by the default's finer kinds.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Sequence
@@ -56,10 +65,8 @@ SCHEMA = "zensim-profile/1"
 # scan (a pass over dense values), pack / unpack (a bitmap's bits).
 WORK_KINDS = ("hash", "merge", "encode", "decode", "copy")
 WORK_OPS = (*WORK_KINDS, "slice", "search", "select", "add", "scan", "pack", "unpack")
-# GPU-class placeholders (seconds per element) until a calibration says otherwise: a few GB/s of
-# effective random-access throughput for hashing/merging, streaming speed for copies and passes.
-DEFAULT_WORK_COST = {"hash": 1e-10, "merge": 2e-10, "encode": 5e-11, "decode": 5e-11, "copy": 2e-11,
-                     "slice": 0.0, "search": 2e-10, "select": 2e-10, "add": 2e-11, "scan": 2e-11, "pack": 2e-11, "unpack": 2e-11}
+# The default work model (module docstring), shipped as package data.
+DEFAULT_PROFILE = Path(__file__).parent / "profiles" / "h200.profile.json"
 _LINK_KEYS = {"nic_bandwidth": parse_bandwidth, "nic_latency": parse_latency,
               "nvlink_bandwidth": parse_bandwidth, "nvlink_latency": parse_latency}
 
@@ -81,15 +88,25 @@ class WorkCost:
     (Cupcake's h(x) = alpha + beta x; a piece is one (rank, stage, phase, kind) entry of a message
     log). A kind is priced by its most refined name present in `per_element` (`encode.coo.hash`, else
     `encode.coo`, else `encode`), and `fixed` by that same name (0 if absent): the per-element model of
-    the closed forms is the operations alone."""
+    the closed forms is the operations alone. `fixed` is a kernel launch: a piece pays it once per
+    launch the log gives it (zensim.run.log.Work.launches: 1, and inside a fused collective, one
+    collective kernel per rank, once per rank in all); `per_piece` makes every piece pay it, the fused
+    collectives' too (the timeline's `--dense-work profile`). `source` says where the costs come from."""
 
-    per_element: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WORK_COST))
+    per_element: dict[str, float]
     fixed: dict[str, float] = field(default_factory=dict)
+    source: str = ""
+    per_piece: bool = False
 
     @classmethod
     def zero(cls) -> "WorkCost":
         """Free local work: the communication-only model of the closed forms."""
-        return cls({op: 0.0 for op in WORK_OPS})
+        return cls({op: 0.0 for op in WORK_OPS}, source="no local work")
+
+    @classmethod
+    def default(cls) -> "WorkCost":
+        """The simulator's default work model, read from `DEFAULT_PROFILE` (module docstring)."""
+        return _default_work()
 
     def priced_as(self, kind: str) -> str:
         """The name `kind` is priced by (ValueError for an unknown operation)."""
@@ -104,10 +121,12 @@ class WorkCost:
         return (np.array([self.fixed.get(k, 0.0) for k in names], np.float64),
                 np.array([self.per_element[k] for k in names], np.float64))
 
-    def seconds(self, kind: str, elements: int) -> float:
-        """t(x) of one piece of `kind` on `elements` elements (0 for none)."""
+    def seconds(self, kind: str, elements: int, launches: int = 1) -> float:
+        """t(x) of one piece of `kind` on `elements` elements (0 for none) that pays `launches`
+        launches (`per_piece`: one, whatever it is given)."""
         name = self.priced_as(kind)
-        return self.fixed.get(name, 0.0) + self.per_element[name] * elements if elements else 0.0
+        launches = 1 if self.per_piece else launches
+        return self.fixed.get(name, 0.0) * launches + self.per_element[name] * elements if elements else 0.0
 
 
 @dataclass(frozen=True)
@@ -208,22 +227,60 @@ def load_profile(path: str | Path) -> Profile:
     return parse_profile(raw, path)
 
 
-def parse_profile(raw: object, path: str | Path) -> Profile:
-    """Validate a profile already read as JSON; errors name `path` (a file, or where the dict came from)."""
+def parse_profile(raw: object, path: str | Path, *, defaults: bool = True) -> Profile:
+    """Validate a profile already read as JSON; errors name `path` (a file, or where the dict came from).
+    `defaults`: the work it does not price from the default work model (else its own costs alone)."""
     if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
         raise ConfigError(f"{path}: not a profile (expected \"schema\": \"{SCHEMA}\")")
     unknown = set(raw) - set(_LINK_KEYS) - {"schema", "work_seconds_per_element", "work_fixed_seconds", "source",
                                             "nic_efficiency", "host_cores", "host_efficiency", "cpu_slowdown",
-                                            "rendezvous", "exchange_cpu"}
+                                            "rendezvous", "exchange_cpu", "scaled"}
     if unknown:
         raise ConfigError(f"{path}: unknown profile key(s) {', '.join(sorted(unknown))}")
     links = {key: parse(raw[key], f"{path}: {key}") for key, parse in _LINK_KEYS.items() if key in raw}
-    costs = {**DEFAULT_WORK_COST, **_work_seconds(raw, "work_seconds_per_element", path)}
-    fixed = _work_seconds(raw, "work_fixed_seconds", path)
-    return Profile(links, WorkCost(costs, fixed), str(raw.get("source", "")),
+    source = str(raw.get("source", ""))
+    work = _own_work(raw, path, source)
+    return Profile(links, with_default(work) if defaults else work, source,
                    _efficiency(raw.get("nic_efficiency"), path, "nic_efficiency"), _cores(raw.get("host_cores"), path),
                    _efficiency(raw.get("host_efficiency"), path, "host_efficiency"), _slowdown(raw.get("cpu_slowdown", 1.0), path),
                    _flag(raw.get("rendezvous", False), path, "rendezvous"), _exchange(raw.get("exchange_cpu"), path))
+
+
+def _own_work(raw: dict, path, source: str) -> WorkCost:
+    """The work costs a profile states itself (its `scaled` entries checked: priced kinds, text)."""
+    per_element = _work_seconds(raw, "work_seconds_per_element", path)
+    scaled = raw.get("scaled", {})
+    if not isinstance(scaled, dict) or not all(isinstance(v, str) for v in scaled.values()):
+        raise ConfigError(f"{path}: scaled must be an object {{kind: how it was priced}}")
+    if set(scaled) - set(per_element):
+        raise ConfigError(f"{path}: scaled names kind(s) it does not price: {', '.join(sorted(set(scaled) - set(per_element)))}")
+    return WorkCost(per_element, _work_seconds(raw, "work_fixed_seconds", path), source)
+
+
+def with_default(work: WorkCost) -> WorkCost:
+    """`work` with the default work model's costs for every kind it prices neither itself nor under a
+    coarser name (module docstring); its own figures unchanged."""
+    default = _default_work()
+    kept = [k for k in default.per_element if not any(name in work.per_element for name in _prefixes(k))]
+    if not kept:
+        return work
+    own = work.source or "the profile"
+    return WorkCost({**{k: default.per_element[k] for k in kept}, **work.per_element},
+                    {**{k: default.fixed[k] for k in kept if k in default.fixed}, **work.fixed},
+                    f"{own}; {', '.join(kept)}: the default ({default.source})")
+
+
+@functools.cache
+def _default_work() -> WorkCost:
+    """The default work model (`DEFAULT_PROFILE`), read once; it must price every operation."""
+    raw = json.loads(DEFAULT_PROFILE.read_text())
+    if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
+        raise ConfigError(f"{DEFAULT_PROFILE}: not a profile (expected \"schema\": \"{SCHEMA}\")")
+    work = _own_work(raw, DEFAULT_PROFILE, str(raw.get("source", "")))
+    if set(WORK_OPS) - set(work.per_element):
+        raise ConfigError(f"{DEFAULT_PROFILE}: the default must price every operation "
+                          f"(missing {', '.join(sorted(set(WORK_OPS) - set(work.per_element)))})")
+    return work
 
 
 def _exchange(value, path) -> ExchangeCost | None:

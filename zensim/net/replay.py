@@ -64,25 +64,36 @@ class Timing:
         return self.transfer_end - self.transfer_start
 
 
-def work_seconds(log: MessageLog, costs: Costs, work: WorkCost | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Pre and post local-work seconds per (rank, stage): element counts x `costs.work` (or `work`,
-    when given), or with `costs.measured_work` = f the seconds the log measured x f (ValueError if it
-    measured none)."""
-    if costs.measured_work is not None:
-        if log.measured is None:
-            raise ValueError("this message log has no measured local work (make it with emulate.stepcost)")
-        return costs.measured_work * log.measured[:, :, 0], costs.measured_work * log.measured[:, :, 1]
-    pre, post = (np.zeros((log.n, log.num_stages)) for _ in PHASES)
+def piece_seconds(log: MessageLog, work: WorkCost) -> np.ndarray:
+    """Seconds of each work record of `log` under `work`: its elements x the kind's per-element cost
+    plus the kind's fixed cost per launch it pays (one per piece; one per rank in a fused collective,
+    zensim.run.log.MessageLog.fused; every piece one with `work.per_piece`). ValueError naming an
+    unknown kind."""
     cols = log.work_arrays()
     if not len(cols["kind"]):
-        return pre, post
-    work = costs.work if work is None else work
+        return np.zeros(0)
     try:
         fixed, per_element = work.costs(log.kind_names)
     except ValueError as exc:
         raise ValueError(f"message log: {exc}") from None
     kind = cols["kind"]
-    seconds = cols["elements"] * per_element[kind] + fixed[kind]
+    launches = 1 if work.per_piece else cols["launches"]
+    return cols["elements"] * per_element[kind] + fixed[kind] * launches
+
+
+def work_seconds(log: MessageLog, costs: Costs, work: WorkCost | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Pre and post local-work seconds per (rank, stage): each piece priced by `costs.work` (or `work`,
+    when given; `piece_seconds`), or with `costs.measured_work` = f the seconds the log measured x f
+    (ValueError if it measured none)."""
+    if costs.measured_work is not None:
+        if log.measured is None:
+            raise ValueError("this message log has no measured local work (make it with emulate.stepcost)")
+        return costs.measured_work * log.measured[:, :, 0], costs.measured_work * log.measured[:, :, 1]
+    pre, post = (np.zeros((log.n, log.num_stages)) for _ in PHASES)
+    seconds = piece_seconds(log, costs.work if work is None else work)
+    if not len(seconds):
+        return pre, post
+    cols = log.work_arrays()
     for phase, out in enumerate((pre, post)):
         sel = cols["phase"] == phase
         np.add.at(out, (cols["rank"][sel], cols["stage"][sel]), seconds[sel])

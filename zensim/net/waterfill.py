@@ -154,7 +154,7 @@ def _subproblem(flows, routes, dummy, slot):  # pragma: no cover (compiled)
 
 @numba.njit(cache=True)
 def solve_compiled(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray,
-                   routes: np.ndarray, capacity: np.ndarray, now: float, batch: float, busy_from: np.ndarray,
+                   born: np.ndarray, routes: np.ndarray, capacity: np.ndarray, now: float, batch: float, busy_from: np.ndarray,
                    room: np.ndarray, spent: np.ndarray, freed: np.ndarray, freed_t: np.ndarray, last: np.ndarray,
                    slot: np.ndarray, used: np.ndarray, peak: np.ndarray, level: np.ndarray):  # pragma: no cover (compiled)
     """solve_flows with its arrays as they are (int64 flows, float64 capacity), callable from compiled code
@@ -168,10 +168,16 @@ def solve_compiled(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_
     cap[nused] = np.inf
     fair, saturation = _fill(sub, cap)
     finish, end_of, load, top, work = _set_rates(keep, fair, sub, nused, left, rate, now)
+    oldest = np.full(nused + 1, np.inf)  # per link the earliest start of the flows on it
+    for i in range(keep.size):
+        for j in range(sub.shape[1]):
+            oldest[sub[i, j]] = min(oldest[sub[i, j]], born[keep[i]])
     for u in range(nused):
         k = links[u]
         slot[k] = -1
         used[k], peak[k], level[k] = load[u], top[u], saturation[u]
+        if oldest[u] > busy_from[k]:  # the credit of the busy period counts from its oldest flow's start
+            busy_from[k], spent[k] = oldest[u], 0.0
         _restart(k, end_of[u], work[u], saturation[u], capacity, now, batch, busy_from, room, spent, freed, freed_t,
                  last)
     return keep, finish
@@ -214,6 +220,17 @@ def _restart(k, end, work, saturation, capacity, now, batch, busy_from, room, sp
     freed[k] = 0.0
     freed_t[k] = 0.0
     last[k] = end
+
+
+@numba.njit(cache=True)
+def share_of_room(room: float, used: float, freed: float) -> float:  # pragma: no cover (compiled)
+    """What a link may lose to idle capacity now: its allowance `room` x the share of its last solve's
+    rates (`used`, their sum) still alive (`freed` of them gone). The flows left take the freed capacity
+    up at a re-solve, so the service lost is made up at their rates: scaled so, the delay it gives any
+    of them is at most the allowance's share of the link's busy period, whatever the fan-in."""
+    if not np.isfinite(room) or used <= 0:
+        return room
+    return room * max(used - freed, 0.0) / used
 
 
 @numba.njit(cache=True)
@@ -282,7 +299,7 @@ class LinkState:
 
 
 def solve_flows(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray,
-                routes: np.ndarray, capacity: np.ndarray, now: float, batch: float,
+                born: np.ndarray, routes: np.ndarray, capacity: np.ndarray, now: float, batch: float,
                 links: LinkState) -> tuple[np.ndarray, np.ndarray]:
     """One max-min solve of the flows `flows` (ids into the per-flow arrays) at time `now`, in one compiled
     pass over them and their links only: the flows still `alive`, their bytes `left` advanced from
@@ -293,7 +310,7 @@ def solve_flows(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_tim
     on it) where the link saturated (inf where it limits no flow), the service lost to freed capacity moved into
     `spent`, `freed` and `freed_t` zeroed. Returns the alive flows and their finish times."""
     announce(solve_compiled, "the maxmin solver (zensim.net.waterfill.solve_compiled)", COMPILE_S)
-    return solve_compiled(np.ascontiguousarray(flows, dtype=np.int64), alive, left, base_time, rate, routes,
+    return solve_compiled(np.ascontiguousarray(flows, dtype=np.int64), alive, left, base_time, rate, born, routes,
                   np.ascontiguousarray(capacity, dtype=np.float64), float(now), float(batch), links.busy_from,
                   links.room, links.spent, links.freed, links.freed_t, links.last, links.slot, links.used, links.peak,
                   links.level)

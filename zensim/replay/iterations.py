@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from tqdm import tqdm
 
 from zensim.errors import ConfigError
 from zensim.net.costs import Costs
@@ -121,6 +120,8 @@ def _replay(source, methods: Sequence[Method], first: int, last: int, costs: Cos
     """replay_iterations' body, its norms on `pool`."""
     trackers = [Tracker(source.numel, 0.0) if check else None for _ in methods]
     records: list[ReplayIterationRecord] = []
+    from tqdm import tqdm  # here, not at the top: the GPU machines have no tqdm and need not
+
     bar = tqdm(range(first, last), desc="replay", unit="it", disable=None if progress else True, leave=False)
     for it in bar:
         grads = [source.gradient(it, w) for w in range(methods[0].n)]

@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from zensim.net.replay import Timing
-from zensim.net.topology import Topology
+from zensim.net.fabrics import build_topology
+from zensim.net.links import Topology
 from zensim.report.record import RunRecord
 from zensim.run.log import MessageLog
 
@@ -52,7 +53,7 @@ def track_of(rec: RunRecord, label: str | None = None) -> Track:
     from zensim.report.links import cluster_spec
 
     return Track(label or rec.scheme, rec.simulated.timing, rec.simulated.log, rec.simulated.stage_phases,
-                 Topology(cluster_spec(rec)))
+                 build_topology(cluster_spec(rec)))
 
 
 def timeline_events(pid: int, track: Track) -> list[dict[str, Any]]:

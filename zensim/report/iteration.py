@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from zensim.errors import ConfigError
-from zensim.net.topology import LinkKind
+from zensim.net.links import LinkKind
 from zensim.report.table import footnotes, format_table
 
 MS, US = 1e3, 1e6

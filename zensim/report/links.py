@@ -25,7 +25,9 @@ from typing import Any
 import numpy as np
 
 from zensim.errors import ConfigError
-from zensim.net.topology import ClusterSpec, LinkKind, Topology
+from zensim.net.fabrics import build_topology
+from zensim.net.links import LinkKind
+from zensim.net.topology import ClusterSpec
 from zensim.report.export import to_csv, to_json
 from zensim.report.outputs import plot_format, table_format
 from zensim.report.record import RunRecord
@@ -61,7 +63,7 @@ def link_rows(records: Sequence[RunRecord], what: str = "--links") -> list[dict[
     link name, kind, machine (-1 for switch tiers), capacity (bytes/s), bytes, utilization."""
     rows = []
     for rec in _with_links(records, what):
-        topo = Topology(cluster_spec(rec))
+        topo = build_topology(cluster_spec(rec))
         if len(rec.simulated.link_bytes) != topo.num_links:
             raise ConfigError(f"{what}: {rec.scheme}: {len(rec.simulated.link_bytes)} link figures for a cluster of "
                               f"{topo.num_links} links")
@@ -103,7 +105,7 @@ def link_figure(records: Sequence[RunRecord]) -> Any:
                              gridspec_kw={"width_ratios": [3, 1]})
     colours = {LinkKind.NVLINK: "tab:green", LinkKind.NIC: "tab:blue", LinkKind.FABRIC: "tab:red"}
     for (ax_links, ax_matrix), rec in zip(axes, have):
-        topo = Topology(cluster_spec(rec))
+        topo = build_topology(cluster_spec(rec))
         util = np.asarray(rec.simulated.link_bytes, dtype=np.float64) / (topo.capacity * rec.time_s) if rec.time_s else 0 * topo.capacity
         for kind, colour in colours.items():
             ids = topo.links_of_kind(kind)

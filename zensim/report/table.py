@@ -90,9 +90,13 @@ def _lossy_column(names: Sequence[str], lossy: set[str]) -> list[tuple[str, list
 
 
 def run_title(rec: RunRecord) -> str:
-    """'16x8 GPUs, NIC 25Gbps, ..., layout zen, model fifo; trace x.zt (sha256 1a2b3c4d) iteration 0'."""
+    """'16x8 GPUs, NIC 25Gbps, ..., layout zen, model fifo, work: default work model: NVIDIA H200, ...;
+    trace x.zt (sha256 1a2b3c4d) iteration 0' (the work model: the first clause of its source)."""
     trace = rec.trace
     what = f"layout {rec.layout}, model {rec.model}" if rec.source == "simulated" else "emulated"
+    work = str(rec.cluster.get("costs", {}).get("work_source") or "").split(";")[0]
+    if work and rec.source == "simulated":
+        what += f", work: {work}"
     where = f"{rec.cluster_name}, {what}"
     if trace.get("path"):
         where += f"; trace {trace['path']} (sha256 {str(trace.get('sha256', ''))[:8]}) iteration {trace.get('iteration')}"

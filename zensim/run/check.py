@@ -18,6 +18,7 @@ import numpy as np
 
 from zensim.errors import ValueRangeError
 from zensim.run.context import Tables
+from zensim.sparse import xp as backend
 from zensim.sparse.bits import bit_positions, pack_positions
 from zensim.sparse.chunk import SparseChunk, run_starts
 from zensim.sparse.values import value_codec
@@ -66,8 +67,12 @@ def check_sum_range(chunks: Sequence[SparseChunk], numel: int, value_dtype: str,
     scheme refuses them, whatever order it sums in (docs/design-space.md, "Overflow"). A single value
     beyond the range is left to the wire format, which names it."""
     largest = value_codec(value_dtype).max
-    peaks = [float(max(c.values.max(), -c.values.min())) for c in chunks if c.nnz]  # no |values| array
-    if not peaks or max(peaks) > largest or sum(peaks) <= largest:
+    nonempty = [c for c in chunks if c.nnz]
+    if len(nonempty) < 2:  # one chunk's magnitudes add up only where a value alone is beyond the range
+        return
+    peaks = [float(backend.host(backend.namespace(c.values).stack([c.values.max(), -c.values.min()])).max())
+             for c in nonempty]  # no |values| array; one read from the device a chunk
+    if max(peaks) > largest or sum(peaks) <= largest:
         return
     exp = expected_sum([c.host() for c in chunks], numel, tables)  # rare: only where the peaks could add up
     over = np.flatnonzero(exp.magnitudes > largest)

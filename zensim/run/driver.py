@@ -24,7 +24,9 @@ from zensim.errors import ConfigError, ValueRangeError
 from zensim.run.check import check_results, check_sum_range
 from zensim.run.context import COMM, POST, PRE, Meter, RunContext, Tables
 from zensim.run.log import LogBuilder, MessageLog
+from zensim.run.program import StageProgram
 from zensim.run.transports import InMemory, Transport
+from zensim.sparse import xp as backend
 from zensim.sparse.chunk import SparseChunk
 
 
@@ -41,13 +43,14 @@ class RunOutput:
     context: RunContext
 
 
-def run_ranks(program, chunks: Sequence[SparseChunk] | Mapping[int, SparseChunk], transport: Transport | None = None,
+def run_ranks(program: StageProgram, chunks: Sequence[SparseChunk] | Mapping[int, SparseChunk], transport: Transport | None = None,
               *, check: bool = True, timed: bool = False, tables: Tables | None = None) -> RunOutput:
     """Run `program` on one chunk per rank through `transport` (default: in memory, objects).
 
     `chunks[r]` is rank r's input (a list of all n, or a mapping holding at least the local ranks).
     With `check`, a lossless program run with every rank here is checked: the dense sum on every
     rank, bit-identical replicas where the program promises them (AggregationMismatch otherwise).
+    A program that is one collective kernel (`caps.collective`) has its log `fused`.
     `timed` records each step's wall and CPU seconds in `context.meter` (and `meter.finished_at`,
     the clock when the last stage ended). `tables` shares derived
     tables (hash domains, expected sums) with other runs. The cyclic garbage collector is paused
@@ -71,10 +74,10 @@ def run_ranks(program, chunks: Sequence[SparseChunk] | Mapping[int, SparseChunk]
         check_results(program.name, [chunks[r] for r in ranks], results, program.numel,
                       value_dtype=program.value_dtype, keeps_zeros=program.caps.keeps_zeros,
                       replicas_identical=program.caps.replicas_identical, tables=ctx.tables)
-    return RunOutput(ranks, results, log, ctx)
+    return RunOutput(ranks, results, log.fused() if program.caps.collective else log, ctx)
 
 
-def _loop(program, chunks, transport: Transport, ranks: list[int],
+def _loop(program: StageProgram, chunks: Sequence[SparseChunk] | Mapping[int, SparseChunk], transport: Transport, ranks: list[int],
           ctx: RunContext) -> tuple[MessageLog, list[SparseChunk]]:
     """The stages: every local rank's pre step, comm step, post step (see the module docstring).
     Untimed runs skip the meter's clocks, and the comm step of transports that need no exchange."""
@@ -117,7 +120,7 @@ def _like(chunks: Sequence[SparseChunk] | Mapping[int, SparseChunk], ranks: list
     return chunks[ranks[0]].indices if ranks else None
 
 
-def _check_inputs(program, chunks, ranks: list[int]) -> bool:
+def _check_inputs(program: StageProgram, chunks: Sequence[SparseChunk] | Mapping[int, SparseChunk], ranks: list[int]) -> bool:
     """ConfigError on chunks that do not fit the program; whether they carry values."""
     if not isinstance(chunks, Mapping) and len(chunks) != program.n:
         raise ConfigError(f"{program.name}: {len(chunks)} chunks for {program.n} ranks")
@@ -128,7 +131,8 @@ def _check_inputs(program, chunks, ranks: list[int]) -> bool:
     if len({c.values is None for c in mine}) > 1:
         raise ConfigError(f"{program.name}: chunks mix values and indices-only")
     for r, c in zip(ranks, mine):
-        if c.nnz and (c.indices[0] < 0 or c.indices[-1] >= program.numel):
+        ends = backend.host(c.indices[[0, -1]]).tolist() if c.nnz else []  # one read from the device
+        if ends and (ends[0] < 0 or ends[1] >= program.numel):
             raise ConfigError(f"{program.name}: rank {r}'s chunk has ids outside [0, {program.numel})")
     values = bool(mine) and mine[0].values is not None
     if program.caps.needs_values and not values:

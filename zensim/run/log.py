@@ -27,13 +27,16 @@ class Message(NamedTuple):
 
 
 class Work(NamedTuple):
-    """Local work of `rank` at `stage`: `elements` processed by `kind`, before sends (`pre`) or after receives (`post`)."""
+    """Local work of `rank` at `stage`: `elements` processed by `kind`, before sends (`pre`) or after receives (`post`).
+    `launches`: the kernel launches it pays (its kind's fixed cost each): 1, or inside a fused collective
+    (`MessageLog.fused`) 1 on the rank's first piece of it and 0 on the rest."""
 
     stage: int
     rank: int
     phase: str
     kind: str
     elements: int
+    launches: int = 1
 
 
 def _codes(names: Sequence[str]) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -56,27 +59,47 @@ class MessageLog:
         kind, kind_names = _codes([w.kind for w in wk])
         cols = np.array([m[:4] for m in msgs], _INT).reshape(-1, 4)
         wcols = np.array([(w.stage, w.rank, PHASES.index(w.phase), w.elements) for w in wk], _INT).reshape(-1, 4)
-        self._set(n, num_stages, cols.T, fmt, fmt_names, wcols.T, kind, kind_names)
+        launches = np.array([w.launches for w in wk], np.int8)
+        self._set(n, num_stages, cols.T, fmt, fmt_names, wcols.T, kind, kind_names, launches)
         self.measured = measured
 
     def _set(self, n: int, num_stages: int, cols: Sequence[np.ndarray], fmt: np.ndarray, fmt_names: tuple[str, ...],
-             wcols: Sequence[np.ndarray], kind: np.ndarray, kind_names: tuple[str, ...]) -> None:
+             wcols: Sequence[np.ndarray], kind: np.ndarray, kind_names: tuple[str, ...],
+             launches: np.ndarray | None = None) -> None:
         self.n, self.num_stages = n, num_stages
         self.stage, self.src, self.dst, self.nbytes = (np.ascontiguousarray(c, _INT) for c in cols)
         self.fmt, self.fmt_names = np.asarray(fmt, np.int16), tuple(fmt_names)
         self.w_stage, self.w_rank, self.w_phase, self.w_elements = (np.ascontiguousarray(c, _INT) for c in wcols)
         self.w_kind, self.kind_names = np.asarray(kind, np.int16), tuple(kind_names)
+        self.w_launches = (np.ones(len(self.w_kind), np.int8) if launches is None
+                           else np.ascontiguousarray(launches, np.int8))
 
     @classmethod
     def from_columns(cls, n: int, num_stages: int, cols: Sequence[np.ndarray], fmt: np.ndarray,
                      fmt_names: Sequence[str], wcols: Sequence[np.ndarray], kind: np.ndarray,
-                     kind_names: Sequence[str], measured: np.ndarray | None = None) -> "MessageLog":
+                     kind_names: Sequence[str], measured: np.ndarray | None = None,
+                     launches: np.ndarray | None = None) -> "MessageLog":
         """A log from its columns: (stage, src, dst, nbytes), format codes into `fmt_names`,
-        work (stage, rank, phase index, elements) and kind codes into `kind_names`."""
+        work (stage, rank, phase index, elements), kind codes into `kind_names` and the launches each
+        piece pays (None: one each)."""
         log = cls.__new__(cls)
-        log._set(n, num_stages, cols, fmt, tuple(fmt_names), wcols, kind, tuple(kind_names))
+        log._set(n, num_stages, cols, fmt, tuple(fmt_names), wcols, kind, tuple(kind_names), launches)
         log.measured = measured
         return log
+
+    def fused(self) -> "MessageLog":
+        """This log run as one fused collective kernel per rank (NCCL's: its reductions, copies and
+        slicing inside the kernel, no host synchronization between stages): each rank's work pays one
+        launch in all, on its first piece (lowest stage, pre before post, then log order), the rest none.
+        Per-element costs are unchanged."""
+        launches = np.zeros(len(self.w_kind), np.int8)
+        if len(launches):
+            order = np.lexsort((np.arange(len(launches)), self.w_phase, self.w_stage))
+            _, first = np.unique(self.w_rank[order], return_index=True)
+            launches[order[first]] = 1
+        return MessageLog.from_columns(self.n, self.num_stages, (self.stage, self.src, self.dst, self.nbytes),
+                                       self.fmt, self.fmt_names, (self.w_stage, self.w_rank, self.w_phase, self.w_elements),
+                                       self.w_kind, self.kind_names, self.measured, launches)
 
     def __len__(self) -> int:
         return len(self.nbytes)
@@ -92,9 +115,9 @@ class MessageLog:
     def work(self) -> list[Work]:
         """The work records (built on demand)."""
         names = self.kind_names
-        return [Work(s, r, PHASES[p], names[k], e) for s, r, p, k, e in
+        return [Work(s, r, PHASES[p], names[k], e, x) for s, r, p, k, e, x in
                 zip(self.w_stage.tolist(), self.w_rank.tolist(), self.w_phase.tolist(), self.w_kind.tolist(),
-                    self.w_elements.tolist())]
+                    self.w_elements.tolist(), self.w_launches.tolist())]
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Messages as numpy columns: stage, src, dst, nbytes (int64)."""
@@ -102,9 +125,9 @@ class MessageLog:
 
     def work_arrays(self) -> dict[str, np.ndarray]:
         """Work as numpy columns: stage, rank, phase (index into PHASES), kind (index into
-        `kind_names`), elements."""
+        `kind_names`), elements, launches."""
         return {"stage": self.w_stage, "rank": self.w_rank, "phase": self.w_phase, "kind": self.w_kind,
-                "elements": self.w_elements}
+                "elements": self.w_elements, "launches": self.w_launches}
 
     def bytes_sent(self) -> np.ndarray:
         """Bytes each rank sent, summed over stages."""
@@ -121,7 +144,7 @@ class MessageLog:
         return MessageLog.from_columns(
             n, num_stages, (self.stage + stage_offset, rank_of[self.src], rank_of[self.dst], self.nbytes),
             self.fmt, self.fmt_names, (self.w_stage + stage_offset, rank_of[self.w_rank], self.w_phase, self.w_elements),
-            self.w_kind, self.kind_names)
+            self.w_kind, self.kind_names, launches=self.w_launches)
 
     @staticmethod
     def concat(logs: Sequence["MessageLog"], n: int, num_stages: int) -> "MessageLog":
@@ -140,7 +163,8 @@ class MessageLog:
         wcols = [cat([getattr(lg, f) for lg in logs], _INT) for f in ("w_stage", "w_rank", "w_phase", "w_elements")]
         fmt = cat([recode(lg.fmt, lg.fmt_names, fmt_names) for lg in logs], np.int16)
         kind = cat([recode(lg.w_kind, lg.kind_names, kind_names) for lg in logs], np.int16)
-        return MessageLog.from_columns(n, num_stages, cols, fmt, fmt_names, wcols, kind, kind_names)
+        launches = cat([lg.w_launches for lg in logs], np.int8)
+        return MessageLog.from_columns(n, num_stages, cols, fmt, fmt_names, wcols, kind, kind_names, launches=launches)
 
 
 class LogBuilder:

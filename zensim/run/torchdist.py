@@ -10,6 +10,12 @@ receive only to a send of its size, the size header goes first and the payload's
 when it arrives. The stage ends when every receive and every send of this rank has completed, as
 the timing contract in docs/architecture.md says.
 
+Payloads on a GPU over gloo (the training hook's case: gloo moves host memory only) go through
+`HostStaging`: each payload is copied once to reused page-locked host memory and sent from there,
+and each received payload lands in reused page-locked memory and is copied once to the device, the
+copies asynchronous on the device's stream; the exchange is then the sized one (exact-size receives,
+no eager capacity).
+
 Messages from a lower to a higher rank and those the other way travel in two process groups of
 their own (`open_channels`), so each direction between two ranks has its own connection. Gloo has
 one TCP connection per pair of ranks in a group; a pairwise exchange over one connection carries
@@ -20,6 +26,7 @@ as the simulator has them, need the two directions apart.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -91,13 +98,16 @@ RECEIPT_BYTES = 1  # a delivery receipt (exchange's `receipts`), control traffic
 
 
 def exchange(stage: int, outbox: dict[int, object], sources: list[int], device: torch.device,
-             channels: Channels, receipts: bool = False) -> tuple[dict[int, object], StageBytes]:
+             channels: Channels, receipts: bool = False,
+             staging: HostStaging | None = None) -> tuple[dict[int, object], StageBytes]:
     """Send `outbox[dst]` (bytes-like, or a uint8 array of any library) to every dst and receive one
     message from every rank in `sources`.
 
-    Returns the received payloads by source (gloo: read-only host views; otherwise uint8 tensors on
-    `device`) and the byte counts of this stage for this rank. On gloo one message per (src, dst) (`_exchange_eager`); on other backends (NCCL
-    matches a receive to a send of the same size) a size header, then the payload.
+    Returns the received payloads by source (gloo on the CPU: read-only host views; otherwise uint8
+    tensors on `device`) and the byte counts of this stage for this rank. On gloo with CPU payloads
+    one message per (src, dst) (`_exchange_eager`); otherwise (NCCL matches a receive to a send of
+    the same size; `staging` given: device payloads through host memory) a size header, then the
+    payload (`_exchange_sized`).
 
     `receipts` (gloo): every receiver returns a receipt of RECEIPT_BYTES once a message has arrived
     whole, and the exchange ends when every receipt for this rank's sends is in: its sends are then
@@ -106,9 +116,9 @@ def exchange(stage: int, outbox: dict[int, object], sources: list[int], device: 
     several stages in a row (a tree's root broadcasting) posts them all at once, sharing its NIC,
     where the contract has each wait for the one before.
     """
-    if device.type == "cpu" and channels.backend() == "gloo":
+    if staging is None and device.type == "cpu" and channels.backend() == "gloo":
         return _exchange_eager(stage, outbox, sources, channels, receipts)
-    return _exchange_sized(stage, outbox, sources, device, channels)
+    return _exchange_sized(stage, outbox, sources, device, channels, staging)
 
 
 def _exchange_eager(stage: int, outbox: dict[int, bytes], sources: list[int],
@@ -171,43 +181,119 @@ def _exchange_eager(stage: int, outbox: dict[int, bytes], sources: list[int],
 
 
 def _exchange_sized(stage: int, outbox: dict[int, bytes], sources: list[int], device: torch.device,
-                    channels: Channels) -> tuple[dict[int, memoryview], StageBytes]:
+                    channels: Channels, staging: HostStaging | None = None) -> tuple[dict[int, torch.Tensor], StageBytes]:
     """A size header (int64), then the payload when non-empty, per (src, dst); payload receives are
     posted as their headers arrive. Payloads stay on `device` end to end: a payload already there
     (a device chunk's serialization) is sent as it is, and what arrives is handed over as a device
-    tensor, decoded there (no host copy on NCCL)."""
+    tensor, decoded there (no host copy on NCCL). With `staging` (gloo, payloads on a GPU) headers
+    and payloads travel in host memory: one copy out of the device per payload sent, one copy back
+    per payload received."""
     head_tag, body_tag, _ = _tags(stage)
     me = dist.get_rank()
     stats = StageBytes()
+    wire = torch.device("cpu") if staging is not None else device
+    bodies_out = {dst: backend.like(backend.as_buffer(payload), torch.empty(0, device=device))
+                  for dst, payload in outbox.items()}
+    if staging is not None:
+        bodies_out = staging.outgoing(bodies_out)
+    headers = {src: torch.zeros(1, dtype=torch.int64, device=wire) for src in sources}
+    head_reqs = {src: dist.irecv(headers[src], src, group=channels.of(src, me), tag=head_tag) for src in sources}
     sends = []
-    for dst, payload in outbox.items():
-        body = backend.like(backend.as_buffer(payload), torch.empty(0, device=device))
+    for dst, body in bodies_out.items():
         nbytes = int(body.shape[0])
-        header = torch.tensor([nbytes], dtype=torch.int64, device=device)
+        header = torch.tensor([nbytes], dtype=torch.int64, device=wire)
         sends.append(dist.isend(header, dst, group=channels.of(me, dst), tag=head_tag))
         stats.control_sent += HEADER_BYTES
         if nbytes:
             sends.append(dist.isend(body.contiguous(), dst, group=channels.of(me, dst), tag=body_tag))
         stats.sent += nbytes
         stats.sent_to[dst] = nbytes
-    headers = {src: torch.zeros(1, dtype=torch.int64, device=device) for src in sources}
-    head_reqs = {src: dist.irecv(headers[src], src, group=channels.of(src, me), tag=head_tag) for src in sources}
     bodies: dict[int, torch.Tensor] = {}
     body_reqs = []
     for src, req in head_reqs.items():
         req.wait()
         stats.control_received += HEADER_BYTES
         nbytes = int(headers[src].item())
-        bodies[src] = torch.empty(nbytes, dtype=torch.uint8, device=device)
+        bodies[src] = staging.incoming(src, nbytes) if staging is not None else \
+            torch.empty(nbytes, dtype=torch.uint8, device=device)
         if nbytes:
             body_reqs.append(dist.irecv(bodies[src], src, group=channels.of(src, me), tag=body_tag))
     for req in body_reqs:
         req.wait()
     for req in sends:
         req.wait()
+    if staging is not None:
+        bodies = staging.delivered(bodies)
     for body in bodies.values():
         stats.received += int(body.shape[0])
     return bodies, stats
+
+
+class HostStaging:
+    """Host memory through which a gloo exchange moves payloads that live on a device (gloo sends
+    and receives host memory only): a buffer per destination and per source, reused from stage to
+    stage and from run to run (grown to the next power of two when a message is larger), page-locked
+    when the device is a GPU so that the copies are asynchronous DMA on the device's stream.
+
+    `outgoing` copies every payload of a stage to its buffer and waits once for those copies;
+    `incoming` hands out the buffer a payload is received into; `delivered` copies the received
+    payloads to fresh device tensors (the buffers are free again once those copies have run: the
+    next stage waits for them before receiving into the buffers)."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.pinned = device.type == "cuda"
+        self._buffers: dict[tuple[str, int], torch.Tensor] = {}
+        self._copied_in: object | None = None  # the event after the last copies to the device
+
+    def _buffer(self, role: str, peer: int, nbytes: int) -> torch.Tensor:
+        """The first `nbytes` of the reused buffer (role, peer)."""
+        buf = self._buffers.get((role, peer))
+        if buf is None or buf.shape[0] < nbytes:
+            size = 1 << max(nbytes - 1, 0).bit_length()
+            buf = torch.empty(size, dtype=torch.uint8, pin_memory=self.pinned)
+            self._buffers[role, peer] = buf
+        return buf[:nbytes]
+
+    def _event(self):  # noqa: ANN202
+        """A recorded event on the device's current stream (None off a GPU: copies are synchronous)."""
+        if not self.pinned:
+            return None
+        event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream(self.device))
+        return event
+
+    def outgoing(self, bodies: dict[int, torch.Tensor]) -> dict[int, torch.Tensor]:
+        """Each payload copied to its destination's host buffer (the buffers, once the copies are done)."""
+        if not bodies:
+            return {}
+        out = {}
+        for dst, body in bodies.items():
+            buf = self._buffer("send", dst, int(body.shape[0]))
+            buf.copy_(body, non_blocking=self.pinned)
+            out[dst] = buf
+        event = self._event()
+        if event is not None:
+            event.synchronize()
+        return out
+
+    def incoming(self, src: int, nbytes: int) -> torch.Tensor:
+        """The host buffer to receive `src`'s payload of `nbytes` into."""
+        self._wait_copied_in()
+        return self._buffer("receive", src, nbytes)
+
+    def delivered(self, bodies: dict[int, torch.Tensor]) -> dict[int, torch.Tensor]:
+        """The received payloads copied to the device (fresh tensors, copies issued asynchronously)."""
+        out = {src: torch.empty(buf.shape[0], dtype=torch.uint8, device=self.device).copy_(buf, non_blocking=self.pinned)
+               for src, buf in bodies.items()}
+        self._copied_in = self._event()
+        return out
+
+    def _wait_copied_in(self) -> None:
+        """Wait until the last copies out of the receive buffers have run."""
+        if self._copied_in is not None:
+            self._copied_in.synchronize()
+            self._copied_in = None
 
 
 def payload_of(nbytes: int, seed: int) -> bytes:
@@ -218,16 +304,20 @@ def payload_of(nbytes: int, seed: int) -> bytes:
 class TorchP2P:
     """The transport of one rank among processes joined by torch.distributed: `post` serializes,
     `deliver` runs the stage's exchange, `take` decodes. `stage_bytes` keeps each stage's counts
-    (payload and header bytes, per destination). `receipts`: stages end when their sends are
-    delivered (`exchange`; the emulator's timing contract), not when handed to the kernel."""
+    (payload and header bytes, per destination); `seconds` and `cpu_seconds` the wall and thread CPU
+    seconds its exchanges took (host copies of `staging` included). `receipts`: stages end when their
+    sends are delivered (`exchange`; the emulator's timing contract), not when handed to the kernel.
+    `staging`: device payloads over gloo go through these host buffers (`HostStaging`)."""
 
     exchanges = True
 
     def __init__(self, device: torch.device | None = None, channels: Channels | None = None,
-                 receipts: bool = False) -> None:
+                 receipts: bool = False, staging: HostStaging | None = None) -> None:
         self.device = device if device is not None else torch.device("cpu")
         self.channels = channels if channels is not None else Channels()
         self.receipts = receipts
+        self.staging = staging
+        self.seconds = self.cpu_seconds = 0.0
         self.rank = dist.get_rank()
         self.outbox: dict[int, bytes] = {}
         self.inbox: dict[int, bytes] = {}
@@ -250,9 +340,13 @@ class TorchP2P:
 
     def deliver(self, stage: int, rank: int, sources: list[int]) -> None:
         """The stage's exchange: every posted message out, one message in from each source."""
-        self.inbox, stats = exchange(stage, self.outbox, sources, self.device, self.channels, self.receipts)
+        t0, c0 = time.monotonic(), time.thread_time()
+        self.inbox, stats = exchange(stage, self.outbox, sources, self.device, self.channels, self.receipts,
+                                     self.staging)
         self.outbox = {}
         self.stage_bytes.append(stats)
+        self.seconds += time.monotonic() - t0
+        self.cpu_seconds += time.thread_time() - c0
 
     def take(self, stage: int, dst: int, src: int, program, ctx):
         """Decode what `src` sent."""

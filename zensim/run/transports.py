@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from zensim.run.context import RunContext
+from zensim.run.program import StageProgram
 
 
 class Transport(Protocol):
@@ -35,7 +36,7 @@ class Transport(Protocol):
     def deliver(self, stage: int, rank: int, sources: list[int]) -> None:
         """Complete `rank`'s exchange of `stage` (its sends and its receives from `sources`)."""
 
-    def take(self, stage: int, dst: int, src: int, program: Any, ctx: RunContext) -> Any:
+    def take(self, stage: int, dst: int, src: int, program: StageProgram, ctx: RunContext) -> Any:
         """The message `src` sent `dst` at `stage`, as the program's `receive` takes it."""
 
 
@@ -59,7 +60,7 @@ class InMemory:
     def deliver(self, stage: int, rank: int, sources: list[int]) -> None:
         """Nothing to do: every rank posted before any rank takes."""
 
-    def take(self, stage: int, dst: int, src: int, program: Any, ctx: RunContext) -> Any:
+    def take(self, stage: int, dst: int, src: int, program: StageProgram, ctx: RunContext) -> Any:
         """The posted object."""
         return self.box.pop((src, dst))
 
@@ -76,6 +77,6 @@ class InBytes(InMemory):
         self.box[src, dst] = buf
         return int(buf.shape[0])
 
-    def take(self, stage: int, dst: int, src: int, program: Any, ctx: RunContext) -> Any:
+    def take(self, stage: int, dst: int, src: int, program: StageProgram, ctx: RunContext) -> Any:
         """Decode the bytes as the receiving program does."""
         return program.decode(stage, dst, src, self.box.pop((src, dst)), ctx)

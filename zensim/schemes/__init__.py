@@ -12,7 +12,8 @@ docs/extending.md.
 
 from zensim.schemes.catalog import CATALOG
 from zensim.schemes.choice import SparsityProfile, profile_chunks, zen_choice, zen_costs
-from zensim.schemes.program import Capabilities, StageProgram
+from zensim.run.program import Capabilities, StageProgram
+from zensim.schemes.program import ComposedProgram
 from zensim.schemes.registry import (all_schemes, build_scheme, check_options, design_space, lookup,
                                      needs_profile, scheme_names, scheme_options)
 from zensim.schemes.scheme import Scheme
@@ -20,6 +21,7 @@ from zensim.schemes.space import DISTINCT, RAW, Point, build_point
 
 __all__ = [
     "CATALOG", "SparsityProfile", "profile_chunks", "zen_choice", "zen_costs", "Capabilities", "StageProgram",
+    "ComposedProgram",
     "all_schemes", "build_scheme", "check_options", "design_space", "lookup", "needs_profile", "scheme_names", "scheme_options",
     "Scheme", "DISTINCT", "RAW", "Point", "build_point",
 ]

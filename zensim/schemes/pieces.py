@@ -229,6 +229,6 @@ def _assemble(pieces: Sequence[Piece]) -> SparseChunk:
     if all(c.values is not None for c in chunks):
         values = xp.concat([c.values for c in chunks])
     if ids.shape[0] > 1 and not bool(xp.all(ids[1:] > ids[:-1])):  # domains out of order (hashed partitions)
-        order = xp.argsort(ids, stable=True)
+        order = backend.argsort(ids)
         ids, values = ids[order], values[order] if values is not None else None
     return SparseChunk(ids, values)

@@ -15,6 +15,10 @@ Each pattern offers the three collectives the design space is built from:
 - `reduce_scatter(n)`: Parallelism step 1, item j aggregated towards its owner;
 - `allgather(n)`: Parallelism step 2, every rank gets every aggregated item.
 
+and states how its log follows from counts (zensim.schemes.sized): `counted(n, one_shot, central)`
+is the rule that writes the log of its all-reduce (`central`) or of its reduce-scatter followed by
+its own all-gather, or None where the sizes depend on more than counts (the driver runs those).
+
 Hierarchy handles any n by folding: with p the largest power of two <= n, ranks p..n-1 first
 send their data to rank r - p (one stage), the p ranks run recursive doubling / halving
 (log2 p stages), and rank r - p finally sends the aggregate back to rank r (one stage).
@@ -24,6 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
+
+from zensim.schemes import sized
 
 
 @dataclass(frozen=True)
@@ -101,6 +108,13 @@ class Ring:
         everyone = full(n)
         return Stages(n - 1, lambda s: [Transfer(r, (r + 1) % n, (r - s) % n, everyone) for r in range(n)])
 
+    def counted(self, n: int, one_shot: bool, central: bool) -> sized.CountRule | None:
+        """The all-gather of every tensor (One-shot) or windows of ranks (Incremental); the
+        reduce-scatter merging (Incremental) or bundling (One-shot) then the all-gather."""
+        if central:
+            return sized.ring_gather if one_shot else sized.ring_windows
+        return partial(sized.ring_reduce, bundles=one_shot)
+
 
 class Hierarchy:
     """Recursive doubling (Centralization) / halving then doubling (Parallelism), folded for any n."""
@@ -153,6 +167,13 @@ class Hierarchy:
         p, _ = self.shape(n)
         return self.doubling(n) + self._unfold(n, p, range(n))
 
+    def counted(self, n: int, one_shot: bool, central: bool) -> sized.CountRule | None:
+        """Recursive doubling / halving then doubling, merging or bundling, for n a power of two
+        (a folded hierarchy: the driver's)."""
+        if n & (n - 1):
+            return None
+        return partial(sized.hier_central if central else sized.hier_reduce, bundles=one_shot)
+
     def doubling(self, n: int) -> list[Stage]:
         """The all-gather's exchanges among the p active ranks (item j held at rank j mod p)."""
         p, levels = self.shape(n)
@@ -184,6 +205,12 @@ class P2P:
         """Pull: server j sends its aggregated part to every other rank."""
         everyone = full(n)
         return Stages(1, lambda s: [Transfer(j, q, j, everyone) for j in range(n) for q in range(n) if q != j])
+
+    def counted(self, n: int, one_shot: bool, central: bool) -> sized.CountRule | None:
+        """Incremental only: every tensor to every rank, or push to the owner and pull from it."""
+        if one_shot:
+            return None
+        return sized.p2p_gather if central else sized.p2p_reduce
 
 
 class Binomial:

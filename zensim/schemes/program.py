@@ -28,11 +28,12 @@ Incremental Centralization: each rank is the root of its own ring), which `caps`
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-from zensim.run.context import RunContext
-from zensim.schemes import wire
+from zensim.run.context import RunContext, Tables
+from zensim.run.log import MessageLog
+from zensim.run.program import Capabilities, ClosedForm
+from zensim.schemes import sized, wire
 from zensim.schemes.aggregation import Aggregation
 from zensim.schemes.partitioning import Centralization, Parallelism
 from zensim.schemes.pieces import ChunkPiece, Piece, make_bit_pieces, union
@@ -42,23 +43,6 @@ from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.formats import Format
 
 Partition = Centralization | Parallelism
-ClosedForm = Callable[..., float]  # (SparsityStats, bandwidth bytes/s) -> seconds
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """What a program needs and is, derived from its parts.
-
-    needs_values: cannot run indices-only; lossless: every rank ends with the dense sum;
-    replicas_identical: every rank ends with bit-identical values; keeps_zeros: an explicit 0.0
-    survives (dense and blocks show only non-zero positions); closed_form: the scheme's formula
-    (SparsityStats, bandwidth) -> seconds, or None."""
-
-    needs_values: bool = False
-    lossless: bool = True
-    replicas_identical: bool = True
-    keeps_zeros: bool = True
-    closed_form: ClosedForm | None = None
 
 
 class Group:
@@ -110,14 +94,17 @@ def bits(mask: int) -> list[int]:
     return out
 
 
-class StageProgram:
-    """A scheme instance for n ranks composed from parts (see the module docstring)."""
+class ComposedProgram:
+    """A scheme instance for n ranks composed from parts (see the module docstring): a
+    zensim.run.program.StageProgram. `counted` is the plan's rule for writing its log from counts
+    (zensim.schemes.sized; the plan's `counted`), None where only the driver can run it; it is kept
+    only where the formats and the aggregation allow counting (`sized.countable`)."""
 
     def __init__(self, name: str, n: int, numel: int, stages: list[Stage], step2_start: int,
                  aggregation: Aggregation, partition: Partition, push: Format, pull: Format,
-                 symmetric: bool = True, closed_form: ClosedForm | None = None, plan: str | None = None) -> None:
+                 symmetric: bool = True, closed_form: ClosedForm | None = None,
+                 counted: sized.CountRule | None = None) -> None:
         self.name, self.n, self.numel = name, n, numel
-        self.plan = plan  # the patterns' names ('ring', 'p2p/binomial', ...), None for plans of other kinds
         self.aggregation, self.partition, self.push, self.pull = aggregation, partition, push, pull
         self.step2_start = step2_start
         self._stages = stages or [[]]  # at least one stage (n = 1 has one stage and no messages)
@@ -127,7 +114,17 @@ class StageProgram:
         self.caps = Capabilities(
             needs_values=aggregation.needs_values, lossless=aggregation.lossless and partition.lossless,
             replicas_identical=symmetric or not incremental_central or n <= 2,
-            keeps_zeros=push.keeps_zeros and pull.keeps_zeros, closed_form=closed_form)
+            keeps_zeros=push.keeps_zeros and pull.keeps_zeros, closed_form=closed_form,
+            collective=push.size_from_domain and pull.size_from_domain)
+        self.counted = counted if counted is not None and sized.countable(self) else None
+
+    def sized_log(self, chunks: Sequence[SparseChunk],
+                  tables: Tables | None = None) -> tuple[MessageLog, RunContext] | None:
+        """The log and context of `run_ranks(self, chunks, check=False)` from counts by the plan's rule
+        (`counted`), for indices-only chunks of every rank; None otherwise."""
+        if self.counted is None or len(chunks) != self.n or any(c.values is not None for c in chunks):
+            return None
+        return sized.counted_log(self, chunks, tables, self.counted)
 
     def _by(self, stage: int, key: str) -> dict[int, dict[int, list[Transfer]]]:
         """Stage `stage`'s transfers indexed by `key` ('src' or 'dst'; see `_by`), made on first use;

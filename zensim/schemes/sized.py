@@ -14,95 +14,116 @@ the element count (`Format.size_from_count`: dense, COO, bitmap, hash bitmap), t
   (`prefix[j, k]`, from each id's first holder in that order); point-to-point and one-shot plans
   only ever merge every rank (`prefix[j, n-1]`).
 
-`sized_log` writes exactly the log the driver writes for them: the same messages in the same
-order and the same work records (hash, encode, decode, merge: the program's rules of what it
-counts, restated here per plan), and the same statistics (`split`, `held`). tests/test_sized.py
-checks it column by column against the driver on traces with empty ranks, duplicates and n from
-2 up. One-shot Parallelism on the ring bundles the pieces it forwards (a uint32 length per piece, as
-zensim.schemes.wire packs them) and merges once, at the item's owner. Programs of any other shape
-(values carried, blocks, hierarchy, re-selection) get None and run through the driver.
+Every plan owns its rule (`counted(n, one_shot, central)` of zensim.schemes.plans: which of the
+rules below writes its log, or None); `ComposedProgram.sized_log` runs it through `counted_log`.
+Each rule writes exactly the log the driver writes: the same messages in the same order and the
+same work records (hash, encode, decode, merge: the program's rules of what it counts, restated
+here per plan), and the same statistics (`split`, `held`). `zensim.schemes.conformance.check_scheme`
+checks it for every scheme it runs, tests/test_sized.py column by column on traces with empty
+ranks, duplicates and n from 2 up. One-shot Parallelism on the ring bundles the pieces it forwards
+(a uint32 length per piece, as zensim.schemes.wire packs them) and merges once, at the item's owner.
+Programs of any other shape (values carried, blocks, folded hierarchies, re-selection) have no rule
+and run through the driver.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from zensim.run.context import Meter, RunContext, Tables
 from zensim.run.log import MessageLog
 from zensim.schemes import wire
-from zensim.schemes.program import StageProgram
 from zensim.schemes.workkinds import format_work, merge_work
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.domain import ExplicitDomain
 from zensim.sparse.formats import Counted
 
-# (plan, aggregation one-shot, Centralization): the shapes sized here
-RING_GATHER, RING_REDUCE, P2P_GATHER, P2P_REDUCE = ("ring", True, True), ("ring/ring", False, False), \
-    ("p2p", False, True), ("p2p/p2p", False, False)
-RING_BUNDLE = ("ring/ring", True, False)  # One-shot ring reduce-scatter: the pieces travel side by side
-RING_WINDOW = ("ring", False, True)  # Incremental Centralization: each rank merges a window of ranks
-# recursive doubling (Centralization), halving then doubling (Parallelism), n a power of two (no fold)
-HIER = {("hierarchy", False, True), ("hierarchy", True, True), ("hierarchy/hierarchy", False, False),
-        ("hierarchy/hierarchy", True, False)}
-SHAPES = (RING_GATHER, RING_REDUCE, P2P_GATHER, P2P_REDUCE, RING_BUNDLE, RING_WINDOW, *sorted(HIER))
+# (program, chunks, log, ctx) -> None: writes the program's messages, work and statistics from counts
+CountRule = Callable[[Any, Sequence[SparseChunk], "CountedLog", RunContext], None]
 
 
-def shape_of(program) -> tuple[str, bool, bool] | None:
-    """Which of SHAPES `program` is, or None (then only the driver can run it): a StageProgram
-    itself (a subclass may bundle, key or select otherwise) built from one of the plans."""
-    plan = getattr(program, "plan", None)
-    if type(program) is not StageProgram or plan is None or program.n < 2 or not (program.push.size_from_count and program.pull.size_from_count):
-        return None
-    if "switch" in (program.push.name, program.pull.name):  # its work is the format each payload picks
-        return None
-    shape = (plan, program.aggregation.one_shot, program.partition.name == "centralization")
-    if shape not in SHAPES or program.caps.needs_values or not program.caps.lossless:
-        return None
-    if shape in HIER and program.n & (program.n - 1):
-        return None  # a folded hierarchy (n not a power of two): the driver's
-    return shape
+def countable(program: Any) -> bool:
+    """Whether a composed program's log can follow from counts at all: two ranks or more, formats
+    whose size is a function of the element count (not `switch`, whose work is the format each
+    payload picks), an aggregation that neither needs values nor loses ids."""
+    if program.n < 2 or not (program.push.size_from_count and program.pull.size_from_count):
+        return False
+    if "switch" in (program.push.name, program.pull.name):
+        return False
+    return not program.caps.needs_values and program.caps.lossless
 
 
-def sized_log(program, chunks: Sequence[SparseChunk], tables: Tables | None = None) -> tuple[MessageLog, RunContext] | None:
-    """The log (and run context with its statistics) that `run_ranks(program, chunks)` would make,
-    from counts, for an indices-only run of a program of one of SHAPES; None otherwise."""
-    shape = shape_of(program)
-    if shape is None or len(chunks) != program.n or any(c.values is not None for c in chunks):
-        return None
-    n = program.n
-    ctx = RunContext(Meter(n, program.num_stages), tables, False)
-    log = _Log(n, program.num_stages)
-    domains = program.partition.domains()
-    first = None
-    unions = _block_unions(chunks, domains) if shape in HIER else None
-    if shape[2]:  # Centralization: item 0, the whole tensor
-        own = np.array([[c.nnz] for c in chunks], np.int64)
-    else:
-        own, first = (unions[0], None) if unions is not None else _items(program, chunks, domains, shape != P2P_REDUCE)
-        ctx.stats["split"] = own.copy()
-        log.work(0, 0, "hash" if program.partition.hashed else "slice", np.array([c.nnz for c in chunks], np.int64))
-    push = [Sizer(program.fmt(0), d) for d in domains]
-    if unions is not None:
-        if shape[2]:
-            _hier_central(log, unions, push[0], shape[1])
-        else:
-            pull = [Sizer(program.fmt(program.step2_start), d) for d in domains]
-            ctx.stats["held"] = _hier_reduce(log, own, unions, push, pull, shape[1])
-    elif shape == RING_WINDOW:
-        _ring_windows(log, _windows(chunks, program.numel), push[0])
-    elif shape == RING_GATHER:
-        _ring_gather(log, own[:, 0], push[0])
-    elif shape == P2P_GATHER:
-        _p2p_gather(log, own[:, 0], push[0])
-    else:
-        pull = [Sizer(program.fmt(program.step2_start), d) for d in domains]
-        if shape == P2P_REDUCE:
-            ctx.stats["held"] = _p2p_reduce(log, own, first, push, pull)
-        else:
-            ctx.stats["held"] = _ring_reduce(log, own, first, push, pull, bundles=shape == RING_BUNDLE)
-    return log.build(), ctx
+def counted_log(program: Any, chunks: Sequence[SparseChunk], tables: Tables | None,
+                rule: CountRule) -> tuple[MessageLog, RunContext]:
+    """The log and run context (with its statistics) that `run_ranks(program, chunks)` makes for an
+    indices-only run, written by `rule` from counts."""
+    ctx = RunContext(Meter(program.n, program.num_stages), tables, False)
+    log = CountedLog(program.n, program.num_stages)
+    rule(program, chunks, log, ctx)
+    built = log.build()
+    return (built.fused() if program.caps.collective else built), ctx
+
+
+def _sizers(program: Any, stage: int) -> list[Sizer]:
+    """A Sizer per item (domain) in the program's format at `stage`."""
+    return [Sizer(program.fmt(stage), d) for d in program.partition.domains()]
+
+
+def _split(program: Any, chunks: Sequence[SparseChunk], log: CountedLog, ctx: RunContext, own: np.ndarray) -> None:
+    """Parallelism's split: the `split` statistic and every rank's hash (or slice) of its ids."""
+    ctx.stats["split"] = own.copy()
+    log.work(0, 0, "hash" if program.partition.hashed else "slice", _nnz(chunks))
+
+
+def _nnz(chunks: Sequence[SparseChunk]) -> np.ndarray:
+    """Ids per rank."""
+    return np.array([c.nnz for c in chunks], np.int64)
+
+
+def ring_gather(program: Any, chunks: Sequence[SparseChunk], log: CountedLog, ctx: RunContext) -> None:
+    """Ring, One-shot Centralization (the ring all-gather): `_ring_gather`."""
+    _ring_gather(log, _nnz(chunks), _sizers(program, 0)[0])
+
+
+def ring_windows(program: Any, chunks: Sequence[SparseChunk], log: CountedLog, ctx: RunContext) -> None:
+    """Ring, Incremental Centralization (each rank merges a window of ranks): `_ring_windows`."""
+    _ring_windows(log, _windows(chunks, program.numel), _sizers(program, 0)[0])
+
+
+def p2p_gather(program: Any, chunks: Sequence[SparseChunk], log: CountedLog, ctx: RunContext) -> None:
+    """Point-to-point, Incremental Centralization: `_p2p_gather`."""
+    _p2p_gather(log, _nnz(chunks), _sizers(program, 0)[0])
+
+
+def ring_reduce(program: Any, chunks: Sequence[SparseChunk], log: CountedLog, ctx: RunContext, *, bundles: bool) -> None:
+    """Ring Parallelism (reduce-scatter, all-gather; One-shot `bundles`): `_ring_reduce`."""
+    own, prefix = _items(program, chunks, program.partition.domains(), True)
+    _split(program, chunks, log, ctx, own)
+    ctx.stats["held"] = _ring_reduce(log, own, prefix, _sizers(program, 0), _sizers(program, program.step2_start),
+                                     bundles=bundles)
+
+
+def p2p_reduce(program: Any, chunks: Sequence[SparseChunk], log: CountedLog, ctx: RunContext) -> None:
+    """Point-to-point Parallelism, Incremental (push to the owner, pull from it): `_p2p_reduce`."""
+    own, prefix = _items(program, chunks, program.partition.domains(), False)
+    _split(program, chunks, log, ctx, own)
+    ctx.stats["held"] = _p2p_reduce(log, own, prefix, _sizers(program, 0), _sizers(program, program.step2_start))
+
+
+def hier_central(program: Any, chunks: Sequence[SparseChunk], log: CountedLog, ctx: RunContext, *, bundles: bool) -> None:
+    """Recursive doubling of the whole tensor, n a power of two: `_hier_central`."""
+    _hier_central(log, _block_unions(chunks, program.partition.domains()), _sizers(program, 0)[0], bundles)
+
+
+def hier_reduce(program: Any, chunks: Sequence[SparseChunk], log: CountedLog, ctx: RunContext, *, bundles: bool) -> None:
+    """Recursive halving then doubling, n a power of two: `_hier_reduce`."""
+    unions = _block_unions(chunks, program.partition.domains())
+    _split(program, chunks, log, ctx, unions[0])
+    ctx.stats["held"] = _hier_reduce(log, unions[0], unions, _sizers(program, 0),
+                                     _sizers(program, program.step2_start), bundles)
 
 
 class Sizer:
@@ -181,7 +202,7 @@ def _bundled(sizes: np.ndarray, parts: np.ndarray) -> np.ndarray:
     return sizes + np.where(parts > 1, wire.BUNDLE_HEADER * parts, 0)
 
 
-def _hier_central(log: _Log, unions: list[np.ndarray], size: Sizer, bundles: bool) -> None:
+def _hier_central(log: CountedLog, unions: list[np.ndarray], size: Sizer, bundles: bool) -> None:
     """Recursive doubling of the whole tensor: at stage k rank a sends partner a ^ 2^k what it holds
     of its block of 2^k ranks (merged, or with `bundles` each rank's piece side by side); after the
     last stage every rank merges."""
@@ -209,7 +230,7 @@ def _hier_central(log: _Log, unions: list[np.ndarray], size: Sizer, bundles: boo
         log.merge(last, 1, size, unions[last][(ranks >> last) ^ 1, 0] + unions[last][ranks >> last, 0], 2)
 
 
-def _hier_reduce(log: _Log, own: np.ndarray, unions: list[np.ndarray], push: list[Sizer], pull: list[Sizer],
+def _hier_reduce(log: CountedLog, own: np.ndarray, unions: list[np.ndarray], push: list[Sizer], pull: list[Sizer],
                  bundles: bool) -> np.ndarray:
     """Recursive halving (stage k: a sends partner b = a ^ 2^k every item j with j = b on the low
     k+1 bits, what its block of 2^k ranks holds of it: merged from the pieces got at the stages
@@ -283,7 +304,7 @@ def _items(program, chunks: Sequence[SparseChunk], domains, ring: bool) -> tuple
     return own, np.cumsum(counts.reshape(n, n), axis=1)
 
 
-class _Log:
+class CountedLog:
     """Messages and work in the driver's order. Work comes a step kind at a time for every rank
     (`work(stage, phase, kind, elements per rank)`); `build` drops zero counts and orders it as the
     meter records it: per stage all pre steps in rank order, then all post steps, the kinds of one
@@ -339,7 +360,7 @@ class _Log:
                                        recode[kind], tuple(kinds[k] for k in used))
 
 
-def _ring_gather(log: _Log, nnz: np.ndarray, size: Sizer) -> None:
+def _ring_gather(log: CountedLog, nnz: np.ndarray, size: Sizer) -> None:
     """One-shot ring all-gather of every rank's tensor: at stage s rank r forwards tensor r-s to r+1;
     the last receive merges all n."""
     n = len(nnz)
@@ -373,7 +394,7 @@ def _windows(chunks: Sequence[SparseChunk], numel: int) -> np.ndarray:
     return np.cumsum(longer[(ranks[:, None] - ranks[None, :]) % n, ranks[None, :]], axis=1)
 
 
-def _ring_windows(log: _Log, held: np.ndarray, size: Sizer) -> None:
+def _ring_windows(log: CountedLog, held: np.ndarray, size: Sizer) -> None:
     """Ring under Incremental Centralization: at stage s rank r merges the window it got (ranks
     r-s..r-1) with its own tensor and sends the window r-s..r to r+1; the last receive completes."""
     n = len(held)
@@ -389,7 +410,7 @@ def _ring_windows(log: _Log, held: np.ndarray, size: Sizer) -> None:
     log.merge(n - 2, 1, size, got[:, n - 2] + own, 2)
 
 
-def _p2p_gather(log: _Log, nnz: np.ndarray, size: Sizer) -> None:
+def _p2p_gather(log: CountedLog, nnz: np.ndarray, size: Sizer) -> None:
     """Every rank sends its tensor to every other; each merges all n."""
     n = len(nnz)
     src, dst = np.divmod(np.arange(n * n), n)
@@ -401,7 +422,7 @@ def _p2p_gather(log: _Log, nnz: np.ndarray, size: Sizer) -> None:
     log.merge(0, 1, size, total, n)
 
 
-def _ring_reduce(log: _Log, own: np.ndarray, prefix: np.ndarray, push: list[Sizer], pull: list[Sizer],
+def _ring_reduce(log: CountedLog, own: np.ndarray, prefix: np.ndarray, push: list[Sizer], pull: list[Sizer],
                  bundles: bool = False) -> np.ndarray:
     """Ring reduce-scatter (stage s: r merges what it got with its own part of item r-1-s and sends
     it on, or with `bundles` (One-shot) sends the pieces it got and its own side by side, a uint32
@@ -437,7 +458,7 @@ def _ring_reduce(log: _Log, own: np.ndarray, prefix: np.ndarray, push: list[Size
     return held
 
 
-def _p2p_reduce(log: _Log, own: np.ndarray, prefix: np.ndarray, push: list[Sizer], pull: list[Sizer]) -> np.ndarray:
+def _p2p_reduce(log: CountedLog, own: np.ndarray, prefix: np.ndarray, push: list[Sizer], pull: list[Sizer]) -> np.ndarray:
     """Push: rank r sends its part j to rank j, which merges all n; pull: rank j sends the aggregated
     item j to every other rank (each merges what it receives); the aggregated items' sizes."""
     n = len(own)

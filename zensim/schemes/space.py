@@ -22,7 +22,7 @@ from zensim.schemes.aggregation import Incremental, OneShot
 from zensim.schemes.options import Option, accept
 from zensim.schemes.partitioning import Centralization, Parallelism
 from zensim.schemes.plans import PATTERNS, PULLS
-from zensim.schemes.program import ClosedForm, StageProgram
+from zensim.schemes.program import ClosedForm, ComposedProgram
 from zensim.sparse.formats import FORMATS, make_format
 from zensim.sparse.values import CODECS
 
@@ -112,7 +112,7 @@ def closed_form_of(point: Point, push: str, pull: str | None, partitioner: str |
 
 
 def build_point(point: Point, n: int, numel: int, *, name: str | None = None, tables: Tables | None = None,
-                closed_form: ClosedForm | None = None, **options: Any) -> StageProgram:
+                closed_form: ClosedForm | None = None, **options: Any) -> ComposedProgram:
     """The stage program of `point` for n ranks and a tensor of `numel` elements, composed from its
     parts; `options` are checked against the parts' (ConfigError naming the scheme)."""
     if n < 1:
@@ -128,7 +128,7 @@ def build_point(point: Point, n: int, numel: int, *, name: str | None = None, ta
     if point.partition == "centralization":
         stages = pattern.allreduce(n, aggregation.one_shot)
         step2, partition, pull = len(stages), Centralization(numel), push
-        plan = pattern.name
+        counted = pattern.counted(n, aggregation.one_shot, True)
     else:
         kind = opts["partitioner"] or ("zen" if point.balance == "balanced" else "contiguous")
         # a block format's blocks are the tensor's (block b = ids [b B, (b + 1) B)): parts hold whole blocks
@@ -138,8 +138,8 @@ def build_point(point: Point, n: int, numel: int, *, name: str | None = None, ta
         step1 = pattern.reduce_scatter(n)
         stages, step2 = step1 + gather.allgather(n), len(step1)
         pull = make_format(opts["pull"], opts["value_dtype"], opts["block_size"])
-        plan = f"{pattern.name}/{gather.name}"
+        counted = pattern.counted(n, aggregation.one_shot, False) if gather is pattern else None
     if closed_form is None and opts.get("pull_pattern") is None:
         closed_form = closed_form_of(point, opts["push"], opts.get("pull"), opts.get("partitioner"))
-    return StageProgram(label, n, numel, stages, step2, aggregation, partition, push, pull,
-                        symmetric=pattern.symmetric, closed_form=closed_form, plan=plan)
+    return ComposedProgram(label, n, numel, stages, step2, aggregation, partition, push, pull,
+                           symmetric=pattern.symmetric, closed_form=closed_form, counted=counted)

@@ -11,8 +11,11 @@ element.
 
 With `device` (a torch device: "cpu", "cuda", ...) the same step code runs on torch tensors there
 (zensim.sparse.xp: one kernel for both libraries), timed by the wall clock between device
-synchronizations: a GPU's work is not the host thread's CPU time. Payload bytes are made and read
-on the host, as the transports do.
+synchronizations: a GPU's work is not the host thread's CPU time. `payloads` says where a payload's
+wire bytes are made and read: "host" (bytes objects, as gloo and the in-memory driver's bytes mode
+do: on a GPU an encode includes the copy to the host, a decode runs on the host and copies its
+result to the device) or "device" (uint8 tensors on the device, `to_buffer` and a decode of that
+buffer where it lies: NCCL's path, zensim.run.sized).
 
 `measure_steps()` returns `{"device", "kernels": "steps", "reps", "points": {kind: [[x, seconds],
 ...]}}`; zensim.train.cost.work_profile fits t(x) = alpha + beta x per kind to it.
@@ -64,18 +67,22 @@ def _domain(rng: np.random.Generator, size: int, hashed: bool) -> Domain:
     return ExplicitDomain(_ids(rng, size, 5 * size), 5 * size) if hashed else RangeDomain(0, size)
 
 
-def _io(fmt_name: str, domain: Domain, chunk: SparseChunk) -> tuple[Callable[[], Any], Callable[[], Any]]:
-    """(encode, decode) of one payload as a stage program and the bytes transport do them: the
-    format's payload and its bytes; the bytes back to a held piece (in the chunk's library and on
-    its device) and its element count."""
+def _io(fmt_name: str, domain: Domain, chunk: SparseChunk,
+        payloads: str = "host") -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """(encode, decode) of one payload as a stage program and its transport do them: the format's
+    payload and its wire bytes (`payloads` "host": a bytes object; "device": a uint8 array where the
+    chunk lies); those bytes back to a held piece (in the chunk's library and on its device) and its
+    element count."""
     fmt, ctx = make_format(fmt_name), _ctx()
     like = None if backend.is_numpy(chunk.indices) else chunk.indices
     piece = DensePiece.of(ChunkPiece(domain, chunk)) if fmt_name == "dense" else ChunkPiece(domain, chunk)
-    buf = bytes(wire.encode(piece, fmt, ctx).to_bytes())
+    on_host = payloads == "host"
+    buf = wire.encode(piece, fmt, ctx)
+    buf = bytes(buf.to_bytes()) if on_host else buf.to_buffer()
 
     def encode() -> tuple:
         payload = wire.encode(piece, fmt, ctx)
-        return payload.to_bytes(), payload.nnz
+        return payload.to_bytes() if on_host else payload.to_buffer(), payload.nnz
 
     def decode() -> tuple:
         held = wire.to_piece(fmt.from_bytes(buf, domain, like=like), False)
@@ -83,10 +90,10 @@ def _io(fmt_name: str, domain: Domain, chunk: SparseChunk) -> tuple[Callable[[],
     return encode, decode
 
 
-def _kernels(rng: np.random.Generator, x: int,
-             device: str | None) -> dict[str, list[tuple[Callable[[], Any], int, str | None, int]]]:
+def _kernels(rng: np.random.Generator, x: int, device: str | None,
+             payloads: str = "host") -> dict[str, list[tuple[Callable[[], Any], int, str | None, int]]]:
     """Per kind, its kernels at size x: (function, x, positional kind timed inside it or None, its
-    positions); on torch tensors on `device` when given."""
+    positions); on torch tensors on `device` when given; payload bytes per `payloads` (_io)."""
     def on(c: SparseChunk) -> SparseChunk:
         return c if device is None else c.to_torch(device)
 
@@ -117,16 +124,16 @@ def _kernels(rng: np.random.Generator, x: int,
     dense = [DensePiece.of(ChunkPiece(RangeDomain(0, x), on(_chunk(rng, RangeDomain(0, x), x // SPREAD))))
              for _ in range(2)]
     out["add.dense"] = [(lambda: union(dense, _ctx()), x, None, 0)]
-    enc, dec = _io("dense", RangeDomain(0, x), on(_chunk(rng, RangeDomain(0, x), x // SPREAD)))
+    enc, dec = _io("dense", RangeDomain(0, x), on(_chunk(rng, RangeDomain(0, x), x // SPREAD)), payloads)
     out["scan.dense"] = [(enc, x, None, 0), (dec, x, None, 0)]
     few = max(1, x // 1024)  # a payload of almost no elements: its work is its positions'
-    enc, dec = _io("bitmap", RangeDomain(0, x), on(_chunk(rng, RangeDomain(0, x), few)))
+    enc, dec = _io("bitmap", RangeDomain(0, x), on(_chunk(rng, RangeDomain(0, x), few)), payloads)
     out["pack.bitmap"], out["unpack.bitmap"] = [(enc, x, None, 0)], [(dec, x, None, 0)]
-    enc, _ = _io("blocks", RangeDomain(0, x), on(_chunk(rng, RangeDomain(0, x), few)))
+    enc, _ = _io("blocks", RangeDomain(0, x), on(_chunk(rng, RangeDomain(0, x), few)), payloads)
     out["scan.blocks"] = [(enc, x, None, 0)]
     for fmt_name in ("coo", "bitmap", "blocks"):  # over a range domain: a hash partition's search is `search`
         domain = RangeDomain(0, SPREAD * x)
-        enc, dec = _io(fmt_name, domain, on(_chunk(rng, domain, x)))
+        enc, dec = _io(fmt_name, domain, on(_chunk(rng, domain, x)), payloads)
         enc_pos, dec_pos = {"bitmap": ("pack.bitmap", "unpack.bitmap"), "blocks": ("scan.blocks", None)}.get(fmt_name, (None, None))
         out[f"encode.{fmt_name}"] = [(enc, x, enc_pos, domain.size if enc_pos else 0)]
         out[f"decode.{fmt_name}"] = [(dec, x, dec_pos, domain.size if dec_pos else 0)]
@@ -139,9 +146,13 @@ ORDER = ("hash", "slice", "search", "select", "copy", "merge.coo", "add.dense", 
 
 
 def measure_steps(max_log2: int = 21, reps: int = 5, min_log2: int = 10, seed: int = 0,
-                  progress: Callable[[str], None] | None = None, device: str | None = None) -> dict[str, Any]:
+                  progress: Callable[[str], None] | None = None, device: str | None = None,
+                  payloads: str = "host") -> dict[str, Any]:
     """Seconds of every kind's kernels at x = 2^min_log2 .. 2^max_log2 (module docstring): CPU
-    seconds of the numpy kernels, or with `device` the wall seconds of the torch kernels there."""
+    seconds of the numpy kernels, or with `device` the wall seconds of the torch kernels there;
+    `payloads` "host" or "device" (where wire bytes are made and read; "device" needs `device`)."""
+    if payloads not in ("host", "device") or (payloads == "device" and device is None):
+        raise ValueError(f"payloads {payloads!r}: 'host', or 'device' with a torch device")
     rng = np.random.default_rng(seed)
     points: dict[str, list[list[float]]] = {k: [] for k in ORDER}
     clock = time.thread_time if device is None else time.perf_counter
@@ -159,7 +170,7 @@ def measure_steps(max_log2: int = 21, reps: int = 5, min_log2: int = 10, seed: i
         return statistics.median(samples)
 
     sizes = range(min_log2, max_log2 + 1)
-    kernels = {log2: _kernels(rng, 1 << log2, device) for log2 in sizes}
+    kernels = {log2: _kernels(rng, 1 << log2, device, payloads) for log2 in sizes}
     fitted: dict[str, float] = {}
     for kind in ORDER:  # positional kinds before the payloads that contain them
         for log2 in sizes:
@@ -169,7 +180,7 @@ def measure_steps(max_log2: int = 21, reps: int = 5, min_log2: int = 10, seed: i
         fitted[kind] = fit(*zip(*points[kind]))[1]
         if progress is not None:
             progress(f"{kind}: " + ", ".join(f"{x:.0f} {s * 1e6:.1f} us" for x, s in points[kind]))
-    return {"device": _describe(device), "kernels": "steps", "reps": reps, "points": points}
+    return {"device": _describe(device), "kernels": "steps", "payloads": payloads, "reps": reps, "points": points}
 
 
 def _synchronizer(device: str | None) -> Callable[[], None]:

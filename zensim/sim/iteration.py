@@ -19,7 +19,7 @@ from typing import Any
 from zensim.errors import ConfigError
 from zensim.memo import Memo
 from zensim.net.costs import Costs
-from zensim.sim.request import DEGREE_STRATEGIES, IterationRequest
+from zensim.sim.request import IterationRequest, takes_cap
 from zensim.train.buckets import make_bucketing
 from zensim.train.iteration import SimulatedIterationRecord, iteration_records, simulate_iteration
 from zensim.train.layers import LayerProfile
@@ -86,7 +86,7 @@ def run_iterations(requests: Sequence[IterationRequest], layers: LayerProfile, s
     records: list[SimulatedIterationRecord] = []
     sparse_schemes = [s for s in schemes if s != DENSE]
     for req in distinct(requests):
-        costs = Costs.of(*req.build())
+        costs = dataclasses.replace(Costs.of(*req.build()), host_others=req.host_others)
         common = dict(req.timeline_keywords(), dense_times=dense_times)
         bucket_mb = req.bucket_mb if req.strategy is None else None  # a strategy's cap is not the baseline's
         key = dataclasses.replace(req, strategy=None, fusion_degree=None, bucket_mb=bucket_mb)
@@ -104,7 +104,7 @@ def run_iterations(requests: Sequence[IterationRequest], layers: LayerProfile, s
                 done()  # the baseline's
         else:
             comp = Compression(density=req.density, encode=compression_cost(req.compression_cost))
-            degree_mb = req.bucket_mb if req.strategy in DEGREE_STRATEGIES else None
+            degree_mb = req.bucket_mb if takes_cap(req.strategy) else None
             made = []
             for scheme in [DENSE] if req.strategy == "none" else sparse_schemes:
                 made.append(run_strategy(req.strategy, layers, scheme, costs, dense=dense, compression=comp,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from zensim.net.replay import Timing
-from zensim.net.topology import Topology
+from zensim.net.links import Topology
 from zensim.sparse.imbalance import pull_from_counts, push_from_counts
 from zensim.run.log import MessageLog
 
@@ -31,7 +31,7 @@ def imbalances(placed) -> tuple[float | None, float | None, float | None]:
         if "split" in stats:
             push.append(push_from_counts(stats["split"]))
             pull.append(pull_from_counts(stats["held"]))
-        recv.append(recv_imbalance(run.log, getattr(program, "step2_start", program.num_stages)))
+        recv.append(recv_imbalance(run.log, program.step2_start))
     return _worst(push), _worst(pull), _worst(recv)
 
 

@@ -367,12 +367,17 @@ def cost(value: Any, where: Where) -> str:
 
 
 def _strategies() -> tuple[str, ...]:
-    from zensim.train.fusion.schedule import STRATEGIES
+    from zensim.train.fusion.registry import STRATEGIES
 
     return tuple(STRATEGIES)
 
 
-DEGREE_STRATEGIES = ("none", "behind")  # the strategies a fusion degree (DDP's bucket cap) applies to
+def takes_cap(strategy: str) -> bool:
+    """Whether DDP's bucket cap and a fusion degree apply to the registered strategy (FusionStrategy.takes_cap:
+    none, behind)."""
+    from zensim.train.fusion.registry import lookup
+
+    return lookup(strategy).takes_cap
 
 
 @dataclass(frozen=True)
@@ -403,8 +408,9 @@ class IterationRequest(ClusterRequest):
                                        optional(number(0, 1)), metavar="D", sweep=False)
     sparse_tensors: tuple[str, ...] | None = option(None, "trace tensors synchronized sparse (default: all)",
                                                     optional(tensor_names), sweep=False)
-    dense_work: str = option("fused", "fused (default): the dense all-reduce's merges cost per element only, one fused "
-                             "kernel as NCCL's; profile: as every local work; free: none",
+    dense_work: str = option("fused", "fused (default): a dense collective is one kernel per rank as NCCL's (its work "
+                             "per element, one launch per rank); profile: a launch per piece, as a scheme's work; free: "
+                             "none",
                              choice("dense_work", DENSE_WORK))
     dense_algorithm: str = option("auto", "the dense all-reduce of dense buckets, in every scheme's run and dense DDP "
                                   "alike: auto (default) the fastest for each bucket's size, as NCCL's tuner; ring or "
@@ -416,6 +422,9 @@ class IterationRequest(ClusterRequest):
     shared_host: bool = option(False, "every GPU is a process of one host sharing its processors (the profile's "
                                "host_cores) for compute and local work: CPU training, the emulator", switch, switch=True,
                                sweep=False)
+    host_others: float = option(0.0, "with --shared-host: K other processes (scheduling groups) always runnable on the "
+                                "host, sharing its processors with the ranks' work (another user's jobs; docs/ddp.md "
+                                "measures it; default 0)", number(0), metavar="K", sweep=False)
     strategy: str | None = option(None, "a fusion strategy (docs/fusion.md): buckets, selection and compression decided "
                                   "by it (none = dense DDP); instead of the bucketing (the command: all = each)",
                                   optional(choice("strategy", _strategies)))
@@ -441,6 +450,9 @@ class IterationRequest(ClusterRequest):
         if self.model not in MODELS:
             raise ConfigError(f"{place('model')}: training iterations need a network model with a timeline "
                               f"({', '.join(MODELS)}), not {self.model!r}")
+        if self.host_others and not self.shared_host:
+            raise ConfigError(f"{place('host_others')}: only with {place('shared_host')} (the processes share the "
+                              "ranks' host)")
         try:
             make_bucketing(self.bucketing, self.bucket_mb, self.first_bucket_mb)
         except ConfigError as exc:
@@ -458,7 +470,7 @@ class IterationRequest(ClusterRequest):
         if self.strategy != "none":
             try:
                 Strategy(self.strategy, Compression(density=self.density), self.sparsifier,
-                         self.bucket_mb if self.strategy == "behind" else None)
+                         self.bucket_mb if takes_cap(self.strategy) else None)
             except ConfigError as exc:
                 raise wrap("sparsifier", exc) from None
 
@@ -470,7 +482,7 @@ class IterationRequest(ClusterRequest):
 
     def one_point(self) -> IterationRequest:
         """The request with a fusion degree only where its strategy has one (none, behind)."""
-        return self if self.strategy in (None,) + DEGREE_STRATEGIES else dataclasses.replace(self, fusion_degree=None)
+        return self if self.strategy is None or takes_cap(self.strategy) else dataclasses.replace(self, fusion_degree=None)
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from zensim.errors import ConfigError
 from zensim.layout import (DENSE_BYTES, LAYOUTS, Prepared, dense_ring_log, load_chunks, place, prepare, prepare_trace,
@@ -71,7 +70,8 @@ def with_profile(cluster: ClusterSpec, profile: Profile, keep: Sequence[str] = (
 def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Costs | ClusterSpec, model: str = "fifo",
              *, iteration: int = 0, layout: str = "zen", maxmin_batch: float | None = None, options: dict | None = None,
              values: bool | None = None, progress: bool = False, provenance: dict[str, Any] | None = None,
-             cache: LogCache | str | Path | None = None, baselines: Memo[float] | None = None) -> list[RunRecord]:
+             cache: LogCache | str | Path | None = None, baselines: Memo[float] | None = None,
+             model_options: Mapping[str, object] | None = None) -> list[RunRecord]:
     """Simulate every scheme on one iteration of a trace (a path or an open Trace); records in the order
     of `schemes`.
 
@@ -85,13 +85,17 @@ def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Cos
     `provenance`: what the records say made them (default: this zensim, called from Python).
     `cache`: a message-log cache (a LogCache or its folder): each scheme's driver runs once per trace,
     iteration, cluster shape, options and code version, whatever the links, latencies or model.
-    `baselines`: the dense baselines of earlier calls, to reuse (see dense_baseline)."""
+    `baselines`: the dense baselines of earlier calls, to reuse (see dense_baseline).
+    `model_options`: the sharing model's options (those it declares, zensim.net.models; e.g. from
+    `parse_model_options`), the dense baseline's too; `maxmin_batch` is maxmin's `batch` (a `batch` in
+    `model_options` wins)."""
     if model not in all_models():
         raise ConfigError(f"--model: unknown model {model!r} (choose from {', '.join(all_models())})")
     if layout not in LAYOUTS:
         raise ConfigError(f"--layout: unknown layout {layout!r} (choose from {', '.join(LAYOUTS)})")
     names = resolve_schemes(schemes)
     options = dict(options or {})
+    model_options = {**({} if maxmin_batch is None else {"batch": maxmin_batch}), **(model_options or {})}
     for name in names:  # every scheme accepts the options (one line naming it if not), before any work
         if not needs_profile(name):
             build_scheme(name, 2, 2, **options)
@@ -113,21 +117,24 @@ def simulate(trace: str | Path | Trace, schemes: str | Sequence[str], costs: Cos
     if cache is not None and not isinstance(cache, LogCache):
         cache = LogCache(cache)
     records = []
+    from tqdm import tqdm  # here, not at the top: the GPU machines have no tqdm and need not
+
     for name in tqdm(names, desc="simulate", unit="scheme", disable=None if progress else True, leave=False):
-        records.append(_one(name, options, prep, chunks, costs, model, layout, maxmin_batch, tables,
+        records.append(_one(name, options, prep, chunks, costs, model, layout, model_options, tables,
                             {**context, "options": dict(options), "values": bool(values)}, cache))
-    dense = dense_baseline(costs, numel, model, layout, maxmin_batch, baselines)
+    dense = dense_baseline(costs, numel, model, layout, memo=baselines, model_options=model_options)
     for rec in records:
         rec.vs_dense = rec.time_s / dense if rec.time_s is not None and dense else None
     return records
 
 
-def dense_baseline(costs: Costs, numel: int, model: str, layout: str, maxmin_batch: float | None = None,
-                   memo: Memo[float] | None = None) -> float:
+def dense_baseline(costs: Costs, numel: int, model: str, layout: str, memo: Memo[float] | None = None,
+                   model_options: Mapping[str, object] | None = None) -> float:
     """Seconds of a dense ring all-reduce of `numel` fp32 elements on the cluster (the vs_dense reference):
     data-independent, so built from sizes (zensim.layout.dense_ring_log) and replayed, or its closed
     form under the analytic model. With `memo` (owned by the caller: a sweep over iterations, schemes
-    or traces of one size) it is replayed once per costs, size, model and layout."""
+    or traces of one size) it is replayed once per costs, size, model, its options and layout."""
+    model_options = dict(model_options or {})
     cluster, g = costs.cluster, costs.cluster.gpus_per_machine
     flat = layout == "flat" or g == 1
     if model == "analytic":
@@ -138,11 +145,11 @@ def dense_baseline(costs: Costs, numel: int, model: str, layout: str, maxmin_bat
 
     def seconds() -> float:
         log = dense_ring_log(cluster.machines, g, numel, placed)
-        return replay(log, costs, model, options={} if maxmin_batch is None else {"batch": maxmin_batch}).makespan
+        return replay(log, costs, model, options=model_options).makespan
 
     if memo is None:
         return seconds()
-    return memo.get((repr(costs), numel, model, placed, maxmin_batch), seconds)  # every field of the costs
+    return memo.get((repr(costs), numel, model, placed, repr(sorted(model_options.items()))), seconds)  # every field
 
 
 def _needs_values(name: str, options: dict) -> bool:
@@ -154,10 +161,15 @@ def _needs_values(name: str, options: dict) -> bool:
 
 def cluster_info(costs: Costs) -> dict[str, Any]:
     """The cluster block of a record: its description, every link parameter (bytes/s, seconds) and the
-    cost knobs (work seconds per element, NIC and host efficiency by flows, host cores; None = ideal)."""
+    cost knobs (local work: [kind, seconds per piece, seconds per element] rows, a list since kinds
+    hold dots that a CSV column name would split, and where they come from; NIC and host efficiency by
+    flows, host cores; None = ideal)."""
     c = costs
     return {"description": c.cluster.describe(), **asdict(c.cluster),
-            "costs": {"work_seconds_per_element": dict(c.work.per_element), "host_cores": c.host_cores,
+            "costs": {"work": [[k, c.work.fixed.get(k, 0.0), v] for k, v in c.work.per_element.items()],
+                      "host_cores": c.host_cores,
+                      "work_source": c.work.source if c.measured_work is None else
+                      f"the logs' measured step times x {c.measured_work:g}",
                       "nic_efficiency": c.nic_efficiency.to_json() if c.nic_efficiency else None,
                       "host_efficiency": c.host_efficiency.to_json() if c.host_efficiency else None,
                       "measured_work": c.measured_work}}
@@ -169,14 +181,14 @@ def log_digest(log: MessageLog) -> str:
     program on this input (zensim.report marks them so)."""
     digest = hashlib.sha256()
     for column in (log.stage, log.src, log.dst, log.nbytes, log.fmt, log.w_stage, log.w_rank, log.w_phase,
-                   log.w_kind, log.w_elements):
+                   log.w_kind, log.w_elements, log.w_launches):
         digest.update(column.tobytes())
     digest.update("\0".join(log.fmt_names + ("",) + log.kind_names).encode())
     return digest.hexdigest()[:16]
 
 
 def _one(name: str, options: dict, prep: Prepared, chunks: list[SparseChunk] | None, costs: Costs, model: str, layout: str,
-         maxmin_batch: float | None, tables: Tables, context: dict[str, Any], cache: LogCache | None) -> RunRecord:
+         model_options: Mapping[str, object], tables: Tables, context: dict[str, Any], cache: LogCache | None) -> RunRecord:
     """Run one scheme through the driver (or take its log from the cache) and the chosen model."""
     start = time.perf_counter()
     cluster = costs.cluster
@@ -203,7 +215,7 @@ def _one(name: str, options: dict, prep: Prepared, chunks: list[SparseChunk] | N
         seconds = _analytic(program.caps.closed_form, chunks, prep.numel, cluster, layout)
         link, util, stages, events, link_bytes, traffic = None, None, [], 0, [], []
     else:
-        timing = replay(driven.log, costs, model, options={} if maxmin_batch is None else {"batch": maxmin_batch})
+        timing = replay(driven.log, costs, model, options=model_options)
         seconds = timing.makespan
         link, util = busiest_link(timing, costs.topology)
         stages, events = stage_times(timing), timing.events

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from zensim.errors import ConfigError
+from zensim.extras import require
 from zensim.inputs import read_text
 from zensim.net.profile import Profile
 from zensim.net.topology import ClusterSpec
@@ -40,7 +41,7 @@ TRACE_KEYS = ("path", "iteration")
 # the cluster: section: ClusterRequest's keys but the model's (top-level model: and maxmin_batch:)
 CLUSTER_DEFAULTS: dict[str, Any] = {k: v for k, v in defaults_of(ClusterRequest).items()
                                     if k not in ("model", "maxmin_batch")}
-OUTPUT_KEYS = ("json", "csv", "timeline", "plot", "links", "traffic", "link_plot")
+OUTPUT_KEYS = ("json", "csv", "parquet", "timeline", "plot", "links", "traffic", "link_plot")
 # keys a sweep may vary: the request fields marked so (every cluster key but the profile; model, maxmin_batch,
 # iteration); in a training scenario also the training keys marked so
 SWEEPABLE = swept_keys(SimulateRequest)
@@ -382,6 +383,9 @@ class _Loader:
         for key in ("links", "traffic"):
             if key in out:
                 table_format(out[key], f"{self.path}: outputs.{key}")
+        if "parquet" in out:  # before the run, as --parquet
+            for module in ("pandas", "pyarrow"):
+                require(module, "parquet", f"{self.path}: outputs.parquet")
         if "link_plot" in out and len(points) > 1:
             raise self.fail("outputs.link_plot", "one point only (a row of panels per scheme); for a sweep, write "
                             "outputs.links and outputs.traffic, or `zensim report --link-plot` a results file")

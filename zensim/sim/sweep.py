@@ -35,7 +35,7 @@ from zensim.extras import require
 from zensim.memo import Memo
 from zensim.net.costs import Costs
 from zensim.report.links import link_files
-from zensim.report.outputs import plot_format
+from zensim.report.outputs import plot_format, table_files
 from zensim.report.provenance import code_version, file_sha256, provenance
 from zensim.report.record import RunRecord, SCHEMA, results_csv, results_json
 from zensim.report.runs import group_sweep
@@ -272,7 +272,10 @@ def dask_client(workers: int, scheduler: str | None) -> Iterator[Any]:
         with client:
             yield client
         return
-    quiet = logging.ERROR
+    # Dask's own logs stay quiet below CRITICAL: what it logs at ERROR in a local cluster is transient and
+    # retried (a heartbeat that did not reach the scheduler on a loaded host: a 22-line traceback after a
+    # successful sweep), and a point's failure reaches the user as zensim's line from its future
+    quiet = logging.CRITICAL
     # the scheduler's and workers' scratch space in a folder of this run, removed with it (Dask's
     # default, $TMPDIR/dask-scratch-space, stays behind after every sweep); no dashboard, and the
     # scheduler's HTTP server (health, metrics) on a free port of the loopback, not 8787 (taken by
@@ -322,8 +325,7 @@ def write_outputs(scn: Scenario, results: Results) -> None:
         return
     if "json" in scn.outputs:
         files[scn.outputs["json"]] = results_json(records)
-    if "csv" in scn.outputs:
-        files[scn.outputs["csv"]] = results_csv(records)
+    files.update(table_files(scn.outputs, lambda: results_csv(records)))
     if "timeline" in scn.outputs:
         from zensim.report.chrome import chrome_trace, track_of
         tracks = [track_of(r, f"{r.scheme} @ {p.label()}" if p.values else r.scheme) for p, recs in results for r in recs]
@@ -335,8 +337,8 @@ def write_outputs(scn: Scenario, results: Results) -> None:
 
 
 def _replay_outputs(scn: Scenario, results: Results) -> dict[Path, str | bytes]:
-    """A replay scenario's files: JSON (every point's summary and iterations), CSV of every iteration
-    (the swept values first), and per point the density, f(t), time and global error plot."""
+    """A replay scenario's files: JSON (every point's summary and iterations), CSV and Parquet of every
+    iteration (the swept values first), and per point the density, f(t), time and global error plot."""
     from zensim.replay import summarize
     from zensim.replay.report import iterations_figure
     from zensim.report.export import to_csv
@@ -347,8 +349,8 @@ def _replay_outputs(scn: Scenario, results: Results) -> dict[Path, str | bytes]:
         files[scn.outputs["json"]] = json.dumps([{"point": p.values, "summary": summarize(recs),
                                                   "iterations": [r.to_dict() for r in recs]} for p, recs in results],
                                                 indent=1)
-    if "csv" in scn.outputs:
-        files[scn.outputs["csv"]] = to_csv([{**p.values, **r.to_dict()} for p, recs in results for r in recs])
+    files.update(table_files(scn.outputs, lambda: to_csv([{**p.values, **r.to_dict()} for p, recs in results
+                                                          for r in recs])))
     if "plot" in scn.outputs:
         for point, recs in results:
             path = plot_file(scn.outputs["plot"], point.values, () if scn.is_sweep else None)
@@ -358,7 +360,7 @@ def _replay_outputs(scn: Scenario, results: Results) -> dict[Path, str | bytes]:
 
 
 def _training_outputs(scn: Scenario, results: Results) -> dict[Path, str | bytes]:
-    """A training scenario's files: JSON and CSV of the iteration records, the Chrome trace (compute,
+    """A training scenario's files: JSON, CSV and Parquet of the iteration records, the Chrome trace (compute,
     compression and communication per GPU, link counters), throughput against the GPU count per scheme
     (one plot per combination of the swept keys that do not set the GPU count)."""
     from zensim.report.export import to_csv
@@ -369,8 +371,7 @@ def _training_outputs(scn: Scenario, results: Results) -> dict[Path, str | bytes
     files: dict[Path, str | bytes] = {}
     if "json" in scn.outputs:
         files[scn.outputs["json"]] = results_document(records)
-    if "csv" in scn.outputs:
-        files[scn.outputs["csv"]] = to_csv(iteration_rows(records))
+    files.update(table_files(scn.outputs, lambda: to_csv(iteration_rows(records))))
     if "timeline" in scn.outputs:
         files[scn.outputs["timeline"]] = json.dumps(iteration_trace(records))
     if "plot" in scn.outputs:

@@ -105,7 +105,7 @@ def sum_chunks(chunks: list[SparseChunk]) -> SparseChunk:
     idx = xp.concat([c.indices for c in nonempty])
     if not with_values:
         return SparseChunk(unique_sorted(idx), None)
-    order = xp.argsort(idx, stable=True)
+    order = backend.argsort(idx)
     idx = idx[order]
     starts = backend.flatnonzero(run_starts(idx))
     vals = xp.astype(xp.concat([c.values for c in nonempty]), xp.float64)[order]
@@ -118,7 +118,7 @@ def _sum_two(a: SparseChunk, b: SparseChunk) -> SparseChunk:
     bits of the general path's float64 sum rounded to float32 (and is commutative)."""
     xp = namespace(a.indices, b.indices)
     idx = xp.concat([a.indices, b.indices])
-    order = xp.argsort(idx, stable=True)
+    order = backend.argsort(idx)
     idx = idx[order]
     values = xp.concat([xp.astype(a.values, xp.float32, copy=False),
                         xp.astype(b.values, xp.float32, copy=False)])[order]

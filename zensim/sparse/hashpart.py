@@ -253,7 +253,7 @@ class SingleHash(Partitioner):
     def split(self, chunk: SparseChunk) -> list[SparseChunk]:
         slots = self.slot(chunk.indices)
         xp, dev = namespace(slots), backend.device(slots)
-        order = xp.argsort(slots, stable=True)
+        order = backend.argsort(slots)
         ends = xp.concat([run_starts(slots[order])[1:], xp.ones(min(1, order.shape[0]), dtype=xp.bool, device=dev)])
         keep = xp.zeros(order.shape[0], dtype=xp.bool, device=dev)
         keep[order[ends]] = True  # the last (largest) id of each slot's run

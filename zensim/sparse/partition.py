@@ -67,10 +67,8 @@ def check_partitions(numel: int, n: int) -> None:
 
 
 def group_by_part(chunk: SparseChunk, parts: np.ndarray, n: int) -> list[SparseChunk]:
-    """Split `chunk` by part id (stable, so each part stays sorted; numpy: radix sort on ids < 2**16)."""
-    xp = backend.namespace(parts)
-    key = parts.astype(np.uint16) if xp is np and n <= 65536 else parts
-    order = xp.argsort(key, stable=True)
+    """Split `chunk` by part id (stable, so each part stays sorted; on the host a radix sort on ids < 2**16)."""
+    order = backend.argsort(parts, below=n)
     counts = backend.host(backend.bincount(parts, n)).tolist()
     ids = backend.split(chunk.indices[order], counts)
     vals = backend.split(chunk.values[order], counts) if chunk.values is not None else [None] * n

@@ -26,7 +26,10 @@ import numpy as np
 try:
     from array_api_compat import array_namespace
 except ImportError:  # a bare GPU host with only torch, numpy and scipy: scipy ships the same package
-    from scipy._lib.array_api_compat import array_namespace
+    try:
+        from scipy._lib.array_api_compat import array_namespace
+    except ImportError:  # scipy >= 1.17 keeps it in scipy._external
+        from scipy._external.array_api_compat import array_namespace
 
 Array = Any  # a numpy array or a torch tensor (or another array-API array)
 
@@ -123,6 +126,26 @@ def bincount(x: Array, minlength: int) -> Array:
     import torch
 
     return torch.bincount(x, minlength=minlength).to(torch.int64)
+
+
+def argsort(x: Array, below: int | None = None) -> Array:
+    """The stable ascending order (int64 positions) of the 1-d integer array `x`, in its library and
+    on its device; `below`, if given, bounds its values (keys below 2**16 then sort by radix on the
+    host). A torch tensor on the CPU is sorted by numpy, through views both ways: numpy's stable sort
+    merges runs already in order (a concatenation of sorted chunks, what unions and assemblies sort),
+    and took 0.16 s against torch's 1.2 s on 7.6M ids in two sorted runs (one thread, the 2-core
+    sandbox). A stable order is unique, so every library gives the same positions."""
+    if isinstance(x, np.ndarray) or x.device.type == "cpu":
+        key = host(x)
+        if below is not None and below <= 1 << 16:
+            key = key.astype(np.uint16)
+        order = np.argsort(key, kind="stable")
+        if isinstance(x, np.ndarray):
+            return order
+        import torch
+
+        return torch.from_numpy(order.astype(np.int64, copy=False))
+    return namespace(x).argsort(x, stable=True)
 
 
 def split(x: Array, counts: list[int]) -> list[Array]:

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from zensim.sparse.bits import pack_positions
 from zensim.sparse.partition import even_boundaries
@@ -168,6 +167,8 @@ def _stats(trace: Trace, pairs: int, skew_parts: Sequence[int], seed: int, progr
     ks = densification_ks(n)
     whole = _Scope.empty(trace.numel, iters, n, pair_ab, ks, skew_parts)
     scopes = [_Scope.empty(t.numel, iters, n, pair_ab, ks, skew_parts) for t in trace.tensors]
+    from tqdm import tqdm  # here, not at the top: the GPU machines have no tqdm and need not
+
     # disable=None shows the bar only when stderr is a terminal
     bar = tqdm(total=iters * len(scopes) * n, desc="trace stats", unit="chunk", disable=None if progress else True,
                leave=False)

@@ -60,6 +60,33 @@ def work_profile(measured: dict[str, Any], bandwidth_scale: float = 1.0, source:
     return {"schema": SCHEMA, "work_fixed_seconds": fixed, "work_seconds_per_element": per_element, "source": note}
 
 
+def priced_like(doc: dict[str, Any], like: dict[str, str]) -> dict[str, Any]:
+    """`doc` (a work profile) with each kind of `like` priced as the kind it names (its fixed and
+    per-element costs copied, x1) and listed under `scaled`: kinds a measurement could not price
+    themselves. ValueError if a named kind is not priced or not a work kind."""
+    from zensim.net.profile import WORK_OPS, work_op
+
+    fixed, per_element = dict(doc["work_fixed_seconds"]), dict(doc["work_seconds_per_element"])
+    scaled = dict(doc.get("scaled", {}))
+    for kind, src in like.items():
+        if src not in per_element:
+            raise ValueError(f"{kind}={src}: {src} is not priced by the measurements")
+        if work_op(kind) not in WORK_OPS:
+            raise ValueError(f"{kind}={src}: {kind} is not a work kind")
+        fixed[kind], per_element[kind] = fixed.get(src, 0.0), per_element[src]
+        scaled[kind] = f"as {src} (x1)"
+    return {**doc, "work_fixed_seconds": fixed, "work_seconds_per_element": per_element, **({"scaled": scaled} if scaled else {})}
+
+
+def fixed_from(doc: dict[str, Any], kind: str) -> dict[str, Any]:
+    """`doc` with every kind's fixed cost `kind`'s (one kernel launch and synchronization, where `kind`
+    is the cheapest call measured), the per-element costs unchanged. ValueError if `kind` is not priced."""
+    fixed = doc["work_fixed_seconds"]
+    if kind not in fixed:
+        raise ValueError(f"{kind} has no fixed cost in the measurements")
+    return {**doc, "work_fixed_seconds": {k: fixed[kind] for k in doc["work_seconds_per_element"]}}
+
+
 def measure_work(device: Any = "cpu", max_log2: int = 22, reps: int = 10, min_log2: int = 10, parts: int = 16,
                  progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Seconds of each kind's kernel at sizes 2^min_log2 .. 2^max_log2 on `device` (torch)."""

@@ -34,7 +34,8 @@ import numpy as np
 
 from zensim.net.costs import Costs
 from zensim.net.network import Network
-from zensim.net.topology import ClusterSpec, LinkKind
+from zensim.net.links import LinkKind
+from zensim.net.topology import ClusterSpec
 from zensim.train.background import Checkpoint, Wire, holders, idle_spans, partition
 from zensim.train.timeline import Run
 

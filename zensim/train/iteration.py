@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,7 @@ from zensim.memo import Memo
 from zensim.net.costs import Costs
 from zensim.net.models import MODELS
 from zensim.net.profile import WorkCost
-from zensim.net.topology import LinkKind
+from zensim.net.links import LinkKind
 from zensim.report.iteration import SimulatedIterationRecord
 from zensim.report.provenance import trace_info
 from zensim.schemes import build_scheme, needs_profile, scheme_names
@@ -62,9 +63,10 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
     other parameter dense (zensim.train.syncs); iteration i uses trace iteration first_iteration + i
     (cycling). `bucketing`: a strategy of zensim.train.buckets (DDP's defaults if None). The dense DDP
     baseline (every tensor dense, same bucketing) gives `speedup_vs_dense`; pass `dense` to reuse one.
-    `dense_work`: "fused" prices the dense all-reduce's merges per element only (one fused collective
-    kernel, as NCCL's ring: the work profile's fixed costs do not apply), "profile" as any work,
-    "free" none (a CPU collective's sums next to a slow network). `shared_host`: every GPU is a
+    `dense_work`: "fused" prices a dense collective (a dense all-reduce, an intra-machine ring) as one
+    fused kernel, NCCL's: its work per element and one launch per rank (the profile's fixed cost once,
+    not per piece: zensim.run.log.MessageLog.fused, as the simulator's dense reference), "profile"
+    every piece a launch, as a scheme's work, "free" none (a CPU collective's sums next to a slow network). `shared_host`: every GPU is a
     process of one host whose `costs.host_cores` processors run all compute and local work (the
     emulator's ranks training on its CPUs). `strategy`: a fusion strategy (zensim.train.fusion.schedule)
     decides the buckets, the selection of a dense trace's gradients and its compression instead of
@@ -113,7 +115,7 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
             raise ConfigError(f"logs of {logs.scheme} on {logs.cluster.describe()} reused for {scheme} on "
                               f"{costs.cluster.describe()}: not the same synchronization")
         t_iters = [(first_iteration + i) % opened.iterations for i in range(iterations)] if opened else [0]
-        dense_cost = {"fused": WorkCost(dict(costs.work.per_element)), "profile": None, "free": WorkCost.zero()}
+        dense_cost = {"fused": None, "profile": replace(costs.work, per_piece=True), "free": WorkCost.zero()}
         hosts = [0] * costs.cluster.gpus if shared_host else None
 
         hooked = sparse_buckets == "fused" and scheme != DENSE

@@ -13,6 +13,9 @@ device's datasheet (`zensim.train.roofline`), or imported from a torch.profiler 
      "forward_s": 0.0123,          # model forward start -> its backward start (loss and its backward included)
      "backward_tail_s": 0.0001,    # backward after the last gradient was ready
      "optimizer_s": 0.002,         # optimizer step (0 when none was recorded)
+     "step_other_s": 0.003,        # the step's time outside forward, backward and optimizer (optional, 0)
+     "hook_before_s": 0.0002, "hook_before_element_s": 1e-9,   # zensim_hook's host work per bucket a
+     "hook_after_s": 0.0001, "hook_after_element_s": 1e-9,     # scheme synchronizes (optional, 0)
      "source": "how it was made",
      "params": [                   # gradient-ready order: the first ready first
        {"name": "decoder.head.weight", "numel": 4160, "dtype": "float32", "index": 5,
@@ -22,6 +25,14 @@ device's datasheet (`zensim.train.roofline`), or imported from a torch.profiler 
 forward time of the module owning it (exclusive of child modules, shared among the module's
 parameters by size); `backward_s` is the backward compute between the previous gradient being ready
 (or backward starting) and this one. Times are medians over the recorded iterations.
+
+`step_other_s` is the rest of a training step, from the optimizer's end to the next forward (the data
+loader's batch, zero_grad, DDP's forward bookkeeping): the timeline runs it before the forward. The
+`hook_*` fields are `zensim_hook`'s own work on a bucket it synchronizes with a scheme, as a fixed
+part plus a part per bucket element: before the scheme's run (selecting the bucket's non-zeros) and
+after it (writing the sum back into the bucket); the timeline runs them around the scheme's run of
+every bucket synchronized by a scheme. `zensim layers record --script` measures all five; profiles
+without them (older ones, the estimate and imported kinds) have 0: nothing priced.
 """
 
 from __future__ import annotations
@@ -41,7 +52,8 @@ from zensim.errors import ConfigError
 SCHEMA = "zensim-layers/1"
 KINDS = ("measured", "estimate", "imported")
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
-_TIME_KEYS = ("forward_s", "backward_tail_s", "optimizer_s")
+_TIME_KEYS = ("forward_s", "backward_tail_s", "optimizer_s", "step_other_s", "hook_before_s", "hook_before_element_s",
+              "hook_after_s", "hook_after_element_s")
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,11 @@ class LayerProfile:
     forward_s: float
     backward_tail_s: float = 0.0
     optimizer_s: float = 0.0
+    step_other_s: float = 0.0
+    hook_before_s: float = 0.0
+    hook_before_element_s: float = 0.0
+    hook_after_s: float = 0.0
+    hook_after_element_s: float = 0.0
     kind: str = "measured"
     device: str = ""
     workload: str = ""
@@ -84,8 +101,15 @@ class LayerProfile:
 
     @property
     def compute_s(self) -> float:
-        """Forward + backward + optimizer: the iteration time with free communication."""
-        return self.forward_s + self.backward_s + self.optimizer_s
+        """Forward + backward + optimizer + the step's other time: the iteration time with free
+        communication (and no hook)."""
+        return self.forward_s + self.backward_s + self.optimizer_s + self.step_other_s
+
+    def hook_work_s(self, numel: int) -> tuple[float, float]:
+        """zensim_hook's host seconds on a bucket of `numel` elements it synchronizes with a scheme:
+        (before the scheme's run, after it)."""
+        return (self.hook_before_s + self.hook_before_element_s * numel,
+                self.hook_after_s + self.hook_after_element_s * numel)
 
     @property
     def ready_s(self) -> np.ndarray:
@@ -104,14 +128,13 @@ class LayerProfile:
     def scaled(self, factor: float) -> "LayerProfile":
         """Every time multiplied by `factor` (a slower or faster device of the same shape)."""
         params = tuple(replace(p, forward_s=p.forward_s * factor, backward_s=p.backward_s * factor) for p in self.params)
-        return replace(self, params=params, forward_s=self.forward_s * factor,
-                       backward_tail_s=self.backward_tail_s * factor, optimizer_s=self.optimizer_s * factor)
+        return replace(self, params=params, **{key: getattr(self, key) * factor for key in _TIME_KEYS})
 
     def to_json(self) -> dict[str, Any]:
         """The file form (schema zensim-layers/1)."""
         out: dict[str, Any] = {"schema": SCHEMA, "kind": self.kind, "workload": self.workload, "device": self.device,
                                "batch_size": self.batch_size, "iterations": self.iterations}
-        out.update({key: getattr(self, key) for key in _TIME_KEYS})
+        out.update({key: getattr(self, key) for key in _TIME_KEYS if key in _TIME_KEYS[:3] or getattr(self, key)})
         out["source"] = self.source
         if self.extra:
             out["extra"] = self.extra

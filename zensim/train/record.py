@@ -7,6 +7,11 @@ running them: marks of a HostClock, taken with the recorder's). The median step'
 its wall time (under BUSY_BELOW of it) means the steps waited: for a processor on a busy machine (other processes runnable), or for
 something else (a sleep, I/O, a GPU), so the profile is slower than the model on a quiet machine;
 the profile then carries a `warning` and the command prints it on stderr.
+
+`record_script` also measures what a script's step does beside the model and what `zensim_hook` would
+do on its buckets (docs/iteration.md): `step_other_s`, the median wall time from a step's end (its
+optimizer's) to the next step's forward (`step_other`); and the hook's own work on a bucket, fitted
+over buckets of the model's last gradient (`hook_work`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +27,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from zensim.ddp.hook import natural_select, write_back
 from zensim.errors import ConfigError
 from zensim.script import batch_size_of, check_script, one_rank_world, run_script
 from zensim.train.clocks import Clock, clock_for, describe_device
@@ -28,6 +35,8 @@ from zensim.train.hooks import LayerRecorder, StepEvents
 from zensim.train.layers import LayerProfile
 
 BUSY_BELOW = 0.8  # CPU seconds per wall second of the timed steps below which the machine is called busy
+HOOK_FRACTIONS = (0.25, 0.5, 0.75, 1.0)  # the buckets `hook_work` times: these shares of the model's gradient
+HOOK_REPEATS = 21  # runs per bucket, the median kept
 MARKS = "hooks around real training (forward pre/post, post-accumulate-grad, optimizer step hooks)"
 
 
@@ -70,6 +79,46 @@ def host_figures(events: StepEvents, warmup: int, load_before: tuple[float, ...]
                           f"{np.median(cpu) * 1e3:.3g} ms of CPU ({ratio:.0%}; load average {load_before[0]:.1f} -> "
                           f"{load_after[0]:.1f} on {os.cpu_count()} CPUs): the machine was busy or the steps waited, "
                           "so this profile is slower than the model; record it on a quiet machine")
+    return out
+
+
+def step_other(events: StepEvents, warmup: int) -> float:
+    """The median wall seconds (HostClock marks) from a step's end (its optimizer's, or backward's) to the
+    next step's forward, over the steps after `warmup` (the first step's has none before it)."""
+    steps = events.steps
+    ends = [s.optimizer_end if s.optimizer_end is not None else s.backward_end for s in steps]
+    gaps = [steps[k].forward_start[1] - ends[k - 1][1] for k in range(max(warmup, 1), len(steps))]
+    return float(np.median(gaps)) if gaps else 0.0
+
+
+def hook_work(flat: torch.Tensor, repeats: int = HOOK_REPEATS) -> dict[str, float]:
+    """zensim_hook's own work on buckets of gradient `flat` (a model's gradients laid end to end, as DDP's
+    buckets hold them) without the scheme's run, fitted as seconds = fixed + per element x elements
+    (least squares, each part at least 0): before the run, the bucket's non-zeros selected
+    (`natural_select`) and divided by the world size; after it, the selection written back into the
+    bucket (`write_back`). Buckets of HOOK_FRACTIONS of `flat`'s elements, each the median wall time of
+    `repeats` runs. Profile fields hook_{before,after}_s and hook_{before,after}_element_s."""
+    sizes, before, after = [], [], []
+    for share in HOOK_FRACTIONS:
+        bucket = flat[:max(1, round(flat.numel() * share))].clone()
+        runs = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            chunk = natural_select(bucket)
+            _ = chunk.values / 2  # the division by the world size
+            t1 = time.perf_counter()
+            write_back(bucket, chunk)  # the bucket unchanged, for the next run
+            t2 = time.perf_counter()
+            runs.append((t1 - t0, t2 - t1))
+        sizes.append(bucket.numel())
+        before.append(float(np.median([r[0] for r in runs])))
+        after.append(float(np.median([r[1] for r in runs])))
+    out = {}
+    for name, seconds in (("before", before), ("after", after)):
+        slope, fixed = np.polyfit(np.array(sizes, np.float64), np.array(seconds), 1) if len(set(sizes)) > 1 else (
+            0.0, seconds[-1])
+        out[f"hook_{name}_s"] = max(float(fixed), 0.0)
+        out[f"hook_{name}_element_s"] = max(float(slope), 0.0)
     return out
 
 
@@ -128,13 +177,14 @@ def record_script(script: str, script_args: list[str], iterations: int = 10, war
     check_script(script, "--script")
     if iterations < 1 or warmup < 0:
         raise ConfigError(f"--iterations {iterations} / --warmup {warmup}: need at least 1 timed step and warmup >= 0")
-    found: list[tuple[LayerRecorder, torch.device]] = []
+    found: list[tuple[LayerRecorder, torch.device, torch.nn.Module]] = []
     loaders: list[int | None] = []
 
     def on_ddp(model: torch.nn.parallel.DistributedDataParallel) -> None:
         if not found:
             device = next(model.module.parameters()).device
-            found.append((LayerRecorder(model.module, clock=HostClock(clock_for(device)), every_optimizer=True), device))
+            found.append((LayerRecorder(model.module, clock=HostClock(clock_for(device)), every_optimizer=True), device,
+                          model.module))
 
     load = os.getloadavg()
     try:
@@ -142,20 +192,29 @@ def record_script(script: str, script_args: list[str], iterations: int = 10, war
                             "communication would enter backward"):
             run_script(script, script_args, on_ddp, loaders.append)
     finally:
-        for recorder, _ in found:
+        for recorder, _, _ in found:
             recorder.detach()
     if not found:
         raise ConfigError(f"--script {script}: the script built no DistributedDataParallel model")
-    recorder, device = found[0]
+    recorder, device, module = found[0]
     if len(recorder.steps) < warmup + iterations:
         raise ConfigError(f"--script {script}: training ran {len(recorder.steps)} complete steps, fewer than "
                           f"--warmup {warmup} + --iterations {iterations}")
     del recorder.steps[warmup + iterations:]
     batch, batch_source = batch_size_of(batch_size, loaders)
     name = Path(script).stem
-    return recorder.profile(
+    profile = recorder.profile(
         warmup, kind="measured", device=describe_device(device), workload=name, batch_size=batch,
         extra={"host": host_figures(recorder, warmup, load), "script": script, "script_args": list(script_args),
                "batch_size_source": batch_source},
         source=f"zensim layers record --script {script}: its first DDP model, medians of {iterations} steps after "
-               f"{warmup} warm-up steps, {MARKS}")
+               f"{warmup} warm-up steps, {MARKS}; the step's other time between steps; zensim_hook's selection and "
+               f"write-back timed on {len(HOOK_FRACTIONS)} buckets of the last gradient, medians of {HOOK_REPEATS}, "
+               "fitted per element")
+    params = dict(module.named_parameters())
+    grads = [params[p.name].grad for p in profile.params]
+    if any(g is None for g in grads):  # the script let go of its gradients: nothing to time the hook on
+        return replace(profile, step_other_s=step_other(recorder, warmup))
+    with torch.no_grad():
+        flat = torch.cat([g.reshape(-1) for g in grads])
+    return replace(profile, step_other_s=step_other(recorder, warmup), **hook_work(flat))

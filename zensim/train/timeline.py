@@ -9,7 +9,8 @@ contract of docs/architecture.md (zensim.net.replay.LogReplay), so a synchroniza
 GPU when that GPU's part of it has. The scheme's local work (hashing, encoding, merging: the
 compression) runs on the stream with it, costed by the same `Costs` as every simulation; the work of
 dense collectives (dense parts, and the intra-machine rings of ZEN's layout) by `dense_work` if
-given (a fused collective such as NCCL's ring: no per-stage kernel). A dense part runs the dense
+given, else by the same costs, a dense collective's log being fused (one kernel per rank, as NCCL's
+ring: one launch per rank, not one per piece; zensim.run.log.MessageLog.fused). A dense part runs the dense
 all-reduce algorithm zensim.train.tuner picks for its size (`dense_algorithm`: auto, or one forced). The
 optimizer step starts when backward is over and the GPU's last bucket is synchronized; the next
 iteration's forward follows it. All buckets of all iterations are clients of one Network, so
@@ -25,6 +26,13 @@ With `hosts` (GPU -> host), compute runs on the hosts' processors instead: forwa
 segments between bucket-ready points) and optimizer are local work sharing `Costs.host_cores`
 processors with the schemes' local work, as ranks training on CPUs do (the emulator: every rank a
 process of one host).
+
+The profile's `step_other_s` (the step outside forward, backward and optimizer: the data loader's
+batch, zero_grad) runs before each forward, as compute. A bucket synchronized by a scheme (a sparse
+part, not turned dense by `dense_above`, without a fusion strategy's compression) has `zensim_hook`'s own host work around the scheme's run on
+the communication stream: the profile's `hook_work_s` of its sparse parts' elements before the run
+(selecting the non-zeros) and after it (writing the sum back), as compute of the GPU (its host's
+processors with `hosts`). Profiles without these figures have 0 of them.
 
 Background traffic (Gemini's checkpoints, zensim.train.gemini) is another client of the same
 Network: `on_iteration(net, gpu, iteration)` is called as each GPU begins an iteration, and what it
@@ -47,6 +55,7 @@ forward does not wait for parameters by bucket.
 from __future__ import annotations
 
 import time
+from typing import Any
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -83,6 +92,12 @@ class Run:
     wall_s: float = 0.0
     dense_algorithms: dict = field(default_factory=dict)  # dense part elements -> the algorithm it ran
     densely: np.ndarray | None = None  # (I, B): the bucket was all-reduced densely (dense_above)
+    timeline: Any = field(default=None, repr=False)  # the Timeline that ran it (its buckets and steps: exports)
+
+    def __getstate__(self) -> dict:
+        """Pickled (a sweep point's record sent back by a Dask worker) without the Timeline, which holds
+        the open trace."""
+        return {**self.__dict__, "timeline": None}
 
     @property
     def makespan(self) -> float:
@@ -121,7 +136,7 @@ class Timeline:
             return self.logs.steps(part, iteration)
         return self.logs.steps(part, iteration, self.tuner(part.numel))
 
-    def _bucket_steps(self, i: int, b: int) -> list[Step]:
+    def bucket_steps(self, i: int, b: int) -> list[Step]:
         """The steps of bucket b in iteration i: its parts' at the trace iteration i replays, or its
         dense all-reduce where `dense_above` says so."""
         t_it = self.trace_iterations[i % len(self.trace_iterations)]
@@ -138,6 +153,15 @@ class Timeline:
         t_it = self.trace_iterations[i % len(self.trace_iterations)]
         before = (t_it - 1) % (self.logs.trace.iterations if self.logs.trace is not None else 1)
         return any(self.logs.density(part, before) > self.dense_above for part in self.syncs[b].parts if part.sparse)
+
+    def hook_work(self, i: int, b: int) -> tuple[float, float]:
+        """zensim_hook's host seconds around bucket b's scheme run in iteration i, (before, after): the
+        profile's `hook_work_s` over its sparse parts' elements; none when `dense_above` all-reduces it or
+        a fusion strategy's compression (priced on its own) selects it."""
+        if self.syncs[b].compress or self.densely(i, b):
+            return 0.0, 0.0
+        numel = sum(part.numel for part in self.syncs[b].parts if part.sparse)
+        return self.profile.hook_work_s(numel) if numel else (0.0, 0.0)
 
     def run(self, compiled: bool = True) -> Run:
         """Simulate every iteration on every GPU; returns the raw times. The whole schedule runs as one
@@ -160,6 +184,7 @@ class Timeline:
         run.events = net.events
         run.dense_algorithms = dict(self.tuner.chosen)
         run.densely = np.array([[self.densely(i, b) for b in range(nb)] for i in range(n_it)], bool).reshape(n_it, nb)
+        run.timeline = self
         run.wall_s = time.perf_counter() - start
         return run
 
@@ -175,7 +200,7 @@ class Timeline:
         out = {}
         for i in range(self.iterations):
             for b in range(len(self.syncs)):
-                out[(i, b)] = self._bucket_steps(i, b)
+                out[(i, b)] = self.bucket_steps(i, b)
         return out
 
     def _run_compiled(self, run: Run, steps: dict[tuple[int, int], list[Step]]) -> None:
@@ -195,18 +220,24 @@ class Timeline:
                 clients.append(client)
         marks = self._marks()
         program = Program()
-        forward = np.array([[program.timer(prof.forward_s) for _ in range(g)]] + [[-1] * g] * (n_it - 1), np.int64)
+        first_compute = prof.step_other_s + prof.forward_s
+        forward = np.array([[program.timer(first_compute) for _ in range(g)]] + [[-1] * g] * (n_it - 1), np.int64)
         ready, start, end = (np.zeros((n_it, nb, g), np.int64) for _ in range(3))
         backward_end, optimizer = (np.zeros((n_it, g), np.int64) for _ in range(2))
         for i in range(n_it):
             for r in range(g):
                 if i:
-                    forward[i, r] = program.timer(prof.forward_s)
+                    forward[i, r] = program.timer(first_compute)
                     program.then(optimizer[i - 1, r], forward[i, r])
                 last = -1
                 for b in range(nb):  # the communication stream: buckets in order, parts in order
                     c0 = first[(i, b)]
                     nodes = [program.rank(c0 + k, r) for k in range(len(steps[(i, b)]))]
+                    before, after = self.hook_work(i, b)
+                    if before > 0:
+                        nodes.insert(0, program.timer(before))
+                    if after > 0:
+                        nodes.append(program.timer(after))
                     if last >= 0:
                         program.then(last, nodes[0])
                     for x, y in zip(nodes, nodes[1:]):
@@ -270,7 +301,7 @@ class Timeline:
             run.iteration_start[i, r] = net.now
             if self.on_iteration is not None:
                 self.on_iteration(net, r, i)
-            compute(r, prof.forward_s, backward_start)
+            compute(r, prof.step_other_s + prof.forward_s, backward_start)
 
         def backward_start(r: int) -> None:
             run.backward_start[it[r], r] = net.now
@@ -303,14 +334,14 @@ class Timeline:
                 return
             busy[r] = True
             run.bucket_start[it[r], b, r] = net.now
-            start_part(r, it[r], b, 0)
+            compute(r, self.hook_work(it[r], b)[0], start_part, it[r], b, 0)
 
         steps: dict[tuple[int, int], list] = {}  # (iteration, bucket) -> its parts' steps, in order
 
         def start_part(r: int, i: int, b: int, k: int) -> None:
             mine = steps.get((i, b))
             if mine is None:
-                mine = steps[(i, b)] = self._bucket_steps(i, b)
+                mine = steps[(i, b)] = self.bucket_steps(i, b)
             key = (i, b, k)
             client = run.clients.get(key)
             if client is None:
@@ -324,6 +355,9 @@ class Timeline:
             if k + 1 < len(steps[(i, b)]):
                 start_part(r, i, b, k + 1)
                 return
+            compute(r, self.hook_work(i, b)[1], bucket_done, i, b)
+
+        def bucket_done(r: int, i: int, b: int) -> None:
             run.bucket_end[i, b, r] = net.now
             busy[r] = False
             nxt[r] += 1

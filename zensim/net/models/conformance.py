@@ -20,7 +20,8 @@ import numpy as np
 from zensim.net.costs import Costs
 from zensim.net.network import Network
 from zensim.net.profile import NicEfficiency, WorkCost
-from zensim.net.topology import ClusterSpec, LinkKind
+from zensim.net.links import LinkKind
+from zensim.net.topology import ClusterSpec
 
 B = 1e9  # NIC bytes/s
 NVL = 8e9  # NVLink bytes/s

@@ -34,7 +34,10 @@ segments in time order, so a departure costs O(1) Python work, not a pass over t
   least the busy period can last, whatever the rates (not ε x capacity x (T_k - its start): where
   one large flow shares a link with k small ones, the first solve projects T_k k + 1 times too
   long), so each link's busy period loses at most ε of its least length, whatever the number of
-  solves and the fan-in (waterfill._restart). The re-solve is not done at once: the component is due when the service
+  solves and the fan-in (waterfill._restart). Per flow: the allowance is scaled at each departure by
+  the share of the last solve's rates on the link still alive (waterfill.share_of_room: the flows
+  left make a loss up at their rates), and a solve counts the busy period from its oldest flow's
+  start (waterfill.solve_compiled), so credit banked before a flow began is not spent on it. The re-solve is not done at once: the component is due when the service
   actually lost since its last solve reaches 1/64 of what is left of the allowance (a time known
   at the departure, since rates do not change until the next solve), and any solve before then
   (the next rank's sends, usually) takes the freed capacity up for free; at 256-rank zen this
@@ -63,7 +66,7 @@ import numpy as np
 
 from zensim.errors import ConfigError
 from zensim.net.models.base import NetworkView
-from zensim.net.waterfill import LinkState, solve_flows, warm_flows
+from zensim.net.waterfill import LinkState, share_of_room, solve_flows, warm_flows
 
 TIE = 1e-12  # relative tolerance: flows finishing "now"
 DEFER = 1 / 64  # the part of what is left of a link's allowance a departure may actually lose before its re-solve
@@ -400,7 +403,7 @@ class MaxMin:
         comp.segments = []
         now = self.clock.now
         capacity = self._capacities()
-        flows, finish = solve_flows(flows, self.alive, self.left, self.base_time, self.rate, self.net.routes, capacity,
+        flows, finish = solve_flows(flows, self.alive, self.left, self.base_time, self.rate, self.net.sent_at, self.net.routes, capacity,
                                     now, self.batch, self.state)
         comp.parts, comp.nparts = [flows], 1
         comp.check = np.inf
@@ -458,7 +461,7 @@ class MaxMin:
             alive[m] = False
         self.active -= len(gone)
         nflows, comp_on, freed_on, freed_t_on = self.nflows, self.comp_on, self.freed, self.freed_t
-        spent, last, room = self.spent, self.last, self.room
+        spent, last, room, used = self.spent, self.last, self.room, self.used
         for m, rate in zip(gone, rates):
             c = self._find(self.comp_of[m])
             comp = self.comps[c]
@@ -473,7 +476,7 @@ class MaxMin:
                     continue
                 freed_on[k] = freed = freed_on.item(k) + rate
                 freed_t_on[k] = freed_t = freed_t_on.item(k) + rate * now
-                lost, allowance = spent.item(k), room.item(k)
+                lost, allowance = spent.item(k), share_of_room(room.item(k), used.item(k), freed)
                 if lost + freed * last.item(k) - freed_t > allowance and comp.alive:
                     # the idle capacity's lost service reaches DEFER of what is left of the allowance at `when`
                     when = ((allowance - lost) * DEFER + freed_t) / freed

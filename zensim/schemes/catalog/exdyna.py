@@ -32,7 +32,7 @@ from zensim.errors import ConfigError
 from zensim.run.context import RunContext, Tables
 from zensim.schemes.closed import SparsityStats
 from zensim.schemes.options import Option
-from zensim.schemes.program import Capabilities
+from zensim.run.program import Capabilities
 from zensim.schemes.scheme import Scheme
 from zensim.schemes.workkinds import merge_work
 from zensim.sparse import xp as backend
@@ -119,6 +119,7 @@ class ExDynaProgram:
         self.c_stages = math.ceil(math.log2(n)) if n > 1 else 0
         self.i_stages = n - 1
         self.num_stages = max(1, self.c_stages + 3 * (n - 1))
+        self.step2_start = self.num_stages  # no push / pull split: every stage reported as push
 
     def _phase(self, stage: int) -> tuple[str, int]:
         if stage < self.c_stages:
@@ -136,6 +137,10 @@ class ExDynaProgram:
         if phase == "counts":
             return (rank - (1 << s)) % self.n if out else (rank + (1 << s)) % self.n
         return (rank + 1) % self.n if out else (rank - 1) % self.n
+
+    def sized_log(self, chunks, tables=None):  # type: ignore[no-untyped-def]
+        """None: the program needs values, so only the driver runs it (StageProgram.sized_log)."""
+        return None
 
     def sources(self, stage: int, rank: int) -> list[int]:
         """Who sends to `rank` at `stage`."""

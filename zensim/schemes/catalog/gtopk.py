@@ -22,7 +22,7 @@ from zensim.schemes.closed import SparsityStats
 from zensim.schemes.options import Option
 from zensim.schemes.partitioning import Centralization
 from zensim.schemes.plans import Stage, Transfer, full
-from zensim.schemes.program import Group, StageProgram, cover_groups
+from zensim.schemes.program import ComposedProgram, Group, cover_groups
 from zensim.schemes.scheme import Scheme
 from zensim.sparse.formats import make_format
 
@@ -40,11 +40,11 @@ def tree_stages(n: int) -> list[Stage]:
     return reduce + broadcast
 
 
-class GTopkProgram(StageProgram):
+class GTopkProgram(ComposedProgram):
     """The composed program; a reduction's receiver merges what it holds after every stage."""
 
     def receive(self, stage: int, rank: int, items: list[list[Group]], inbox, ctx: RunContext) -> list[list[Group]]:
-        """As StageProgram's, then the item's held groups merged into one and cut to the top k."""
+        """As ComposedProgram's, then the item's held groups merged into one and cut to the top k."""
         items = super().receive(stage, rank, items, inbox, ctx)
         groups = items[0]
         held = 0

@@ -52,7 +52,7 @@ from zensim.schemes.options import Option
 from zensim.schemes.partitioning import Parallelism
 from zensim.schemes.pieces import ChunkPiece, Piece, union
 from zensim.schemes.plans import Stage, Transfer, full
-from zensim.schemes.program import Group, StageProgram, bits, lowest
+from zensim.schemes.program import ComposedProgram, Group, bits, lowest
 from zensim.schemes.scheme import Scheme
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.formats import FORMATS, make_format
@@ -218,7 +218,7 @@ class HController:
         self.h = min(max(self.h + self.step, self.low), float(self.target))
 
 
-class SparDLProgram(StageProgram):
+class SparDLProgram(ComposedProgram):
     """The composed program, telling the re-selection how many ranks hold each merged sum and how
     many elements to keep (B-SAG: h before the all-gather across teams, L after it)."""
 
@@ -253,7 +253,7 @@ class SparDLProgram(StageProgram):
         return self._bundle(t) or super().bundles(t)
 
     def _groups_for(self, rank, items, t, ctx):  # type: ignore[no-untyped-def]
-        """As StageProgram's; a B-SAG bundle takes each team's piece from the group holding it (the
+        """As ComposedProgram's; a B-SAG bundle takes each team's piece from the group holding it (the
         last Bruck step sends a prefix of the teams held, which may split a bundle received)."""
         if not self._bundle(t):
             return super()._groups_for(rank, items, t, ctx)
@@ -269,7 +269,7 @@ class SparDLProgram(StageProgram):
         return picked
 
     def start(self, rank: int, chunk: SparseChunk, ctx: RunContext) -> list[list[Group]]:
-        """As StageProgram's; under B-SAG with teams of one rank the rank's own block is its team's
+        """As ComposedProgram's; under B-SAG with teams of one rank the rank's own block is its team's
         and is cut to the top h here (no merge happens before it is sent)."""
         items = super().start(rank, chunk, ctx)
         if self.bsag and self.n == self.teams and self.n > 1:
@@ -279,7 +279,7 @@ class SparDLProgram(StageProgram):
         return items
 
     def _merge(self, rank, cover, origins, ctx):  # type: ignore[no-untyped-def]
-        """As StageProgram's, with the share of a drop set to 1 / (teams in the sum) and the count
+        """As ComposedProgram's, with the share of a drop set to 1 / (teams in the sum) and the count
         kept set by the SAG: B-SAG cuts a team's block to h, and a sum over every team to L after
         counting it (N_t, observed by the rank's h controller)."""
         teams = self._teams_in(origins)

@@ -67,6 +67,7 @@ class Format:
     keeps_zeros = True
     takes_block_size = False
     size_from_count = True  # size depends only on the element count (see bitset_size)
+    size_from_domain = False  # size is the domain's alone (dense): known before any data is seen
 
     def __init__(self, value_dtype: str = "float32") -> None:
         self.value: ValueCodec = value_codec(value_dtype)

@@ -59,6 +59,7 @@ class Dense(Format):
 
     name = "dense"
     keeps_zeros = False
+    size_from_domain = True
 
     def size(self, chunk: SparseChunk, domain: Domain) -> int:
         return domain.size * self.value.itemsize

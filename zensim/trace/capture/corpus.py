@@ -10,6 +10,7 @@ token), as word-level language models order it, which is what makes embedding gr
 from __future__ import annotations
 
 import collections
+import gzip
 import os
 import re
 import shutil
@@ -68,12 +69,16 @@ def kjv_text(bible: str) -> str:
 
 
 def load_corpus(path: str | None = None) -> Corpus:
-    """The corpus from `path`, else $ZENSIM_CORPUS, else the installed KJV; one-line error if none."""
+    """The corpus from `path` (plain text, or gzip-compressed if it ends in .gz), else $ZENSIM_CORPUS, else
+    the installed KJV; one-line error if none."""
     path = path or os.environ.get("ZENSIM_CORPUS")
     if path:
         file = Path(path)
         if not file.is_file():
             raise ConfigError(f"--corpus {path}: no such file")
+        if file.suffix == ".gz":  # e.g. the KJV written out for a machine without the `bible` program
+            with gzip.open(file, "rt", encoding="utf-8", errors="replace") as f:
+                return build_corpus(file.name, tokenize(f.read()))
         return build_corpus(file.name, tokenize(file.read_text(encoding="utf-8", errors="replace")))
     bible = shutil.which("bible")
     if bible is None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from zensim.train.fusion.base import Fusing, FusionStrategy
 from zensim.train.fusion.chain import Chain
 
 
@@ -178,3 +179,12 @@ def optimal_fusion_dp(chain: Chain) -> FusionResult:
         k, a = int(parent[k, a]), a - 1
     ends = tuple(reversed(ends))
     return FusionResult(ends, chain.time(ends), int(np.isfinite(least).sum()), time.perf_counter() - t0, "cupcake-dp")
+
+
+def fuse(f: Fusing) -> tuple[Chain, tuple[int, ...]]:
+    """Fuse then compress, the groups by Cupcake's optimal fusion."""
+    chain = f.chain()
+    return chain, optimal_fusion_dp(chain).ends
+
+
+CUPCAKE = FusionStrategy("cupcake", "fuse then compress, Cupcake's optimal fusion", fuse, "bucket")

@@ -27,7 +27,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from zensim.train.fusion.chain import close_at
+from zensim.train.fusion.base import Fusing, FusionStrategy
+from zensim.train.fusion.chain import Affine, Chain, close_at
 
 
 def fixed_capacity(sparse_bytes: Sequence[float], cap: float) -> tuple[int, ...]:
@@ -89,3 +90,14 @@ def merge_long_tail(ends: tuple[int, ...], fuse: Sequence[float], comm: Callable
         if m + 1 < len(ends) and sent > hidden:
             return ends[:m] + (ends[-1],)
     return ends
+
+
+def fuse(f: Fusing) -> tuple[Chain, tuple[int, ...]]:
+    """Every tensor compressed right after its backward (fusing the sparse tensors costs nothing more),
+    then SAFusion's adaptive buffers over the compressed path."""
+    per_tensor = np.array([f.compress(x) for x in f.sizes])
+    chain = Chain(f.backward + per_tensor, f.sizes, Affine(0.0, 0.0), f.communicate, f.forward)
+    return chain, adaptive(chain.backward, lambda lo, hi: chain.g(lo, hi - 1))
+
+
+SAFUSION = FusionStrategy("safusion", "each tensor compressed, fused into SAFusion's adaptive buffers", fuse, "tensor")

@@ -39,13 +39,13 @@ from zensim.net.costs import Costs
 from zensim.train.buckets import MIB, Bucket, DDPBuckets, PerTensor
 from zensim.net.profile import fit
 from zensim.train.fusion.chain import Affine
+from zensim.train.fusion.base import FusionStrategy
+from zensim.train.fusion.registry import STRATEGIES, lookup
 from zensim.train.fusion.selection import Selection
 from zensim.train.fusion.strategies import Compression, Workload, plan
 from zensim.train.layers import LayerProfile, ParamTime
 from zensim.train.syncs import DENSE, BucketSync, SyncLogs, bucket_syncs
 
-STRATEGIES = ("none", "layerwise", "behind", "safusion", "cupcake")
-UNIT = {"layerwise": "tensor", "behind": "bucket", "safusion": "tensor", "cupcake": "bucket"}
 COSTS = {"dgc": Affine(2.5e-4, 6.25e-11),        # thesis Fig. 5.2: ~0.25 ms flat to 4 MB, then linear
          "threshold": Affine(2e-5, 6.25e-12)}    # one pass over the tensor (a hard threshold)
 
@@ -110,7 +110,8 @@ Timelines = Callable[..., object]  # (syncs, profile, iterations) -> zensim.trai
 
 @dataclass
 class Strategy:
-    """One of layerwise, behind, safusion, cupcake on the iteration timeline (module docstring)."""
+    """A registered strategy that compresses (zensim.train.fusion.registry) on the iteration timeline
+    (module docstring)."""
 
     name: str
     compression: Compression = Compression()
@@ -119,14 +120,18 @@ class Strategy:
     degree: float | None = None     # behind: the cap as a fraction of the model's bytes
     options: dict = field(default_factory=dict)  # the sparsifier's
     fitted: Affine | None = field(default=None, init=False)
+    spec: FusionStrategy = field(init=False)  # the registered strategy (zensim.train.fusion.registry)
     selection: Selection = field(init=False)
 
     def __post_init__(self) -> None:
-        if self.name not in UNIT:
-            raise ConfigError(f"--strategy {self.name}: choose from {', '.join(STRATEGIES)}")
-        if self.name != "behind" and (self.bucket_mb is not None or self.degree is not None):
-            raise ConfigError(f"--bucket-mb/--fusion-degree: only for the behind strategy, not {self.name}")
-        self.selection = Selection(UNIT[self.name], self.sparsifier, self.compression.density, dict(self.options))
+        spec = lookup(self.name)
+        if spec.unit is None:
+            raise ConfigError(f"--strategy {self.name}: compresses nothing (run_strategy runs it as dense DDP)")
+        if not spec.takes_cap and (self.bucket_mb is not None or self.degree is not None):
+            capped = ", ".join(n for n, s in STRATEGIES.items() if s.takes_cap and s.unit is not None)
+            raise ConfigError(f"--bucket-mb/--fusion-degree: only for the {capped} strategy, not {self.name}")
+        self.spec = spec
+        self.selection = Selection(spec.unit, self.sparsifier, self.compression.density, dict(self.options))
 
     def describe(self) -> str:
         """'cupcake, topk 1% per bucket'."""
@@ -139,11 +144,11 @@ class Strategy:
         h = Affine(self.compression.encode.alpha, self.compression.encode.beta / shard)
         selected = sparse if logs.selection is not None else set()
         params = profile.params
-        if self.name == "layerwise":
+        if self.spec.buckets == "tensor":
             buckets = PerTensor().assign(params)
-        elif self.name == "behind":
+        elif self.spec.buckets == "ddp":
             buckets = ddp_buckets(profile, self.bucket_mb, self.degree).assign(params)
-        else:
+        else:  # "chain": the strategy's groups on the fused-chain model, g fitted on this timeline
             self.fitted = fit_communication(profile, sparse, timeline)
             ends = plan(self.name, profile_workload(profile), c, self.compression, communicate=self.fitted,
                         encode=h if selected else Affine(0.0, 0.0)).ends
@@ -200,7 +205,7 @@ def run_strategy(name: str, profile: LayerProfile, scheme: str, costs: Costs, *,
     model, layout, iterations, the scheme's options, ...); `dense` reuses a dense baseline."""
     from zensim.train.iteration import simulate_iteration
 
-    if name == "none":
+    if lookup(name).unit is None:
         if dense is not None and bucket_mb is None and degree is None:
             rec = dense
         else:
@@ -211,7 +216,7 @@ def run_strategy(name: str, profile: LayerProfile, scheme: str, costs: Costs, *,
                 dense = simulate_iteration(profile, DENSE, costs, **{k: v for k, v in plain.items() if k != "bucketing"})
             if dense is not None:
                 rec.dense_iteration_s, rec.speedup_vs_dense = dense.iteration_s, dense.iteration_s / rec.iteration_s
-        return replace(rec, strategy={"name": "none", "groups": len(rec.buckets), "degree": degree,
+        return replace(rec, strategy={"name": name, "groups": len(rec.buckets), "degree": degree,
                                       "bucket_mb": bucket_mb, "selection": "none (dense)", "missing_rate": 0.0})
     strategy = Strategy(name, compression, sparsifier, bucket_mb, degree, dict(sparsifier_options or {}))
     return simulate_iteration(profile, scheme, costs, strategy=strategy, dense=dense, **common)

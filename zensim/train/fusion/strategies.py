@@ -2,14 +2,16 @@
 
 Every strategy sees the same tensors (gradient-ready order, dense bytes, backward seconds), the
 same cluster and the same compression costs, and is timed by the same fused-chain timeline
-(`chain.py`: backward and compression on one stream, communication on another):
+(`chain.py`: backward and compression on one stream, communication on another). The strategies
+are registered in zensim.train.fusion.registry, each in its own file:
 
 - `none`: no compression; DDP buckets (`zensim.train.buckets`) each all-reduced hierarchically;
 - `layerwise`: every tensor compressed and sent on its own (GRACE / HiPress style);
 - `behind`: sparsification-behind fusion: DDP buckets, one compression per bucket (OkTopk, OMGS);
+  (these three: basic.py)
 - `safusion`: every tensor compressed on its own right after its backward, the sparse tensors fused
-  into SAFusion's adaptive buffers (eqs. 1-3), aligned across workers;
-- `cupcake`: fuse-then-compress with Cupcake's optimal fusion.
+  into SAFusion's adaptive buffers (eqs. 1-3), aligned across workers (safusion.py);
+- `cupcake`: fuse-then-compress with Cupcake's optimal fusion (cupcake.py).
 
 Compressed tensors take the hierarchical path the thesis uses at 25 Gbps (Cupcake §5.4.1: compress
 for inter-machine communication only): a dense reduce-scatter over NVLink, each GPU compresses its
@@ -23,17 +25,14 @@ message logs of real schemes; this module is the model the optimizers reason wit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from zensim.net.topology import ClusterSpec
-from zensim.train.buckets import DDPBuckets
+from zensim.train.fusion.base import Fusing
 from zensim.train.fusion.chain import Affine, Chain
-from zensim.train.fusion.cupcake import optimal_fusion_dp
-from zensim.train.fusion.safusion import adaptive
-from zensim.train.layers import ParamTime
+from zensim.train.fusion.registry import lookup
 
 
 @dataclass(frozen=True)
@@ -84,12 +83,6 @@ def shard_encode(c: ClusterSpec, comp: Compression) -> Affine:
     return Affine(comp.encode.alpha, comp.encode.beta / c.gpus_per_machine)
 
 
-def ddp_buckets(sizes: Sequence[float]) -> tuple[int, ...]:
-    """DDP's buckets (zensim.train.buckets: 25 MiB, the first 1 MiB) of fp32 tensors, as group ends."""
-    params = [ParamTime(f"t{i}", int(x) // 4, i, 0.0, 0.0) for i, x in enumerate(sizes)]
-    return tuple(int(e) for e in np.cumsum([len(b.members) for b in DDPBuckets().assign(params)]))
-
-
 @dataclass(frozen=True)
 class Plan:
     """A strategy applied: the chain it is timed on, its groups, the iteration time and the throughput."""
@@ -106,30 +99,14 @@ class Plan:
         return len(self.ends)
 
 
-STRATEGIES = ("none", "layerwise", "behind", "safusion", "cupcake")
-
-
 def plan(strategy: str, w: Workload, c: ClusterSpec, comp: Compression, *, communicate: Affine | None = None,
          encode: Affine | None = None) -> Plan:
-    """Apply `strategy` to workload `w` on cluster `c` with compression `comp`. `communicate` and
-    `encode` replace the compressed path's g and the per-GPU compression h (e.g. g fitted to the
-    iteration timeline's synchronizations: zensim.train.fusion.schedule)."""
-    sizes = w.sizes
+    """Apply `strategy` (a name of zensim.train.fusion.registry) to workload `w` on cluster `c` with
+    compression `comp`. `communicate` and `encode` replace the compressed path's g and the per-GPU
+    compression h (e.g. g fitted to the iteration timeline's synchronizations:
+    zensim.train.fusion.schedule)."""
     g = communicate or sparse_allgather(c, comp)
     h = encode or shard_encode(c, comp)
-    if strategy == "none":
-        chain = Chain(w.backward, sizes, Affine(0.0, 0.0), dense_allreduce(c), w.forward)
-        ends = ddp_buckets(sizes)
-    elif strategy == "safusion":
-        per_tensor = np.array([h(x) for x in sizes])
-        # compression runs per tensor after its backward; fusing the sparse tensors costs nothing more
-        chain = Chain(w.backward + per_tensor, sizes, Affine(0.0, 0.0), g, w.forward)
-        ends = adaptive(chain.backward, lambda lo, hi: chain.g(lo, hi - 1))
-    elif strategy in ("layerwise", "behind", "cupcake"):
-        chain = Chain(w.backward, sizes, h, g, w.forward)
-        ends = {"layerwise": chain.layerwise, "behind": lambda: ddp_buckets(sizes),
-                "cupcake": lambda: optimal_fusion_dp(chain).ends}[strategy]()
-    else:
-        raise ValueError(f"unknown strategy {strategy!r} (choose from {', '.join(STRATEGIES)})")
+    chain, ends = lookup(strategy).fuse(Fusing(w.backward, w.sizes, w.forward, h, g, dense_allreduce(c)))
     t = chain.time(ends)
     return Plan(strategy, chain, ends, t, w.batch_per_gpu * c.gpus / t)

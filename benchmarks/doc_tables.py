@@ -1,0 +1,306 @@
+"""Figure tables of the pages made by scripts, so that no page can go stale by hand.
+
+Each table follows a marker line on its page, `<!-- table NAME: benchmarks/doc_tables.py -->`, and is
+the run of `|` lines after it; --write replaces that run with what the script computes now.
+tests/test_doc_tables.py rebuilds every table named here and fails where a page differs.
+
+    .venv/bin/python benchmarks/doc_tables.py [NAME ...]           # print the tables (default: all)
+    .venv/bin/python benchmarks/doc_tables.py --write [NAME ...]   # rewrite them in their pages
+
+Tables: shipped-traces (traces/README.md: every shipped trace's header, instant); zen-fig11-12,
+zen-fig11-12-machines (docs/iteration.md: benchmarks/zen_figures.py's runs, about 13 s of CPU); zen-gap
+(docs/iteration.md: benchmarks/zen_gap.py's terms, about 2 s); sparse-buckets (docs/iteration.md: the
+hook's buckets at 25 Mbit/s, about 3 s); replay-density, replay-buildup (docs/replay.md: the replay
+command shown there, at 16 and at 2-16 machines, about 10 s each); spardl-bsag (docs/replay.md: SparDL
+with teams, about 5 s); zen-characteristics (docs/capture.md: `trace stats` of six shipped traces,
+about 6 s); exdyna-claims-digits, -digits-warm, -wide-warm (docs/replay.md: window means of the
+committed CSV files benchmarks/exdyna_claims.py writes; the test re-runs the shipped traces' two, 2 s).
+(docs/results.md's Fig. 8 tables come from benchmarks/fig8.py, docs/claims.md from benchmarks/claims.py.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def marker(name: str) -> str:
+    """The line that precedes table `name` on its page."""
+    return f"<!-- table {name}: benchmarks/doc_tables.py -->"
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    """A markdown table's lines."""
+    return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)] + \
+        ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+
+
+def shipped_traces() -> list[str]:
+    """traces/*.zt: file size, workers, iterations, recorded tensors and elements, values (dense or not),
+    read from each file's header."""
+    from zensim.trace.format import Trace
+
+    rows = []
+    for path in sorted((ROOT / "traces").glob("*.zt")):
+        with Trace.open(path) as t:
+            numel = sum(s.numel for s in t.tensors)
+            values = t.value_dtype or "none"
+            rows.append([path.name, f"{path.stat().st_size:,}", t.workers, t.iterations,
+                         f"{len(t.tensors)} ({numel:,} elements)", f"{values}, **dense**" if t.is_dense else values])
+    return markdown_table(["file", "bytes", "workers", "iterations", "recorded tensors", "values"], rows)
+
+
+def zen_fig11_12() -> list[str]:
+    """docs/iteration.md, Against ZEN's Fig. 11-12: ZEN's speedups at 16 machines (zen_figures.py)."""
+    from zen_figures import page_tables
+
+    return page_tables()[0]
+
+
+def zen_fig11_12_machines() -> list[str]:
+    """docs/iteration.md: ZEN's speedups against the machine count (zen_figures.py)."""
+    from zen_figures import page_tables
+
+    return page_tables()[1]
+
+
+# docs/replay.md, Density per iteration: the command shown there (without its --plot and --csv)
+REPLAY_DENSITY = ["simulate", "--trace", str(ROOT / "traces" / "digits-cnn-16w.zt"), "--iterations", "0:50",
+                  "--machines", "16", "--nic", "10Gbps", "--nic-latency", "20us", "--scheme",
+                  "dense-allreduce,topka,topka+dgc,topkdsa,gtopk,spardl,exdyna,exdyna+exdyna-static,exdyna+cltk,"
+                  "exdyna+threshold,oktopk,oktopk+topk"]
+REPLAY_NOTES = {"dense-allreduce": ("", " (explicit zeros dropped)"), "topka": (" (top-k + all-gather)", "")}
+
+
+def _sig(value: float) -> str:
+    """Three significant digits, trailing zeros kept (1.10); whole numbers and zero as integers."""
+    return str(int(value)) if value == int(value) else f"{value:#.3g}"
+
+
+def _tiny(value: float) -> str:
+    """Two significant digits in e-notation without the exponent's leading zero (2.4e-7), or 0."""
+    return "0" if value == 0 else f"{value:.2g}".replace("e-0", "e-")
+
+
+def _json_of(argv: list[str]):
+    """The --json document a zensim command prints."""
+    import contextlib
+    import io
+    import json
+
+    from zensim.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main([*argv, "--json"]) == 0
+    return json.loads(out.getvalue())
+
+
+def _replay_summary(argv: list[str]) -> list[dict]:
+    """The per-method summary of a `zensim simulate --iterations` command (its --json document)."""
+    return _json_of(argv)["summary"]
+
+
+def _with(argv: list[str], option: str, value: str) -> list[str]:
+    """`argv` with `option`'s value replaced."""
+    at = argv.index(option)
+    return [*argv[:at + 1], value, *argv[at + 2:]]
+
+
+def replay_density() -> list[str]:
+    """docs/replay.md: density, f(t) and errors of every method over 50 iterations of the shipped dense
+    trace (REPLAY_DENSITY, about 10 s of CPU)."""
+    rows = []
+    for s in _replay_summary(REPLAY_DENSITY):
+        name, density = REPLAY_NOTES.get(s["method"], ("", ""))
+        rows.append([s["method"] + name, f"{s['actual_density_mean']:#.3g}{density}", f"{s['actual_density_p50']:#.3g}",
+                     f"{s['actual_density_p99']:#.3g}", _sig(s["padding_mean"]), _sig(s["global_error_mean"]),
+                     _tiny(s["conservation_p99"])])
+    return markdown_table(["method", "d' mean", "d' p50", "d' p99", "f(t) mean", "global error", "kept error p99"],
+                          rows)
+
+
+def replay_buildup() -> list[str]:
+    """docs/replay.md: the mean density d' against the worker count n (REPLAY_DENSITY at 2-16 machines, four
+    methods; about 10 s of CPU)."""
+    methods = ["topka", "spardl", "exdyna", "exdyna+cltk"]
+    rows = []
+    for n in (2, 4, 8, 16):
+        summary = _replay_summary(_with(_with(REPLAY_DENSITY, "--machines", str(n)), "--scheme", ",".join(methods)))
+        rows.append([n, *(f"{s['actual_density_mean']:#.3g}" for s in summary)])
+    return markdown_table(["n", *methods], rows)
+
+
+def _seconds(value: float) -> str:
+    """Three significant digits in e-notation without the exponent's leading zero (1.21e-4)."""
+    return f"{value:.2e}".replace("e-0", "e-")
+
+
+def spardl_bsag() -> list[str]:
+    """docs/replay.md: SparDL's B-SAG (teams) against SparDL with one team at 12 and 16 workers
+    (REPLAY_DENSITY's trace and network; about 5 s of CPU)."""
+    rows = []
+    for label, machines, options in (("12, d = 3 (B-SAG)", "12", '{"teams": 3}'),
+                                     ("16, d = 4 (B-SAG forced)", "16", '{"teams": 4, "sag": "bsag"}')):
+        argv = [*_with(_with(REPLAY_DENSITY, "--machines", machines), "--scheme", "spardl"), "--options"]
+        (teams,), (one,) = _replay_summary([*argv, options]), _replay_summary([*argv, "{}"])
+        rows.append([label, f"{teams['actual_density_mean']:#.3g}", f"{teams['actual_density_p99']:#.3g}",
+                     _seconds(teams["time_s_mean"]), f"{teams['bytes_mean']:,.0f}",
+                     f"{one['actual_density_mean']:#.3g}, {_seconds(one['time_s_mean'])}, {one['bytes_mean']:,.0f}"])
+    return markdown_table(["workers, teams", "d' mean", "d' p99", "time s mean", "bytes mean",
+                           "SparDL d = 1 at the same n: d', time, bytes"], rows)
+
+
+EXDYNA_COLUMNS = {"k'/k": ".2f", "ratio": ".2f", "drift": ".3f", "grad drift": ".3f", "f dyn": ".2f",
+                  "f static": ".2f", "f best": ".2f", "f lag": ".2f", "f poisson": ".2f", "f workers": ".2f",
+                  "hit blocks": ".0f"}
+
+
+def exdyna_windows(name: str, window: int) -> list[str]:
+    """docs/replay.md: window means of the committed per-iteration CSV docs/NAME.csv, which the
+    page's `benchmarks/exdyna_claims.py ... --csv docs/NAME.csv` command writes (for the captures not
+    shipped, the committed file is the record)."""
+    import csv
+
+    from exdyna_claims import window_mean
+
+    with open(ROOT / "docs" / f"{name}.csv", newline="") as f:
+        rows = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
+    windows = [rows[i:i + window] for i in range(0, len(rows), window)]
+    return markdown_table(
+        ["iterations", "k'/k", "delta / delta*", "delta* drift / it", "fresh-gradient drift / it", "f dyn", "f static",
+         "f best", "f lag", "f poisson", "f workers", "hit blocks"],
+        [[f"{w[0]['iteration']:.0f}-{w[-1]['iteration']:.0f}",
+          *(format(window_mean(w, c), spec) for c, spec in EXDYNA_COLUMNS.items())] for w in windows])
+
+
+# docs/capture.md, ZEN's characteristics: the paper's rows (ZEN section 2) and the shipped traces' (label,
+# file, what the gamma^n cell adds)
+ZEN_ROWS = {"ZEN LSTM (1B Word)": ["1.13%", "grows, < n", "> 60% in part 0; s > 70 at 128"],
+            "ZEN DeepFM (Criteo)": ["2.80%", "γ^8 = 1.86 (5.2% after a machine's 8 GPUs, ZEN §5.3), grows, < n",
+                                    "> 60% in part 0 (§2.1: \"in the six DL models\")"]}
+TRACE_ROWS = [("lstm-lm 16 workers", "lstm-lm-16w", False), ("lstm-lm 128 workers", "lstm-lm-128w", False),
+              ("ZEN DeepFM (Criteo)", None, False), ("deepfm 16 workers (synthetic)", "deepfm-16w", False),
+              ("deepfm 128 workers (synthetic)", "deepfm-128w", True), ("gpt-topk 16 workers (top-1%)", "gpt-topk-16w", False),
+              ("gpt-dgc 16 workers (DGC 1%)", "gpt-dgc-16w", False)]
+
+
+def zen_characteristics() -> list[str]:
+    """docs/capture.md: density, densification and skewness of the shipped traces (`zensim trace stats`,
+    means over iterations and workers) beside ZEN's reported figures (about 6 s of CPU)."""
+    from zensim.trace.format import Trace
+    from zensim.trace.stats import trace_stats
+
+    rows = [["ZEN LSTM (1B Word)", *ZEN_ROWS["ZEN LSTM (1B Word)"]]]
+    for label, name, machine in TRACE_ROWS:
+        if name is None:
+            rows.append([label, *ZEN_ROWS[label]])
+            continue
+        with Trace.open(ROOT / "traces" / f"{name}.zt") as t:
+            st = trace_stats(t, pairs=256, seed=0)
+        gamma = {r["k"]: r["mean"] for r in st["densification"]}
+        skew = {r["k"]: r["mean"] for r in st["skewness"]}
+        n = max(gamma)
+        last = f"{gamma[n]:.3g}" + (f" (n = {n})" if n != 16 else "") if not machine else \
+            f"{gamma[n]:.3g} (γ^8 {gamma[8]:.3g})"
+        share = f"{skew[8] / 8:.0%}"
+        if machine:
+            embedding = {r["k"]: r["mean"] for r in st["tensors"]["embedding.weight"]["skewness"]}
+            share += f"; embedding alone {embedding[8]:.3g}"
+        rows.append([label, f"{st['density']['mean']:.2%}", f"{gamma[2]:.3g} / {gamma[16]:.3g} / {last}",
+                     f"{skew[8]:.3g} ({share}) / {skew[128]:.3g}"])
+    return markdown_table(["trace", "density d", "γ at 2 / 16 / n workers",
+                           "skewness s at 8 / 128 parts (share of part 0 at 8 parts ≈ s/8)"], rows)
+
+
+# docs/iteration.md, the hook's buckets at 25 Mbit/s: the command there and each --sparse-buckets variant
+SPARSE_BUCKETS = ["iteration", "--trace", str(ROOT / "traces" / "lstm-lm-16w.zt"), "--layers",
+                  str(ROOT / "traces" / "layers" / "lstm-lm-b20.v100.layers.json"), "--scheme", "zen", "--machines",
+                  "4,8", "--gpus-per-machine", "1", "--nic", "25Mbps", "--bucket-mb", "0.1", "--iterations", "4"]
+SPARSE_VARIANTS = {"`own` (before: sparse tensors alone, dense ones all-reduced)": ["--sparse-buckets", "own"],
+                   "`fused` (`zensim_hook(\"zen\")`)": ["--sparse-buckets", "fused"],
+                   "`fused --dense-above 0.5` (`zensim_hook(\"zen\", dense_above=0.5)`)":
+                       ["--sparse-buckets", "fused", "--dense-above", "0.5"]}
+
+
+def sparse_buckets() -> list[str]:
+    """docs/iteration.md: ZEN's iteration with each --sparse-buckets variant at 4 and 8 ranks (SPARSE_BUCKETS;
+    about 3 s of CPU)."""
+    rows = []
+    for label, extra in SPARSE_VARIANTS.items():
+        zen = [r for r in _json_of([*SPARSE_BUCKETS, *extra]) if r["scheme"] == "zen"]
+        rows.append([label, *(f"{r['iteration_s'] * 1e3:.1f} ({r['speedup_vs_dense']:.2f}x)" for r in zen),
+                     " / ".join(f"{r['nic_bytes_per_iteration'] / 1e6:.2f}" for r in zen)])
+    return markdown_table(["`--sparse-buckets`", "zen, 4 ranks: iteration ms (vs dense DDP)", "zen, 8 ranks",
+                           "NIC MB per iteration (4 / 8)"], rows)
+
+
+def zen_gap() -> list[str]:
+    """docs/iteration.md: where the DeepFM embedding bucket's time goes (zen_gap.py; about 2 s of CPU)."""
+    from zen_gap import page_table
+
+    return page_table()
+
+
+TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
+    "shipped-traces": ("traces/README.md", shipped_traces),
+    "zen-fig11-12": ("docs/iteration.md", zen_fig11_12),
+    "zen-fig11-12-machines": ("docs/iteration.md", zen_fig11_12_machines),
+    "replay-density": ("docs/replay.md", replay_density),
+    "replay-buildup": ("docs/replay.md", replay_buildup),
+    "zen-gap": ("docs/iteration.md", zen_gap),
+    "sparse-buckets": ("docs/iteration.md", sparse_buckets),
+    "spardl-bsag": ("docs/replay.md", spardl_bsag),
+    "zen-characteristics": ("docs/capture.md", zen_characteristics),
+    "exdyna-claims-digits": ("docs/replay.md", lambda: exdyna_windows("exdyna-claims-digits", 10)),
+    "exdyna-claims-digits-warm": ("docs/replay.md", lambda: exdyna_windows("exdyna-claims-digits-warm", 10)),
+    "exdyna-claims-wide-warm": ("docs/replay.md", lambda: exdyna_windows("exdyna-claims-wide-warm", 25)),
+}
+
+
+def page_table(text: str, name: str) -> list[str]:
+    """The lines of table `name` in a page's text (the `|` lines after its marker)."""
+    lines = text.splitlines()
+    if marker(name) not in lines:
+        raise SystemExit(f"doc_tables: no line {marker(name)!r} in the page")
+    start = lines.index(marker(name)) + 1
+    end = start
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    return lines[start:end]
+
+
+def replace_table(text: str, name: str, table: list[str]) -> str:
+    """The page's text with table `name` replaced by `table`."""
+    old = "\n".join([marker(name), *page_table(text, name)]) + "\n"
+    return text.replace(old, "\n".join([marker(name), *table]) + "\n", 1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the tables, or write them into their pages (--write)."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("names", nargs="*", help=f"tables (default all: {', '.join(TABLES)})")
+    p.add_argument("--write", action="store_true", help="replace the tables in their pages")
+    args = p.parse_args(argv)
+    unknown = [n for n in args.names if n not in TABLES]
+    if unknown:
+        p.error(f"unknown table {unknown[0]!r} (choose from {', '.join(TABLES)})")
+    for name in args.names or TABLES:
+        page, make = TABLES[name]
+        table = make()
+        if args.write:
+            path = ROOT / page
+            path.write_text(replace_table(path.read_text(), name, table))
+            print(f"{page}: {name} written")
+        else:
+            print("\n".join([f"{page}: {name}", *table, ""]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
