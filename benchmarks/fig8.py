@@ -108,7 +108,7 @@ def run_column(column: str, model: str, work: WorkCost, schemes: Sequence[str] =
     cluster, _ = build_cluster(machines, gpus, **LINKS)
     records = simulate(trace, list(schemes), Costs(cluster, work), model, cache=cache)
     return {"dense_s": records[0].time_s / records[0].vs_dense, "ratios": {r.scheme: r.vs_dense for r in records},
-            "logs": {r.scheme: r.log for r in records}}
+            "logs": {r.scheme: r.simulated.log for r in records}}
 
 
 def busiest_work(log: MessageLog, work: WorkCost) -> tuple[float, dict[str, float]]:

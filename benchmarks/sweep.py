@@ -134,8 +134,8 @@ def bench_cache() -> None:
             outcome = run_scenario(scn, store=store, fresh=True)  # fresh: simulate every point, use only the log cache
             wall = time.perf_counter() - t0
             recs = records_of(outcome.results)
-            driver = sum(r.driver_s for r in recs)
-            runs[name] = (wall, driver, stable(outcome), sum(r.log_cached for r in recs), len(recs))
+            driver = sum(r.simulated.driver_s for r in recs)
+            runs[name] = (wall, driver, stable(outcome), sum(r.simulated.log_cached for r in recs), len(recs))
         base_wall, base_driver, base_rows, _, _ = runs["no cache"]
         for name, (wall, driver, rows, hits, count) in runs.items():
             print(f"  {name:10s}  wall {wall:7.1f} s  driver {driver:7.1f} s  logs from cache {hits:4d}/{count}  "

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from zensim.net.units import format_bandwidth
-from zensim.report.record import RunRecord
+from zensim.report.record import Emulated, RunRecord
 
 
 def comm_part(wait) -> tuple[float, list[float]]:
@@ -85,6 +85,6 @@ def run_records(summaries: list[dict], trace: dict[str, Any], cluster: dict[str,
         out.append(RunRecord(
             s["name"], "emulated", "emulated", "flat", ranks, s["time_s"], s["time_s"] / dense if dense else None,
             [int(b) for b in s["sent"] if b is not None], [int(b) for b in s["received"] if b is not None],
-            kind=s["kind"], repeats=s["repeats"], times_s=list(s["times_s"]), correct=s["correct"],
-            errors=list(s["errors"]), trace=dict(trace), cluster=block, measured=measured, provenance=provenance))
+            kind=s["kind"], repeats=s["repeats"], errors=list(s["errors"]), trace=dict(trace), cluster=block,
+            provenance=provenance, emulated=Emulated(list(s["times_s"]), s["correct"], measured)))
     return out

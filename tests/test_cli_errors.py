@@ -161,7 +161,7 @@ def test_replay_options_without_iterations_are_refused(trace, capsys, extra, mes
 @pytest.mark.parametrize("extra, message", [
     (["--iteration", "3"], "--iteration 3: not with --iterations 0:2"),
     (["--iteration", "0"], "--iteration 0: not with --iterations 0:2"),
-    (["--model", "analytic"], "--model analytic: not with --iterations"),
+    (["--model", "analytic"], "--model: analytic has no timeline for a replay over iterations"),
     (["--options", '{"nosuch": 1}'], "--options: 'nosuch' is accepted by none of spardl"),
     (["--scheme", "zen+nosuch"], "--scheme zen+nosuch: unknown sparsifier 'nosuch'"),
 ])

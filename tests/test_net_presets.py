@@ -75,9 +75,9 @@ def test_latency_defaults_by_transport_are_stated():
 def test_preset_errors_are_one_line(trace, capsys):
     with pytest.raises(ConfigError, match="rail-optimized"):
         ClusterSpec(4, 8, 1e9, nics="gpu", fabric="leafspine")
-    with pytest.raises(SystemExit):
-        main(["simulate", "--trace", str(trace), "--preset", "dgx-b200"])
-    assert "invalid choice: 'dgx-b200'" in capsys.readouterr().err
+    assert main(["simulate", "--trace", str(trace), "--preset", "dgx-b200"]) == 2  # no argparse usage: one line
+    assert capsys.readouterr().err == ("zensim: error: --preset dgx-b200: unknown preset (choose from p3.16xlarge, "
+                                       "p3dn.24xlarge, dgx-a100, dgx-h100)\n")
     assert main(["simulate", "--trace", str(trace), "--machines", "4", "--preset", "dgx-h100", "--scheme",
                  "dense-allreduce", "--gpus-per-machine", "4", "--json"]) == 0
     assert '"gpus": 16' in capsys.readouterr().out  # an explicit option wins over the preset

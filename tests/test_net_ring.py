@@ -75,7 +75,7 @@ def test_schemes_simulate_on_the_ring(tmp_path):
         [on_ring] = simulate(path, "agsparse-p2p", Costs(ring, WorkCost.zero()), model)
         [on_switch] = simulate(path, "agsparse-p2p", Costs(switch, WorkCost.zero()), model)
         assert on_ring.time_s > on_switch.time_s
-        log = on_ring.log
+        log = on_ring.simulated.log
         carried = np.zeros(topo.num_links + 1)
         np.add.at(carried, topo.route_matrix(log.src, log.dst), log.nbytes[:, None])
         fabric = topo.links_of_kind(LinkKind.FABRIC)

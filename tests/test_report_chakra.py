@@ -37,7 +37,7 @@ def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def zen(trace):
     costs = Costs(ClusterSpec(MACHINES, G, 1e9, nic_latency=3e-6, nvlink_latency=1e-6))
     (record,) = simulate(trace, ["zen"], costs, "fifo")
-    return record.log, costs
+    return record.simulated.log, costs
 
 
 def _read(path: Path) -> tuple[pb.GlobalMetadata, list[pb.Node]]:
@@ -201,7 +201,7 @@ def test_without_chakra_one_line_names_the_install(trace, tmp_path, capsys, monk
     assert len(err.splitlines()) == 1 and "pip install --no-deps mlc-chakra" in err and "protobuf" in err
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ConfigError, match="--chakra: needs Chakra's schema"):
-        chakra_traces(simulate(trace, ["zen"], ClusterSpec(2, 1, 1e9), "fifo")[0].log)
+        chakra_traces(simulate(trace, ["zen"], ClusterSpec(2, 1, 1e9), "fifo")[0].simulated.log)
 
 
 DEEPFM = Path(__file__).resolve().parents[1] / "traces" / "deepfm-16w.zt"
@@ -276,7 +276,8 @@ def test_iteration_dependencies_follow_ddp(deepfm_iteration):
 
 
 def test_iteration_cli_writes_one_file_per_gpu_and_refuses_several_runs(tmp_path, capsys):
-    base = ["iteration", "--trace", str(DEEPFM), "--device", "v100", "--iterations", "1", "--chakra", str(tmp_path / "it")]
+    base = ["iteration", "--trace", str(DEEPFM), "--device", "v100", "--iterations", "1", "--gpus-per-machine", "8",
+            "--chakra", str(tmp_path / "it")]
     assert main([*base, "--scheme", "zen,sparcml", "--machines", "2"]) == 2
     assert "--chakra: one iteration of one scheme on one cluster" in capsys.readouterr().err
     assert main([*base, "--scheme", "zen", "--machines", "2,4"]) == 2

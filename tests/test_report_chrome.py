@@ -40,14 +40,14 @@ def records(trace):
 def test_stages_are_named_by_phase(records):
     cluster, recs = records
     for rec in recs:
-        phases = rec.stage_phases
+        phases = rec.simulated.stage_phases
         assert len(phases) == len(rec.stage_times_s)
         assert phases[:G - 1] == [PHASES[0]] * (G - 1) and phases[-(G - 1):] == [PHASES[3]] * (G - 1)
         middle = phases[G - 1:len(phases) - (G - 1)]
         assert middle and middle[0] == "push" and set(middle) <= {"push", "pull"}
         assert middle == sorted(middle, key=lambda p: p == "pull")  # push stages, then pull stages
     zen = next(r for r in recs if r.scheme == "zen")
-    assert "pull" in zen.stage_phases  # ZEN's Balanced Parallelism pulls
+    assert "pull" in zen.simulated.stage_phases  # ZEN's Balanced Parallelism pulls
 
 
 def test_local_work_and_transfer_tile_every_stage(records):
@@ -56,7 +56,7 @@ def test_local_work_and_transfer_tile_every_stage(records):
     for pid, rec in enumerate(recs):
         spans = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == 2 * pid]
         stages = [e for e in spans if e["cat"] == "stage"]
-        assert [e["name"] for e in stages if e["tid"] == 0] == rec.stage_phases
+        assert [e["name"] for e in stages if e["tid"] == 0] == rec.simulated.stage_phases
         inner = {}
         for e in spans:
             if e["cat"] != "stage":
@@ -66,7 +66,7 @@ def test_local_work_and_transfer_tile_every_stage(records):
             assert sum(p["dur"] for p in parts) == pytest.approx(e["dur"], rel=1e-9, abs=1e-6)
             assert all(e["ts"] - 1e-6 <= p["ts"] and p["ts"] + p["dur"] <= e["ts"] + e["dur"] + 1e-6 for p in parts)
         # the local-work spans of a rank add up to the work the log prices (each rank has its own processor)
-        pre, post = work_seconds(rec.log, Costs(cluster))
+        pre, post = work_seconds(rec.simulated.log, Costs(cluster))
         for rank in range(cluster.gpus):
             work = sum(p["dur"] for p in spans if p["cat"] == "work" and p["tid"] == rank) / 1e6
             assert work == pytest.approx(pre[rank].sum() + post[rank].sum(), rel=1e-9, abs=1e-12)
@@ -76,9 +76,9 @@ def test_link_counters_account_for_every_byte(records):
     cluster, recs = records
     topo = build_topology(cluster)
     for rec in recs:
-        edges, util = link_utilization(rec.timing, topo)
+        edges, util = link_utilization(rec.simulated.timing, topo)
         carried = (util * topo.capacity[:, None] * np.diff(edges)[None, :]).sum(axis=1)
-        assert carried == pytest.approx(np.array(rec.link_bytes, dtype=float), rel=1e-9, abs=1e-3)
+        assert carried == pytest.approx(np.array(rec.simulated.link_bytes, dtype=float), rel=1e-9, abs=1e-3)
         assert util.shape == (topo.num_links, BINS) and (util >= -1e-12).all()
 
 
@@ -100,7 +100,7 @@ def test_every_message_is_one_flow_from_its_send_to_its_receive(records):
     events = doc["traceEvents"]
     starts = [e for e in events if e["ph"] == "s"]  # ids numbered on across the runs, log order in each
     finishes = {e["id"]: e for e in events if e["ph"] == "f"}
-    assert len(starts) == len(finishes) == sum(len(r.log.src) for r in recs)
+    assert len(starts) == len(finishes) == sum(len(r.simulated.log.src) for r in recs)
     assert len({e["id"] for e in starts}) == len(starts) and {e["id"] for e in starts} == set(finishes)
     spans = {(e["pid"], e["tid"], e["args"]["stage"], e["cat"]): e for e in events
              if e["ph"] == "X" and e["cat"] in ("stage", "transfer")}
@@ -110,7 +110,7 @@ def test_every_message_is_one_flow_from_its_send_to_its_receive(records):
 
     for pid, rec in enumerate(recs):
         mine = [e for e in starts if e["pid"] == 2 * pid]
-        cols, timing = rec.log.arrays(), rec.timing
+        cols, timing = rec.simulated.log.arrays(), rec.simulated.timing
         assert len(mine) == len(cols["src"])
         for k, start in enumerate(sorted(mine, key=lambda e: e["id"])):
             finish = finishes[start["id"]]

@@ -52,7 +52,7 @@ def test_traffic_matrix_is_what_the_ranks_sent(run):
         matrix = traffic_matrix(rec)
         sent_by_machine = np.add.reduceat(np.array(rec.bytes_sent), np.arange(0, cluster.gpus, g))
         assert np.array_equal(matrix.sum(axis=1), sent_by_machine)
-        assert all(nbytes > 0 for _, _, nbytes in rec.traffic)
+        assert all(nbytes > 0 for _, _, nbytes in rec.simulated.traffic)
 
 
 def test_link_bytes_agree_with_the_traffic_matrix(run):
@@ -62,11 +62,11 @@ def test_link_bytes_agree_with_the_traffic_matrix(run):
     topo = build_topology(cluster)
     nic_machine = topo.machine_of_link()
     for rec in records:
-        link = dict(zip(topo.names, rec.link_bytes))
+        link = dict(zip(topo.names, rec.simulated.link_bytes))
         matrix = traffic_matrix(rec)
         outside = matrix - np.diag(np.diag(matrix))
         for m in range(cluster.machines):
-            up = sum(rec.link_bytes[k] for k in topo.links_of_kind(LinkKind.NIC)
+            up = sum(rec.simulated.link_bytes[k] for k in topo.links_of_kind(LinkKind.NIC)
                      if nic_machine[k] == m and "-up" in topo.names[k])
             assert up == outside[m].sum()
         for t, span in enumerate(topo.spans, 1):

@@ -14,7 +14,6 @@ from zensim.cli import main
 from zensim.errors import ConfigError
 from zensim.report.outputs import PLOT_FORMATS, OutputFiles, plot_format
 from zensim.sim import run as run_mod
-from zensim.sim import sweep as sweep_mod
 from zensim.trace.synth import SynthParams, synthesize
 
 MAGIC = {"png": b"\x89PNG", "pdf": b"%PDF", "svg": b"<?xml"}
@@ -33,7 +32,6 @@ def no_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*args, **kwargs):
         raise AssertionError("simulated before the outputs were checked")
     monkeypatch.setattr(run_mod, "simulate", boom)
-    monkeypatch.setattr(sweep_mod, "simulate", boom)
 
 
 def simulate_argv(trace: Path, *extra: str) -> list[str]:

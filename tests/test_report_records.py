@@ -20,7 +20,7 @@ import zensim
 from zensim.cli import main
 from zensim.errors import ConfigError
 from zensim.report.plots import comparison_figure, run_figure, series_styles, sweep_figure
-from zensim.report.record import RunRecord, load_results, results_csv, results_json, to_dataframe
+from zensim.report.record import ORDER, Emulated, RunRecord, load_results, results_csv, results_json, to_dataframe
 from zensim.report.runs import group_sweep, same_program, split_runs
 from zensim.sim import run as run_mod
 from zensim.sim.cluster import build_cluster
@@ -107,6 +107,18 @@ def test_results_round_trip_exactly(trace, records, tmp_path, fmt):
     assert [r.time_s for r in back] == [r.time_s for r in mixed]
 
 
+def test_a_record_has_the_part_of_its_source_and_the_file_is_flat(trace, records):
+    """Item 4 of issue 25: what only a simulated or only an emulated run has is a typed part; the results
+    file keeps its flat fields in their order (the other source's as defaults)."""
+    emu = emulated(trace)
+    assert all(r.emulated is None and r.simulated.link_bytes and r.simulated.timing is not None for r in records)
+    assert all(r.simulated is None and r.emulated.times_s for r in emu)
+    assert all(list(r.to_dict()) == list(ORDER) for r in records + emu)
+    assert emu[0].to_dict()["link_bytes"] == [] and records[0].to_dict()["times_s"] == []
+    with pytest.raises(ValueError, match="a simulated record has no emulated part"):
+        RunRecord("x", "simulated", "fifo", "flat", 2, emulated=Emulated())
+
+
 def test_csv_has_dotted_columns_and_number_lists(records):
     rows = list(csv.DictReader(io.StringIO(results_csv(records))))
     assert rows[0]["trace.sha256"] == records[0].trace["sha256"] and rows[0]["cluster.nic_latency"] == repr(3e-6)
@@ -122,6 +134,8 @@ def test_csv_has_dotted_columns_and_number_lists(records):
      '"layout": "flat", "gpus": 2, "colour": 3}]}', "unknown field(s) colour"),
     ('{"schema": "zensim-results/1", "records": [{"scheme": "x", "source": "measured", "model": "f", '
      '"layout": "flat", "gpus": 2}]}', "source must be one of"),
+    ('{"schema": "zensim-results/1", "records": [{"scheme": "x", "source": "emulated", "model": "emulated", '
+     '"layout": "flat", "gpus": 2, "link_bytes": [5]}]}', "link_bytes: only a simulated record has it"),
     ("a,b\n1,2\n", "not a results file"),
 ])
 def test_bad_results_files_are_one_line(tmp_path, capsys, text, message):
@@ -176,7 +190,6 @@ def test_report_of_a_sweep_prints_its_tables(trace, tmp_path, capsys, monkeypatc
     loaded = load_scenario(scn, tmp_path)
     results = sweep_mod.run_scenario(loaded).results
     sweep_mod.write_outputs(loaded, results)
-    monkeypatch.setattr(sweep_mod, "simulate", lambda *a, **k: pytest.fail("zensim report simulated"))
     monkeypatch.setattr(run_mod, "simulate", lambda *a, **k: pytest.fail("zensim report simulated"))
     assert main(["report", str(tmp_path / "r.json"), "--plot", str(tmp_path / "p.png")]) == 2  # two groups
     assert "one figure each" in capsys.readouterr().err

@@ -13,7 +13,7 @@ import pytest
 
 from zensim.cli import main
 from zensim.errors import ConfigError
-from zensim.sim import sweep as sweep_mod
+from zensim.sim import run as run_mod
 from zensim.sim.cluster import build_cluster
 from zensim.sim.run import simulate
 from zensim.sim.scenario import load_scenario
@@ -227,7 +227,7 @@ def test_failed_point_is_reported_keeps_the_others_and_a_rerun_resumes(
             raise MemoryError("simulated failure at the third point")
         return simulate(*args, **kwargs)
 
-    monkeypatch.setattr(sweep_mod, "simulate", failing)
+    monkeypatch.setattr(run_mod, "simulate", failing)  # what every point runs (SimulateRequest.run)
     argv = ["run", str(path), "--out", str(tmp_path), "--workers", "0"]
     assert main(argv) == 1
     err = capsys.readouterr().err
@@ -236,7 +236,7 @@ def test_failed_point_is_reported_keeps_the_others_and_a_rerun_resumes(
     assert (tmp_path / "r.csv").read_text() == "earlier results\n"  # no outputs from an incomplete sweep
     assert sorted(p.name for p in tmp_path.iterdir()) == [".zensim", "r.csv", "scn.yaml"]
     calls.clear()
-    monkeypatch.setattr(sweep_mod, "simulate", lambda *a, **k: calls.append(a) or simulate(*a, **k))
+    monkeypatch.setattr(run_mod, "simulate", lambda *a, **k: calls.append(a) or simulate(*a, **k))
     assert main(argv) == 0  # the rerun simulates only the failed point
     assert len(calls) == 1 and "12 points: 11 kept" in capsys.readouterr().err
     rows = list(csv.DictReader(open(tmp_path / "r.csv")))

@@ -70,7 +70,7 @@ def test_what_the_log_depends_on_misses(trace, tmp_path, driver_runs, change):
     records = simulate(trace, ["zen"], other, iteration=change.get("iteration", 0), layout=change.get("layout", "zen"),
                        options=change.get("options"), cache=cache)
     assert len(driver_runs) - before == 1  # zen's driver ran again
-    assert not any(r.log_cached for r in records)
+    assert not any(r.simulated.log_cached for r in records)
 
 
 def test_an_unreadable_entry_is_computed_again(trace, tmp_path):
@@ -81,5 +81,5 @@ def test_an_unreadable_entry_is_computed_again(trace, tmp_path):
         if entry.is_file():
             entry.write_bytes(b"not a pickle")
     again = simulate(trace, ["zen"], cluster, cache=cache)
-    assert stable(again) == stable(first) and not again[0].log_cached
-    assert simulate(trace, ["zen"], cluster, cache=cache)[0].log_cached
+    assert stable(again) == stable(first) and not again[0].simulated.log_cached
+    assert simulate(trace, ["zen"], cluster, cache=cache)[0].simulated.log_cached

@@ -74,7 +74,7 @@ def test_records_bytes_and_imbalance(skewed):
     for r in recs:
         assert sum(r.bytes_sent) == sum(r.bytes_received) > 0
         assert 0 < r.busiest_link_util <= 1 + 1e-9
-        assert len(r.stage_times_s) == r.log.num_stages
+        assert len(r.stage_times_s) == r.simulated.log.num_stages
         json.dumps(r.to_dict())
 
 
@@ -93,7 +93,8 @@ def test_push_and_pull_imbalance_are_zens_definitions(skewed):
         part = partitioner_for(kind, NUMEL, 8)
         assert rec.push_imbalance == pytest.approx(push_imbalance(part, chunks), rel=1e-12)
         assert rec.pull_imbalance == pytest.approx(pull_imbalance(part, chunks), rel=1e-12)
-        received = np.bincount(rec.log.dst[rec.log.stage < 1], weights=rec.log.nbytes[rec.log.stage < 1], minlength=8)
+        log = rec.simulated.log
+        received = np.bincount(log.dst[log.stage < 1], weights=log.nbytes[log.stage < 1], minlength=8)
         assert rec.recv_imbalance == pytest.approx(received.max() / received.mean(), rel=1e-12)
     assert recs[2].push_imbalance is None and recs[2].pull_imbalance is None
 

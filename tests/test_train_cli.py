@@ -140,10 +140,10 @@ def test_report_renders_iteration_records(small_trace, tmp_path, capsys) -> None
     (["--plot", "{tmp}/x.txt"], "extension .txt"),
     (["--csv", "{tmp}/no/x.csv"], "x.csv"),
     (["--host-others", "2"], "--host-others: only with --shared-host"),
-    (["--shared-host", "--host-others", "-1"], "--host-others -1.0: must be a number of processes >= 0"),
-    (["--sparse-buckets", "fused", "--hook-run-s", "-1"], "--hook-run-s -1.0: must be seconds >= 0"),
+    (["--shared-host", "--host-others", "-1"], "--host-others -1: expected a number in [0, inf)"),
+    (["--sparse-buckets", "fused", "--hook-run-s", "-1"], "--hook-run-s -1: expected a number in [0, inf)"),
     (["--hook-run-s", "0.003"], "--hook-run-s: only with --sparse-buckets fused"),
-    (["--strategy", "behind", "--hook-run-s", "0.003"], "--hook-run-s: not with --strategy"),
+    (["--strategy", "behind", "--hook-run-s", "0.003"], "--hook-run-s: not with a strategy"),
 ])
 def test_iteration_errors(small_trace, tmp_path, capsys, extra, message) -> None:
     argv = ["iteration", "--trace", str(small_trace), "--layers", str(tmp_path / "toy.layers.json"),

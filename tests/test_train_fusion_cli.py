@@ -81,7 +81,7 @@ def test_iteration_with_strategies(capsys, tmp_path, digits_layers):
     (["--strategy", "fastest"], "--strategy"),
     (["--strategy", "behind", "--sparsifier", "cltk"], "--sparsifier"),
     (["--strategy", "behind", "--density", "0"], "--density"),
-    (["--strategy", "cupcake", "--scheme", "dense-allreduce"], "sparse --scheme"),
+    (["--strategy", "cupcake", "--scheme", "dense-allreduce"], "--scheme: a strategy other than none needs a sparse scheme"),
 ])
 def test_iteration_strategy_errors(capsys, tmp_path, digits_layers, extra, message):
     plot = tmp_path / "never.png"

@@ -124,7 +124,7 @@ def cmd_emulate(args: argparse.Namespace) -> int:
     if raw is not None:
         write_atomic(raw, json.dumps(ranks_out))
     results.finish(args, records, outs, paths)
-    return 0 if all(r.correct for r in records) else 1
+    return 0 if all(r.emulated.correct for r in records) else 1
 
 
 def _emulate_script(args: argparse.Namespace, script_args: list[str]) -> int:

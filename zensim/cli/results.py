@@ -97,7 +97,8 @@ def finish(args: argparse.Namespace, records: Sequence[RunRecord], outs: OutputF
         from zensim.report.chakra import chakra_paths, chakra_traces
 
         (record,) = records
-        files.update(zip(chakra_paths(paths["chakra"], record.log.n), chakra_traces(record.log, work)))
+        files.update(zip(chakra_paths(paths["chakra"], record.simulated.log.n),
+                               chakra_traces(record.simulated.log, work)))
     outs.write(files)
     print(results_json(records) if args.json else text if text is not None else render(records))
 

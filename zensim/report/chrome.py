@@ -52,7 +52,8 @@ def track_of(rec: RunRecord, label: str | None = None) -> Track:
     its phases and its cluster's topology (for the link counters)."""
     from zensim.report.links import cluster_spec
 
-    return Track(label or rec.scheme, rec.timing, rec.log, rec.stage_phases, build_topology(cluster_spec(rec)))
+    return Track(label or rec.scheme, rec.simulated.timing, rec.simulated.log, rec.simulated.stage_phases,
+                 build_topology(cluster_spec(rec)))
 
 
 def timeline_events(pid: int, track: Track) -> list[dict[str, Any]]:

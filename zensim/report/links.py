@@ -46,7 +46,7 @@ def cluster_spec(rec: RunRecord) -> ClusterSpec:
 
 def _with_links(records: Sequence[RunRecord], what: str) -> list[RunRecord]:
     """The records that carry per-link figures; a ConfigError naming `what` when none does."""
-    have = [r for r in records if r.link_bytes]
+    have = [r for r in records if r.simulated and r.simulated.link_bytes]
     if not have:
         raise ConfigError(f"{what}: no record has per-link figures (only fifo and maxmin simulations do; "
                           "not the analytic model, not emulations, not results files written before records carried links)")
@@ -64,15 +64,15 @@ def link_rows(records: Sequence[RunRecord], what: str = "--links") -> list[dict[
     rows = []
     for rec in _with_links(records, what):
         topo = build_topology(cluster_spec(rec))
-        if len(rec.link_bytes) != topo.num_links:
-            raise ConfigError(f"{what}: {rec.scheme}: {len(rec.link_bytes)} link figures for a cluster of "
+        if len(rec.simulated.link_bytes) != topo.num_links:
+            raise ConfigError(f"{what}: {rec.scheme}: {len(rec.simulated.link_bytes)} link figures for a cluster of "
                               f"{topo.num_links} links")
-        nbytes = np.asarray(rec.link_bytes, dtype=np.float64)
+        nbytes = np.asarray(rec.simulated.link_bytes, dtype=np.float64)
         util = nbytes / (topo.capacity * rec.time_s) if rec.time_s else np.zeros_like(nbytes)
         machine = topo.machine_of_link().tolist()
         for k, name in enumerate(topo.names):
             rows.append({"scheme": rec.scheme, "run": _run_label(rec), "link": name, "kind": KIND_NAMES[int(topo.kind[k])],
-                         "machine": machine[k], "capacity_Bps": float(topo.capacity[k]), "bytes": int(rec.link_bytes[k]),
+                         "machine": machine[k], "capacity_Bps": float(topo.capacity[k]), "bytes": int(rec.simulated.link_bytes[k]),
                          "utilization": float(util[k])})
     return rows
 
@@ -81,7 +81,7 @@ def traffic_matrix(rec: RunRecord) -> np.ndarray:
     """The machines x machines matrix of bytes a record's run sent from machine i to machine j."""
     machines = int(rec.cluster.get("machines", 0))
     out = np.zeros((machines, machines), dtype=np.int64)
-    for src, dst, nbytes in rec.traffic:
+    for src, dst, nbytes in rec.simulated.traffic:
         out[src, dst] += nbytes
     return out
 
@@ -89,7 +89,7 @@ def traffic_matrix(rec: RunRecord) -> np.ndarray:
 def traffic_rows(records: Sequence[RunRecord], what: str = "--traffic") -> list[dict[str, Any]]:
     """One row per (record, machine pair that exchanged bytes): scheme, run, src machine, dst machine, bytes."""
     return [{"scheme": rec.scheme, "run": _run_label(rec), "src_machine": src, "dst_machine": dst, "bytes": nbytes}
-            for rec in _with_links(records, what) for src, dst, nbytes in rec.traffic]
+            for rec in _with_links(records, what) for src, dst, nbytes in rec.simulated.traffic]
 
 
 def link_figure(records: Sequence[RunRecord]) -> Any:
@@ -106,7 +106,7 @@ def link_figure(records: Sequence[RunRecord]) -> Any:
     colours = {LinkKind.NVLINK: "tab:green", LinkKind.NIC: "tab:blue", LinkKind.FABRIC: "tab:red"}
     for (ax_links, ax_matrix), rec in zip(axes, have):
         topo = build_topology(cluster_spec(rec))
-        util = np.asarray(rec.link_bytes, dtype=np.float64) / (topo.capacity * rec.time_s) if rec.time_s else 0 * topo.capacity
+        util = np.asarray(rec.simulated.link_bytes, dtype=np.float64) / (topo.capacity * rec.time_s) if rec.time_s else 0 * topo.capacity
         for kind, colour in colours.items():
             ids = topo.links_of_kind(kind)
             if ids.size:

@@ -28,8 +28,44 @@ SOURCES = ("simulated", "emulated")
 
 
 @dataclass
+class Simulated:
+    """What only a simulated record has: the network model's per-link and per-stage figures and how the
+    run was made; the raw timing and message log are kept in memory only (not saved)."""
+
+    stage_phases: list[str] = field(default_factory=list)  # per stage, its phase (zensim.layout.PHASES)
+    link_bytes: list[int] = field(default_factory=list)  # bytes per link of the cluster (link id order)
+    traffic: list[list[int]] = field(default_factory=list)  # [src machine, dst machine, bytes], non-zero
+    events: int = 0  # simulated events
+    driver_s: float = 0.0  # the part of wall_s in the stage-program driver (or loading its cached log)
+    log_cached: bool = False  # the message log came from the cache (zensim.sim.logcache)
+    timing: Any = field(default=None, repr=False, compare=False)  # zensim.net.engine.Timing (not saved)
+    log: Any = field(default=None, repr=False, compare=False)  # the message log (not saved)
+
+
+@dataclass
+class Emulated:
+    """What only an emulated record has: each repeat's time, the check of the result, the wire's figures."""
+
+    times_s: list[float] = field(default_factory=list)  # each repeat's time
+    correct: bool | None = None  # every rank's result equals the dense sum
+    measured: dict[str, Any] = field(default_factory=dict)  # wire bytes, control bytes, ...
+
+
+PARTS = {"simulated": Simulated, "emulated": Emulated}
+UNSAVED = ("timing", "log")
+# the saved fields in the order of the results file (a record's own fields and its part's, interleaved as
+# they always were: the file format is unchanged by the split)
+ORDER = ("scheme", "source", "model", "layout", "gpus", "time_s", "vs_dense", "bytes_sent", "bytes_received",
+         "push_imbalance", "pull_imbalance", "recv_imbalance", "busiest_link", "busiest_link_util", "stage_times_s",
+         "stage_phases", "link_bytes", "traffic", "events", "wall_s", "driver_s", "log_cached", "values_flushed",
+         "program", "options", "values", "lossless", "kind", "repeats", "times_s", "correct", "errors", "trace",
+         "cluster", "point", "sweep", "measured", "provenance")
+
+
+@dataclass
 class RunRecord:
-    """One scheme's run: times (s), bytes per rank, balance, links, stages, and what made it."""
+    """One scheme's run: times (s), bytes per rank, balance, stages, and what made it; what only a
+    simulated or only an emulated run has is its part (`simulated`, `emulated`: the one of its source)."""
 
     scheme: str
     source: str  # simulated | emulated
@@ -46,13 +82,7 @@ class RunRecord:
     busiest_link: str | None = None
     busiest_link_util: float | None = None
     stage_times_s: list[float] = field(default_factory=list)  # per stage, the longest any rank spent in it
-    stage_phases: list[str] = field(default_factory=list)  # simulated: per stage, its phase (zensim.layout.PHASES)
-    link_bytes: list[int] = field(default_factory=list)  # simulated: bytes per link of the cluster (link id order)
-    traffic: list[list[int]] = field(default_factory=list)  # simulated: [src machine, dst machine, bytes], non-zero
-    events: int = 0  # simulated events
     wall_s: float = 0.0  # seconds this record took to compute (simulated) or the emulation's wall time
-    driver_s: float = 0.0  # simulated: the part of wall_s in the stage-program driver (or loading its cached log)
-    log_cached: bool = False  # simulated: the message log came from the cache (zensim.sim.logcache)
     values_flushed: int = 0  # non-zero values the wire's value dtype rounded to zero
     program: str = ""  # digest of the message log; two schemes with equal digests ran the same program
     options: dict[str, Any] = field(default_factory=dict)  # the scheme's options (value_dtype, pull, ...)
@@ -60,21 +90,28 @@ class RunRecord:
     lossless: bool | None = None  # the scheme's capabilities: every rank ends with the dense sum (None: not recorded)
     kind: str = "scheme"  # scheme | peer (emulation: torch's own collective, measured alongside)
     repeats: int = 1
-    times_s: list[float] = field(default_factory=list)  # emulated: each repeat's time
-    correct: bool | None = None  # emulated: every rank's result equals the dense sum
     errors: list[str] = field(default_factory=list)
     trace: dict[str, Any] = field(default_factory=dict)  # path, sha256, iteration, workers, numel
     cluster: dict[str, Any] = field(default_factory=dict)  # description and every parameter (SI units)
     point: int | None = None  # index of the sweep point (None outside a sweep)
     sweep: dict[str, Any] = field(default_factory=dict)  # the swept values of that point, as written
-    measured: dict[str, Any] = field(default_factory=dict)  # emulated only: wire bytes, control bytes, ...
     provenance: dict[str, Any] = field(default_factory=dict)  # zensim, commit, command, scenario, created
-    timing: Any = field(default=None, repr=False, compare=False)  # zensim.net.engine.Timing (not saved)
-    log: Any = field(default=None, repr=False, compare=False)  # the message log (not saved)
+    simulated: Simulated | None = None  # a simulated record's part (made empty when not given)
+    emulated: Emulated | None = None  # an emulated record's part (made empty when not given)
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
             raise ValueError(f"source must be one of {SOURCES}, got {self.source!r}")
+        other = "emulated" if self.source == "simulated" else "simulated"
+        if getattr(self, other) is not None:
+            raise ValueError(f"a {self.source} record has no {other} part")
+        if getattr(self, self.source) is None:
+            setattr(self, self.source, PARTS[self.source]())
+
+    @property
+    def part(self) -> Simulated | Emulated:
+        """The part of the record's source."""
+        return self.simulated if self.source == "simulated" else self.emulated  # type: ignore[return-value]
 
     @property
     def cluster_name(self) -> str:
@@ -87,8 +124,11 @@ class RunRecord:
         return f"{where}, {self.model}" if self.source == "simulated" else f"{where}, emulated"
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields, nested (the raw timing and message log are left out)."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("timing", "log")}
+        """JSON-ready fields, flat and nested as the results file has them (the other source's part as
+        its defaults; the raw timing and message log left out)."""
+        parts = {name: getattr(self, name) or cls() for name, cls in PARTS.items()}
+        owner = {f.name: parts[name] for name, cls in PARTS.items() for f in dataclasses.fields(cls)}
+        out = {name: getattr(owner.get(name, self), name) for name in ORDER}
         return json.loads(json.dumps(out, default=_jsonable))
 
     def to_row(self) -> dict[str, Any]:
@@ -97,18 +137,28 @@ class RunRecord:
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any], where: str = "record") -> "RunRecord":
-        """A record from `to_dict()` or `to_row()` output (nested or dotted keys); unknown keys are an error."""
+        """A record from `to_dict()` or `to_row()` output (nested or dotted keys); unknown keys are an error,
+        and so are figures of the other source's part (an emulated record with link bytes)."""
         data = unflatten(raw)
-        names = {f.name for f in dataclasses.fields(cls)} - {"timing", "log"}
-        unknown = sorted(set(data) - names)
+        unknown = sorted(set(data) - set(ORDER))
         if unknown:
             raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)} (not a {SCHEMA} record)")
-        missing = [f.name for f in dataclasses.fields(cls) if f.name in names and f.name not in data
+        missing = [f.name for f in dataclasses.fields(cls) if f.name not in data
                    and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
         if missing:
             raise ConfigError(f"{where}: missing field(s) {', '.join(missing)} (not a {SCHEMA} record)")
+        parts = {}
+        for name, part in PARTS.items():
+            own = {f.name: data.pop(f.name) for f in dataclasses.fields(part) if f.name in data}
+            if name == data.get("source"):
+                parts[name] = part(**own)
+                continue
+            empty = part()  # the other source's figures: absent (None in a CSV row) or the defaults
+            extra = sorted(k for k, v in own.items() if v is not None and v != getattr(empty, k))
+            if extra:
+                raise ConfigError(f"{where}: {', '.join(extra)}: only a {name} record has it")
         try:
-            return cls(**data)
+            return cls(**data, **parts)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{where}: {exc}") from None
 

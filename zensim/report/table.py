@@ -47,8 +47,8 @@ def _ms(seconds: float | None) -> float | None:
 # (header, value of a record); a column is shown when any record has a value in it
 COLUMNS: list[tuple[str, Any]] = [
     ("time ms", lambda r: _ms(r.time_s)),
-    ("min ms", lambda r: _ms(min(r.times_s)) if len(r.times_s) > 1 else None),
-    ("max ms", lambda r: _ms(max(r.times_s)) if len(r.times_s) > 1 else None),
+    ("min ms", lambda r: _ms(min(r.emulated.times_s)) if r.emulated and len(r.emulated.times_s) > 1 else None),
+    ("max ms", lambda r: _ms(max(r.emulated.times_s)) if r.emulated and len(r.emulated.times_s) > 1 else None),
     ("vs dense", lambda r: r.vs_dense),
     ("max sent MB", lambda r: max(r.bytes_sent) / 1e6 if r.bytes_sent else None),
     ("max recv MB", lambda r: max(r.bytes_received) / 1e6 if r.bytes_received else None),
@@ -58,7 +58,7 @@ COLUMNS: list[tuple[str, Any]] = [
     ("busiest link", lambda r: r.busiest_link),
     ("util", lambda r: r.busiest_link_util),
     ("flushed", lambda r: r.values_flushed or None),  # non-zero values the wire's dtype rounded to zero
-    ("correct", lambda r: None if r.correct is None else "yes" if r.correct else "NO"),
+    ("correct", lambda r: None if not r.emulated or r.emulated.correct is None else "yes" if r.emulated.correct else "NO"),
 ]
 
 

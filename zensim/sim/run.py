@@ -21,7 +21,7 @@ from zensim.net.profile import Profile
 from zensim.net.replay import replay
 from zensim.net.topology import ClusterSpec
 from zensim.report.provenance import provenance as make_provenance, trace_info
-from zensim.report.record import RunRecord
+from zensim.report.record import RunRecord, Simulated
 from zensim.run import MessageLog, Tables
 from zensim.schemes import CATALOG, DISTINCT, build_scheme, needs_profile, scheme_names
 from zensim.schemes import closed as analytic
@@ -223,9 +223,10 @@ def _one(name: str, options: dict, prep: Prepared, chunks: list[SparseChunk] | N
     return RunRecord(
         name, "simulated", model, layout if gpus > 1 else "flat", cluster.gpus, seconds, None,
         driven.log.bytes_sent().tolist(), driven.log.bytes_received().tolist(), driven.push, driven.pull,
-        driven.recv, link, util, stages, stage_phases=list(driven.phases), link_bytes=link_bytes, traffic=traffic,
-        events=events, wall_s=time.perf_counter() - start, driver_s=driver_s, log_cached=cached,
-        program=log_digest(driven.log), values_flushed=driven.flushed, lossless=program.caps.lossless, timing=timing, log=driven.log, **context)
+        driven.recv, link, util, stages, wall_s=time.perf_counter() - start, program=log_digest(driven.log),
+        values_flushed=driven.flushed, lossless=program.caps.lossless,
+        simulated=Simulated(list(driven.phases), link_bytes, traffic, events, driver_s, cached, timing, driven.log),
+        **context)
 
 
 def _analytic(formula, chunks: list[SparseChunk], numel: int, cluster: ClusterSpec, layout: str) -> float | None:

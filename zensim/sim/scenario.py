@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import string
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,83 +22,35 @@ import yaml
 from zensim.errors import ConfigError
 from zensim.extras import require
 from zensim.inputs import read_text
-from zensim.layout import LAYOUTS
-from zensim.net.models import MODELS
 from zensim.net.profile import Profile
-from zensim.net.presets import PRESETS
-from zensim.net.topology import FABRICS, NIC_LAYOUTS, TRANSPORTS, ClusterSpec
-from zensim.net.units import parse_bandwidth, parse_latency
+from zensim.net.topology import ClusterSpec
 from zensim.report.outputs import OutputFiles, table_format
-from zensim.sim.cluster import build_cluster
+from zensim.sim.iteration import check_schemes, layer_profile
+from zensim.sim.request import (MAXMIN_BATCH, ClusterRequest, IterationRequest, ReplayRequest, SimulateRequest,
+                                Where, defaults_of, swept_keys, switch)
 from zensim.schemes import check_options
-from zensim.sim.run import all_models, resolve_schemes
+from zensim.sim.run import resolve_schemes
 from zensim.trace.format import Trace
-from zensim.train.buckets import BUCKETINGS, make_bucketing
-from zensim.train.shipped import device_layers
-from zensim.train.iteration import DENSE_WORK
-from zensim.train.layers import LayerProfile, load_layers
-from zensim.train.syncs import SPARSE_BUCKETS, sparse_tensors
-from zensim.train.tuner import DENSE_CHOICES
+from zensim.train.layers import LayerProfile
+from zensim.train.syncs import sparse_tensors
 
-MAXMIN_BATCH = MODELS["maxmin"].options["batch"]  # the model's default allowance
 TOP_KEYS = ("trace", "cluster", "schemes", "options", "values", "model", "maxmin_batch", "outputs", "sweep", "training",
             "iterations")
 REPLAY_KEYS = ("range", "sparsifier", "density")  # the iterations: section (zensim simulate --iterations)
 TRACE_KEYS = ("path", "iteration")
-CLUSTER_DEFAULTS: dict[str, Any] = {
-    "machines": 16, "gpus_per_machine": None, "preset": None, "nics": None, "transport": None, "nic": None, "nic_latency": None, "nvlink": None,
-    "nvlink_latency": None, "fabric": "switch", "oversubscription": None, "machines_per_leaf": None,
-    "tiers": None, "layout": "zen", "profile": None}
+# the cluster: section: ClusterRequest's keys but the model's (top-level model: and maxmin_batch:)
+CLUSTER_DEFAULTS: dict[str, Any] = {k: v for k, v in defaults_of(ClusterRequest).items()
+                                    if k not in ("model", "maxmin_batch")}
 OUTPUT_KEYS = ("json", "csv", "parquet", "timeline", "plot", "links", "traffic", "link_plot")
-# keys a sweep may vary: every cluster key but the profile, plus these
-SWEPT_OTHER = ("model", "iteration", "maxmin_batch")
-SWEEPABLE = tuple(k for k in CLUSTER_DEFAULTS if k != "profile") + SWEPT_OTHER
-# the training section (zensim iteration's options): keys, defaults, those a sweep may vary
-TRAINING_DEFAULTS: dict[str, Any] = {
-    "layers": None, "device": None, "corpus": None, "iterations": 4, "bucketing": "ddp", "bucket_mb": None,
-    "first_bucket_mb": None, "sparse_buckets": "own", "sparse_tensors": None, "dense_work": "fused",
-    "dense_algorithm": "auto",    "compute_scale": 1.0, "shared_host": False,
-    # a fusion strategy (zensim.train.fusion.schedule; zensim iteration --strategy) and its selection and cost
-    "strategy": None, "fusion_degree": None, "compression_cost": "dgc", "density": 0.01, "sparsifier": "topk"}
+# keys a sweep may vary: the request fields marked so (every cluster key but the profile; model, maxmin_batch,
+# iteration); in a training scenario also the training keys marked so
+SWEEPABLE = swept_keys(SimulateRequest)
+# the training section: IterationRequest's keys but the cluster's and the trace's iteration (trace.iteration)
+TRAINING_DEFAULTS: dict[str, Any] = {k: v for k, v in defaults_of(IterationRequest).items()
+                                     if k not in defaults_of(ClusterRequest) and k != "iteration"}
 STRATEGY_KEYS = ("strategy", "fusion_degree")  # swept, they are drawn in one plot (per strategy, against the degree)
-TRAINING_SWEPT = ("bucketing", "bucket_mb", "first_bucket_mb", "sparse_buckets", "dense_work",
-                  "dense_algorithm") + STRATEGY_KEYS
-DEGREE_STRATEGIES = ("none", "behind")  # the strategies a fusion degree (DDP's bucket cap) applies to
-BUCKET_KEYS = ("bucketing", "first_bucket_mb", "sparse_buckets")  # what a strategy decides itself
+TRAINING_SWEPT = tuple(k for k in swept_keys(IterationRequest) if k in TRAINING_DEFAULTS)
 GPU_KEYS = ("machines", "gpus_per_machine", "preset")  # what a throughput-against-GPUs plot has on its x axis
-
-
-@dataclass(frozen=True)
-class Training:
-    """A point's training iterations (the scenario's `training:` section, swept keys applied): the
-    options of `zensim iteration`; the layer profile is the scenario's."""
-
-    iterations: int
-    bucketing: str
-    bucket_mb: float | None
-    first_bucket_mb: float | None
-    sparse_buckets: str
-    sparse_tensors: tuple[str, ...] | None
-    dense_work: str
-    shared_host: bool
-    dense_algorithm: str = "auto"  # the dense all-reduce of dense buckets (zensim.train.tuner)
-    strategy: str | None = None  # a fusion strategy instead of the bucketing (run_strategy)
-    fusion_degree: float | None = None  # none's and behind's bucket cap as a fraction of the model's bytes
-    compression_cost: str = "dgc"  # the strategy's selection cost (COSTS or ALPHA,BETA)
-    density: float = 0.01
-    sparsifier: str = "topk"
-
-
-@dataclass(frozen=True)
-class Replay:
-    """The scenario's `iterations:` section: replay iterations first..last-1 of a trace with values,
-    each scheme with its sparsifier (`sparsifier` None: each scheme's own) and state carried, as
-    `zensim simulate --iterations`."""
-
-    first: int
-    last: int
-    sparsifier: str | None
-    density: float
 
 
 @dataclass(frozen=True)
@@ -112,8 +64,9 @@ class Point:
     model: str
     iteration: int
     maxmin_batch: float
-    training: Training | None = None  # training iterations instead of one synchronization
-    replay: Replay | None = None  # a replay over iterations instead of one synchronization
+    training: IterationRequest | None = None  # training iterations instead of one synchronization
+    replay: ReplayRequest | None = None  # a replay over iterations instead of one synchronization
+    simulate: SimulateRequest | None = None  # one synchronization (neither of the above)
 
     def label(self) -> str:
         """'machines=8, model=fifo' (empty for a scenario without a sweep)."""
@@ -219,11 +172,17 @@ class _Loader:
         base.update(self.mapping(top.get("cluster"), "cluster", tuple(CLUSTER_DEFAULTS)))
         base["iteration"] = trace.get("iteration", 0)
         base["maxmin_batch"] = top.get("maxmin_batch", MAXMIN_BATCH)
+        base["values"] = top.get("values")
         if base["profile"] is not None:
-            base["profile"] = self.input_path("cluster.profile", base["profile"])
+            base["profile"] = str(self.input_path("cluster.profile", base["profile"]))
         self.training = top.get("training") is not None
-        replay = self.replay(top.get("iterations"), trace_path) if "iterations" in top else None
+        replay = self.replay(top.get("iterations")) if "iterations" in top else None
         self.replaying = replay is not None
+        if replay is not None:
+            base.update(replay)
+            if "iteration" in trace or "iteration" in (top.get("sweep") or {}):
+                raise self.fail("trace.iteration" if "iteration" in trace else "sweep.iteration",
+                                "not with iterations: (which replays iterations A..B-1)")
         if replay is not None and self.training:
             raise self.fail("iterations", "not with a training: section (give one of them)")
         if self.training:
@@ -234,8 +193,8 @@ class _Loader:
         names = self.schemes(top.get("schemes", "all"), replay is not None)
         options = self.options(top.get("options"), [n.partition("+")[0] for n in names], replay is not None)
         values = top.get("values")
-        if values is not None and not isinstance(values, bool):
-            raise self.fail("values", f"expected true or false, got {values!r}")
+        if values is not None:  # (a training or replay point has no SimulateRequest to check it)
+            switch(values, Where(f"{self.path}: values", False))
         axes = {k: self.values(f"sweep.{k}", v) for k, v in sweep.items()}
         self.sweep_keys = set(axes)
         model = top.get("model", "fifo")
@@ -247,17 +206,15 @@ class _Loader:
             base["model"] = model
         points = [self.point(base, dict(zip(axes, combo))) for combo in itertools.product(*axes.values())]
         if replay is not None:
-            points = [replace(p, replay=replay) for p in points]
-            self.check_methods(names, options, replay, trace_path, points)
+            self.check_replay(names, options, trace_path, points)
         if self.training:
             once: dict[tuple, Point] = {}  # a degree is dropped where a strategy has none: such points run once
             for p in points:
                 once.setdefault(tuple(p.values.items()), p)
             points = list(once.values())
-            if any(p.training.strategy not in (None, "none") for p in points) and set(names) <= {"dense-allreduce"}:
-                raise self.fail("schemes", "a strategy other than none needs a sparse scheme for its compressed buckets")
+            check_schemes([p.training for p in points], names, trace_path, f"{self.path}: schemes")
         self.check_trace(trace_path, points)
-        layers = self.layers(base, trace_path, points) if self.training else None
+        layers = self.layers(trace_path, points) if self.training else None
         paths = self.outputs(outputs, list(axes), points)
         x_keys = self.x_keys(list(axes)) if len(points) > 1 else None
         inputs = [self.path, trace_path] + [base[k] for k in ("profile", "layers") if base.get(k) is not None]
@@ -271,27 +228,21 @@ class _Loader:
             return ()
         return tuple(k for k in swept if k in GPU_KEYS + STRATEGY_KEYS) if self.training else tuple(swept[:1])
 
-    def layers(self, base: dict[str, Any], trace: Path, points: list[Point]) -> LayerProfile:
+    def layers(self, trace: Path, points: list[Point]) -> LayerProfile:
         """The training section's layer profile (`layers: FILE` or `device: PRESET`), scaled by
         compute_scale; the trace's tensors must be parameters of it."""
-        if (base["layers"] is None) == (base["device"] is None):
-            raise self.fail("training", "give one of layers (a layer profile file) or device (v100, a100, h100)")
-        scale = base["compute_scale"]
-        if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not 0 < scale < float("inf"):
-            raise self.fail("training.compute_scale", f"expected a positive number, got {scale!r}")
         try:
-            if base["layers"] is not None:
-                prof = load_layers(self.input_path("training.layers", base["layers"]))
-            else:
-                corpus = self.input_path("training.corpus", base["corpus"]) if base["corpus"] is not None else None
-                prof = device_layers(trace, base["device"], corpus and str(corpus), f"{self.path}: training.device")
+            prof = layer_profile(points[0].training, trace, lambda name: f"training.{name}")
             with Trace.open(trace) as t:
                 for p in points:
                     sparse_tensors(prof, t, "zen", p.training.sparse_tensors)
         except ConfigError as exc:
             text = str(exc)
-            raise (exc if text.startswith(str(self.path)) else self.fail("training", text)) from None
-        return prof.scaled(float(scale))
+            if text.startswith(str(self.path)):
+                raise
+            raise (ConfigError(f"{self.path}: {text}") if text.startswith("training.")
+                   else self.fail("training", text)) from None
+        return prof
 
     def schemes(self, raw: Any, replay: bool = False) -> list[str]:
         """all | presets | distinct | a list of names -> scheme names; for a replay, all (the replay's
@@ -342,37 +293,28 @@ class _Loader:
             raise self.fail(key, "sweep values must be single values, not lists or mappings")
         return raw
 
-    def replay(self, raw: Any, trace: Path) -> Replay:
-        """The iterations: section: 'A:B', or a mapping of range (A:B), sparsifier and density."""
-        from zensim.replay.iterations import parse_range
+    def replay(self, raw: Any) -> dict[str, Any]:
+        """The iterations: section: 'A:B', or a mapping of range (A:B), sparsifier and density (checked
+        with each point's ReplayRequest)."""
+        section = self.mapping({"range": raw} if isinstance(raw, str) else raw, "iterations", REPLAY_KEYS)
+        if section.get("range") is None:
+            raise self.fail("iterations.range", "expected A:B (B exclusive), e.g. '0:50', as text, got None")
+        return section
+
+    def check_replay(self, names: list[str], options: dict[str, Any], trace: Path, points: list[Point]) -> None:
+        """The range is in the trace; every SCHEME[+SPARSIFIER] item makes a method on every point's GPU count."""
+        from zensim.sim.replay import replay_methods, replay_range
         from zensim.trace.gradients import TraceGradients
 
-        section = self.mapping({"range": raw} if isinstance(raw, str) else raw, "iterations", REPLAY_KEYS)
-        if not isinstance(section.get("range"), str):
-            raise self.fail("iterations.range", f"expected A:B (B exclusive) as text, e.g. '0:50', got {section.get('range')!r}")
+        with Trace.open(trace) as t:
+            iterations, numel = TraceGradients(t).iterations, t.numel
         try:
-            with Trace.open(trace) as t:
-                first, last = parse_range(section["range"], TraceGradients(t).iterations)
+            replay_range(points[0].replay, iterations)
         except ConfigError as exc:
             raise self.fail("iterations", str(exc).removeprefix("--iterations ")) from None
-        density = section.get("density", 0.01)
-        if not isinstance(density, (int, float)) or isinstance(density, bool) or not 0 < density <= 1:
-            raise self.fail("iterations.density", f"expected a number in (0, 1], got {density!r}")
-        sparsifier = section.get("sparsifier")
-        if sparsifier is not None and not isinstance(sparsifier, str):
-            raise self.fail("iterations.sparsifier", f"expected a sparsifier name or none, got {sparsifier!r}")
-        return Replay(first, last, sparsifier, float(density))
-
-    def check_methods(self, names: list[str], options: dict[str, Any], replay: Replay, trace: Path,
-                      points: list[Point]) -> None:
-        """Every SCHEME[+SPARSIFIER] item makes a method on every point's GPU count."""
-        from zensim.replay.method import make_methods
-
-        with Trace.open(trace) as t:
-            numel = t.numel
-        for gpus in sorted({p.cluster.gpus for p in points}):
+        for p in {p.cluster.gpus: p for p in points}.values():
             try:
-                make_methods(",".join(names), replay.sparsifier, replay.density, gpus, numel, 0, options, default=[])
+                replay_methods(p.replay, p.cluster.gpus, numel, names, options)
             except ConfigError as exc:
                 raise self.fail("schemes", str(exc)) from None
 
@@ -392,108 +334,24 @@ class _Loader:
         def where(key: str) -> str:
             if key in values:
                 return "model" if key == "model" and "model" not in self.sweep_keys else f"sweep.{key}"
+            if self.training and key in TRAINING_DEFAULTS:
+                return f"training.{key}"
+            if self.replaying and key in REPLAY_KEYS:
+                return f"iterations.{key}"
             return f"cluster.{key}" if key in CLUSTER_DEFAULTS else "trace.iteration" if key == "iteration" else key
 
-        for key in ("machines", "gpus_per_machine", "machines_per_leaf"):
-            if s[key] is not None and (not _is_int(s[key]) or s[key] < 1):
-                raise self.fail(where(key), f"expected a positive integer, got {s[key]!r}")
-        if not _is_int(s["iteration"]) or s["iteration"] < 0:
-            raise self.fail(where("iteration"), f"expected a non-negative integer, got {s['iteration']!r}")
-        for key in ("oversubscription", "maxmin_batch"):
-            if s[key] is not None and (not isinstance(s[key], (int, float)) or isinstance(s[key], bool)):
-                raise self.fail(where(key), f"expected a number, got {s[key]!r}")
-        if s["oversubscription"] is not None and not 1 <= s["oversubscription"] < float("inf"):
-            raise self.fail(where("oversubscription"), f"must be a finite number >= 1, got {s['oversubscription']!r}")
-        if not 0 <= s["maxmin_batch"] <= 1:
-            raise self.fail(where("maxmin_batch"), f"must be in [0, 1], got {s['maxmin_batch']!r}")
-        for key, choices in (("fabric", FABRICS), ("layout", LAYOUTS), ("model", all_models()), ("preset", PRESETS),
-                             ("nics", NIC_LAYOUTS), ("transport", TRANSPORTS)):
-            if (s[key] is not None or key in ("fabric", "layout", "model")) and s[key] not in choices:
-                raise self.fail(where(key), f"unknown {key} {s[key]!r} (choose from {', '.join(choices)})")
-        links = {}
-        for key, parse in (("nic", parse_bandwidth), ("nic_latency", parse_latency),
-                           ("nvlink", parse_bandwidth), ("nvlink_latency", parse_latency)):
-            if s[key] is not None:
-                if isinstance(s[key], (int, float)):  # a bare YAML number has no unit: reject, as the CLI does
-                    raise self.fail(where(key), f"{s[key]!r} has no unit (e.g. 25Gbps, 5us)")
-                links[key] = parse(s[key], f"{self.path}: {where(key)}")
-        if s["tiers"] is not None and not isinstance(s["tiers"], str):
-            raise self.fail(where("tiers"), f"expected MEMBERS:OVERSUB[,MEMBERS:OVERSUB...] as text, e.g. '4:1,8:2', "
-                            f"got {s['tiers']!r}")
-        names = {"oversub": f"{self.path}: {where('oversubscription')}",
-                 "machines_per_leaf": f"{self.path}: {where('machines_per_leaf')}",
-                 "tiers": f"{self.path}: {where('tiers')}"}
-        cluster, profile = build_cluster(s["machines"], s["gpus_per_machine"], **links, fabric=s["fabric"],
-                                         oversub=s["oversubscription"], machines_per_leaf=s["machines_per_leaf"],
-                                         profile=s["profile"], preset=s["preset"], nics=s["nics"],
-                                         transport=s["transport"], tiers=s["tiers"], names=names)
-        training = self.training_of(s, where) if self.training else None
-        if training is not None and training.strategy not in (None,) + DEGREE_STRATEGIES:
+        kind = IterationRequest if self.training else ReplayRequest if self.replaying else SimulateRequest
+        place = lambda key: f"{self.path}: {where(key)}"  # noqa: E731
+        req = kind.from_mapping(s, place, lambda key, raw: self.input_path(where(key), raw))
+        cluster, profile = req.build(place)
+        if self.replaying:
+            req.check_layout(cluster.gpus_per_machine, place)
+        training = req.one_point() if self.training else None
+        if training is not None and training.fusion_degree is None:  # a degree its strategy does not have
             values = {k: v for k, v in values.items() if k != "fusion_degree"}
-        return Point(values, cluster, profile, s["layout"], s["model"], s["iteration"], float(s["maxmin_batch"]),
-                     training)
-
-    def training_of(self, s: dict[str, Any], where) -> Training:
-        """A point's Training from its settings; each value checked (sharing model, buckets, counts)."""
-        if s["model"] not in MODELS:
-            raise self.fail(where("model"), f"training iterations need a network model with a timeline "
-                            f"({', '.join(MODELS)}), not {s['model']!r}")
-        spot = {k: where(k) if k in self.sweep_keys else f"training.{k}" for k in TRAINING_DEFAULTS}
-        if not _is_int(s["iterations"]) or s["iterations"] < 1:
-            raise self.fail(spot["iterations"], f"expected a positive integer, got {s['iterations']!r}")
-        for key, choices in (("bucketing", BUCKETINGS), ("sparse_buckets", SPARSE_BUCKETS), ("dense_work", DENSE_WORK),
-                             ("dense_algorithm", DENSE_CHOICES)):
-            if s[key] not in choices:
-                raise self.fail(spot[key], f"unknown {key} {s[key]!r} (choose from {', '.join(choices)})")
-        for key in ("bucket_mb", "first_bucket_mb"):
-            if s[key] is not None and (not isinstance(s[key], (int, float)) or isinstance(s[key], bool)):
-                raise self.fail(spot[key], f"expected a number of MiB, got {s[key]!r}")
-        try:
-            make_bucketing(s["bucketing"], s["bucket_mb"], s["first_bucket_mb"])
-        except ConfigError as exc:
-            raise self.fail(spot["bucket_mb"], str(exc)) from None
-        only = s["sparse_tensors"]
-        if only is not None and (not isinstance(only, list) or not all(isinstance(n, str) for n in only)):
-            raise self.fail(spot["sparse_tensors"], f"expected a list of tensor names, got {only!r}")
-        if not isinstance(s["shared_host"], bool):
-            raise self.fail(spot["shared_host"], f"expected true or false, got {s['shared_host']!r}")
-        return Training(s["iterations"], s["bucketing"], s["bucket_mb"], s["first_bucket_mb"], s["sparse_buckets"],
-                        tuple(only) if only is not None else None, s["dense_work"], s["shared_host"],
-                        s["dense_algorithm"], *self.strategy_of(s, spot))
-
-    def strategy_of(self, s: dict[str, Any], spot: dict[str, str]) -> tuple:
-        """A point's fusion strategy, degree (None where it does not apply), compression cost, density
-        and sparsifier, each checked."""
-        from zensim.train.fusion.registry import STRATEGIES
-        from zensim.train.fusion.schedule import Strategy, compression_cost
-        from zensim.train.fusion.strategies import Compression
-
-        name, degree = s["strategy"], s["fusion_degree"]
-        if name is None:
-            if degree is not None:
-                raise self.fail(spot["fusion_degree"], "only with a strategy (training.strategy)")
-            return ()
-        if name not in STRATEGIES:
-            raise self.fail(spot["strategy"], f"unknown strategy {name!r} (choose from {', '.join(STRATEGIES)})")
-        for key in BUCKET_KEYS:
-            if s[key] != TRAINING_DEFAULTS[key]:
-                raise self.fail(spot[key], "not with a strategy (each strategy decides its buckets)")
-        if degree is not None and (not isinstance(degree, (int, float)) or isinstance(degree, bool) or not 0 <= degree <= 1):
-            raise self.fail(spot["fusion_degree"], f"expected a number in [0, 1], got {degree!r}")
-        if degree is not None and s["bucket_mb"] is not None:
-            raise self.fail(spot["fusion_degree"], "and bucket_mb: give one")
-        density = s["density"]
-        if not isinstance(density, (int, float)) or isinstance(density, bool) or not 0 < density <= 1:
-            raise self.fail(spot["density"], f"expected a number in (0, 1], got {density!r}")
-        cost = str(s["compression_cost"])
-        compression_cost(cost, f"{self.path}: {spot['compression_cost']}")
-        if name != "none":
-            try:
-                Strategy(name, Compression(density=float(density)), str(s["sparsifier"]))
-            except ConfigError as exc:
-                raise self.fail(spot["sparsifier"], str(exc)) from None
-        return (name, None if degree is None or name not in DEGREE_STRATEGIES else float(degree), cost,
-                float(density), str(s["sparsifier"]))
+        iteration = req.first_iteration if self.training else 0 if self.replaying else req.iteration
+        return Point(values, cluster, profile, req.layout, req.model, iteration, req.maxmin_batch, training,
+                     req if self.replaying else None, req if kind is SimulateRequest else None)
 
     def check_trace(self, trace: Path, points: list[Point]) -> None:
         """Every point fits the trace: enough workers for its GPUs, an iteration the trace has."""
@@ -563,8 +421,3 @@ def plot_file(template: Path, values: dict[str, Any], x_keys: str | tuple[str, .
         return template
     along = (x_keys,) if isinstance(x_keys, str) else x_keys
     return Path(str(template).format_map({k: v for k, v in values.items() if k not in along}))
-
-
-def _is_int(value: Any) -> bool:
-    """An integer that is not a bool."""
-    return isinstance(value, int) and not isinstance(value, bool)

@@ -41,14 +41,12 @@ from zensim.report.record import RunRecord, SCHEMA, results_csv, results_json
 from zensim.report.runs import group_sweep
 from zensim.report.table import render
 from zensim.report.iteration import ITERATION_SCHEMA  # a stored point's iteration records
-from zensim.sim.run import simulate
 from zensim.sim.scenario import GPU_KEYS, STRATEGY_KEYS, Point, Scenario, plot_file
 from zensim.sim.store import Store, content_key
-from zensim.train.buckets import make_bucketing
 from zensim.replay.iterations import ReplayIterationRecord
-from zensim.train.iteration import SimulatedIterationRecord, iteration_records
+from zensim.train.iteration import SimulatedIterationRecord
+from zensim.sim.iteration import run_iterations
 from zensim.train.layers import LayerProfile
-from zensim.train.syncs import DENSE
 
 Results = list[tuple[Point, list[RunRecord]]]  # with a training: section, SimulatedIterationRecords
 from zensim.replay.document import REPLAY_SCHEMA  # a stored point's replay records (its own document)
@@ -107,14 +105,13 @@ def run_point(task: PointTask, baselines: Memo[float] | None = None
         return _run_training(task)
     if p.replay is not None:
         return _run_replay(task)
-    records = simulate(task.trace, list(task.schemes), Costs.of(p.cluster, p.profile), p.model, iteration=p.iteration,
-                       layout=p.layout, maxmin_batch=p.maxmin_batch, options=task.options, values=task.values,
-                       provenance=task.provenance, cache=task.cache, baselines=baselines)
+    records = p.simulate.run(task.trace, list(task.schemes), options=task.options, costs=Costs.of(p.cluster, p.profile),
+                             provenance=task.provenance, cache=task.cache, baselines=baselines)
     for rec in records:
         if task.is_sweep:
             rec.point, rec.sweep = task.index, dict(p.values)
         if not task.keep_timing:
-            rec.timing = rec.log = None
+            rec.simulated.timing = rec.simulated.log = None
     return records
 
 
@@ -122,47 +119,22 @@ def _run_training(task: PointTask) -> list[SimulatedIterationRecord]:
     """A training point: dense DDP and every scheme on the point's cluster, as `zensim iteration`; with a
     fusion strategy, the strategy with every sparse scheme (`none`: dense DDP), as `zensim iteration
     --strategy`."""
-    p, t = task.point, task.point.training
-    common = dict(trace=task.trace, model=p.model, layout=p.layout, iterations=t.iterations, first_iteration=p.iteration,
-                  options=task.options, dense_work=t.dense_work, shared_host=t.shared_host, sparse=t.sparse_tensors,
-                  dense_algorithm=t.dense_algorithm, dense_times=Memo(),
-                  model_options={"batch": p.maxmin_batch} if p.model == "maxmin" else None)
-    costs = Costs.of(p.cluster, p.profile)
-    if t.strategy is None:
-        records = iteration_records(task.layers, task.schemes, costs, sparse_buckets=t.sparse_buckets,
-                                    bucketing=make_bucketing(t.bucketing, t.bucket_mb, t.first_bucket_mb), **common)
-    else:
-        from zensim.train.fusion.schedule import compression_cost, run_strategy
-        from zensim.train.fusion.strategies import Compression
-
-        comp = Compression(density=t.density, encode=compression_cost(t.compression_cost))
-        schemes = [DENSE] if t.strategy == "none" else [s for s in task.schemes if s != DENSE]
-        records = [run_strategy(t.strategy, task.layers, scheme, costs, compression=comp, sparsifier=t.sparsifier,
-                                degree=t.fusion_degree, bucket_mb=t.bucket_mb if t.strategy in ("none", "behind")
-                                else None, **common) for scheme in schemes]
+    p = task.point
+    records = run_iterations([p.training], task.layers, task.schemes, trace=task.trace, options=task.options,
+                             keep_runs=task.keep_timing)
     for rec in records:
         rec.provenance = task.provenance
         if task.is_sweep:
             rec.point, rec.sweep = task.index, dict(p.values)
-        if not task.keep_timing:
-            rec.run = None
     return records
 
 
 def _run_replay(task: PointTask) -> list[ReplayIterationRecord]:
     """A replay point: every SCHEME[+SPARSIFIER] item over the iterations, state carried, as `zensim
     simulate --iterations` (the invariant asserted every iteration)."""
-    from zensim.replay import make_methods, replay_iterations
-    from zensim.trace import Trace
-    from zensim.trace.gradients import TraceGradients
+    from zensim.sim.replay import run_replay
 
-    p, r = task.point, task.point.replay
-    with Trace.open(task.trace) as trace:
-        source = TraceGradients(trace)
-        methods = make_methods(",".join(task.schemes), r.sparsifier, r.density, p.cluster.gpus, source.numel, 0,
-                               task.options, default=[])
-        model = p.model if p.model != "analytic" else "fifo"
-        return replay_iterations(source, methods, r.first, r.last, Costs.of(p.cluster, p.profile), model)
+    return run_replay(task.point.replay, task.trace, task.schemes, task.options)[0]
 
 
 def point_key(task: PointTask, trace_sha256: str) -> str:
