@@ -179,7 +179,7 @@ REPLAY_COMPARE = [("spardl (d = 1)", "compare", "spardl", "compare", ""),
 def replay_compare() -> list[str]:
     """docs/replay.md: simulated communication time of SparDL, TopkA, TopkDSA, gTop-k and Ok-Topk at 14 workers
     against SparDL's, from the committed docs/replay-compare/*.json that the page's `benchmarks/replay.py
-    --compare ... --json FILE` commands wrote (about 6 min of CPU in all), beside SparDL's paper's ratios."""
+    --compare ... --json FILE` commands wrote (about 3 min of CPU in all), beside SparDL's paper's ratios."""
     import json
 
     import replay
