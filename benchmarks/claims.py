@@ -280,7 +280,7 @@ def spardl_comparison() -> list[Claim]:
                   f"SparDL ahead; Ok-Topk keeps d' = {fmt(by[method]['actual_density_mean'])} (k'/k = "
                   f"{fmt(by[method]['actual_density_mean'] / 0.01)}) with its regions set every 64 iterations and its "
                   "thresholds re-used between exact ones; with regions every iteration and past the second exact "
-                  "threshold it is 1.6-2.0x (docs/replay.md, benchmarks/oktopk_phases.py)"
+                  "threshold it is 1.2-1.5x (docs/replay.md, benchmarks/oktopk_phases.py)"
                   if method == "oktopk" else
                   f"SparDL ahead, by {'more' if ratio > hi else 'less'}: {method} moves {fmt(moved)}x SparDL's bytes "
                   "here (every worker's k, fill-in after the sum)"

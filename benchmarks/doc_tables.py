@@ -22,7 +22,8 @@ benchmarks/exdyna_loop.py, about 4 s); exdyna-claims-wide (docs/replay.md: windo
 docs/exdyna-claims-wide.csv); trace-io (docs/trace-stats.md: the committed docs/trace-io.json of
 benchmarks/trace_io.py --json); replay-loss (docs/replay.md: the committed --json of its `zensim converge`
 command, docs/replay-loss.json.gz); roofline-h100 (docs/iteration.md: the committed
-docs/iteration-data/roofline-h100.json of benchmarks/device_profiles.py --compare). Tables typed from runs whose output is not committed carry a line
+docs/iteration-data/roofline-h100.json of benchmarks/device_profiles.py --compare); replay-compare
+(docs/replay.md: the committed docs/replay-compare/*.json of the page's benchmarks/replay.py --json runs). Tables typed from runs whose output is not committed carry a line
 `<!-- typed table: WHAT PRODUCED IT; ... -->` instead.
 (docs/results.md's Fig. 8 tables come from benchmarks/fig8.py, docs/claims.md from benchmarks/claims.py.)
 """
@@ -157,6 +158,53 @@ def replay_loss() -> list[str]:
                           [[s["method"], f"{s['final_loss']:.3f}", f"{s['test_loss']:.3f}", f"{s['test_accuracy']:.3f}",
                             f"{s['density_mean']:.3f}", f"{s['sync_s_mean']:.1e}".replace("e-0", "e-"),
                             f"{s['clock_s']:.3f}"] for s in summary])
+
+
+# docs/replay.md's comparison at 14 workers: (label, committed run docs/replay-compare/NAME.json, method, the
+# run whose SparDL row divides the time, the paper's figure); each run is one of the page's commands
+REPLAY_COMPARE = [("spardl (d = 1)", "compare", "spardl", "compare", ""),
+                  ("spardl, B-SAG d = 7", "bsag7", "spardl", "compare",
+                   "(Fig. 13-14: B-SAG d = 7 the fastest d at 14 workers, 1.25x in training time)"),
+                  ("topka", "compare", "topka", "compare", "PAPER_TOPKA"),
+                  ("topkdsa", "compare", "topkdsa", "compare", "PAPER_TOPKDSA"),
+                  ("gtopk", "compare", "gtopk", "compare", "(not in Fig. 8)"),
+                  ("oktopk, iterations 0-4", "oktopk", "oktopk", "oktopk", "PAPER_OKTOPK"),
+                  ("oktopk+topk, iterations 0-4", "oktopk", "oktopk+topk", "oktopk", ""),
+                  ("oktopk, iterations 32-63 of 64", "oktopk-64", "oktopk", "oktopk-64", ""),
+                  ("oktopk+topk, iterations 32-63 of 64", "oktopk-topk-64", "oktopk+topk", "oktopk-topk-64", ""),
+                  ("oktopk, 32-63, regions every iteration", "oktopk-repartition", "oktopk", "oktopk-64", ""),
+                  ("oktopk+topk, 32-63, regions every iteration", "oktopk-repartition", "oktopk+topk", "oktopk-64", "")]
+
+
+def replay_compare() -> list[str]:
+    """docs/replay.md: simulated communication time of SparDL, TopkA, TopkDSA, gTop-k and Ok-Topk at 14 workers
+    against SparDL's, from the committed docs/replay-compare/*.json that the page's `benchmarks/replay.py
+    --compare ... --json FILE` commands wrote (about 3 min of CPU in all), beside SparDL's paper's ratios."""
+    import json
+
+    import replay
+
+    runs = {name: {r["method"]: r for r in json.loads((ROOT / "docs" / "replay-compare" / f"{name}.json")
+                                                      .read_text())["rows"]}
+            for name in {run for _, run, _, base, _ in REPLAY_COMPARE} | {base for *_, base, _ in REPLAY_COMPARE}}
+
+    def ratio(x: float) -> str:
+        return "1" if x == 1 else f"{x:.1f}" if x >= 1 else f"{x:.2f}"
+
+    def paper(cell: str) -> str:
+        if not cell.startswith("PAPER_"):
+            return cell
+        speedups = getattr(replay, cell).values()
+        return f"{min(speedups)}x - {max(speedups)}x"
+
+    rows = []
+    for label, run, method, base, cell in REPLAY_COMPARE:
+        r = runs[run][method]
+        rows.append([label, f"{r['time_s_mean']:.3g}", f"{r['bytes_mean']:.2e}".replace("e+0", "e"),
+                     f"{r['actual_density_mean']:.4f}", ratio(r["time_s_mean"] / runs[base]["spardl"]["time_s_mean"]),
+                     paper(cell)])
+    return markdown_table(["method", "simulated s / iteration", "bytes / iteration (all ranks)", "d' mean",
+                           "/ SparDL's time", "paper: SparDL faster by (Fig. 8)"], rows)
 
 
 # docs/iteration.md's roofline table: its rows' order and labels
@@ -437,6 +485,7 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "trace-io": ("docs/trace-stats.md", trace_io),
     "replay-loss": ("docs/replay.md", replay_loss),
     "roofline-h100": ("docs/iteration.md", roofline),
+    "replay-compare": ("docs/replay.md", replay_compare),
     "exdyna-claims-wide": ("docs/replay.md", exdyna_wide_first),
     "exdyna-loop": ("docs/replay.md", exdyna_loop),
     "exdyna-loop-partitions": ("docs/replay.md", exdyna_loop_partitions),

@@ -13,6 +13,10 @@ Prints the load averages before and after, and the peak resident memory of the p
 residuals and the replay together).
 
 Usage: flock /tmp/zsim-bench.lock .venv/bin/python benchmarks/replay.py [--compare] [--schemes S] [--numel N ...] [--options JSON]
+    [--json FILE]
+
+--json FILE also writes the run's settings, the summary rows and the timings (docs/replay.md's comparison
+table is rendered by benchmarks/doc_tables.py from the committed docs/replay-compare/*.json).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import time
 
 import numpy as np
 
+from zensim.atomic import write_atomic
 from zensim.net.costs import Costs
 from zensim.net.topology import ClusterSpec
 from zensim.replay import make_methods, replay_iterations, summarize
@@ -80,6 +85,8 @@ def main() -> None:
     parser.add_argument("--latency", default="20us")
     parser.add_argument("--since", type=int, default=0, help="summarize iterations from this one on")
     parser.add_argument("--options", default="{}", help="scheme options as JSON, e.g. '{\"teams\": 7}' (SparDL's B-SAG)")
+    parser.add_argument("--json", default=None, metavar="FILE",
+                        help="also write the settings, summary rows and timings as JSON to FILE")
     args = parser.parse_args()
     if args.compare:
         schemes = args.schemes or "spardl,topka,topkdsa,gtopk,oktopk"
@@ -97,6 +104,13 @@ def main() -> None:
           f"{args.latency} latency, options {args.options}; gradient set-up {setup:.1f} s")
     table = [[r["method"], *walls[r["method"]], walls[r["method"]][0] / iterations, r["time_s_mean"], r["bytes_mean"],
               r["actual_density_mean"], r["padding_mean"]] for r in rows]
+    if args.json:
+        write_atomic(args.json, json.dumps({
+            "settings": {"schemes": schemes, "workers": workers, "numel": args.numel, "iterations": iterations,
+                         "since": args.since, "density": args.density, "nic": args.nic, "latency": args.latency,
+                         "options": json.loads(args.options)},
+            "rows": rows, "replay_wall_cpu_s": walls, "setup_s": setup, "load_before": load,
+            "load_after": os.getloadavg(), "peak_rss_gib": peak}, indent=1, default=float) + "\n")
     print(format_table(table, ["method", "replay wall s", "replay CPU s", "wall s / it", "simulated s / it",
                                "bytes / it", "d' mean", "f(t) mean"]))
     if args.compare:

@@ -5,11 +5,14 @@ This package is the top of the import graph: it imports the layers, no layer imp
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import signal
 import sys
+import tempfile
 import threading
+from collections.abc import Iterator
 
 from zensim.cli import (capture, converge, emulate, exdynaloop, fusion, iteration, layers, partition, report, scenario, schemes,
                         simulate, trace, warmup, work)
@@ -66,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     in_main = threading.current_thread() is threading.main_thread()  # signals can only be set there
     previous = {sig: signal.signal(sig, _terminate) for sig in (signal.SIGTERM, signal.SIGHUP)} if in_main else {}
     try:
-        status = args.func(args)
+        with _torch_cache_of_this_run():
+            status = args.func(args)
     except ZensimError as exc:
         print(f"zensim: error: {exc}", file=sys.stderr)
         return 2
@@ -87,6 +91,23 @@ def main(argv: list[str] | None = None) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return int(status or 0)
+
+
+@contextlib.contextmanager
+def _torch_cache_of_this_run() -> Iterator[None]:
+    """torch's compile cache folder in a temporary folder of this run, removed with it. An optimizer's first
+    step imports torch._dynamo, which creates $TMPDIR/torchinductor_$USER (TORCHINDUCTOR_CACHE_DIR's default)
+    and leaves it behind; zensim compiles nothing with torch, so nothing in it is worth keeping. A
+    TORCHINDUCTOR_CACHE_DIR set by the user is kept; child processes (ranks, workers) inherit the variable."""
+    if "TORCHINDUCTOR_CACHE_DIR" in os.environ:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="zensim-torch-") as folder:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
+        try:
+            yield
+        finally:
+            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)  # torch sets it too, to the same folder
 
 
 def _note(line: str) -> None:

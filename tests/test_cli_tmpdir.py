@@ -1,0 +1,44 @@
+"""Commands that train leave nothing in $TMPDIR (issue 26, item 5): an optimizer's first step imports
+torch._dynamo, which made $TMPDIR/torchinductor_$USER and left it behind after every run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from zensim.cli import _torch_cache_of_this_run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("command", [["converge", "--workers", "4", "--iterations", "2", "--scheme", "spardl"],
+                                     ["capture", "--workload", "digits-cnn", "--workers", "2", "--iterations", "2",
+                                      "-o", "{out}/digits.zt"]])
+def test_training_command_leaves_nothing_in_tmpdir(command, tmp_path):
+    tmp, out = tmp_path / "tmp", tmp_path / "out"
+    tmp.mkdir(), out.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CACHE_DIR"}
+    env.update(TMPDIR=str(tmp), PYTHONPATH=str(ROOT))
+    run = subprocess.run([sys.executable, "-m", "zensim.cli", *(c.format(out=out) for c in command)], env=env,
+                         cwd=out, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert sorted(p.name for p in tmp.iterdir()) == []  # was ['torchinductor_root']
+
+
+def test_a_torch_cache_folder_the_user_set_is_kept(monkeypatch, tmp_path):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))
+    with _torch_cache_of_this_run():
+        assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "mine")
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "mine")
+
+
+def test_the_run_own_torch_cache_folder_is_removed(monkeypatch):
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    with _torch_cache_of_this_run():
+        folder = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
+        assert folder.is_dir()
+    assert not folder.exists() and "TORCHINDUCTOR_CACHE_DIR" not in os.environ
