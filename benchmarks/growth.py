@@ -69,7 +69,8 @@ def drive(trace: str, machines: int, gpus: int, scheme: str, out: str) -> dict:
     log = place(prep, lambda n, size, part: build_scheme(scheme, n, size, tables=tables), tables := Tables()).log
     np.savez(out, n=log.n, stages=log.num_stages, stage=log.stage, src=log.src, dst=log.dst, nbytes=log.nbytes,
              fmt=log.fmt, fmt_names=np.array(log.fmt_names), w_stage=log.w_stage, w_rank=log.w_rank,
-             w_phase=log.w_phase, w_elements=log.w_elements, w_kind=log.w_kind, kind_names=np.array(log.kind_names))
+             w_phase=log.w_phase, w_elements=log.w_elements, w_kind=log.w_kind, kind_names=np.array(log.kind_names),
+             w_launches=log.w_launches)
     return {"messages": len(log), "driver_wall_s": time.perf_counter() - t0, "driver_cpu_s": time.process_time() - c0}
 
 
@@ -78,7 +79,8 @@ def load(path: str) -> MessageLog:
     z = np.load(path)
     return MessageLog.from_columns(int(z["n"]), int(z["stages"]), (z["stage"], z["src"], z["dst"], z["nbytes"]),
                                    z["fmt"], z["fmt_names"].tolist(), (z["w_stage"], z["w_rank"], z["w_phase"],
-                                   z["w_elements"]), z["w_kind"], z["kind_names"].tolist())
+                                   z["w_elements"]), z["w_kind"], z["kind_names"].tolist(),
+                                   launches=z["w_launches"])
 
 
 def time_replay(path: str, machines: int, gpus: int, model: str) -> dict:
