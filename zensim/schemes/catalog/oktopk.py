@@ -271,7 +271,10 @@ class OkTopkProgram:
         return state
 
     def decode(self, stage: int, rank: int, src: int, buf: bytes, ctx: RunContext) -> Any:
-        """The message `src` sent (the bytes transports)."""
+        """The message `src` sent (the bytes transports), in the run's library (gloo's eager path hands
+        a torch run host bytes, as ExDyna's decode also meets them)."""
+        if ctx.like is not None:
+            buf = backend.like(backend.as_buffer(buf), ctx.like)
         if self.phase(stage)[0] in ("bounds", "counts"):
             return Raw(COUNTS, COUNTS.unpack(buf))
         return Pairs.from_bytes(self.coo, buf)
