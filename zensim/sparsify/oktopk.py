@@ -53,14 +53,20 @@ class OkTopkLocal(Sparsifier):
     def choose(self, key: str, acc: Array, state: KeyState) -> Array:
         """Every position at or above this iteration's threshold; the next one's set from the count."""
         k = target_count(self.density, len(acc))
+        chosen = None  # the selection at `threshold`, once computed
         if state.t % self.tau == 0:
             threshold = ops.kth_largest(ops.magnitude(acc), k)
         else:
             threshold = state.extra["threshold"]
             for _ in range(RAISES):
-                if threshold <= 0 or len(ops.at_least(acc, threshold)) <= 3 * k // 2:
+                if threshold <= 0:
+                    break
+                chosen = ops.at_least(acc, threshold)
+                if len(chosen) <= 3 * k // 2:
                     break
                 threshold *= RAISE
-        chosen = ops.at_least(acc, threshold) if threshold > 0 else backend.flatnonzero(acc != 0)
+                chosen = None
+        if chosen is None:
+            chosen = ops.at_least(acc, threshold) if threshold > 0 else backend.flatnonzero(acc != 0)
         state.extra["threshold"] = nudge(threshold, len(chosen), k, STEP, STEP)
         return chosen
