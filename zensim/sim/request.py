@@ -457,9 +457,11 @@ class IterationRequest(ClusterRequest):
         if self.host_others and not self.shared_host:
             raise ConfigError(f"{place('host_others')}: only with {place('shared_host')} (the processes share the "
                               "ranks' host)")
-        if self.hook_run_s and self.strategy is None and self.sparse_buckets != "fused":
-            raise ConfigError(f"{place('hook_run_s')}: only with {place('sparse_buckets')} fused (the buckets of "
-                              "zensim_hook)")
+        hook_settings = {"dense_above": self.dense_above is not None, "hook_run_s": bool(self.hook_run_s)}
+        for name, given in hook_settings.items():  # zensim_hook's (a strategy refuses them below)
+            if given and self.strategy is None and self.sparse_buckets != "fused":
+                raise ConfigError(f"{place(name)}: only with {place('sparse_buckets')} fused (the buckets of "
+                                  "zensim_hook)")
         try:
             make_bucketing(self.bucketing, self.bucket_mb, self.first_bucket_mb)
         except ConfigError as exc:
