@@ -33,6 +33,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from zensim.run.transports import wire_buffer
 from zensim.sparse import xp as backend
 
 HEADER_BYTES = 8
@@ -332,10 +333,7 @@ class TorchP2P:
     def post(self, stage: int, src: int, dst: int, message) -> int:
         """Serialize for the exchange (on the chunk's device); the bytes must be the size the format
         announced."""
-        buf = message.to_buffer()
-        if buf.shape[0] != message.nbytes:
-            raise AssertionError(f"stage {stage} {src}->{dst}: serialized {buf.shape[0]} bytes, sized {message.nbytes}")
-        self.outbox[dst] = buf
+        buf = self.outbox[dst] = wire_buffer(stage, src, dst, message)
         return int(buf.shape[0])
 
     def deliver(self, stage: int, rank: int, sources: list[int]) -> None:

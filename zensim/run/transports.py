@@ -40,6 +40,15 @@ class Transport(Protocol):
         """The message `src` sent `dst` at `stage`, as the program's `receive` takes it."""
 
 
+def wire_buffer(stage: int, src: int, dst: int, message: Any) -> Any:
+    """`message.to_buffer()` (its wire bytes, a uint8 array on the payload's device), checked to be
+    exactly the size the format announced."""
+    buf = message.to_buffer()
+    if buf.shape[0] != message.nbytes:
+        raise AssertionError(f"stage {stage} {src}->{dst}: serialized {buf.shape[0]} bytes, sized {message.nbytes}")
+    return buf
+
+
 class InMemory:
     """Every rank in this process; payload objects handed over as they are."""
 
@@ -71,10 +80,7 @@ class InBytes(InMemory):
 
     def post(self, stage: int, src: int, dst: int, message: Any) -> int:
         """Serialize; the bytes must be exactly the size the format announced."""
-        buf = message.to_buffer()
-        if buf.shape[0] != message.nbytes:
-            raise AssertionError(f"stage {stage} {src}->{dst}: serialized {buf.shape[0]} bytes, sized {message.nbytes}")
-        self.box[src, dst] = buf
+        buf = self.box[src, dst] = wire_buffer(stage, src, dst, message)
         return int(buf.shape[0])
 
     def take(self, stage: int, dst: int, src: int, program: StageProgram, ctx: RunContext) -> Any:
