@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from zensim.memo import Memo
 from zensim.sim.cluster import build_cluster
 from zensim.sim.run import resolve_schemes, simulate
 from zensim.trace.format import opened
@@ -37,7 +38,8 @@ def measure(path: str | os.PathLike[str], schemes: str | Sequence[str], shapes: 
         its = list(range(trace.iterations)) if iterations is None else list(iterations)
     for machines, gpus in shapes:
         cluster, _ = build_cluster(machines, gpus)
-        runs = [simulate(path, names, cluster, model, iteration=it) for it in its]
+        baselines: Memo[float] = Memo()  # the dense reference, replayed once for every iteration of the shape
+        runs = [simulate(path, names, cluster, model, iteration=it, baselines=baselines) for it in its]
         shape = f"{machines}x{gpus}"
         zen = [rec for recs in runs for rec in recs if rec.scheme == "zen"]
         if zen:
