@@ -18,3 +18,9 @@ def require(module: str, extra: str, what: str) -> None:
     the module is installed."""
     if not installed(module):
         raise ConfigError(f"{what}: needs {module}, which is not installed (pip install 'zensim[{extra}]')")
+
+
+def require_parquet(what: str) -> None:
+    """`require` pandas and pyarrow, the `parquet` extra's modules, for `what` (an option or key)."""
+    for module in ("pandas", "pyarrow"):
+        require(module, "parquet", what)

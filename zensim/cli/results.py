@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from zensim.extras import require
+from zensim.extras import require_parquet
 from zensim.net.profile import WorkCost
 from zensim.report.links import link_files
 from zensim.report.outputs import OutputFiles, plot_format, table_files, table_format
@@ -64,8 +64,7 @@ def plan(args: argparse.Namespace, inputs: Iterable[str | Path | None],
         if key in paths:
             table_format(paths[key], f"--{key}")
     if "parquet" in paths:
-        for module in ("pandas", "pyarrow"):
-            require(module, "parquet", "--parquet")
+        require_parquet("--parquet")
     if getattr(args, "chakra", None):
         from zensim.report.chakra import chakra_modules, chakra_paths
 

@@ -15,7 +15,7 @@ import time
 
 from zensim.atomic import write_atomic
 from zensim.errors import ConfigError
-from zensim.extras import require
+from zensim.extras import require_parquet
 from zensim.net.models import MODELS
 
 HELP = "ExDyna's selection statistics inside LSTM language-model training, dynamic vs static"
@@ -103,8 +103,7 @@ def command(args: argparse.Namespace) -> int:
     for option, path in (("--csv", args.csv), ("--json", args.json), ("--parquet", args.parquet), ("--plot", args.plot)):
         writable(option, path)
     if args.parquet:
-        for module in ("pandas", "pyarrow"):
-            require(module, "parquet", "--parquet")
+        require_parquet("--parquet")
     import torch
 
     from zensim.net.costs import Costs

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from zensim.errors import ConfigError
-from zensim.extras import require
+from zensim.extras import require_parquet
 from zensim.inputs import read_text
 from zensim.net.profile import Profile
 from zensim.net.topology import ClusterSpec
@@ -384,8 +384,7 @@ class _Loader:
             if key in out:
                 table_format(out[key], f"{self.path}: outputs.{key}")
         if "parquet" in out:  # before the run, as --parquet
-            for module in ("pandas", "pyarrow"):
-                require(module, "parquet", f"{self.path}: outputs.parquet")
+            require_parquet(f"{self.path}: outputs.parquet")
         if "link_plot" in out and len(points) > 1:
             raise self.fail("outputs.link_plot", "one point only (a row of panels per scheme); for a sweep, write "
                             "outputs.links and outputs.traffic, or `zensim report --link-plot` a results file")
