@@ -229,18 +229,17 @@ def page_table() -> list[str]:
     default options, as markdown (about 15 s of CPU: two captures and the predictions)."""
     import contextlib
 
+    from doc_tables import markdown_table
     from zensim.report.table import format_cell
 
     with contextlib.chdir(Path(__file__).resolve().parent.parent):  # the options' paths are the repository's
         rows = compare(parser().parse_args([]))
-    lines = ["| ranks | hook | set | measured median ms (min-max) | predicted, host alone | error | others runnable | "
-             "predicted with them | error | cores busy | load average |", "|" + "---|" * 11]
-    for n, hook, folder, median, low, high, alone, err, others, loaded, err2, cores, load in rows:
-        cells = [n, "default" if hook == "default" else f'`zensim_hook("{hook}")`', folder,
-                 f"{format_cell(median)} ({format_cell(low)}-{format_cell(high)})", alone, err, others, loaded, err2,
-                 cores, load]
-        lines.append("| " + " | ".join(format_cell(c) for c in cells) + " |")
-    return lines
+    headers = ["ranks", "hook", "set", "measured median ms (min-max)", "predicted, host alone", "error",
+               "others runnable", "predicted with them", "error", "cores busy", "load average"]
+    cells = [[n, "default" if hook == "default" else f'`zensim_hook("{hook}")`', folder,
+              f"{format_cell(median)} ({format_cell(low)}-{format_cell(high)})", alone, err, others, loaded, err2,
+              cores, load] for n, hook, folder, median, low, high, alone, err, others, loaded, err2, cores, load in rows]
+    return markdown_table(headers, [[format_cell(c) for c in row] for row in cells])
 
 
 def main() -> int:
