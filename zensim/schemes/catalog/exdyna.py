@@ -43,6 +43,12 @@ from zensim.sparse.values import ValueCodec, value_codec
 PAD = -1  # the value of a padding slot in an index list
 
 
+def bruck(n: int, step: int, rank: int) -> tuple[int, int, list[int]]:
+    """Bruck all-gather step `step` for `rank`: (destination, source, the ranks whose records it sends)."""
+    count = min(1 << step, n - (1 << step))
+    return (rank - (1 << step)) % n, (rank + (1 << step)) % n, [(rank + j) % n for j in range(count)]
+
+
 @dataclass(frozen=True)
 class WireKind:
     """What a message carries (its `name` goes into the message log) and how: int32 ids, or values
@@ -135,7 +141,8 @@ class ExDynaProgram:
             return None
         phase, s = self._phase(stage)
         if phase == "counts":
-            return (rank - (1 << s)) % self.n if out else (rank + (1 << s)) % self.n
+            dst, src, _ = bruck(self.n, s, rank)
+            return dst if out else src
         return (rank + 1) % self.n if out else (rank - 1) % self.n
 
     def sized_log(self, chunks, tables=None):  # type: ignore[no-untyped-def]
@@ -170,8 +177,7 @@ class ExDynaProgram:
         ids = state.chunk.indices
         xp, dev = backend.namespace(ids), backend.device(ids)
         if phase == "counts":
-            count = min(1 << s, self.n - (1 << s))
-            ranks = [(rank + j) % self.n for j in range(count)]
+            ranks = bruck(self.n, s, rank)[2]
             return {dst: Raw(COUNTS, xp.asarray([state.counts[r] for r in ranks], dtype=xp.int32, device=dev))}
         if phase == "index":
             origin = (rank - s) % self.n
@@ -201,9 +207,8 @@ class ExDynaProgram:
         (src, message), = inbox.items()
         phase, s = self._phase(stage)
         if phase == "counts":
-            count = min(1 << s, self.n - (1 << s))
-            for j, value in enumerate(message.array.tolist()[:count]):
-                state.counts[(src + j) % self.n] = int(value)
+            for r, value in zip(bruck(self.n, s, src)[2], message.array.tolist()):  # the ranks src sent
+                state.counts[r] = int(value)
         elif phase == "index":
             origin = (rank - 1 - s) % self.n
             state.padded[origin] = message.array

@@ -42,7 +42,7 @@ import numpy as np
 
 from zensim.errors import ConfigError
 from zensim.run.context import RunContext, Tables
-from zensim.schemes.catalog.exdyna import COUNTS, Raw, WireKind
+from zensim.schemes.catalog.exdyna import COUNTS, Raw, WireKind, bruck
 from zensim.schemes.closed import SparsityStats
 from zensim.schemes.options import Option
 from zensim.run.program import Capabilities
@@ -108,12 +108,6 @@ class State:
     records: dict[int, np.ndarray] = field(default_factory=dict)  # gathered boundary proposals or counts
     parts: dict[int, SparseChunk] = field(default_factory=dict)  # region pieces by sender, then pieces by rank
     inbound: dict[int, SparseChunk] = field(default_factory=dict)  # the balance's parts by sender
-
-
-def bruck(n: int, step: int, rank: int) -> tuple[int, int, list[int]]:
-    """Bruck all-gather step `step` for `rank`: (destination, source, the ranks whose records it sends)."""
-    count = min(1 << step, n - (1 << step))
-    return (rank - (1 << step)) % n, (rank + (1 << step)) % n, [(rank + j) % n for j in range(count)]
 
 
 def proposals(ids: Any, n: int, numel: int) -> np.ndarray:
