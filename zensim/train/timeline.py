@@ -184,10 +184,11 @@ class Timeline:
         steps = None
         if compiled and self.hosts is None and self.on_iteration is None and replay.compiled(net) is not None:
             steps = self._all_steps()
+        hooks = [[self.hook_work(i, b) for b in range(nb)] for i in range(n_it)]  # the same for every GPU
         if steps is not None and all(step and all(st.log.n == g for st in step) for step in steps.values()):
-            self._run_compiled(run, steps)
+            self._run_compiled(run, steps, hooks)
         else:
-            self._run_general(run)
+            self._run_general(run, hooks)
         run.events = net.events
         run.dense_algorithms = dict(self.tuner.chosen)
         run.densely = np.array([[self.densely(i, b) for b in range(nb)] for i in range(n_it)], bool).reshape(n_it, nb)
@@ -210,12 +211,13 @@ class Timeline:
                 out[(i, b)] = self.bucket_steps(i, b)
         return out
 
-    def _run_compiled(self, run: Run, steps: dict[tuple[int, int], list[Step]]) -> None:
+    def _run_compiled(self, run: Run, steps: dict[tuple[int, int], list[Step]],
+                      hooks: list[list[tuple[float, float]]]) -> None:
         """The general path's schedule (`_run_general`) as one fastloop.Program: per GPU and iteration the
         forward, backward's stops and compressions and its tail as timers, each part of each bucket a
         rank of its client (made in the general path's order, so with the same message ids), the
         optimizer step a timer after backward and the last bucket; the next iteration's forward after
-        it. Fills `run` from the times the nodes began and were done."""
+        it; `hooks[i][b]`: `hook_work(i, b)`. Fills `run` from the times the nodes began and were done."""
         net, prof, nb, n_it, g = run.network, self.profile, len(self.syncs), self.iterations, self.gpus
         clients: list[LogReplay] = []
         first: dict[tuple[int, int], int] = {}  # (iteration, bucket) -> index of its first part's client
@@ -240,7 +242,7 @@ class Timeline:
                 for b in range(nb):  # the communication stream: buckets in order, parts in order
                     c0 = first[(i, b)]
                     nodes = [program.rank(c0 + k, r) for k in range(len(steps[(i, b)]))]
-                    before, after = self.hook_work(i, b)
+                    before, after = hooks[i][b]
                     if before > 0:
                         nodes.insert(0, program.timer(before))
                     if after > 0:
@@ -279,8 +281,9 @@ class Timeline:
                 compression += seconds
         run.compression[:] = compression
 
-    def _run_general(self, run: Run) -> None:
-        """Every iteration on every GPU as callbacks of the network's event loop."""
+    def _run_general(self, run: Run, hooks: list[list[tuple[float, float]]]) -> None:
+        """Every iteration on every GPU as callbacks of the network's event loop (`hooks[i][b]`:
+        `hook_work(i, b)`)."""
         net = run.network
         prof, syncs = self.profile, self.syncs
         nb, n_it, g = len(syncs), self.iterations, self.gpus
@@ -341,7 +344,7 @@ class Timeline:
                 return
             busy[r] = True
             run.bucket_start[it[r], b, r] = net.now
-            compute(r, self.hook_work(it[r], b)[0], start_part, it[r], b, 0)
+            compute(r, hooks[it[r]][b][0], start_part, it[r], b, 0)
 
         steps: dict[tuple[int, int], list] = {}  # (iteration, bucket) -> its parts' steps, in order
 
@@ -362,7 +365,7 @@ class Timeline:
             if k + 1 < len(steps[(i, b)]):
                 start_part(r, i, b, k + 1)
                 return
-            compute(r, self.hook_work(i, b)[1], bucket_done, i, b)
+            compute(r, hooks[i][b][1], bucket_done, i, b)
 
         def bucket_done(r: int, i: int, b: int) -> None:
             run.bucket_end[i, b, r] = net.now
