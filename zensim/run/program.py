@@ -81,3 +81,20 @@ class StageProgram(Protocol):
                   tables: Tables | None = None) -> tuple[MessageLog, RunContext] | None:
         """The log and context `run_ranks(self, chunks, check=False)` would make, from counts, or None
         where only the driver can make them."""
+
+
+class DriverOnly:
+    """Base of a hand-written program that needs values (the catalog's ExDyna, Ok-Topk): no push /
+    pull split (every stage is reported as push) and no counted log (only the driver runs it)."""
+
+    num_stages: int
+
+    @property
+    def step2_start(self) -> int:
+        """`num_stages`: the program has no second step."""
+        return self.num_stages
+
+    def sized_log(self, chunks: Sequence[SparseChunk],
+                  tables: Tables | None = None) -> tuple[MessageLog, RunContext] | None:
+        """None: the program needs values, so only the driver runs it (StageProgram.sized_log)."""
+        return None

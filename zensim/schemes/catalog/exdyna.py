@@ -32,7 +32,7 @@ from zensim.errors import ConfigError
 from zensim.run.context import RunContext, Tables
 from zensim.schemes.closed import SparsityStats
 from zensim.schemes.options import Option
-from zensim.run.program import Capabilities
+from zensim.run.program import Capabilities, DriverOnly
 from zensim.schemes.scheme import Scheme
 from zensim.schemes.workkinds import merge_work
 from zensim.sparse import xp as backend
@@ -113,7 +113,7 @@ class State:
     padded: dict[int, np.ndarray] = field(default_factory=dict)  # the padded lists as sent
 
 
-class ExDynaProgram:
+class ExDynaProgram(DriverOnly):
     """The three phases as stages (see the module docstring)."""
 
     def __init__(self, n: int, numel: int, value_dtype: str = "float32") -> None:
@@ -125,7 +125,6 @@ class ExDynaProgram:
         self.c_stages = math.ceil(math.log2(n)) if n > 1 else 0
         self.i_stages = n - 1
         self.num_stages = max(1, self.c_stages + 3 * (n - 1))
-        self.step2_start = self.num_stages  # no push / pull split: every stage reported as push
 
     def _phase(self, stage: int) -> tuple[str, int]:
         if stage < self.c_stages:
@@ -144,10 +143,6 @@ class ExDynaProgram:
             dst, src, _ = bruck(self.n, s, rank)
             return dst if out else src
         return (rank + 1) % self.n if out else (rank - 1) % self.n
-
-    def sized_log(self, chunks, tables=None):  # type: ignore[no-untyped-def]
-        """None: the program needs values, so only the driver runs it (StageProgram.sized_log)."""
-        return None
 
     def sources(self, stage: int, rank: int) -> list[int]:
         """Who sends to `rank` at `stage`."""

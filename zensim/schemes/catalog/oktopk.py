@@ -45,7 +45,7 @@ from zensim.run.context import RunContext, Tables
 from zensim.schemes.catalog.exdyna import COUNTS, Raw, WireKind, bruck
 from zensim.schemes.closed import SparsityStats
 from zensim.schemes.options import Option
-from zensim.run.program import Capabilities
+from zensim.run.program import Capabilities, DriverOnly
 from zensim.schemes.scheme import Scheme
 from zensim.schemes.workkinds import merge_work
 from zensim.sparse import xp as backend
@@ -134,7 +134,7 @@ def overlap(counts: np.ndarray, src: int, dst: int) -> tuple[int, int]:
     return (int(lo - held[src]), int(hi - held[src])) if hi > lo else (0, 0)
 
 
-class OkTopkProgram:
+class OkTopkProgram(DriverOnly):
     """The five phases as stages (see the module docstring); `memory` carries each rank's iteration
     count, boundaries and threshold from one run to the next."""
 
@@ -154,7 +154,6 @@ class OkTopkProgram:
         self.balance_at = self.counts_at + self.levels
         self.gather_at = self.balance_at + 1
         self.num_stages = self.gather_at + self.levels if n > 1 else 1
-        self.step2_start = self.num_stages  # no push / pull split: every stage reported as push
 
     def phase(self, stage: int) -> tuple[str, int]:
         """(phase name, step inside the phase) of `stage`."""
@@ -186,10 +185,6 @@ class OkTopkProgram:
         counts = self.memory[rank].counts
         assert counts is not None, "oktopk: the balance planned before the counts were gathered"
         return counts
-
-    def sized_log(self, chunks, tables=None):  # type: ignore[no-untyped-def]
-        """None: the program needs values, so only the driver runs it (StageProgram.sized_log)."""
-        return None
 
     def sources(self, stage: int, rank: int) -> list[int]:
         """Who sends to `rank` at `stage`."""
