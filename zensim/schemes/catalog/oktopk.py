@@ -96,7 +96,7 @@ class Memory:
     iteration: int = 0
     bounds: np.ndarray | None = None  # P + 1 region edges
     threshold: float = 0.0
-    counts: np.ndarray | None = None  # this iteration's kept count per region, once gathered (plans the balance)
+    balance: Balance | None = None  # this iteration's plan, once every region's kept count is gathered
 
 
 @dataclass
@@ -118,20 +118,27 @@ def proposals(ids: Any, n: int, numel: int) -> np.ndarray:
     return backend.host(ids[backend.like(np.arange(1, n) * (len(ids) // n), ids)])  # n - 1 ids to the host
 
 
-def balanced(counts: np.ndarray) -> np.ndarray:
-    """Edges (P + 1) of the balanced pieces of K = sum(counts): floor(K / P), the first K mod P one longer."""
-    n, total = len(counts), int(counts.sum())
-    sizes = np.full(n, total // n, np.int64)
-    sizes[: total % n] += 1
-    return np.concatenate(([0], np.cumsum(sizes)))
+@dataclass(frozen=True)
+class Balance:
+    """The balance's plan of one iteration, made once from every region's kept count: where each
+    region's elements lie in the concatenation (`held`, P + 1) and the balanced pieces' edges (`edges`,
+    P + 1: floor(K / P) each, the first K mod P one longer, K = sum(counts))."""
 
+    held: np.ndarray
+    edges: np.ndarray
 
-def overlap(counts: np.ndarray, src: int, dst: int) -> tuple[int, int]:
-    """The slice of region `src`'s kept elements (in its own numbering) that belongs to piece `dst`."""
-    held = np.concatenate(([0], np.cumsum(counts)))
-    edges = balanced(counts)
-    lo, hi = max(held[src], edges[dst]), min(held[src + 1], edges[dst + 1])
-    return (int(lo - held[src]), int(hi - held[src])) if hi > lo else (0, 0)
+    @classmethod
+    def of(cls, counts: np.ndarray) -> "Balance":
+        """The plan for the kept counts `counts` (one per region)."""
+        n, total = len(counts), int(counts.sum())
+        sizes = np.full(n, total // n, np.int64)
+        sizes[: total % n] += 1
+        return cls(np.concatenate(([0], np.cumsum(counts))), np.concatenate(([0], np.cumsum(sizes))))
+
+    def overlap(self, src: int, dst: int) -> tuple[int, int]:
+        """The slice of region `src`'s kept elements (in its own numbering) that belongs to piece `dst`."""
+        lo, hi = max(self.held[src], self.edges[dst]), min(self.held[src + 1], self.edges[dst + 1])
+        return (int(lo - self.held[src]), int(hi - self.held[src])) if hi > lo else (0, 0)
 
 
 class OkTopkProgram(DriverOnly):
@@ -176,15 +183,15 @@ class OkTopkProgram(DriverOnly):
             return [dst if out else src]
         if phase == "reduce":
             return [(rank + s + 1) % self.n if out else (rank - s - 1) % self.n]
-        counts = self._counts(rank)
+        plan = self._balance_plan(rank)
         peers = (p for p in range(self.n) if p != rank)
-        return [p for p in peers if overlap(counts, rank if out else p, p if out else rank)[1] > 0]
+        return [p for p in peers if plan.overlap(rank if out else p, p if out else rank)[1] > 0]
 
-    def _counts(self, rank: int) -> np.ndarray:
-        """The kept counts of this iteration, once gathered (the balance needs them to plan)."""
-        counts = self.memory[rank].counts
-        assert counts is not None, "oktopk: the balance planned before the counts were gathered"
-        return counts
+    def _balance_plan(self, rank: int) -> Balance:
+        """This iteration's balance plan, once the kept counts are gathered."""
+        plan = self.memory[rank].balance
+        assert plan is not None, "oktopk: the balance planned before the counts were gathered"
+        return plan
 
     def sources(self, stage: int, rank: int) -> list[int]:
         """Who sends to `rank` at `stage`."""
@@ -201,7 +208,7 @@ class OkTopkProgram(DriverOnly):
         keep = values != 0
         chunk = SparseChunk(chunk.indices[keep], values[keep])
         state = State(chunk, memory.iteration % self.tau == 0)
-        memory.counts = None
+        memory.balance = None
         if memory.iteration % self.repartition == 0:
             state.records[rank] = proposals(chunk.indices, self.n, self.numel)
             if self.n == 1:
@@ -222,7 +229,7 @@ class OkTopkProgram(DriverOnly):
             elif phase == "reduce":
                 out[dst] = Pairs(self.coo, self._region(rank, state.chunk, dst))
             elif phase == "balance":
-                lo, hi = overlap(self._counts(rank), rank, dst)
+                lo, hi = self._balance_plan(rank).overlap(rank, dst)
                 out[dst] = Pairs(self.coo, _slice(state.parts[rank], lo, hi))
             else:
                 ranks = bruck(self.n, s, rank)[2]
@@ -245,7 +252,7 @@ class OkTopkProgram(DriverOnly):
                 state.inbound[src] = message.chunk
             else:
                 ranks = bruck(self.n, s, (rank + (1 << s)) % self.n)[2]
-                sizes = np.diff(balanced(self._counts(rank)))[ranks]
+                sizes = np.diff(self._balance_plan(rank).edges)[ranks]
                 for r, (lo, hi) in zip(ranks, _runs(sizes)):
                     state.parts[r] = _slice(message.chunk, lo, hi)
         last = stage + 1 == self.num_stages or self.phase(stage + 1)[0] != phase
@@ -321,18 +328,18 @@ class OkTopkProgram(DriverOnly):
 
     def _keep_counts(self, rank: int, state: State) -> None:
         """Every region's kept count: the balance's plan."""
-        self.memory[rank].counts = np.array([int(state.records[r][0]) for r in range(self.n)], np.int64)
+        self.memory[rank].balance = Balance.of(np.array([int(state.records[r][0]) for r in range(self.n)], np.int64))
         if self.n == 1:
             self._balance(rank, state)
 
     def _balance(self, rank: int, state: State) -> None:
         """This rank's balanced piece: the parts of every region that fall in it, in region order."""
-        counts = self._counts(rank)
+        plan = self._balance_plan(rank)
         mine = state.parts.pop(rank)
         pieces = []
         for src in range(self.n):
             if src == rank:
-                pieces.append(_slice(mine, *overlap(counts, rank, rank)))
+                pieces.append(_slice(mine, *plan.overlap(rank, rank)))
             elif src in state.inbound:
                 pieces.append(state.inbound.pop(src))
         state.parts = {rank: _concat(pieces, mine.indices)}
