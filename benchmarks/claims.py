@@ -232,7 +232,7 @@ def zen_fig13_14() -> list[Claim]:
                "p3dn.24xlarge": ("100Gbps", 14, "1.64x over dense, 1.32x over omnireduce")}
     res = simulate(models, [2], list(presets), iterations=2)
     free = simulate(models, [2], list(presets), iterations=2, nic_latency="0us")
-    params = sum(t.numel for t in trace.tensors)
+    params = trace.numel
     trace.close()
     baselines = ("dense-allreduce", "omnireduce", "sparcml")
 

@@ -34,14 +34,14 @@ def main() -> int:
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
     with Trace.open(args.trace) as trace:
-        n, numel = trace.workers, sum(t.numel for t in trace.tensors)
+        n, numel = trace.workers, trace.numel
         tables = Tables()
         program = build_scheme(args.scheme, n, numel, tables=tables, value_dtype="float32")
         rest = []
         for i in range(args.iterations):
             chunks = []
             for r in range(n):
-                index = torch.from_numpy(np.sort(trace.flat_indices(i % trace.iterations, r)).astype(np.int64))
+                index = torch.from_numpy(trace.flat_indices(i % trace.iterations, r).astype(np.int64))  # sorted: a trace keeps ids sorted
                 chunks.append(SparseChunk(index, torch.from_numpy(rng.standard_normal(len(index)).astype(np.float32))))
             c0 = time.thread_time()
             out = run_ranks(program, chunks, None, check=False, timed=True, tables=tables)
