@@ -118,11 +118,15 @@ def emulate(hook: str, ranks: int, bandwidth: str, args: argparse.Namespace) -> 
                      "other_runnable_mean": statistics.fmean(samples) if samples else None}
 
 
+def timed_steps(args: argparse.Namespace) -> int:
+    """Iterations the median is taken over: the intervals between the steps' forward stamps (steps - 1) after the warm-up."""
+    return args.steps - 1 - args.warmup
+
+
 def capture(ranks: int, args: argparse.Namespace, out: Path) -> None:
     """The trace of the timed steps at `ranks` virtual ranks (every parameter, indices only)."""
-    timed = args.steps - 1 - args.warmup
     subprocess.run([sys.executable, "-m", "zensim.cli", "capture", "--script", SCRIPT, "--virtual-ranks", str(ranks),
-                    "--warmup", str(args.warmup), "--iterations", str(timed), "-o", str(out), "--",
+                    "--warmup", str(args.warmup), "--iterations", str(timed_steps(args)), "-o", str(out), "--",
                     *script_args(ranks, args.batch, args.steps)], check=True, stdout=subprocess.DEVNULL,
                    env={**os.environ, "OMP_NUM_THREADS": "1"})
 
@@ -135,7 +139,7 @@ def predict(hook: str, ranks: int, bandwidth: str, trace: Path | None, args: arg
     cluster, _ = build_cluster(ranks, 1, nic=bandwidth, profile=args.calibration)
     costs = replace(Costs.of(cluster, calib), host_others=others)
     profile = load_layers(args.layers).scaled(calib.cpu_slowdown)
-    common = dict(model=args.model, bucketing=DDPBuckets(), iterations=args.steps - 1 - args.warmup,
+    common = dict(model=args.model, bucketing=DDPBuckets(), iterations=timed_steps(args),
                   dense_work="free", shared_host=True, dense_algorithm="ring", dense_baseline=False)
     if hook == "default":
         rec = simulate_iteration(profile, "dense-allreduce", costs, **common)
