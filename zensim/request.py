@@ -58,13 +58,18 @@ class Option:
     metavar: str | None = None
     switch: bool = False  # a store_true flag; a YAML true/false
     sweep: bool = True  # a scenario may sweep it (sweep: {key: [...]})
+    required: bool = False  # the command line must give it
+    one_of: str | None = None  # the command line gives exactly one of the fields with this name
+    aliases: tuple[str, ...] = ()  # other spellings of the flag ('--output' beside '-o')
 
 
 def option(default: Any, help: str, check: Check, *, flag: str | None = None, key: str | None = None,
-           metavar: str | None = None, switch: bool = False, sweep: bool = True) -> Any:
+           **settings: Any) -> Any:
     """A request field: its default, help, check, its flag and YAML key (default: from the field's name,
-    `--field-name` and `field_name`), and whether a scenario may sweep it."""
-    return dataclasses.field(default=default, metadata={"option": (flag, key, help, check, metavar, switch, sweep)})
+    `--field-name` and `field_name`; a flag without dashes is a positional taking the arguments after
+    `--`), and Option's other settings (metavar, switch, sweep, required, one_of, aliases)."""
+    return dataclasses.field(default=default, metadata={"option": dict(flag=flag, key=key, help=help, check=check,
+                                                                       **settings)})
 
 
 def integer(low: int) -> Check:
@@ -81,6 +86,28 @@ def integer(low: int) -> Check:
             raise where.fail(value, f"expected {word}")
         return value
     return check
+
+
+def parsed(kind: type) -> Check:
+    """An int or a float, as given (the command line's text parsed); its range is the work's to check."""
+    word = "an integer" if kind is int else "a number"
+
+    def check(value: Any, where: Where) -> Any:
+        if where.text and isinstance(value, str):
+            try:
+                return kind(value)
+            except ValueError:
+                raise where.fail(value, f"expected {word}") from None
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or (kind is int and not isinstance(value, int)):
+            raise where.fail(value, f"expected {word}")
+        return kind(value)
+    return check
+
+
+def remainder(value: Any, where: Where) -> tuple[str, ...]:
+    """The arguments after `--` (argparse's REMAINDER, which keeps the `--` itself), for a script."""
+    items = tuple(value)
+    return items[1:] if items[:1] == ("--",) else items
 
 
 def number(low: float, high: float = math.inf, *, open_low: bool = False) -> Check:
@@ -156,9 +183,9 @@ def options_of(cls: type) -> dict[str, Option]:
     """Field name -> Option of a request class, in field order."""
     out = {}
     for f in dataclasses.fields(cls):
-        flag, key, help_, check, metavar, is_switch, sweep = f.metadata["option"]
-        out[f.name] = Option(flag or "--" + f.name.replace("_", "-"), key or f.name, help_, check, metavar, is_switch,
-                             sweep)
+        settings = dict(f.metadata["option"])
+        flag, key = settings.pop("flag") or "--" + f.name.replace("_", "-"), settings.pop("key") or f.name
+        out[f.name] = Option(flag, key, **settings)
     return out
 
 
@@ -179,15 +206,24 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type, *, lists: Sequence
     to the field's default; the fields in `lists` take a comma-separated list (requests_from_args)."""
     fields = {f.name: f.default for f in dataclasses.fields(cls)}
     added = {f.name for f in dataclasses.fields(below)} if below is not None else set()
+    groups: dict[str, Any] = {}
     for name, opt in options_of(cls).items():
         if name in added:
             continue
+        if not opt.flag.startswith("-"):  # (a positional's name is its dest)
+            parser.add_argument(opt.flag, nargs=argparse.REMAINDER, help=opt.help)
+            continue
+        where = parser
+        if opt.one_of is not None:
+            if opt.one_of not in groups:
+                groups[opt.one_of] = parser.add_mutually_exclusive_group(required=True)
+            where = groups[opt.one_of]
         if opt.switch:
-            parser.add_argument(opt.flag, dest=name, action="store_true", help=opt.help)
+            where.add_argument(opt.flag, *opt.aliases, dest=name, action="store_true", help=opt.help)
         else:
-            parser.add_argument(opt.flag, dest=name, default=fields[name],
-                                help=opt.help + ("; a comma-separated list runs each" if name in lists else ""),
-                                metavar=opt.metavar or _metavar(opt))
+            where.add_argument(opt.flag, *opt.aliases, dest=name, default=fields[name], required=opt.required,
+                               help=opt.help + ("; a comma-separated list runs each" if name in lists else ""),
+                               metavar=opt.metavar or _metavar(opt))
 
 
 def _metavar(opt: Option) -> str:
