@@ -18,7 +18,7 @@ from emulate.options import parse_options, parse_peers
 from zensim.atomic import check_output, write_atomic
 from zensim.errors import ConfigError
 from zensim.net.units import parse_bandwidth
-from zensim.request import Check, Request, Where, option, optional, parsed, remainder, switch, text
+from zensim.request import Check, Request, Where, option, optional, parsed, remainder, text
 
 
 def at_least(low: float | None, *, strict: bool = False, kind: type = int) -> Check:
