@@ -96,7 +96,7 @@ def emulate(hook: str, ranks: int, bandwidth: str, args: argparse.Namespace) -> 
     """One emulated training run (the caller holds /tmp/zsim-netns.lock), with the load before and after and
     the other runnable scheduling groups sampled every 0.5 s meanwhile (`other_runnable`)."""
     from emulate.script import emulate_script
-    from zensim.cli.emulate import _rate_bps
+    from zensim.net.units import parse_bandwidth
 
     samples: list[int] = []
     done = threading.Event()
@@ -109,8 +109,9 @@ def emulate(hook: str, ranks: int, bandwidth: str, args: argparse.Namespace) -> 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     try:
-        result = emulate_script(SCRIPT, script_args(ranks, args.batch, args.steps), ranks, _rate_bps(bandwidth),
-                                args.warmup, hook=None if hook == "default" else hook)
+        result = emulate_script(SCRIPT, script_args(ranks, args.batch, args.steps), ranks,
+                                8 * parse_bandwidth(bandwidth, "--bandwidth"), args.warmup,
+                                hook=None if hook == "default" else hook)
     finally:
         done.set()
         sampler.join()

@@ -12,7 +12,8 @@ import pytest
 from test_scenario_training import inputs, scenario  # noqa: F401 (the fixture)
 from zensim.cli import build_parser, main
 from zensim.errors import ConfigError
-from zensim.sim.request import ClusterRequest, IterationRequest, ReplayRequest, options_of
+from zensim.request import options_of
+from zensim.sim.request import ClusterRequest, IterationRequest, ReplayRequest
 from zensim.sim.scenario import CLUSTER_DEFAULTS, REPLAY_KEYS, TOP_KEYS, TRAINING_DEFAULTS, load_scenario
 
 DIGITS = Path(__file__).resolve().parent.parent / "traces" / "digits-cnn-16w.zt"

@@ -9,7 +9,8 @@ import sys
 from emulate.options import parse_options
 from zensim.cli import results
 from zensim.errors import ConfigError
-from zensim.sim.request import IterationRequest, add_arguments, requests_from_args
+from zensim.request import add_arguments, requests_from_args
+from zensim.sim.request import IterationRequest
 
 LISTS = ("machines", "strategy", "fusion_degree")  # comma lists: every combination runs (--strategy all: each)
 

@@ -9,7 +9,8 @@ from zensim.cli import results
 from zensim.cli.replay import add_arguments as add_replay_arguments, check_mode
 from zensim.errors import ConfigError
 from zensim.net.models import parse_model_options
-from zensim.sim.request import ClusterRequest, ReplayRequest, SimulateRequest, add_arguments
+from zensim.request import add_arguments
+from zensim.sim.request import ClusterRequest, ReplayRequest, SimulateRequest
 from zensim.sim.run import resolve_schemes
 
 

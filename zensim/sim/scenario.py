@@ -26,8 +26,8 @@ from zensim.net.profile import Profile
 from zensim.net.topology import ClusterSpec
 from zensim.report.outputs import OutputFiles, table_format
 from zensim.sim.iteration import check_schemes, layer_profile
-from zensim.sim.request import (MAXMIN_BATCH, ClusterRequest, IterationRequest, ReplayRequest, SimulateRequest,
-                                Where, defaults_of, swept_keys, switch)
+from zensim.request import Where, defaults_of, swept_keys, switch
+from zensim.sim.request import MAXMIN_BATCH, ClusterRequest, IterationRequest, ReplayRequest, SimulateRequest
 from zensim.schemes import check_options
 from zensim.sim.run import resolve_schemes
 from zensim.trace.format import Trace
