@@ -37,6 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from doc_tables_iteration import TABLES as ITERATION_TABLES  # docs/iteration.md's recorded runs  # noqa: E402
 
 
 def marker(name: str) -> str:
@@ -468,6 +469,7 @@ def exdyna_loop_partitions() -> list[str]:
 
 
 TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
+    **ITERATION_TABLES,
     "shipped-traces": ("traces/README.md", shipped_traces),
     "zen-fig11-12": ("docs/iteration.md", zen_fig11_12),
     "zen-fig11-12-machines": ("docs/iteration.md", zen_fig11_12_machines),

@@ -7,11 +7,12 @@ namespaces: hold /tmp/zsim-netns.lock); (3) the timeline's prediction for the sa
 emulator's calibration profile (links, host efficiency, 2 shared cores, cpu_slowdown scaling the
 compute measured alone), every rank a process of the one host (`--shared-host`), gloo's sums free
 (`--dense-work free`), fifo and maxmin. Prints the median measured iteration (after --warmup) and
-the predictions with their error.
+the predictions with their error; --json prints the settings, the profile, the measured run (the emulator's
+--json document) and the predictions instead (docs/iteration.md's table is rendered from a committed one).
 
     flock /tmp/zsim-netns.lock .venv/bin/python benchmarks/iteration_vs_emulation.py \\
         [--workload lstm-lm] [--batch-size 20] [--bucket-mb 25] [--ranks 4] [--bandwidth 200mbit] \\
-        [--calibration docs/validation-data/profile-n4.json] [--save-layers FILE]
+        [--calibration docs/validation-data/profile-n4.json] [--save-layers FILE] [--json]
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def main() -> int:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--calibration", default="docs/validation-data/profile-n4.json")
     p.add_argument("--save-layers", default=None, metavar="FILE", help="also keep the layer profile measured here")
+    p.add_argument("--json", action="store_true", help="print the run as JSON")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         layers = Path(tmp) / "layers.json"
@@ -65,7 +67,7 @@ def main() -> int:
     calib = load_profile(args.calibration)
     cluster, _ = build_cluster(args.ranks, 1, nic=args.bandwidth, profile=args.calibration)
     costs = Costs.of(cluster, calib)
-    rows = []
+    rows, predictions = [], []
     for model in ("fifo", "maxmin"):
         rec = simulate_iteration(profile.scaled(calib.cpu_slowdown), "dense-allreduce", costs, model=model,
                                  bucketing=DDPBuckets(args.bucket_mb), iterations=6, dense_work="free",
@@ -73,6 +75,15 @@ def main() -> int:
         err = rec.iteration_s / measured["median_s"] - 1
         rows.append([model, len(rec.buckets), measured["median_s"] * 1e3, measured["min_s"] * 1e3,
                      measured["max_s"] * 1e3, rec.iteration_s * 1e3, f"{err:+.1%}"])
+        predictions.append({"model": model, "buckets": len(rec.buckets), "iteration_s": rec.iteration_s, "error": err})
+    if args.json:
+        print(json.dumps({"settings": {k: v for k, v in vars(args).items() if k not in ("json", "save_layers")},
+                          "buckets": DDPBuckets(args.bucket_mb).describe(),
+                          "profile_ms": {"forward": profile.forward_s * 1e3, "backward": profile.backward_s * 1e3,
+                                         "optimizer": profile.optimizer_s * 1e3},
+                          "cpu_slowdown": calib.cpu_slowdown, "measured": measured, "predictions": predictions},
+                         indent=1))
+        return 0
     print(f"{args.workload} batch {args.batch_size}, DDP buckets {DDPBuckets(args.bucket_mb).describe()}, "
           f"{args.ranks} emulated ranks at {args.bandwidth}; profile here: forward {profile.forward_s * 1e3:.1f} ms, "
           f"backward {profile.backward_s * 1e3:.1f} ms, optimizer {profile.optimizer_s * 1e3:.1f} ms (x cpu_slowdown "

@@ -40,3 +40,34 @@ def test_every_marker_names_a_table_of_its_page():
     found = {(line.split()[2].rstrip(":"), str(page.relative_to(ROOT))) for page in pages
              for line in page.read_text().splitlines() if line.endswith(": benchmarks/doc_tables.py -->")}
     assert found == {(name, page) for name, (page, _) in doc_tables.TABLES.items()}
+
+
+def test_record_run_keeps_the_output_with_its_provenance(tmp_path):
+    """benchmarks/record_run.py: the command's JSON output, the commit and the machine in a .json.gz record."""
+    import gzip
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "run.json.gz"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "record_run.py"), "-o", str(out), "--",
+                    sys.executable, "-c", "print('{\"rows\": [1, 2]}')"], cwd=ROOT, check=True, capture_output=True)
+    rec = json.loads(gzip.decompress(out.read_bytes()))
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    assert rec["output"] == {"rows": [1, 2]} and rec["commit"] == head
+    assert rec["machine"]["cores"] > 0 and len(rec["load_before"]) == 3 and rec["wall_s"] > 0
+
+
+@pytest.mark.parametrize("argv, message", [(["-o", "{out}", "--", "false"], "false exited 1; {out} not written"),
+                                           (["-o", "{out}.txt", "--", "true"], "must be a .json or .json.gz file")])
+def test_record_run_refuses_and_writes_nothing(tmp_path, argv, message):
+    """A failed command or a record that is not JSON: one line naming it, exit 1 or 2, no file."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "run.json"
+    argv = [a.format(out=out) for a in argv]
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "record_run.py"), *argv], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode in (1, 2) and message.format(out=out) in proc.stderr.strip().splitlines()[-1]
+    assert list(tmp_path.iterdir()) == []
