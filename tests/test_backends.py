@@ -21,7 +21,7 @@ from zensim.sparse.domain import ExplicitDomain, RangeDomain
 from zensim.sparse.formats import FORMATS, make_format
 from zensim.sparse.hashing import hash64, hash_key, low_to_range, to_range
 from zensim.sparse.hashpart import HierarchicalHash, SingleHash
-from zensim.sparse.partition import Contiguous
+from zensim.sparse.partition import Contiguous, domains_from_owner
 
 
 def _ids(seed: int = 0) -> np.ndarray:
@@ -110,6 +110,68 @@ def test_formats_encode_and_decode_alike(name: str, dtype: str) -> None:
         assert bytes(buf) == bytes(a.to_bytes())
         back = fmt.from_bytes(buf, domain, like=tensor.indices)
         assert isinstance(back.chunk.indices, torch.Tensor) and same_bits(back.chunk, fmt.from_bytes(buf, domain).chunk)
+
+
+def _explicit_domains() -> list[ExplicitDomain]:
+    """Lone domains with a position table (bound <= TABLE_SPAN * size) and without (a sparse
+    subset), single elements at 0 and at bound - 1, an empty one, and a partition's 5 domains
+    (one shared table, ids up to bound - 1, one part empty)."""
+    rng = np.random.default_rng(3)
+    dense = np.sort(rng.choice(1000, 400, replace=False)).astype(np.int32)
+    sparse = np.sort(rng.choice(10**6, 300, replace=False))
+    lone = [ExplicitDomain(dense, bound=1000), ExplicitDomain(sparse, bound=10**6),
+            ExplicitDomain(np.array([0], np.int64), bound=1), ExplicitDomain(np.array([2], np.int32), bound=3),
+            ExplicitDomain(np.array([999], np.int64), bound=1000), ExplicitDomain(np.empty(0, np.int32), bound=50)]
+    family = domains_from_owner(1000, 5, lambda ids: np.where(ids == 0, 4, (ids * 7919) % 4), block=256)  # 4: id 0
+    return lone + family + domains_from_owner(7, 3, lambda ids: ids % 2, block=4)
+
+
+def test_position_tables_are_made_where_they_pay() -> None:
+    domains = _explicit_domains()
+    assert [d.table is not None for d in domains[:6]] == [True, False, True, True, False, False]
+    assert all(d.table is domains[6].table for d in domains[6:11]) and domains[11].table is domains[13].table
+    assert domains[13].size == 0 and domains[10].size == 1
+
+
+@pytest.mark.parametrize("library", ["numpy", "torch"])
+def test_positions_are_the_search_result(library: str) -> None:
+    """Every domain's positions of a random subset of its ids (with its first and last) equal
+    searchsorted's on numpy and on torch, as int64 of the ids' library; ids() inverts them."""
+    rng = np.random.default_rng(4)
+    for domain in _explicit_domains():
+        el = domain.elements
+        take = np.sort(rng.choice(len(el), len(el) // 2, replace=False)) if len(el) else np.empty(0, np.int64)
+        ids = np.unique(np.concatenate([el[take], el[:1], el[-1:]])).astype(np.int64)
+        rng.shuffle(ids)
+        expected = np.searchsorted(el, ids)
+        arg = torch.from_numpy(ids) if library == "torch" else ids
+        got = domain.positions(arg)
+        assert isinstance(got, torch.Tensor if library == "torch" else np.ndarray) and got.dtype == arg.dtype
+        assert np.array_equal(backend.host(got), expected)
+        assert np.array_equal(backend.host(domain.ids(got)), ids)
+
+
+@pytest.mark.parametrize("library", ["numpy", "torch"])
+def test_positions_refuse_ids_outside_the_domain(library: str) -> None:
+    """One outside id among inside ones is a ValueError: below 0, at or past bound, in a gap of a
+    tabled domain (its table entry is 0), in a sibling domain of the same partition."""
+    domains = _explicit_domains()
+    dense, sibling = domains[0], domains[6]
+    gap = int(np.setdiff1d(np.arange(1000), dense.elements)[7])
+    other = int(domains[7].elements[3])
+    cases = [(dense, -1), (dense, 1000), (dense, gap), (dense, int(dense.elements[-1]) + 10**6), (domains[1], 5),
+             (domains[2], 1), (domains[3], 0), (domains[5], 0), (sibling, other), (sibling, 1000)]
+    for domain, bad in cases:
+        ids = np.concatenate([domain.elements[:3], [bad]]).astype(np.int64)
+        with pytest.raises(ValueError, match="ids outside the explicit domain"):
+            domain.positions(torch.from_numpy(ids) if library == "torch" else ids)
+    empty = domains[5].positions(torch.zeros(0, dtype=torch.int64) if library == "torch" else np.zeros(0, np.int64))
+    assert empty.shape == (0,) and empty.dtype in (np.int64, torch.int64)
+
+
+def test_position_table_bound_must_match() -> None:
+    with pytest.raises(ValueError, match="bound 9 differs from its position table's 10"):
+        ExplicitDomain(np.array([1, 2], np.int64), bound=9, table=domains_from_owner(10, 2, lambda ids: ids % 2)[0].table)
 
 
 @pytest.mark.parametrize("partitioner", [lambda: Contiguous(1000, 7, align=16), lambda: HierarchicalHash(1000, 7, seed=2),

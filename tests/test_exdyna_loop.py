@@ -57,9 +57,24 @@ def flat_params(loop: SelectionLoop) -> np.ndarray:
     return torch.cat([p.detach().reshape(-1) for p in loop.params]).numpy().copy()
 
 
-def recorded_run(workers: int, density: float, iterations: int) -> tuple[SelectionLoop, list[Row], list, list]:
+LSTM_LR = 0.5
+
+
+def small_lstm(softmax: str = "adaptive", seed: int = 0, vocab: int = 60):  # type: ignore[no-untyped-def]
+    """The CLI's workload (LSTMLM: embedding, 2 LSTM layers, adaptive softmax with two tail clusters) at
+    a test's size, stepping with plain SGD so the applied gradient can be read off the parameters."""
+    from zensim.trace.capture.workloads.lstm import LSTMLM
+
+    tokens = np.random.default_rng(seed).zipf(1.3, 4000) % vocab
+    work = LSTMLM(tokens, vocab, batch_size=3, seed=seed, embed=8, hidden=16, seq_len=5, layers=2, softmax=softmax)
+    work.optimizer = lambda: torch.optim.SGD(work.model.parameters(), lr=LSTM_LR)
+    return work
+
+
+def recorded_run(workers: int, density: float, iterations: int, work: object = None,
+                 batched: bool = False) -> tuple[SelectionLoop, list[Row], list, list]:
     """A loop's rows, the gradients it computed and the parameters before each iteration."""
-    loop = SelectionLoop(Regression(), workers, density)
+    loop = SelectionLoop(Regression() if work is None else work, workers, density, batched=batched)
     grads_seen, params_seen = [], []
     compute = loop.gradients
 
@@ -77,12 +92,25 @@ def recorded_run(workers: int, density: float, iterations: int) -> tuple[Selecti
 
 @pytest.mark.parametrize("workers,density", [(4, 0.01), (3, 0.05), (5, 0.002)])
 def test_recorded_quantities_match_their_definitions(workers: int, density: float) -> None:
-    iterations = 40
-    loop, rows, grads_seen, params_seen = recorded_run(workers, density, iterations)
+    run_ = recorded_run(workers, density, 40)
+    assert run_[0].numel == 24 * 24 + 24 + 24 * 4 + 4
+    check_definitions(*run_, workers, density, 40, Regression.lr)
+
+
+@pytest.mark.parametrize("softmax", ["adaptive", "full"])
+def test_batched_loop_matches_the_definitions_on_its_own_gradients(softmax: str) -> None:
+    """--batched: every recorded quantity, the residuals and the SGD step hold exactly on the gradients
+    the batched pass computed (the loop's own)."""
+    check_definitions(*recorded_run(4, 0.01, 30, small_lstm(softmax), batched=True), 4, 0.01, 30, LSTM_LR)
+
+
+def check_definitions(loop: SelectionLoop, rows: list[Row], grads_seen: list, params_seen: list, workers: int,
+                      density: float, iterations: int, lr: float) -> None:
+    """Both teams' records, residuals and the model's (SGD) steps recomputed from the loop's gradients."""
     n, numel = workers, loop.numel
     k = max(1, int(density * numel))
     initial = Layout.initial(numel, n, 1024)
-    assert len(rows) == iterations and numel == 24 * 24 + 24 + 24 * 4 + 4
+    assert len(rows) == iterations
     for name in TEAMS:
         residuals = [np.zeros(numel, np.float32) for _ in range(n)]
         previous = None
@@ -119,7 +147,7 @@ def test_recorded_quantities_match_their_definitions(workers: int, density: floa
             if name == "dynamic":  # the model stepped with the dynamic team's sum / n (SGD)
                 applied = np.zeros(numel, np.float32)
                 applied[union] = total / np.float32(n)
-                stepped = torch.from_numpy(params_seen[t]).add(torch.from_numpy(applied), alpha=-Regression.lr)
+                stepped = torch.from_numpy(params_seen[t]).add(torch.from_numpy(applied), alpha=-lr)
                 np.testing.assert_array_equal(params_seen[t + 1], stepped.numpy())
             previous = step
         # the team's residuals are the replica's, bit for bit: it saw exactly the loop's gradients
@@ -127,6 +155,37 @@ def test_recorded_quantities_match_their_definitions(workers: int, density: floa
             assert np.array_equal(loop.residual(name, w).numpy(), residuals[w])
     dynamic_moved = any(r.dynamic.bounds != rows[0].dynamic.bounds for r in rows)
     assert dynamic_moved  # unequal workers: the sweep moved blocks in 40 iterations
+
+
+@pytest.mark.parametrize("softmax", ["adaptive", "full"])
+def test_batched_gradients_are_the_sequential_ones(softmax: str) -> None:
+    """One batched pass gives each worker's gradient and loss of the sequential pass up to float
+    rounding, with targets that leave a tail cluster empty for some workers or for all of them."""
+    from zensim.replay.selection_batch import BatchedLSTM
+
+    work = small_lstm(softmax, seed=2)
+    model, n = work.model, 4
+    rng = np.random.default_rng(5)
+    batches = [work.batch(0, w, n) for w in range(n)]
+    batches[1] = (batches[1][0], torch.from_numpy(rng.integers(0, 20, (3, 5))))  # shortlist only
+    batches[2] = (batches[2][0], torch.from_numpy(rng.integers(40, 60, (3, 5))))  # last cluster only
+    for empty_cluster in (False, True):
+        if empty_cluster:  # nobody's target in the first tail cluster [20, 40)
+            batches = [(x, torch.where((y >= 20) & (y < 40), y - 20, y)) for x, y in batches]
+        grads, losses = BatchedLSTM(model, n).gradients(batches)
+        for w, batch in enumerate(batches):
+            model.zero_grad(set_to_none=True)
+            loss = work.loss(model, batch)
+            loss.backward()
+            expected = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1)
+                                  for p in model.parameters()])
+            torch.testing.assert_close(grads[w], expected, rtol=1e-5, atol=1e-7)
+            torch.testing.assert_close(losses[w], loss.detach(), rtol=1e-6, atol=0)
+
+
+def test_batched_refuses_other_models() -> None:
+    with pytest.raises(ConfigError, match="--batched: only the LSTM language model is batched, not Sequential"):
+        SelectionLoop(Regression(), 2, 0.01, batched=True)
 
 
 def test_static_shadow_sees_the_same_gradients() -> None:

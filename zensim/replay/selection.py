@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from zensim.errors import ConfigError
+from zensim.replay.selection_batch import BatchedLSTM
 from zensim.sparse.partition import even_boundaries
 from zensim.sparsify import Team
 from zensim.sparsify.exdyna import BLOCKS, Layout
@@ -164,7 +165,8 @@ class SelectionLoop:
     """The training loop of the module docstring over a workload (its model, batches, loss, optimizer)."""
 
     def __init__(self, work: Any, workers: int, density: float, device: str | torch.device = "cpu",
-                 pricer: Callable[[Sequence[Any]], float] | None = None, price_every: int = 1) -> None:
+                 pricer: Callable[[Sequence[Any]], float] | None = None, price_every: int = 1,
+                 batched: bool = False) -> None:
         if not isinstance(workers, int) or workers < 1:
             raise ConfigError(f"--workers {workers}: must be a positive integer")
         if not 0 < density <= 1:
@@ -181,6 +183,7 @@ class SelectionLoop:
         self.optimizer = work.optimizer()
         self.teams = {"dynamic": Team("exdyna", workers, density), "static": Team("exdyna-static", workers, density)}
         self.pricer, self.price_every = pricer, price_every
+        self.batched = BatchedLSTM(self.net, workers) if batched else None  # all workers in one pass
         self.seconds = {"gradients": 0.0, "selection": 0.0, "pricing": 0.0, "update": 0.0}
 
     def batch(self, t: int, w: int) -> Any:
@@ -189,9 +192,13 @@ class SelectionLoop:
         return tuple(x.to(self.device) for x in batch) if isinstance(batch, (tuple, list)) else batch.to(self.device)
 
     def gradients(self, t: int) -> tuple[list[torch.Tensor], float]:
-        """Every worker's flat gradient at the current parameters on its own batch, and the mean loss."""
-        grads, losses = [], []
+        """Every worker's flat gradient at the current parameters on its own batch, and the mean loss
+        (one worker after another, or all in one pass when batched)."""
         self.net.train()
+        if self.batched is not None:
+            stacked, losses = self.batched.gradients([self.batch(t, w) for w in range(self.n)])
+            return list(stacked), float(losses.mean())
+        grads, losses = [], []
         for w in range(self.n):
             self.net.zero_grad(set_to_none=True)
             loss = self.work.loss(self.net, self.batch(t, w))

@@ -48,6 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus", help="plain-text corpus (default: $ZENSIM_CORPUS, else the installed KJV)")
     p.add_argument("--device", default="auto", help="auto (cuda when present), cpu, cuda or cuda:N (default auto)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--batched", action="store_true",
+                   help="all workers' forward and backward in one batched pass (zensim.replay.selection_batch; "
+                        "holds every worker's activations at once; docs/replay.md)")
     p.add_argument("--nic", default="25Gbps", help="NIC bandwidth per worker for the simulated time (default 25Gbps)")
     p.add_argument("--nic-latency", default=None, help="per-message latency, e.g. 5us (default 0)")
     p.add_argument("--model", default="fifo", help="bandwidth sharing model (default fifo)")
@@ -80,6 +83,17 @@ def pick_device(name: str) -> str:
             raise ConfigError(f"--device {name}: {err}") from None
         return name
     raise ConfigError(f"--device {name}: choose auto, cpu, cuda or cuda:N")
+
+
+def peak_memory(device: str) -> int:
+    """The run's peak memory: on CUDA the most the device held in tensors, else this process's resident set."""
+    import torch
+
+    if device.startswith("cuda"):
+        return int(torch.cuda.max_memory_allocated(device))
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
 def writable(option: str, path: str | None) -> None:
@@ -123,14 +137,15 @@ def command(args: argparse.Namespace) -> int:
                   softmax=args.softmax)
     pricer = Pricer(args.workers, sum(p.numel() for p in work.model.parameters()), Costs.of(cluster, profile),
                     args.model) if args.price_every > 0 else None
-    loop = SelectionLoop(work, args.workers, args.density, device, pricer, args.price_every)
+    loop = SelectionLoop(work, args.workers, args.density, device, pricer, args.price_every, args.batched)
     made = {"provenance": provenance(args.command_line),
             "workload": {"name": "lstm-lm", **work.meta(), "tokens": int(len(text.tokens)), "batch": args.batch,
                          "trainable": loop.numel, "seed": args.seed, "optimizer": f"Adam lr {work.lr}"},
             "run": {"workers": args.workers, "density": args.density, "k": loop.k, "iterations": args.iterations,
                     "seconds": args.seconds, "device": device,
                     "device_name": torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu",
-                    "torch": torch.__version__, "threads": args.threads, "price_every": args.price_every},
+                    "torch": torch.__version__, "threads": args.threads, "price_every": args.price_every,
+                    "batched": args.batched},
             "cluster": {"describe": cluster.describe(), "nic": args.nic, "nic_latency": args.nic_latency,
                         "model": args.model}}
     print(f"exdyna-loop: {loop.numel:,} parameters ({args.embed} embed, {args.hidden} hidden, {args.layers} layers, "
@@ -162,7 +177,8 @@ def command(args: argparse.Namespace) -> int:
           + ", ".join(f"{k} {v / max(1, len(rows)):.4f} s" for k, v in loop.seconds.items()))
     print(json.dumps(summary, indent=1))
     if args.json:
-        doc = {**made, "stopped_by": stopped, "elapsed_s": elapsed, "seconds_per_iteration":
+        doc = {**made, "stopped_by": stopped, "elapsed_s": elapsed, "peak_memory_bytes": peak_memory(device),
+               "seconds_per_iteration":
                {k: v / max(1, len(rows)) for k, v in loop.seconds.items()}, "summary": summary,
                "csv": os.path.basename(args.csv)}
         write_atomic(args.json, json.dumps(doc))

@@ -9,6 +9,11 @@ slot, a block), so both ends must agree on the domain; it is never sent.
 
 Both give `size`, `bound` (exclusive upper bound of the ids, which sets the index width on the
 wire: int32 when `bound < 2**31`, else int64), `positions(ids)` and `ids(positions)`.
+
+An explicit domain's `positions` is a gather through a `PositionTable` (id -> position, one entry
+per id below `bound`) checked against `elements`, not a search: the n domains of a partition share
+one table (`domains_from_owner`), a lone domain builds its own only when `bound` is at most
+`TABLE_SPAN` times its size, else it searches (docs/sparse.md, Domains).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import numpy as np
 from zensim.sparse import xp as backend
 
 INT32_LIMIT = 2**31
+TABLE_SPAN = 4  # a lone explicit domain gets a position table when bound <= TABLE_SPAN * size
 
 
 def index_dtype(bound: int) -> np.dtype:
@@ -67,12 +73,40 @@ class RangeDomain:
         return f"RangeDomain({self.lo}, {self.hi})"
 
 
+class PositionTable:
+    """id -> position of the id in its domain, for disjoint sorted sets of ids below `bound` (the n
+    domains of a partition, or one domain): an int32 array of `bound` entries (int64 from 2**31), 0
+    for ids in none of them. Built on first use, on the host, and copied once to each device asked."""
+
+    __slots__ = ("_parts", "bound", "_tables")
+
+    def __init__(self, parts: list[np.ndarray], bound: int) -> None:
+        self._parts, self.bound = parts, int(bound)
+        self._tables: dict[str, object] = {}  # by device ("host": the numpy table)
+
+    def like(self, ref: np.ndarray) -> np.ndarray:
+        """The table in the library and on the device of `ref`."""
+        if "host" not in self._tables:
+            table = np.zeros(self.bound, np.int32 if self.bound < INT32_LIMIT else np.int64)
+            for part in self._parts:
+                table[part] = np.arange(len(part), dtype=table.dtype)
+            self._tables["host"] = table
+        if backend.is_numpy(ref):
+            return self._tables["host"]
+        key = str(backend.device(ref))
+        if key not in self._tables:
+            self._tables[key] = backend.like(self._tables["host"], ref)
+        return self._tables[key]
+
+
 class ExplicitDomain:
-    """A sorted set of ids given explicitly (a hash partition 𝕀_i); `bound` defaults to max + 1."""
+    """A sorted set of ids given explicitly (a hash partition 𝕀_i); `bound` defaults to max + 1.
+    `table`: a PositionTable over these elements and disjoint others below `bound` (the partition's
+    domains share one); without it the domain makes its own when `bound <= TABLE_SPAN * size`."""
 
-    __slots__ = ("elements", "_bound", "_copies")
+    __slots__ = ("elements", "_bound", "_copies", "table")
 
-    def __init__(self, elements: np.ndarray, bound: int | None = None) -> None:
+    def __init__(self, elements: np.ndarray, bound: int | None = None, table: PositionTable | None = None) -> None:
         elements = np.asarray(elements)
         if elements.dtype not in (np.int32, np.int64) or elements.ndim != 1:
             raise ValueError("ExplicitDomain elements must be a 1-d int32 or int64 array")
@@ -84,6 +118,11 @@ class ExplicitDomain:
         self.elements = elements
         self._bound = top if bound is None else int(bound)
         self._copies: dict[str, object] = {}  # the elements on other devices, made on first use
+        if table is None and 0 < self._bound <= TABLE_SPAN * len(elements):
+            table = PositionTable([elements], self._bound)
+        if table is not None and table.bound != self._bound:
+            raise ValueError(f"ExplicitDomain bound {self._bound} differs from its position table's {table.bound}")
+        self.table = table  # what positions() gathers through (None: it searches elements)
 
     def elements_like(self, ref: np.ndarray) -> np.ndarray:
         """`elements` in the library and on the device of `ref` (kept once made)."""
@@ -112,7 +151,10 @@ class ExplicitDomain:
             return xp.zeros(0, dtype=xp.int64, device=backend.device(ids))
         if self.size == 0 or int(xp.min(ids)) < 0 or int(xp.max(ids)) > int(self.elements[-1]):
             raise ValueError("ids outside the explicit domain")
-        pos, found = backend.locate(self.elements_like(ids), ids)
+        if self.table is None:
+            pos, found = backend.locate(self.elements_like(ids), ids)
+        else:
+            pos, found = backend.lookup(self.table.like(ids), self.elements_like(ids), ids)
         if not bool(xp.all(found)):
             raise ValueError("ids outside the explicit domain")
         return xp.astype(pos, xp.int64, copy=False)

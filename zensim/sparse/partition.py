@@ -23,7 +23,7 @@ import numpy as np
 from zensim.errors import ConfigError
 from zensim.sparse import xp as backend
 from zensim.sparse.chunk import SparseChunk, union_indices
-from zensim.sparse.domain import Domain, ExplicitDomain, RangeDomain
+from zensim.sparse.domain import Domain, ExplicitDomain, PositionTable, RangeDomain
 
 
 @dataclass
@@ -76,7 +76,8 @@ def group_by_part(chunk: SparseChunk, parts: np.ndarray, n: int) -> list[SparseC
 
 
 def domains_from_owner(numel: int, n: int, owner, block: int = 1 << 22) -> list[ExplicitDomain]:
-    """All n domains {id in [0, numel) : owner(id) = j}, sorted, int32 ids when numel < 2**31.
+    """All n domains {id in [0, numel) : owner(id) = j}, sorted, int32 ids when numel < 2**31,
+    sharing one PositionTable (numel entries, made on the first lookup).
 
     Computed once per call in blocks of `block` ids (bounded temporary memory); callers cache.
     """
@@ -86,7 +87,9 @@ def domains_from_owner(numel: int, n: int, owner, block: int = 1 << 22) -> list[
         ids = np.arange(lo, min(lo + block, numel), dtype=np.int64)
         for j, part in enumerate(group_by_part(SparseChunk(ids), owner(ids), n)):
             pieces[j].append(part.indices.astype(dtype))
-    return [ExplicitDomain(np.concatenate(p) if p else np.empty(0, dtype), bound=numel) for p in pieces]
+    parts = [np.concatenate(p) if p else np.empty(0, dtype) for p in pieces]
+    table = PositionTable(parts, numel)
+    return [ExplicitDomain(p, bound=numel, table=table) for p in parts]
 
 
 class Partitioner:

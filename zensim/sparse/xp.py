@@ -241,6 +241,15 @@ def locate(sorted_set: Array, x: Array) -> tuple[Array, Array]:
     return at, sorted_set[at] == x
 
 
+def lookup(table: Array, elements: Array, x: Array) -> tuple[Array, Array]:
+    """`locate` by a gather: (`table[x]`, a candidate position of each entry of `x` in the non-empty
+    array `elements`, clipped into it; whether `elements` holds the entry there). `table` maps every
+    id in `elements` to its position (entries of other ids may be anything); `x` lies in [0, len(table))."""
+    xp = namespace(x)
+    at = xp.clip(xp.take(table, x, axis=0), min=0, max=elements.shape[0] - 1)
+    return at, xp.take(elements, at, axis=0) == x
+
+
 def isin_sorted(x: Array, sorted_set: Array) -> Array:
     """Whether each entry of `x` is in the sorted array `sorted_set` (a boolean array like x)."""
     if sorted_set.shape[0] == 0:
