@@ -79,16 +79,15 @@ class Parallelism:
         self.hashed, self.lossless = self.partitioner.hashes, not self.partitioner.lossy
         key = self.partitioner.key
         self._domains = tables.get(("domains", key), self.partitioner.domains) if key else self.partitioner.domains()
-        self._position_of: np.ndarray | None = None
-        self._tables, self._key = tables, key
 
     def position_of(self) -> np.ndarray | None:
-        """For explicit (hash) domains, every id's position in its domain, so that bitset pieces
-        need a lookup, not a search; None for ranges."""
-        if self._position_of is None and isinstance(self._domains[0], ExplicitDomain):
-            make = lambda: position_table(self._domains, self.partitioner.numel)  # noqa: E731
-            self._position_of = self._tables.get(("positions", self._key), make) if self._key else make()
-        return self._position_of
+        """For explicit (hash) domains, every id's position in its domain (their shared
+        PositionTable, on the host), so that bitset pieces need a lookup, not a search; None for ranges."""
+        first = self._domains[0]
+        shared = isinstance(first, ExplicitDomain) and first.table is not None
+        if shared and all(getattr(d, "table", None) is first.table for d in self._domains):
+            return first.table.like(first.elements)
+        return None
 
     def domains(self) -> list[Domain]:
         """The item domains."""
@@ -105,12 +104,3 @@ class Parallelism:
         """All aggregated partitions as one chunk."""
         ctx.stats["held"] = np.array([p.nnz for p in pieces], np.int64)
         return assemble(pieces, ctx)
-
-
-def position_table(domains: Sequence[Domain], numel: int) -> np.ndarray:
-    """id -> position in its domain for disjoint explicit domains covering [0, numel) (int32 below
-    2**31 ids)."""
-    table = np.empty(numel, np.int32 if numel < 2**31 else np.int64)
-    for d in domains:
-        table[d.elements] = np.arange(d.size, dtype=table.dtype)
-    return table

@@ -78,25 +78,20 @@ class PositionTable:
     domains of a partition, or one domain): an int32 array of `bound` entries (int64 from 2**31), 0
     for ids in none of them. Built on first use, on the host, and copied once to each device asked."""
 
-    __slots__ = ("_parts", "bound", "_tables")
+    __slots__ = ("_parts", "bound", "_table")
 
     def __init__(self, parts: list[np.ndarray], bound: int) -> None:
         self._parts, self.bound = parts, int(bound)
-        self._tables: dict[str, object] = {}  # by device ("host": the numpy table)
+        self._table: backend.OnDevices | None = None  # made on the first lookup
 
     def like(self, ref: np.ndarray) -> np.ndarray:
         """The table in the library and on the device of `ref`."""
-        if "host" not in self._tables:
+        if self._table is None:
             table = np.zeros(self.bound, np.int32 if self.bound < INT32_LIMIT else np.int64)
             for part in self._parts:
                 table[part] = np.arange(len(part), dtype=table.dtype)
-            self._tables["host"] = table
-        if backend.is_numpy(ref):
-            return self._tables["host"]
-        key = str(backend.device(ref))
-        if key not in self._tables:
-            self._tables[key] = backend.like(self._tables["host"], ref)
-        return self._tables[key]
+            self._table = backend.OnDevices(table)
+        return self._table.like(ref)
 
 
 class ExplicitDomain:
@@ -104,7 +99,7 @@ class ExplicitDomain:
     `table`: a PositionTable over these elements and disjoint others below `bound` (the partition's
     domains share one); without it the domain makes its own when `bound <= TABLE_SPAN * size`."""
 
-    __slots__ = ("elements", "_bound", "_copies", "table")
+    __slots__ = ("elements", "_bound", "_on_devices", "table")
 
     def __init__(self, elements: np.ndarray, bound: int | None = None, table: PositionTable | None = None) -> None:
         elements = np.asarray(elements)
@@ -117,7 +112,7 @@ class ExplicitDomain:
             raise ValueError(f"ExplicitDomain bound {bound} below its largest element")
         self.elements = elements
         self._bound = top if bound is None else int(bound)
-        self._copies: dict[str, object] = {}  # the elements on other devices, made on first use
+        self._on_devices = backend.OnDevices(elements)
         if table is None and 0 < self._bound <= TABLE_SPAN * len(elements):
             table = PositionTable([elements], self._bound)
         if table is not None and table.bound != self._bound:
@@ -126,12 +121,7 @@ class ExplicitDomain:
 
     def elements_like(self, ref: np.ndarray) -> np.ndarray:
         """`elements` in the library and on the device of `ref` (kept once made)."""
-        if backend.is_numpy(ref):
-            return self.elements
-        key = str(backend.device(ref))
-        if key not in self._copies:
-            self._copies[key] = backend.like(self.elements, ref)
-        return self._copies[key]
+        return self._on_devices.like(ref)
 
     @property
     def size(self) -> int:

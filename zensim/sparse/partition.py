@@ -143,13 +143,22 @@ class RangePartitioner(Partitioner):
         super().__init__(numel, n)
         self.boundaries = even_boundaries(self.numel, self.n)
 
+    @property
+    def boundaries(self) -> np.ndarray:
+        """The n + 1 boundaries (int64, on the host)."""
+        return self._cuts.host
+
+    @boundaries.setter
+    def boundaries(self, value: np.ndarray) -> None:
+        self._cuts = backend.OnDevices(value)  # copied to a device once, on the first chunk there
+
     def owner(self, indices: np.ndarray) -> np.ndarray:
         xp = backend.namespace(indices)
-        return xp.astype(xp.searchsorted(backend.like(self.boundaries, indices), indices, side="right"), xp.int64) - 1
+        return xp.astype(xp.searchsorted(self._cuts.like(indices), indices, side="right"), xp.int64) - 1
 
     def split(self, chunk: SparseChunk) -> list[SparseChunk]:
         xp = backend.namespace(chunk.indices)
-        cuts = backend.host(xp.searchsorted(chunk.indices, backend.like(self.boundaries, chunk.indices))).tolist()
+        cuts = backend.host(xp.searchsorted(chunk.indices, self._cuts.like(chunk.indices))).tolist()
         self.stats.add(PartitionStats(elements=chunk.nnz))
         return [
             SparseChunk(chunk.indices[a:b], None if chunk.values is None else chunk.values[a:b])

@@ -67,6 +67,26 @@ def like(x: np.ndarray | Array, ref: Array) -> Array:
     return torch.from_numpy(x if x.flags.writeable else x.copy()).to(ref.device)
 
 
+class OnDevices:
+    """A constant numpy array (`host`) and its copies in the library and on the device of the arrays
+    it meets, each made once, on first use (partition boundaries, a domain's elements, a position table)."""
+
+    __slots__ = ("host", "_copies")
+
+    def __init__(self, host: np.ndarray) -> None:
+        self.host = host
+        self._copies: dict[str, Array] = {}  # by device
+
+    def like(self, ref: Array) -> Array:
+        """The array in `ref`'s library and on its device."""
+        if isinstance(ref, np.ndarray):
+            return self.host
+        key = str(device(ref))
+        if key not in self._copies:
+            self._copies[key] = like(self.host, ref)
+        return self._copies[key]
+
+
 def device(x: Array) -> Any:
     """The device of `x` ("cpu" for numpy arrays)."""
     return getattr(x, "device", "cpu")
