@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 
+from zensim.net.clock import Clock
+
 if TYPE_CHECKING:
     from zensim.net.network import Network
 
@@ -49,8 +51,8 @@ _WAIT, _DONE = -1, -2  # a rank waits for work or messages / has ended its last 
 def alone(net: Network, model: str) -> bool:
     """Whether a compiled loop gives the general path's times on this network: the `model` model, no
     efficiency tables, no shared host processors, no rendezvous, no exchange CPU, nothing sent or
-    scheduled yet."""
-    return (net.model.name == model and net.link_efficiency is None and net.host_efficiency is None
+    scheduled yet, the network's own clock (not a SimPy environment's, which other processes share)."""
+    return (isinstance(net.clock, Clock) and net.model.name == model and net.link_efficiency is None and net.host_efficiency is None
             and net.costs.host_cores is None and not net.costs.rendezvous and net.costs.exchange is None
             and net.clock.events == 0)
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from zensim.net.clock import Clock
+from zensim.net.clock import Clock, EventLoop
 from zensim.net.cores import SharedCores
 from zensim.net.costs import Costs
 from zensim.net.models import make_model
@@ -37,12 +37,14 @@ Delivery = Callable[[int], None]
 
 
 class Network:
-    """A topology, a sharing model and a local-work model over one clock (see the module docstring)."""
+    """A topology, a sharing model and a local-work model over one clock (see the module docstring):
+    a `Clock` of its own, or `clock` (a SimPy environment's: zensim.net.simpy_adapter)."""
 
-    def __init__(self, costs: Costs, model: str = "fifo", options: Mapping[str, object] | None = None) -> None:
+    def __init__(self, costs: Costs, model: str = "fifo", options: Mapping[str, object] | None = None,
+                 clock: EventLoop | None = None) -> None:
         self.costs = costs
         self.topology = topo = costs.topology
-        self.clock = Clock()
+        self.clock: EventLoop = Clock() if clock is None else clock
         self.num_links = topo.num_links
         self.capacity = topo.capacity
         self.latency = topo.latency

@@ -20,13 +20,13 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
-from zensim.net.clock import Clock
+from zensim.net.clock import EventLoop
 
 
 class NetworkView(Protocol):
     """What a sharing model may read from the network it runs on (zensim.net.network.Network)."""
 
-    clock: Clock
+    clock: EventLoop
     num_links: int
     capacity: np.ndarray  # bytes/s per link
     latency: np.ndarray  # seconds per link
