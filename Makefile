@@ -23,9 +23,9 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	# torch first: 2.13.0 is the CPU build that lies on disk (no multi-GB CUDA download); pyproject
-	# accepts a range, so the next line keeps it. The tests need every extra (Dask, scikit-learn, pyarrow).
+	# accepts a range, so the next line keeps it. The tests need every extra (Dask, scikit-learn, pyarrow, SimPy).
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test,dask,digits,parquet]'
+	$(PY) -m pip install --quiet -e '.[test,dask,digits,parquet,simpy]'
 	# the chakra extra without mlc-chakra's declared dependencies (~100 packages for Chakra's own
 	# converters): --chakra needs only its schema and encoder, and protobuf
 	$(PY) -m pip install --quiet 'protobuf>=6.31.1'

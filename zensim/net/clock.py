@@ -12,8 +12,29 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable
+from typing import Protocol
 
 NORMAL, LATE = 1, 2
+
+
+class EventLoop(Protocol):
+    """What a Network, its sharing model and its host processors ask of a clock: `Clock` below, or a
+    SimPy environment's (zensim.net.simpy_adapter.SimPyClock)."""
+
+    events: int  # callbacks scheduled so far
+
+    @property
+    def now(self) -> float:
+        """Simulated time in seconds."""
+
+    def at(self, delay: float, fn: Callable, *args) -> None:
+        """Call fn(*args) `delay` seconds from now (after the callbacks already due at that time)."""
+
+    def late(self, fn: Callable, *args) -> None:
+        """Call fn(*args) at the end of this instant, after every ordinary callback due now."""
+
+    def run(self, until: float | None = None) -> None:
+        """Run callbacks in time order until none is left (or up to `until`)."""
 
 
 class Clock:

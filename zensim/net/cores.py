@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from zensim.net.clock import Clock
+from zensim.net.clock import EventLoop
 
 _DONE = 1e-12  # seconds of work within which jobs finish together (float residue of the advances)
 
@@ -21,7 +21,7 @@ class SharedCores:
     """Processor sharing of `cores` processors among the jobs submitted to it and `others` always-runnable
     processes outside it."""
 
-    def __init__(self, clock: Clock, cores: int, others: float = 0.0) -> None:
+    def __init__(self, clock: EventLoop, cores: int, others: float = 0.0) -> None:
         self.clock = clock
         self.cores = cores
         self.others = others

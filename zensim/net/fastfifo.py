@@ -48,7 +48,7 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     rank, messages, sizes, prog = fastloop.schedule(net, clients, program)
     st = np.zeros(4, np.int64)
     out = np.zeros((4, sizes["slots"]))
-    sent_at, delivered_at = np.full(net.count, np.nan), np.full(net.count, np.nan)
+    sent_at, delivered_at = net.sent_at[:net.count], net.delivered_at[:net.count]  # NaN: nothing sent yet (applies)
     floats = [np.ascontiguousarray(x, dtype=np.float64) for x in (net.nbytes[:net.count], net.capacity, net.latency)]
     announce(_loop, "the fifo network loop (zensim.net.fastfifo)", COMPILE_S)
     now = _loop(fastloop.compact_routes(net), *floats, net.num_links, rank, messages, prog, st, out, sent_at,

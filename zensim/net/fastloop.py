@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 
+from zensim.net.clock import Clock
+
 if TYPE_CHECKING:
     from zensim.net.network import Network
 
@@ -49,8 +51,8 @@ _WAIT, _DONE = -1, -2  # a rank waits for work or messages / has ended its last 
 def alone(net: Network, model: str) -> bool:
     """Whether a compiled loop gives the general path's times on this network: the `model` model, no
     efficiency tables, no shared host processors, no rendezvous, no exchange CPU, nothing sent or
-    scheduled yet."""
-    return (net.model.name == model and net.link_efficiency is None and net.host_efficiency is None
+    scheduled yet, the network's own clock (not a SimPy environment's, which other processes share)."""
+    return (isinstance(net.clock, Clock) and net.model.name == model and net.link_efficiency is None and net.host_efficiency is None
             and net.costs.host_cores is None and not net.costs.rendezvous and net.costs.exchange is None
             and net.clock.events == 0)
 
@@ -117,48 +119,65 @@ def schedule(net: Network, clients: Sequence, program: Program) -> tuple[tuple, 
     """The clients' schedules (LogReplay.arrays) as one, ranks and slots numbered across clients: `rank`
     (order, bounds, pending, sent, pre, post, stages, slot_base, slot_rank, node_of), `messages`
     (stage, src, dst) per network message id, and `sizes` (ranks, slots, widest, linked); with the
-    program's arrays. ValueError unless the clients' messages are all the network's."""
+    program's arrays. ValueError unless the clients' messages are all the network's. One client (a
+    replay) lends its own arrays, read only, where no renumbering is needed: no copies per message
+    but `pending`, which the loop counts down."""
     base = np.cumsum([0] + [c.log.n for c in clients]).astype(np.int64)
     slots = np.cumsum([0] + [c.log.n * c.stages for c in clients]).astype(np.int64)
-    count = net.count
-    stage_of, src_of, dst_of = (np.full(count, -1, np.int64) for _ in range(3))
-    order, bounds, pending, pre, post, stages = [], [np.zeros(1, np.int64)], [], [], [], []
-    offset = 0
-    for c, client in enumerate(clients):
-        a, first = client.arrays, client.first
-        ids = slice(first, first + len(a["stage"]))
-        stage_of[ids], src_of[ids], dst_of[ids] = a["stage"], a["src"] + base[c], a["dst"] + base[c]
-        order.append(np.asarray(a["order"], np.int64) + first)
-        bounds.append(np.asarray(a["bounds"][1:], np.int64) + offset)
-        offset += len(a["stage"])
-        pending.append(a["pending"])
-        pre.append(a["pre"])
-        post.append(a["post"])
-        stages.append(np.full(client.log.n, client.stages, np.int64))
-    if (stage_of < 0).any() or offset != count:
+    covered = 0
+    for first, stop in sorted((c.first, c.ids.stop) for c in clients):
+        if first != covered:
+            break
+        covered = stop
+    if covered != net.count:
         raise ValueError("the compiled replay runs its clients alone on their network: it carries messages of "
                          "no client given")
-    stages = np.concatenate(stages) if stages else np.zeros(0, np.int64)
+    alone = len(clients) == 1
+
+    def by_message(field: str, shift: np.ndarray) -> np.ndarray:
+        """Per network message id the clients' column `field` plus `shift[client]`."""
+        if alone:
+            return clients[0].arrays[field] + shift[0] if shift[0] else clients[0].arrays[field]
+        out = np.empty(net.count, np.int64)
+        for client, by in zip(clients, shift.tolist()):
+            out[client.first: client.ids.stop] = client.arrays[field] + by
+        return out
+
+    def joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+        """The parts end to end as a contiguous array of `dtype` (the one part itself if it is one)."""
+        return np.ascontiguousarray(parts[0] if len(parts) == 1 else np.concatenate(parts + [np.zeros(0, dtype)]),
+                                    dtype)
+
+    stage_of = by_message("stage", np.zeros(len(clients), np.int64))
+    src_of, dst_of = by_message("src", base), by_message("dst", base)
+    order = joined([c.arrays["order"] + c.first if c.first else c.arrays["order"] for c in clients], np.int64)
+    offsets = np.cumsum([0] + [len(c.ids) for c in clients]).tolist()
+    bounds = joined([np.zeros(1, np.int64)] + [c.arrays["bounds"][1:] + at for c, at in zip(clients, offsets)]
+                    if not alone else [clients[0].arrays["bounds"]], np.int64)
+    pending = np.array(joined([c.arrays["pending"] for c in clients], np.int64))  # a copy: the loop counts down
+    pre, post = (joined([c.arrays[name] for c in clients], np.float64) for name in ("pre", "post"))
+    stages = joined([np.full(c.log.n, c.stages, np.int64) for c in clients], np.int64)
     slot_base = np.repeat(slots[:-1], [c.log.n for c in clients]) + np.concatenate(
         [np.arange(c.log.n) * c.stages for c in clients] + [np.zeros(0, np.int64)])
     slot_rank = np.repeat(np.arange(len(stages)), stages)
     prog = program.arrays(base)
     node_of = np.full(len(stages), -1, np.int64)
     node_of[prog[2][prog[0] == RANK]] = np.flatnonzero(prog[0] == RANK)
-    cat = np.concatenate
-    rank = (cat(order + [np.zeros(0, np.int64)]), cat(bounds), cat(pending + [np.zeros(0, np.int64)]).astype(np.int64),
-            np.zeros(int(slots[-1]), np.bool_), np.ascontiguousarray(cat(pre + [np.zeros(0)]), np.float64),
-            np.ascontiguousarray(cat(post + [np.zeros(0)]), np.float64), stages, slot_base.astype(np.int64),
+    rank = (order, bounds, pending, np.zeros(int(slots[-1]), np.bool_), pre, post, stages, slot_base.astype(np.int64),
             slot_rank.astype(np.int64), node_of)
-    widest = int(np.diff(rank[1]).max()) if len(rank[1]) > 1 else 0
+    widest = int(np.diff(bounds).max()) if len(bounds) > 1 else 0
     sizes = {"ranks": len(stages), "slots": int(slots[-1]), "widest": widest, "linked": len(prog[4]) > 0}
     return rank, (stage_of, src_of, dst_of), sizes, prog
 
 
 def compact_routes(net: Network) -> np.ndarray:
-    """Every message's route with the padding last (Network.route_tuples' order), int64."""
+    """Every message's route with the padding last (Network.route_tuples' order), int64: the network's
+    own rows where they are so already (every fabric's routes are)."""
     routes = net.routes[:net.count]
-    order = np.argsort(routes == net.num_links, axis=1, kind="stable")
+    pad = routes == net.num_links
+    if not (pad[:, :-1] & ~pad[:, 1:]).any():
+        return routes
+    order = np.argsort(pad, axis=1, kind="stable")
     return np.ascontiguousarray(np.take_along_axis(routes, order, axis=1), dtype=np.int64)
 
 

@@ -23,11 +23,12 @@ zensim.net.models.MODELS and implements zensim.net.models.base.SharingModel.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from zensim.net.clock import Clock
+from zensim.net.clock import Clock, EventLoop
 from zensim.net.cores import SharedCores
 from zensim.net.costs import Costs
 from zensim.net.models import make_model
@@ -37,12 +38,14 @@ Delivery = Callable[[int], None]
 
 
 class Network:
-    """A topology, a sharing model and a local-work model over one clock (see the module docstring)."""
+    """A topology, a sharing model and a local-work model over one clock (see the module docstring):
+    a `Clock` of its own, or `clock` (a SimPy environment's: zensim.net.simpy_adapter)."""
 
-    def __init__(self, costs: Costs, model: str = "fifo", options: Mapping[str, object] | None = None) -> None:
+    def __init__(self, costs: Costs, model: str = "fifo", options: Mapping[str, object] | None = None,
+                 clock: EventLoop | None = None) -> None:
         self.costs = costs
         self.topology = topo = costs.topology
-        self.clock = Clock()
+        self.clock: EventLoop = Clock() if clock is None else clock
         self.num_links = topo.num_links
         self.capacity = topo.capacity
         self.latency = topo.latency
@@ -58,11 +61,14 @@ class Network:
         self.count = 0
         self.routes = np.empty((0, topo.route_width), dtype=np.int64)
         self.nbytes = np.empty(0)
-        self.route_latency = np.empty(0)
+        self._route_latency = np.empty(0)  # of the first _latency_rows messages (route_latency)
+        self._latency_rows = 0
         self.sent_at = np.empty(0)
         self.delivered_at = np.empty(0)
         self._tuples: list[tuple[int, ...]] = []  # route_tuples of the first len(_tuples) messages
-        self._on_delivery: list[Delivery | None] = []
+        self._first_of_block: list[int] = []  # messages declared together (one callback): the first's id
+        self._on_delivery: list[Delivery | None] = []  # per block its callback
+        self._model_room = 0  # message ids the sharing model has room for (it grows when they are started)
         self._pools: dict[int, SharedCores] = {}
         self.model = make_model(model, self, options or {})
 
@@ -94,6 +100,20 @@ class Network:
             self._tuples += new
         return self._tuples
 
+    @property
+    def route_latency(self) -> np.ndarray:
+        """Per message the latency of its route (seconds: the sum of its links'); worked out when first
+        asked for (a compiled fifo replay never needs it), for the messages declared since."""
+        have, count = self._latency_rows, self.count
+        if have < count:
+            if len(self._route_latency) < count:
+                grown = np.zeros(len(self.nbytes))
+                grown[:have] = self._route_latency[:have]
+                self._route_latency = grown
+            self._route_latency[have:count] = np.append(self.latency, 0.0)[self.routes[have:count]].sum(axis=1)
+            self._latency_rows = count
+        return self._route_latency
+
     def add_messages(self, src: Sequence[int] | np.ndarray, dst: Sequence[int] | np.ndarray,
                      nbytes: Sequence[int] | np.ndarray, on_delivery: Delivery | None = None) -> np.ndarray:
         """Declare messages (GPU ids, bytes) without sending them; their ids, to `start` later."""
@@ -108,8 +128,9 @@ class Network:
         self._reserve(first + k)
         self.routes[first: first + k] = routes
         self.nbytes[first: first + k] = size
-        self.route_latency[first: first + k] = np.append(self.latency, 0.0)[routes].sum(axis=1)
-        self._on_delivery += [on_delivery] * k
+        if k and (not self._on_delivery or self._on_delivery[-1] != on_delivery):
+            self._first_of_block.append(first)
+            self._on_delivery.append(on_delivery)
         self.count = first + k
         return np.arange(first, first + k)
 
@@ -117,6 +138,9 @@ class Network:
         """Inject declared messages now, in this order: one group, as one sender issues them at once."""
         ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
         if ids:
+            if self._model_room < self.count:  # a compiled replay never starts any: the model stays empty
+                self._model_room = len(self.nbytes)
+                self.model.reserve(self._model_room)
             self.sent_at[ids] = self.clock.now
             self.model.inject(ids)
 
@@ -153,12 +177,12 @@ class Network:
 
     def _delivered(self, m: int) -> None:
         self.delivered_at[m] = self.clock.now
-        callback = self._on_delivery[m]
+        callback = self._on_delivery[bisect_right(self._first_of_block, m) - 1]
         if callback is not None:
             callback(m)
 
     def _reserve(self, size: int) -> None:
-        """Grow the per-message arrays (and the model's) to hold `size` messages."""
+        """Grow the per-message arrays to hold `size` messages (the model's grow in `start`)."""
         have = len(self.nbytes)
         if size <= have:
             return
@@ -169,6 +193,5 @@ class Network:
             out[:have] = a
             return out
 
-        self.routes, self.nbytes, self.route_latency = grow(self.routes), grow(self.nbytes), grow(self.route_latency)
+        self.routes, self.nbytes = grow(self.routes), grow(self.nbytes)
         self.sent_at, self.delivered_at = grow(self.sent_at, np.nan), grow(self.delivered_at, np.nan)
-        self.model.reserve(new)

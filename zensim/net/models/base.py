@@ -8,8 +8,8 @@ A sharing model decides when each message in flight has crossed its route. It is
 byte has left its last link the model calls `deliver_after(latency, m)`.
 
 The Network calls `inject(ids)` for each group of messages one sender starts at one instant (in
-send order), and `reserve(size)` before message ids up to `size` - 1 exist, so that per-message
-arrays can grow. Options (e.g. maxmin's `batch`) are keyword arguments named in `options` with
+send order), and `reserve(size)` before it injects any of the message ids up to `size` - 1, so that
+per-message arrays can grow (a compiled replay, which injects nothing, leaves them empty). Options (e.g. maxmin's `batch`) are keyword arguments named in `options` with
 their defaults (the network passes every option, defaults filled in). `zensim.net.models.conformance` lists the properties every model must satisfy.
 """
 
@@ -20,13 +20,13 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
-from zensim.net.clock import Clock
+from zensim.net.clock import EventLoop
 
 
 class NetworkView(Protocol):
     """What a sharing model may read from the network it runs on (zensim.net.network.Network)."""
 
-    clock: Clock
+    clock: EventLoop
     num_links: int
     capacity: np.ndarray  # bytes/s per link
     latency: np.ndarray  # seconds per link
