@@ -23,7 +23,19 @@ docs/exdyna-claims-wide.csv); trace-io (docs/trace-stats.md: the committed docs/
 benchmarks/trace_io.py --json); replay-loss (docs/replay.md: the committed --json of its `zensim converge`
 command, docs/replay-loss.json.gz); roofline-h100 (docs/iteration.md: the committed
 docs/iteration-data/roofline-h100.json of benchmarks/device_profiles.py --compare); replay-compare
-(docs/replay.md: the committed docs/replay-compare/*.json of the page's benchmarks/replay.py --json runs). Tables typed from runs whose output is not committed carry a line
+(docs/replay.md: the committed docs/replay-compare/*.json of the page's benchmarks/replay.py --json runs).
+Records of timed or emulated runs (re-measured under the locks, each with machine, load, commit and time):
+replay-speed (docs/replay.md: docs/replay-speed/{spardl,exdyna}.json of benchmarks/replay.py --json);
+replay-speed-history (docs/replay.md: a before/after pair of 2026-11-23, typed into
+docs/replay-speed/history-select-scan.json: its output was not kept and its code is long replaced);
+capture-speed, capture-virtual (docs/capture.md: docs/capture-data/{speed,virtual-ranks}.json of
+benchmarks/capture.py --json and benchmarks/capture_virtual.py --json); ddp-hooks (docs/ddp.md:
+docs/ddp-data/hooks.json of benchmarks/ddp_hooks.py, emulated). Records of runs too long for a test:
+fusion-gemini (docs/fusion.md: docs/fusion-data/gemini.json of benchmarks/fusion.py gemini);
+trace-scale-heldout (docs/trace-scale.md: docs/trace-scale-heldout.json.gz of benchmarks/trace_scale.py
+--json); exdyna-diagnostics (docs/replay.md: the committed CSVs of benchmarks/exdyna_claims.py with
+--permute 0 / --equalize on the wide model's warm capture, not shipped). Tables typed from runs whose
+output is not committed carry a line
 `<!-- typed table: WHAT PRODUCED IT; ... -->` instead.
 (docs/results.md's Fig. 8 tables come from benchmarks/fig8.py, docs/claims.md from benchmarks/claims.py.)
 """
@@ -467,6 +479,135 @@ def exdyna_loop_partitions() -> list[str]:
          [f"dynamic: blocks (of {dynamic['block_size']:,} elements)", *merged([str(b) for b in dynamic["blocks"]], " each")]])
 
 
+def _json(path: str):
+    """A committed JSON document under docs/ (gzip if its name ends in .gz)."""
+    import gzip
+    import json
+
+    data = (ROOT / "docs" / path).read_bytes()
+    return json.loads(gzip.decompress(data) if path.endswith(".gz") else data)
+
+
+def replay_speed_history() -> list[str]:
+    """docs/replay.md, History: the before/after rounds of the selection scan's change (7e03f59 and after), from
+    the committed record docs/replay-speed/history-select-scan.json (typed from the page of the time: the run's
+    output was not kept; those commits' code is long replaced, so the pair is not re-run)."""
+    record = _json("replay-speed/history-select-scan.json")
+    return markdown_table(["round", "code", "spardl CPU s", "spardl wall s", "exdyna CPU s", "exdyna wall s"],
+                          [[r["round"], r["code"], f"{r['spardl_cpu_s']:.2f}", f"{r['spardl_wall_s']:.1f}",
+                            f"{r['exdyna_cpu_s']:.2f}", f"{r['exdyna_wall_s']:.1f}"] for r in record["rows"]])
+
+
+def capture_speed() -> list[str]:
+    """docs/capture.md, Speed: virtual-worker iterations per second, from the committed
+    docs/capture-data/speed.json of `benchmarks/capture.py --iterations 3 --json` (run under the bench lock)."""
+    runs = {(r["workload"], r["workers"]): r for r in _json("capture-data/speed.json")["results"]}
+    counts = sorted({n for _, n in runs})
+    return markdown_table(["workload", *(f"{n} workers: it/s" for n in counts),
+                           f"worker micro-batches/s ({' / '.join(map(str, counts))})"],
+                          [[w, *(f"{runs[w, n]['it_per_s']:.2g}" for n in counts),
+                            " / ".join(f"{runs[w, n]['worker_steps_per_s']:.3g}" for n in counts)]
+                           for w in dict.fromkeys(w for w, _ in runs)])
+
+
+# docs/ddp.md's three hooks: benchmarks/ddp_hooks.py's run names and the page's labels
+DDP_HOOKS = {"default": "DDP default (gloo all-reduce)", "zen-dense-above-0.5": '`zensim_hook("zen", dense_above=0.5)`',
+             "zen": '`zensim_hook("zen")`'}
+
+
+def ddp_hooks() -> list[str]:
+    """docs/ddp.md, Real training on the emulated cluster: the three hooks' iteration times, traffic and trained
+    parameters, from the committed docs/ddp-data/hooks.json of `benchmarks/ddp_hooks.py --json` (emulated, both
+    locks held)."""
+    import re
+
+    runs = _json("ddp-data/hooks.json")["runs"]
+    default = runs[0]["emulate"]["median_s"]
+    rows = []
+    for run in runs:
+        e, steps = run["emulate"], next(re.search(r"(\d+) steps in ([0-9.]+) s", line) for line in run["rank0"]
+                                        if " steps in " in line)
+        cell = "-"
+        if "parameters_vs_default" in run:
+            c = run["parameters_vs_default"]
+            close = ("allclose(rtol 1e-5, atol 1e-6)" if len(c["allclose"]) == c["tensors"] else
+                     f"allclose(rtol 1e-5, atol 1e-6) in {len(c['allclose'])} of {c['tensors']} tensors")
+            largest = f" (largest abs value {c['largest_abs_value']:.3g})" if run is runs[1] else ""
+            cell = f"max abs diff {c['max_abs_diff']:.1e}".replace("e-0", "e-") + f"{largest}; {close}"
+        speedup = default / e["median_s"]
+        rows.append([DDP_HOOKS[run["name"]], f"{e['median_s'] * 1e3:.0f} ms ({e['min_s'] * 1e3:.0f}-{e['max_s'] * 1e3:.0f})",
+                     "1" if run is runs[0] else f"**{speedup:.2f}x**", f"{float(steps[2]):.1f} s",
+                     f"{min(e['wire_tx']) / 1e6:.0f}-{max(e['wire_tx']) / 1e6:.0f} MB", cell])
+    return markdown_table(["hook", "iteration median (min-max), slowest rank", "speedup vs default",
+                           f"rank 0's {steps[1]} steps", f"bytes out of each NIC ({steps[1]} steps)",
+                           "trained parameters vs default"], rows)
+
+
+def fusion_gemini() -> list[str]:
+    """docs/fusion.md, Gemini on the iteration timeline: checkpoint overhead interleaved and blocking, from the
+    committed docs/fusion-data/gemini.json of `benchmarks/fusion.py gemini --nic 25Gbps,100Gbps --out
+    docs/fusion-data` (about 35 s of CPU)."""
+    rows = []
+    for run in _json("fusion-data/gemini.json")["rows"]:
+        measured = {(m["mode"], m["every"]): m for m in run["measured"]}
+        iteration = run["iteration_s"]
+
+        def share(overhead: float, every: int) -> str:
+            return f"{100 * overhead / (every * iteration):.2g}%"
+
+        def period(mode: str, every: int) -> str:
+            return "1" if every == 1 else f"{every} ({share(measured[mode, 1 if mode == 'blocking' else every]['overhead_s'], every)})"
+
+        inter, block = measured["interleaved", 1], measured["blocking", 1]
+        rows.append([run["nic"].replace("Gbps", " Gbps"), f"{iteration:.4g}", f"{run['idle_s']:.3g}",
+                     f"{inter['overhead_s']:.3g} s ({share(inter['overhead_s'], 1)}), {inter['idle_after_s']:.2g} s idle left",
+                     f"{block['overhead_s']:.3g} s ({share(block['overhead_s'], 1)})",
+                     period("interleaved", run["every_k_interleaved"]), period("blocking", run["every_k_blocking"])])
+    return markdown_table(["NIC", "iteration s", "NIC idle s / iteration", "interleaved, k = 1", "blocking, k = 1",
+                           "every k under 1%: interleaved", "blocking"], rows)
+
+
+def trace_scale_heldout() -> list[str]:
+    """docs/trace-scale.md, The held-out check: each 128-worker trace fitted on 16 and 32 workers against the
+    real one, from the committed docs/trace-scale-heldout.json.gz of `benchmarks/trace_scale.py --json`
+    (about 20 min of a shared 2-core machine)."""
+    record = _json("trace-scale-heldout.json.gz")
+    names = {"lstm-lm-128w.zt": "LSTM", "deepfm-128w.zt": "DeepFM"}
+    columns = [(names[Path(r["trace"]).name], fit, {row["metric"]: row for row in r["rows"]}, r["workers"])
+               for r in record["results"] for fit in r["fits"]]
+
+    def err(rows: dict, fit: str, metric: str) -> float:
+        return 100 * rows[metric][f"{fit} err"]
+
+    def errors(metrics: list[str]) -> list[str]:
+        return [" / ".join(f"{err(rows, fit, m):+.2f}" for m in metrics) + "%" for _, fit, rows, _ in columns]
+
+    def within(kind: str, shape: str) -> list[str]:
+        cells = []
+        for _, fit, rows, _ in columns:
+            found = {m.split(" ", 2)[2]: err(rows, fit, m) for m in rows if m.startswith(f"{shape} {kind} ")}
+            worst = max(found, key=lambda scheme: abs(found[scheme]))
+            named = f"{worst} " if abs(found[worst]) >= 2 else ""
+            cells.append(f"{sum(abs(e) <= 100 * record['tolerance'] for e in found.values())}/{len(found)} "
+                         f"({named}{found[worst]:+.2f}%)")
+        return cells
+
+    workers = columns[0][3]
+    reals = " / ".join(dict.fromkeys(f"{rows[f'gamma^{workers}']['real']:.2f}" for *_, rows, _ in columns))
+    shapes = record["shapes"].split(",")
+    table = [["γ^16 / γ^32 / γ^64", *errors(["gamma^16", "gamma^32", "gamma^64"])],
+             [f"**γ^{workers}** (real {reals})",
+              *(f"**{err(rows, fit, f'gamma^{workers}'):+.2f}%** ({rows[f'gamma^{workers}'][fit]:.2f})"
+                for _, fit, rows, _ in columns)],
+             ["s^8 / s^32 / s^128", *errors(["s^8", "s^32", "s^128"])]]
+    for shape in shapes:
+        table.append([f"ZEN push / pull, {shape.replace('x', ' x ')}",
+                      *errors([f"{shape} zen push imbalance", f"{shape} zen pull imbalance"])])
+    for kind in ("bytes", "time"):
+        table += [[f"**{kind}** within 5%, {shape.replace('x', ' x ')} (worst)", *within(kind, shape)] for shape in shapes]
+    return markdown_table(["", *(f"{name} fit {fit.removeprefix('fit')}" for name, fit, _, _ in columns)], table)
+
+
 TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "shipped-traces": ("traces/README.md", shipped_traces),
     "zen-fig11-12": ("docs/iteration.md", zen_fig11_12),
@@ -486,6 +627,11 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "replay-loss": ("docs/replay.md", replay_loss),
     "roofline-h100": ("docs/iteration.md", roofline),
     "replay-compare": ("docs/replay.md", replay_compare),
+    "replay-speed-history": ("docs/replay.md", replay_speed_history),
+    "capture-speed": ("docs/capture.md", capture_speed),
+    "ddp-hooks": ("docs/ddp.md", ddp_hooks),
+    "fusion-gemini": ("docs/fusion.md", fusion_gemini),
+    "trace-scale-heldout": ("docs/trace-scale.md", trace_scale_heldout),
     "exdyna-claims-wide": ("docs/replay.md", exdyna_wide_first),
     "exdyna-loop": ("docs/replay.md", exdyna_loop),
     "exdyna-loop-partitions": ("docs/replay.md", exdyna_loop_partitions),
