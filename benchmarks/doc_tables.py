@@ -510,6 +510,16 @@ def capture_speed() -> list[str]:
                            for w in dict.fromkeys(w for w, _ in runs)])
 
 
+def capture_virtual() -> list[str]:
+    """docs/capture.md, Cost: `zensim capture --script benchmarks/recsys_ddp.py --virtual-ranks N`'s wall, CPU,
+    peak memory and trace size, from the committed docs/capture-data/virtual-ranks.json of
+    `benchmarks/capture_virtual.py --json` (run under the bench lock)."""
+    return markdown_table(["N", "wall", "user + sys CPU", "peak RSS", "trace"],
+                          [[r["ranks"], f"{r['wall_s']:.1f} s", f"{r['user_s']:.1f} + {r['system_s']:.1f} s",
+                            f"{r['peak_rss_kib'] * 1024 / 1e6:.0f} MB", f"{r['trace_bytes'] / 1e6:.1f} MB"]
+                           for r in _json("capture-data/virtual-ranks.json")["runs"]])
+
+
 # docs/ddp.md's three hooks: benchmarks/ddp_hooks.py's run names and the page's labels
 DDP_HOOKS = {"default": "DDP default (gloo all-reduce)", "zen-dense-above-0.5": '`zensim_hook("zen", dense_above=0.5)`',
              "zen": '`zensim_hook("zen")`'}
@@ -629,6 +639,7 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "replay-compare": ("docs/replay.md", replay_compare),
     "replay-speed-history": ("docs/replay.md", replay_speed_history),
     "capture-speed": ("docs/capture.md", capture_speed),
+    "capture-virtual": ("docs/capture.md", capture_virtual),
     "ddp-hooks": ("docs/ddp.md", ddp_hooks),
     "fusion-gemini": ("docs/fusion.md", fusion_gemini),
     "trace-scale-heldout": ("docs/trace-scale.md", trace_scale_heldout),
