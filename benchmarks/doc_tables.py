@@ -520,6 +520,23 @@ def capture_virtual() -> list[str]:
                            for r in _json("capture-data/virtual-ranks.json")["runs"]])
 
 
+def replay_speed() -> list[str]:
+    """docs/replay.md, Replay speed: 100 iterations of 10M-element gradients at 16 workers, one method per
+    run, from the committed docs/replay-speed/{spardl,exdyna}.json of `benchmarks/replay.py --schemes S
+    --json` (each under the bench lock)."""
+    rows = []
+    for method in ("spardl", "exdyna"):
+        run = _json(f"replay-speed/{method}.json")
+        (r,), (wall, cpu) = run["rows"], run["replay_wall_cpu_s"][method]
+        rows.append([method, f"{wall:.1f}", f"{cpu:.1f}", f"{cpu / run['settings']['iterations']:.2f}",
+                     f"{run['load_before'][0]:.2f}, {run['load_after'][0]:.2f}", f"{run['peak_rss_gib']:.2f} GiB",
+                     f"{run['setup_s']:.1f}", f"{r['time_s_mean']:.3g}", f"{r['actual_density_mean']:.4f}",
+                     f"{r['padding_mean']:.3g}"])
+    return markdown_table(["method", "replay wall s", "replay CPU s (all threads)", "CPU s / iteration",
+                           "load (1 min) before, after", "peak resident memory", "set-up s", "simulated s / it",
+                           "d' mean", "f(t) mean"], rows)
+
+
 # docs/ddp.md's three hooks: benchmarks/ddp_hooks.py's run names and the page's labels
 DDP_HOOKS = {"default": "DDP default (gloo all-reduce)", "zen-dense-above-0.5": '`zensim_hook("zen", dense_above=0.5)`',
              "zen": '`zensim_hook("zen")`'}
@@ -637,6 +654,7 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "replay-loss": ("docs/replay.md", replay_loss),
     "roofline-h100": ("docs/iteration.md", roofline),
     "replay-compare": ("docs/replay.md", replay_compare),
+    "replay-speed": ("docs/replay.md", replay_speed),
     "replay-speed-history": ("docs/replay.md", replay_speed_history),
     "capture-speed": ("docs/capture.md", capture_speed),
     "capture-virtual": ("docs/capture.md", capture_virtual),
