@@ -32,6 +32,8 @@ capture-speed, capture-virtual (docs/capture.md: docs/capture-data/{speed,virtua
 benchmarks/capture.py --json and benchmarks/capture_virtual.py --json); ddp-hooks (docs/ddp.md:
 docs/ddp-data/hooks.json of benchmarks/ddp_hooks.py, emulated). Records of runs too long for a test:
 fusion-gemini (docs/fusion.md: docs/fusion-data/gemini.json of benchmarks/fusion.py gemini);
+fusion-strategies, fusion-degrees (docs/fusion.md: docs/fusion-data/timeline-*.json.gz, the --json of the page's
+`zensim iteration --strategy` runs on a 128-worker capture that is not shipped);
 trace-scale-heldout (docs/trace-scale.md: docs/trace-scale-heldout.json.gz of benchmarks/trace_scale.py
 --json); exdyna-diagnostics (docs/replay.md: the committed CSVs of benchmarks/exdyna_claims.py with
 --permute 0 / --equalize on the wide model's warm capture, not shipped). Tables typed from runs whose
@@ -594,6 +596,64 @@ def fusion_gemini() -> list[str]:
                            "every k under 1%: interleaved", "blocking"], rows)
 
 
+# docs/fusion.md's strategies on the iteration timeline: strategy name -> the page's label
+FUSION_STRATEGIES = {"none": "none (dense DDP)", "layerwise": "layer-wise", "behind": "sparsification-behind (DDP buckets)",
+                     "safusion": "SAFusion", "cupcake": "Cupcake"}
+
+
+def _fusion_runs(name: str) -> list[dict]:
+    """The records of a committed `zensim iteration ... --strategy ... --json` run, docs/fusion-data/NAME.json.gz."""
+    return _json(f"fusion-data/{name}.json.gz")
+
+
+def fusion_strategies() -> list[str]:
+    """docs/fusion.md, Throughput on the iteration timeline: every strategy with the threshold and the DGC
+    compression cost, from the committed docs/fusion-data/timeline-strategies-{threshold,dgc}.json.gz."""
+    runs = {cost: {r["strategy"]["name"]: r for r in _fusion_runs(f"timeline-strategies-{cost}")}
+            for cost in ("threshold", "dgc")}
+    rows = []
+    for name, label in FUSION_STRATEGIES.items():
+        t, d = runs["threshold"][name], runs["dgc"][name]
+        groups = str(t["strategy"]["groups"]) + ("" if d["strategy"]["groups"] == t["strategy"]["groups"]
+                                                 else f" (DGC: {d['strategy']['groups']})")
+        missing = t["strategy"]["missing_rate"] or 0
+        rows.append([label, groups, f"{t['iteration_s'] * 1e3:#.4g}",
+                     _ratio(runs["threshold"]["none"]["iteration_s"] / t["iteration_s"]),
+                     f"{t['compression_s'] * 1e3:.3g}", f"{missing:.1%}" if missing else "0",
+                     f"{d['iteration_s'] * 1e3:#.4g}", _ratio(runs["dgc"]["none"]["iteration_s"] / d["iteration_s"])])
+    return markdown_table(["strategy", "groups", "iteration ms (threshold cost)", "vs none", "compression ms", "missing",
+                           "iteration ms (DGC cost)", "vs none"], rows)
+
+
+def _ratio(x: float) -> str:
+    """A speed ratio to three decimals, 1 as 1."""
+    return "1" if round(x, 3) == 1 else f"{x:.3f}"
+
+
+def fusion_degrees() -> list[str]:
+    """docs/fusion.md, Fusion degree on the iteration timeline: behind and none against the fusion degree, from
+    the committed docs/fusion-data/timeline-degrees.json.gz; consecutive degrees with the same figures share a row."""
+    runs = _fusion_runs("timeline-degrees")
+    by = {(r["strategy"]["name"], r["strategy"]["degree"]): r for r in runs}
+    dense = by["none", 1]["iteration_s"]
+    cells = []
+    for degree in sorted({d for _, d in by}):
+        b, n = by["behind", degree], by["none", degree]
+        missing = b["strategy"]["missing_rate"] or 0
+        cells.append((degree, [str(b["strategy"]["groups"]), f"{b['iteration_s'] * 1e3:#.4g}",
+                               _ratio(dense / b["iteration_s"]), f"{missing:.1%}" if missing else "0",
+                               f"{n['iteration_s'] * 1e3:#.4g}"]))
+    rows = []
+    for degree, row in cells:
+        if rows and rows[-1][1] == row:
+            rows[-1][0][1] = degree
+        else:
+            rows.append(([degree, degree], row))
+    return markdown_table(["degree", "buckets", "behind ms", "behind vs dense DDP (one bucket)", "missing", "none ms"],
+                          [[("0 (a bucket per tensor)" if lo == 0 else f"{lo:g}" if lo == hi else f"{lo:g} - {hi:g}"), *row]
+                           for (lo, hi), row in rows])
+
+
 def trace_scale_heldout() -> list[str]:
     """docs/trace-scale.md, The held-out check: each 128-worker trace fitted on 16 and 32 workers against the
     real one, from the committed docs/trace-scale-heldout.json.gz of `benchmarks/trace_scale.py --json`
@@ -660,6 +720,8 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "capture-virtual": ("docs/capture.md", capture_virtual),
     "ddp-hooks": ("docs/ddp.md", ddp_hooks),
     "fusion-gemini": ("docs/fusion.md", fusion_gemini),
+    "fusion-strategies": ("docs/fusion.md", fusion_strategies),
+    "fusion-degrees": ("docs/fusion.md", fusion_degrees),
     "trace-scale-heldout": ("docs/trace-scale.md", trace_scale_heldout),
     "exdyna-claims-wide": ("docs/replay.md", exdyna_wide_first),
     "exdyna-loop": ("docs/replay.md", exdyna_loop),
