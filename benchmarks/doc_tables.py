@@ -35,8 +35,8 @@ fusion-gemini (docs/fusion.md: docs/fusion-data/gemini.json of benchmarks/fusion
 fusion-strategies, fusion-degrees (docs/fusion.md: docs/fusion-data/timeline-*.json.gz, the --json of the page's
 `zensim iteration --strategy` runs on a 128-worker capture that is not shipped);
 trace-scale-heldout (docs/trace-scale.md: docs/trace-scale-heldout.json.gz of benchmarks/trace_scale.py
---json); exdyna-diagnostics (docs/replay.md: the committed CSVs of benchmarks/exdyna_claims.py with
---permute 0 / --equalize on the wide model's warm capture, not shipped). Tables typed from runs whose
+--json); exdyna-diagnostics (docs/replay.md: the committed docs/exdyna-diagnostics/*.csv of
+benchmarks/exdyna_claims.py with --permute 0 / --equalize on the wide model's warm capture, not shipped). Tables typed from runs whose
 output is not committed carry a line
 `<!-- typed table: WHAT PRODUCED IT; ... -->` instead.
 (docs/results.md's Fig. 8 tables come from benchmarks/fig8.py, docs/claims.md from benchmarks/claims.py.)
@@ -290,6 +290,31 @@ def exdyna_windows(name: str, window: int) -> list[str]:
          "f best", "f lag", "f poisson", "f workers", "hit blocks"],
         [[f"{w[0]['iteration']:.0f}-{w[-1]['iteration']:.0f}",
           *(format(window_mean(w, c), spec) for c, spec in EXDYNA_COLUMNS.items())] for w in windows])
+
+
+# docs/replay.md's diagnostics on the wide model's warm capture (made again on 2026-11-27): row label -> the
+# committed CSV docs/exdyna-diagnostics/NAME.csv of `benchmarks/exdyna_claims.py WIDE.zt --window 25 [OPTIONS]
+# --csv FILE`
+EXDYNA_DIAGNOSTICS = {"as captured": "as-captured", "`--permute 0`": "permute0", "`--equalize`": "equalize",
+                      "`--equalize --permute 0`": "equalize-permute0"}
+
+
+def exdyna_diagnostics() -> list[str]:
+    """docs/replay.md: means over iterations 25-124 (after warm-up) of the committed per-iteration CSVs of one
+    capture of the wide model warmed up 200 steps, as captured and with the --permute 0 / --equalize
+    diagnostics."""
+    import csv
+
+    from exdyna_claims import window_mean
+
+    rows = []
+    for label, name in EXDYNA_DIAGNOSTICS.items():
+        with open(ROOT / "docs" / "exdyna-diagnostics" / f"{name}.csv", newline="") as f:
+            run = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f) if 25 <= int(r["iteration"]) <= 124]
+        rows.append([label, *(f"{window_mean(run, c):{spec}}" for c, spec in
+                              (("k'/k", ".2f"), ("f dyn", ".2f"), ("f static", ".2f"), ("f workers", ".2f"),
+                               ("f poisson", ".2f"), ("hit blocks", ".0f")))])
+    return markdown_table(["gradients replayed", "k'/k", "f dyn", "f static", "f workers", "f poisson", "hit blocks"], rows)
 
 
 def exdyna_wide_first() -> list[str]:
@@ -724,6 +749,7 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "fusion-degrees": ("docs/fusion.md", fusion_degrees),
     "trace-scale-heldout": ("docs/trace-scale.md", trace_scale_heldout),
     "exdyna-claims-wide": ("docs/replay.md", exdyna_wide_first),
+    "exdyna-diagnostics": ("docs/replay.md", exdyna_diagnostics),
     "exdyna-loop": ("docs/replay.md", exdyna_loop),
     "exdyna-loop-partitions": ("docs/replay.md", exdyna_loop_partitions),
 }
