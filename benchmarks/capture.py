@@ -6,6 +6,10 @@ writing is not included (small next to the steps). Language models need the KJV 
 --corpus FILE. Figures depend on the machine and its load: report them with both.
 
     .venv/bin/python benchmarks/capture.py [--workers 16 128] [--iterations 2] [--json]
+
+--json prints the figures with the machine, the load average before and after, the commit and the time
+(docs/capture.md's speed table is rendered by benchmarks/doc_tables.py from the committed
+docs/capture-data/speed.json).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import time
 
 import torch
 
+from run_record import host
 from zensim.report.table import format_table
 from zensim.trace.capture.run import step_batches, virtual_runner
 from zensim.trace.capture.names import WORKLOADS
@@ -46,9 +51,11 @@ def main() -> int:
     parser.add_argument("--corpus")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    start = host()
     rows = [measure(w, n, args.iterations, args.corpus) for w in args.workloads for n in args.workers]
     if args.json:
-        json.dump({"torch_threads": torch.get_num_threads(), "results": rows}, sys.stdout, indent=2)
+        json.dump({"host": start, "load_after": os.getloadavg(), "torch_threads": torch.get_num_threads(),
+                   "results": rows}, sys.stdout, indent=2)
         print()
         return 0
     print(f"capture speed, torch threads {torch.get_num_threads()}, {os.cpu_count()} cpus")

@@ -23,7 +23,21 @@ docs/exdyna-claims-wide.csv); trace-io (docs/trace-stats.md: the committed docs/
 benchmarks/trace_io.py --json); replay-loss (docs/replay.md: the committed --json of its `zensim converge`
 command, docs/replay-loss.json.gz); roofline-h100 (docs/iteration.md: the committed
 docs/iteration-data/roofline-h100.json of benchmarks/device_profiles.py --compare); replay-compare
-(docs/replay.md: the committed docs/replay-compare/*.json of the page's benchmarks/replay.py --json runs). Tables typed from runs whose output is not committed carry a line
+(docs/replay.md: the committed docs/replay-compare/*.json of the page's benchmarks/replay.py --json runs).
+Records of timed or emulated runs (re-measured under the locks, each with machine, load, commit and time):
+replay-speed (docs/replay.md: docs/replay-speed/{spardl,exdyna}.json of benchmarks/replay.py --json);
+replay-speed-history (docs/replay.md: a before/after pair of 2026-11-23, typed into
+docs/replay-speed/history-select-scan.json: its output was not kept and its code is long replaced);
+capture-speed, capture-virtual (docs/capture.md: docs/capture-data/{speed,virtual-ranks}.json of
+benchmarks/capture.py --json and benchmarks/capture_virtual.py --json); ddp-hooks (docs/ddp.md:
+docs/ddp-data/hooks.json of benchmarks/ddp_hooks.py, emulated). Records of runs too long for a test:
+fusion-gemini (docs/fusion.md: docs/fusion-data/gemini.json of benchmarks/fusion.py gemini);
+fusion-strategies, fusion-degrees (docs/fusion.md: docs/fusion-data/timeline-*.json.gz, the --json of the page's
+`zensim iteration --strategy` runs on a 128-worker capture that is not shipped);
+trace-scale-heldout (docs/trace-scale.md: docs/trace-scale-heldout.json.gz of benchmarks/trace_scale.py
+--json); exdyna-diagnostics (docs/replay.md: the committed docs/exdyna-diagnostics/*.csv of
+benchmarks/exdyna_claims.py with --permute 0 / --equalize on the wide model's warm capture, not shipped). Tables typed from runs whose
+output is not committed carry a line
 `<!-- typed table: WHAT PRODUCED IT; ... -->` instead.
 (docs/results.md's Fig. 8 tables come from benchmarks/fig8.py, docs/claims.md from benchmarks/claims.py.)
 """
@@ -279,6 +293,31 @@ def exdyna_windows(name: str, window: int) -> list[str]:
           *(format(window_mean(w, c), spec) for c, spec in EXDYNA_COLUMNS.items())] for w in windows])
 
 
+# docs/replay.md's diagnostics on the wide model's warm capture (made again on 2026-11-27): row label -> the
+# committed CSV docs/exdyna-diagnostics/NAME.csv of `benchmarks/exdyna_claims.py WIDE.zt --window 25 [OPTIONS]
+# --csv FILE`
+EXDYNA_DIAGNOSTICS = {"as captured": "as-captured", "`--permute 0`": "permute0", "`--equalize`": "equalize",
+                      "`--equalize --permute 0`": "equalize-permute0"}
+
+
+def exdyna_diagnostics() -> list[str]:
+    """docs/replay.md: means over iterations 25-124 (after warm-up) of the committed per-iteration CSVs of one
+    capture of the wide model warmed up 200 steps, as captured and with the --permute 0 / --equalize
+    diagnostics."""
+    import csv
+
+    from exdyna_claims import window_mean
+
+    rows = []
+    for label, name in EXDYNA_DIAGNOSTICS.items():
+        with open(ROOT / "docs" / "exdyna-diagnostics" / f"{name}.csv", newline="") as f:
+            run = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f) if 25 <= int(r["iteration"]) <= 124]
+        rows.append([label, *(f"{window_mean(run, c):{spec}}" for c, spec in
+                              (("k'/k", ".2f"), ("f dyn", ".2f"), ("f static", ".2f"), ("f workers", ".2f"),
+                               ("f poisson", ".2f"), ("hit blocks", ".0f")))])
+    return markdown_table(["gradients replayed", "k'/k", "f dyn", "f static", "f workers", "f poisson", "hit blocks"], rows)
+
+
 def exdyna_wide_first() -> list[str]:
     """docs/replay.md: window means (arithmetic, drifts included) of the committed docs/exdyna-claims-wide.csv,
     digits-cnn-wide from the first training step, written by an earlier benchmarks/exdyna_claims.py (its
@@ -468,6 +507,220 @@ def exdyna_loop_partitions() -> list[str]:
          [f"dynamic: blocks (of {dynamic['block_size']:,} elements)", *merged([str(b) for b in dynamic["blocks"]], " each")]])
 
 
+def _json(path: str):
+    """A committed JSON document under docs/ (gzip if its name ends in .gz)."""
+    import gzip
+    import json
+
+    data = (ROOT / "docs" / path).read_bytes()
+    return json.loads(gzip.decompress(data) if path.endswith(".gz") else data)
+
+
+def replay_speed_history() -> list[str]:
+    """docs/replay.md, History: the before/after rounds of the selection scan's change (7e03f59 and after), from
+    the committed record docs/replay-speed/history-select-scan.json (typed from the page of the time: the run's
+    output was not kept; those commits' code is long replaced, so the pair is not re-run)."""
+    record = _json("replay-speed/history-select-scan.json")
+    return markdown_table(["round", "code", "spardl CPU s", "spardl wall s", "exdyna CPU s", "exdyna wall s"],
+                          [[r["round"], r["code"], f"{r['spardl_cpu_s']:.2f}", f"{r['spardl_wall_s']:.1f}",
+                            f"{r['exdyna_cpu_s']:.2f}", f"{r['exdyna_wall_s']:.1f}"] for r in record["rows"]])
+
+
+def capture_speed() -> list[str]:
+    """docs/capture.md, Speed: virtual-worker iterations per second, from the committed
+    docs/capture-data/speed.json of `benchmarks/capture.py --iterations 3 --json` (run under the bench lock)."""
+    runs = {(r["workload"], r["workers"]): r for r in _json("capture-data/speed.json")["results"]}
+    counts = sorted({n for _, n in runs})
+    return markdown_table(["workload", *(f"{n} workers: it/s" for n in counts),
+                           f"worker micro-batches/s ({' / '.join(map(str, counts))})"],
+                          [[w, *(f"{runs[w, n]['it_per_s']:.2g}" for n in counts),
+                            " / ".join(f"{runs[w, n]['worker_steps_per_s']:.3g}" for n in counts)]
+                           for w in dict.fromkeys(w for w, _ in runs)])
+
+
+def capture_virtual() -> list[str]:
+    """docs/capture.md, Cost: `zensim capture --script benchmarks/recsys_ddp.py --virtual-ranks N`'s wall, CPU,
+    peak memory and trace size, from the committed docs/capture-data/virtual-ranks.json of
+    `benchmarks/capture_virtual.py --json` (run under the bench lock)."""
+    return markdown_table(["N", "wall", "user + sys CPU", "peak RSS", "trace"],
+                          [[r["ranks"], f"{r['wall_s']:.1f} s", f"{r['user_s']:.1f} + {r['system_s']:.1f} s",
+                            f"{r['peak_rss_kib'] * 1024 / 1e6:.0f} MB", f"{r['trace_bytes'] / 1e6:.1f} MB"]
+                           for r in _json("capture-data/virtual-ranks.json")["runs"]])
+
+
+def replay_speed() -> list[str]:
+    """docs/replay.md, Replay speed: 100 iterations of 10M-element gradients at 16 workers, one method per
+    run, from the committed docs/replay-speed/{spardl,exdyna}.json of `benchmarks/replay.py --schemes S
+    --json` (each under the bench lock)."""
+    rows = []
+    for method in ("spardl", "exdyna"):
+        run = _json(f"replay-speed/{method}.json")
+        (r,), (wall, cpu) = run["rows"], run["replay_wall_cpu_s"][method]
+        rows.append([method, f"{wall:.1f}", f"{cpu:.1f}", f"{cpu / run['settings']['iterations']:.2f}",
+                     f"{run['load_before'][0]:.2f}, {run['load_after'][0]:.2f}", f"{run['peak_rss_gib']:.2f} GiB",
+                     f"{run['setup_s']:.1f}", f"{r['time_s_mean']:.3g}", f"{r['actual_density_mean']:.4f}",
+                     f"{r['padding_mean']:.3g}"])
+    return markdown_table(["method", "replay wall s", "replay CPU s (all threads)", "CPU s / iteration",
+                           "load (1 min) before, after", "peak resident memory", "set-up s", "simulated s / it",
+                           "d' mean", "f(t) mean"], rows)
+
+
+# docs/ddp.md's three hooks: benchmarks/ddp_hooks.py's run names and the page's labels
+DDP_HOOKS = {"default": "DDP default (gloo all-reduce)", "zen-dense-above-0.5": '`zensim_hook("zen", dense_above=0.5)`',
+             "zen": '`zensim_hook("zen")`'}
+
+
+def ddp_hooks() -> list[str]:
+    """docs/ddp.md, Real training on the emulated cluster: the three hooks' iteration times, traffic and trained
+    parameters, from the committed docs/ddp-data/hooks.json of `benchmarks/ddp_hooks.py --json` (emulated, both
+    locks held)."""
+    import re
+
+    runs = _json("ddp-data/hooks.json")["runs"]
+    default = runs[0]["emulate"]["median_s"]
+    rows = []
+    for run in runs:
+        e, steps = run["emulate"], next(re.search(r"(\d+) steps in ([0-9.]+) s", line) for line in run["rank0"]
+                                        if " steps in " in line)
+        cell = "-"
+        if "parameters_vs_default" in run:
+            c = run["parameters_vs_default"]
+            close = ("allclose(rtol 1e-5, atol 1e-6)" if len(c["allclose"]) == c["tensors"] else
+                     f"allclose(rtol 1e-5, atol 1e-6) in {len(c['allclose'])} of {c['tensors']} tensors")
+            largest = f" (largest abs value {c['largest_abs_value']:.3g})" if run is runs[1] else ""
+            cell = f"max abs diff {c['max_abs_diff']:.1e}".replace("e-0", "e-") + f"{largest}; {close}"
+        speedup = default / e["median_s"]
+        rows.append([DDP_HOOKS[run["name"]], f"{e['median_s'] * 1e3:.0f} ms ({e['min_s'] * 1e3:.0f}-{e['max_s'] * 1e3:.0f})",
+                     "1" if run is runs[0] else f"**{speedup:.2f}x**", f"{float(steps[2]):.1f} s",
+                     f"{min(e['wire_tx']) / 1e6:.0f}-{max(e['wire_tx']) / 1e6:.0f} MB", cell])
+    return markdown_table(["hook", "iteration median (min-max), slowest rank", "speedup vs default",
+                           f"rank 0's {steps[1]} steps", f"bytes out of each NIC ({steps[1]} steps)",
+                           "trained parameters vs default"], rows)
+
+
+def fusion_gemini() -> list[str]:
+    """docs/fusion.md, Gemini on the iteration timeline: checkpoint overhead interleaved and blocking, from the
+    committed docs/fusion-data/gemini.json of `benchmarks/fusion.py gemini --nic 25Gbps,100Gbps --out
+    docs/fusion-data` (about 35 s of CPU)."""
+    rows = []
+    for run in _json("fusion-data/gemini.json")["rows"]:
+        measured = {(m["mode"], m["every"]): m for m in run["measured"]}
+        iteration = run["iteration_s"]
+
+        def share(overhead: float, every: int) -> str:
+            return f"{100 * overhead / (every * iteration):.2g}%"
+
+        def period(mode: str, every: int) -> str:
+            return "1" if every == 1 else f"{every} ({share(measured[mode, 1 if mode == 'blocking' else every]['overhead_s'], every)})"
+
+        inter, block = measured["interleaved", 1], measured["blocking", 1]
+        rows.append([run["nic"].replace("Gbps", " Gbps"), f"{iteration:.4g}", f"{run['idle_s']:.3g}",
+                     f"{inter['overhead_s']:.3g} s ({share(inter['overhead_s'], 1)}), {inter['idle_after_s']:.2g} s idle left",
+                     f"{block['overhead_s']:.3g} s ({share(block['overhead_s'], 1)})",
+                     period("interleaved", run["every_k_interleaved"]), period("blocking", run["every_k_blocking"])])
+    return markdown_table(["NIC", "iteration s", "NIC idle s / iteration", "interleaved, k = 1", "blocking, k = 1",
+                           "every k under 1%: interleaved", "blocking"], rows)
+
+
+# docs/fusion.md's strategies on the iteration timeline: strategy name -> the page's label
+FUSION_STRATEGIES = {"none": "none (dense DDP)", "layerwise": "layer-wise", "behind": "sparsification-behind (DDP buckets)",
+                     "safusion": "SAFusion", "cupcake": "Cupcake"}
+
+
+def _fusion_runs(name: str) -> list[dict]:
+    """The records of a committed `zensim iteration ... --strategy ... --json` run, docs/fusion-data/NAME.json.gz."""
+    return _json(f"fusion-data/{name}.json.gz")
+
+
+def fusion_strategies() -> list[str]:
+    """docs/fusion.md, Throughput on the iteration timeline: every strategy with the threshold and the DGC
+    compression cost, from the committed docs/fusion-data/timeline-strategies-{threshold,dgc}.json.gz."""
+    runs = {cost: {r["strategy"]["name"]: r for r in _fusion_runs(f"timeline-strategies-{cost}")}
+            for cost in ("threshold", "dgc")}
+    rows = []
+    for name, label in FUSION_STRATEGIES.items():
+        t, d = runs["threshold"][name], runs["dgc"][name]
+        groups = str(t["strategy"]["groups"]) + ("" if d["strategy"]["groups"] == t["strategy"]["groups"]
+                                                 else f" (DGC: {d['strategy']['groups']})")
+        missing = t["strategy"]["missing_rate"] or 0
+        rows.append([label, groups, f"{t['iteration_s'] * 1e3:#.4g}",
+                     _ratio(runs["threshold"]["none"]["iteration_s"] / t["iteration_s"]),
+                     f"{t['compression_s'] * 1e3:.3g}", f"{missing:.1%}" if missing else "0",
+                     f"{d['iteration_s'] * 1e3:#.4g}", _ratio(runs["dgc"]["none"]["iteration_s"] / d["iteration_s"])])
+    return markdown_table(["strategy", "groups", "iteration ms (threshold cost)", "vs none", "compression ms", "missing",
+                           "iteration ms (DGC cost)", "vs none"], rows)
+
+
+def _ratio(x: float) -> str:
+    """A speed ratio to three decimals, 1 as 1."""
+    return "1" if round(x, 3) == 1 else f"{x:.3f}"
+
+
+def fusion_degrees() -> list[str]:
+    """docs/fusion.md, Fusion degree on the iteration timeline: behind and none against the fusion degree, from
+    the committed docs/fusion-data/timeline-degrees.json.gz; consecutive degrees with the same figures share a row."""
+    runs = _fusion_runs("timeline-degrees")
+    by = {(r["strategy"]["name"], r["strategy"]["degree"]): r for r in runs}
+    dense = by["none", 1]["iteration_s"]
+    cells = []
+    for degree in sorted({d for _, d in by}):
+        b, n = by["behind", degree], by["none", degree]
+        missing = b["strategy"]["missing_rate"] or 0
+        cells.append((degree, [str(b["strategy"]["groups"]), f"{b['iteration_s'] * 1e3:#.4g}",
+                               _ratio(dense / b["iteration_s"]), f"{missing:.1%}" if missing else "0",
+                               f"{n['iteration_s'] * 1e3:#.4g}"]))
+    rows = []
+    for degree, row in cells:
+        if rows and rows[-1][1] == row:
+            rows[-1][0][1] = degree
+        else:
+            rows.append(([degree, degree], row))
+    return markdown_table(["degree", "buckets", "behind ms", "behind vs dense DDP (one bucket)", "missing", "none ms"],
+                          [[("0 (a bucket per tensor)" if lo == 0 else f"{lo:g}" if lo == hi else f"{lo:g} - {hi:g}"), *row]
+                           for (lo, hi), row in rows])
+
+
+def trace_scale_heldout() -> list[str]:
+    """docs/trace-scale.md, The held-out check: each 128-worker trace fitted on 16 and 32 workers against the
+    real one, from the committed docs/trace-scale-heldout.json.gz of `benchmarks/trace_scale.py --json`
+    (about 20 min of a shared 2-core machine)."""
+    record = _json("trace-scale-heldout.json.gz")
+    names = {"lstm-lm-128w.zt": "LSTM", "deepfm-128w.zt": "DeepFM"}
+    columns = [(names[Path(r["trace"]).name], fit, {row["metric"]: row for row in r["rows"]}, r["workers"])
+               for r in record["results"] for fit in r["fits"]]
+
+    def err(rows: dict, fit: str, metric: str) -> float:
+        return 100 * rows[metric][f"{fit} err"]
+
+    def errors(metrics: list[str]) -> list[str]:
+        return [" / ".join(f"{err(rows, fit, m):+.2f}" for m in metrics) + "%" for _, fit, rows, _ in columns]
+
+    def within(kind: str, shape: str) -> list[str]:
+        cells = []
+        for _, fit, rows, _ in columns:
+            found = {m.split(" ", 2)[2]: err(rows, fit, m) for m in rows if m.startswith(f"{shape} {kind} ")}
+            worst = max(found, key=lambda scheme: abs(found[scheme]))
+            named = f"{worst} " if abs(found[worst]) >= 2 else ""
+            cells.append(f"{sum(abs(e) <= 100 * record['tolerance'] for e in found.values())}/{len(found)} "
+                         f"({named}{found[worst]:+.2f}%)")
+        return cells
+
+    workers = columns[0][3]
+    reals = " / ".join(dict.fromkeys(f"{rows[f'gamma^{workers}']['real']:.2f}" for *_, rows, _ in columns))
+    shapes = record["shapes"].split(",")
+    table = [["γ^16 / γ^32 / γ^64", *errors(["gamma^16", "gamma^32", "gamma^64"])],
+             [f"**γ^{workers}** (real {reals})",
+              *(f"**{err(rows, fit, f'gamma^{workers}'):+.2f}%** ({rows[f'gamma^{workers}'][fit]:.2f})"
+                for _, fit, rows, _ in columns)],
+             ["s^8 / s^32 / s^128", *errors(["s^8", "s^32", "s^128"])]]
+    for shape in shapes:
+        table.append([f"ZEN push / pull, {shape.replace('x', ' x ')}",
+                      *errors([f"{shape} zen push imbalance", f"{shape} zen pull imbalance"])])
+    for kind in ("bytes", "time"):
+        table += [[f"**{kind}** within 5%, {shape.replace('x', ' x ')} (worst)", *within(kind, shape)] for shape in shapes]
+    return markdown_table(["", *(f"{name} fit {fit.removeprefix('fit')}" for name, fit, _, _ in columns)], table)
+
+
 TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     **ITERATION_TABLES,
     "shipped-traces": ("traces/README.md", shipped_traces),
@@ -488,7 +741,17 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "replay-loss": ("docs/replay.md", replay_loss),
     "roofline-h100": ("docs/iteration.md", roofline),
     "replay-compare": ("docs/replay.md", replay_compare),
+    "replay-speed": ("docs/replay.md", replay_speed),
+    "replay-speed-history": ("docs/replay.md", replay_speed_history),
+    "capture-speed": ("docs/capture.md", capture_speed),
+    "capture-virtual": ("docs/capture.md", capture_virtual),
+    "ddp-hooks": ("docs/ddp.md", ddp_hooks),
+    "fusion-gemini": ("docs/fusion.md", fusion_gemini),
+    "fusion-strategies": ("docs/fusion.md", fusion_strategies),
+    "fusion-degrees": ("docs/fusion.md", fusion_degrees),
+    "trace-scale-heldout": ("docs/trace-scale.md", trace_scale_heldout),
     "exdyna-claims-wide": ("docs/replay.md", exdyna_wide_first),
+    "exdyna-diagnostics": ("docs/replay.md", exdyna_diagnostics),
     "exdyna-loop": ("docs/replay.md", exdyna_loop),
     "exdyna-loop-partitions": ("docs/replay.md", exdyna_loop_partitions),
 }

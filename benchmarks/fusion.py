@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from run_record import host
 from zensim.net.topology import ClusterSpec
 from zensim.net.units import parse_bandwidth
 from zensim.report.table import format_table
@@ -309,12 +310,13 @@ def main() -> None:
     ap.add_argument("--out", default="out/fusion")
     args = ap.parse_args()
     args.nic = args.nic or ("25Gbps,100Gbps,400Gbps" if args.figure == "gemini" else "25Gbps")
+    start = host()
     result = {"missing": cmd_missing, "throughput": cmd_throughput, "espresso": cmd_espresso,
               "gemini": cmd_gemini}[args.figure](args)
     path = Path(args.out) / f"{args.figure}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"machine": machine(), "command": f"benchmarks/fusion.py {args.figure}", **result},
-                               indent=1, default=str))
+    path.write_text(json.dumps({"machine": machine(), "command": f"benchmarks/fusion.py {args.figure}", "host": start,
+                                **result}, indent=1, default=str))
     print(f"wrote {path}")
 
 

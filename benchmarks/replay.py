@@ -15,8 +15,9 @@ residuals and the replay together).
 Usage: flock /tmp/zsim-bench.lock .venv/bin/python benchmarks/replay.py [--compare] [--schemes S] [--numel N ...] [--options JSON]
     [--json FILE]
 
---json FILE also writes the run's settings, the summary rows and the timings (docs/replay.md's comparison
-table is rendered by benchmarks/doc_tables.py from the committed docs/replay-compare/*.json).
+--json FILE also writes the run's settings, the summary rows, the timings and the machine, commit and time
+(docs/replay.md's comparison and speed tables are rendered by benchmarks/doc_tables.py from the committed
+docs/replay-compare/*.json and docs/replay-speed/*.json).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import time
 
 import numpy as np
 
+from run_record import host
 from zensim.atomic import write_atomic
 from zensim.net.costs import Costs
 from zensim.net.topology import ClusterSpec
@@ -93,7 +95,8 @@ def main() -> None:
         workers, iterations = args.workers or 14, args.iterations or 5
     else:
         schemes, workers, iterations = args.schemes or "spardl,exdyna", args.workers or 16, args.iterations or 100
-    load = os.getloadavg()
+    start = host()
+    load = start["load"]
     rows, walls, setup = run(schemes, workers, args.numel, iterations, args.density, args.nic, args.latency,
                              json.loads(args.options), args.since)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
@@ -109,7 +112,7 @@ def main() -> None:
             "settings": {"schemes": schemes, "workers": workers, "numel": args.numel, "iterations": iterations,
                          "since": args.since, "density": args.density, "nic": args.nic, "latency": args.latency,
                          "options": json.loads(args.options)},
-            "rows": rows, "replay_wall_cpu_s": walls, "setup_s": setup, "load_before": load,
+            "host": start, "rows": rows, "replay_wall_cpu_s": walls, "setup_s": setup, "load_before": load,
             "load_after": os.getloadavg(), "peak_rss_gib": peak}, indent=1, default=float) + "\n")
     print(format_table(table, ["method", "replay wall s", "replay CPU s", "wall s / it", "simulated s / it",
                                "bytes / it", "d' mean", "f(t) mean"]))

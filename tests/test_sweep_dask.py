@@ -132,3 +132,30 @@ def test_local_cluster_prints_no_dask_log(capfd):
                    .values()) == 2
     out, err = capfd.readouterr()
     assert (out, err) == ("", "")
+
+
+# a sweep's points run on a local cluster's worker, which then dies as a worker killed at an interrupted
+# sweep's close does (SIGINT or SIGTERM while points run: the nanny kills its busy process)
+KILLED_WORKER = """
+import os, sys, time
+from zensim.sim.scenario import load_scenario
+from zensim.sim.sweep import dask_client, run_scenario
+with dask_client(1, None) as client:
+    assert not run_scenario(load_scenario(sys.argv[1]), scheduler=client.scheduler.address).failures
+    client.submit(os._exit, 0, pure=False)
+    time.sleep(2)
+"""
+
+
+def test_a_killed_worker_leaves_no_leaked_semaphore(scenario):
+    """Issue 26: an interrupted Dask sweep ended with Python's 'resource_tracker: There appear to be 1 leaked
+    semaphore objects to clean up at shutdown': tqdm's first bar in a worker made its lock a multiprocessing
+    RLock, a named semaphore registered with the sweep's resource tracker, which a killed worker never
+    unregistered."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", KILLED_WORKER, str(scenario)], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "leaked semaphore" not in run.stderr

@@ -40,6 +40,7 @@ from zensim.replay.selection_batch import BatchedLSTM
 from zensim.sparse.partition import even_boundaries
 from zensim.sparsify import Team
 from zensim.sparsify.exdyna import BLOCKS, Layout
+from zensim.torchcache import optimizer_of
 
 KEY = "flat"
 TEAMS = ("dynamic", "static")
@@ -180,7 +181,7 @@ class SelectionLoop:
         self.numel = sum(p.numel() for p in self.params)
         self.k = max(1, int(density * self.numel))
         Layout.initial(self.numel, workers, BLOCKS)  # too few blocks for the workers: a ConfigError now
-        self.optimizer = work.optimizer()
+        self.optimizer = optimizer_of(work)
         self.teams = {"dynamic": Team("exdyna", workers, density), "static": Team("exdyna-static", workers, density)}
         self.pricer, self.price_every = pricer, price_every
         self.batched = BatchedLSTM(self.net, workers) if batched else None  # all workers in one pass

@@ -26,6 +26,7 @@ from tqdm import tqdm
 from zensim.net.costs import Costs
 from zensim.net.replay import replay
 from zensim.replay.method import Method
+from zensim.torchcache import optimizer_of
 
 
 @dataclass
@@ -85,7 +86,7 @@ def _train(make_workload: Callable[[], object], methods: Sequence[Method], itera
     records: list[TrainingRecord] = []
     for method in methods:
         work = make_workload()
-        net, optimizer, n = work.model, work.optimizer(), method.n
+        net, optimizer, n = work.model, optimizer_of(work), method.n
         clock = 0.0
         bar = tqdm(range(iterations), desc=f"train {method.label}", unit="it", disable=None if progress else True, leave=False)
         for step in bar:

@@ -21,6 +21,7 @@ import contextlib
 import json
 import logging
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Iterator
@@ -100,6 +101,7 @@ def run_point(task: PointTask, baselines: Memo[float] | None = None
               ) -> list[RunRecord] | list[SimulatedIterationRecord] | list[ReplayIterationRecord]:
     """Simulate one point (the function every worker runs); `baselines`: the dense baselines of the
     points run before it here (zensim.sim.run.dense_baseline), to reuse."""
+    _bars_without_semaphore()
     p = task.point
     if p.training is not None:
         return _run_training(task)
@@ -113,6 +115,16 @@ def run_point(task: PointTask, baselines: Memo[float] | None = None
         if not task.keep_timing:
             rec.simulated.timing = rec.simulated.log = None
     return records
+
+
+def _bars_without_semaphore() -> None:
+    """tqdm's bars share a lock, which its first bar in a process makes a multiprocessing RLock: in a Dask
+    worker (a spawned process) a named semaphore, registered with the sweep's resource tracker. A worker
+    killed when an interrupted sweep closes its cluster (Ctrl-C, SIGTERM while points run) never unregisters
+    it, and Python ended the sweep with "resource_tracker: There appear to be 1 leaked semaphore objects to
+    clean up at shutdown". A process runs its points one at a time, so a thread lock is all the bars need."""
+    if not isinstance(getattr(tqdm, "_lock", None), type(threading.RLock())):
+        tqdm.set_lock(threading.RLock())
 
 
 def _run_training(task: PointTask) -> list[SimulatedIterationRecord]:

@@ -30,6 +30,7 @@ from tqdm import tqdm
 from zensim.ddp.hook import natural_select, write_back
 from zensim.errors import ConfigError
 from zensim.script import batch_size_of, check_script, one_rank_world, run_script
+from zensim.torchcache import optimizer_of
 from zensim.train.clocks import Clock, clock_for, describe_device
 from zensim.train.hooks import LayerRecorder, StepEvents
 from zensim.train.layers import LayerProfile
@@ -132,7 +133,7 @@ def train_steps(workload: Any, steps: int, device: torch.device, clock: Clock, p
     """Train `workload` (one worker's micro-batches) for `steps` steps on `device` under a recorder;
     `foreach` sets the optimizer's multi-tensor mode (None: torch's default for the device)."""
     model = workload.model.to(device)
-    optimizer = workload.optimizer()
+    optimizer = optimizer_of(workload)
     if foreach is not None:
         for group in optimizer.param_groups:
             group["foreach"] = foreach

@@ -10,6 +10,7 @@ import torch
 from tqdm import tqdm
 
 from zensim.errors import ConfigError
+from zensim.torchcache import optimizer_of
 from zensim.trace.capture.record import tensor_specs, write_chunks
 from zensim.trace.capture.sparsify import make_sparsifier
 from zensim.trace.capture.virtual import VirtualWorkers
@@ -26,7 +27,7 @@ def virtual_runner(workload: Workload, workers: int, sparsifier: str | None, den
     kind = sparsifier or workload.sparsifier
     density = workload.density if density is None and kind != "natural" else density
     sparsifiers = [make_sparsifier(kind, density, workload.seed + w) for w in range(workers)]
-    return VirtualWorkers(workload.model, workload.optimizer(), workload.loss, sparsifiers, workload.recorded(), dense)
+    return VirtualWorkers(workload.model, optimizer_of(workload), workload.loss, sparsifiers, workload.recorded(), dense)
 
 
 def check_steps(iterations: int, warmup: int) -> None:
