@@ -16,22 +16,14 @@ import datetime
 import gzip
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
 
+from run_record import machine  # benchmarks/run_record.py: the machine as the other records name it
 from zensim.atomic import write_atomic
-
-
-def machine() -> dict[str, object]:
-    """This machine's CPU model, core count and memory."""
-    model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-                 platform.processor())
-    mem_kb = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal"))
-    return {"cpu": model, "cores": os.cpu_count(), "memory_gib": round(mem_kb / 2**20, 1), "host": platform.node()}
 
 
 def git_commit(cwd: str) -> dict[str, object]:
