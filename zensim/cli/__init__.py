@@ -8,6 +8,8 @@ import argparse
 import contextlib
 import os
 import re
+import secrets
+import shutil
 import signal
 import sys
 import tempfile
@@ -95,19 +97,22 @@ def main(argv: list[str] | None = None) -> int:
 
 @contextlib.contextmanager
 def _torch_cache_of_this_run() -> Iterator[None]:
-    """torch's compile cache folder in a temporary folder of this run, removed with it. An optimizer's first
-    step imports torch._dynamo, which creates $TMPDIR/torchinductor_$USER (TORCHINDUCTOR_CACHE_DIR's default)
-    and leaves it behind; zensim compiles nothing with torch, so nothing in it is worth keeping. A
-    TORCHINDUCTOR_CACHE_DIR set by the user is kept; child processes (ranks, workers) inherit the variable."""
+    """torch's compile cache folder in a folder of this run, removed with it. An optimizer (or DDP) imports
+    torch._dynamo, which creates $TMPDIR/torchinductor_$USER (TORCHINDUCTOR_CACHE_DIR's default) and leaves it
+    behind; zensim compiles nothing with torch, so nothing in it is worth keeping. The folder is named, not
+    made: torch makes it if something imports torch._dynamo, so a run killed before (SIGKILL runs no code of
+    ours) leaves nothing. A TORCHINDUCTOR_CACHE_DIR set by the user is kept; child processes (ranks, workers)
+    inherit the variable."""
     if "TORCHINDUCTOR_CACHE_DIR" in os.environ:
         yield
         return
-    with tempfile.TemporaryDirectory(prefix="zensim-torch-") as folder:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
-        try:
-            yield
-        finally:
-            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)  # torch sets it too, to the same folder
+    folder = os.path.join(tempfile.gettempdir(), f"zensim-torch-{os.getpid()}-{secrets.token_hex(4)}")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
+    try:
+        yield
+    finally:
+        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)  # torch sets it too, to the same folder
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _note(line: str) -> None:
