@@ -100,7 +100,7 @@ def test_iteration_takes_the_presets_gpus_as_a_scenario_does(inputs) -> None:  #
 def test_a_replay_refuses_what_it_would_ignore_from_both(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """The replay times every iteration on a sharing model with its default batch and runs every GPU as a
     rank: a scenario used to swap analytic for fifo silently, and both ignored the layout and the batch."""
-    base = ["simulate", "--trace", str(DIGITS), "--iterations", "0:2", "--machines", "2", "--scheme", "topka"]
+    base = ["simulate", "--trace", str(DIGITS), "--replay", "0:2", "--machines", "2", "--scheme", "topka"]
     for extra, problem in ((["--model", "analytic"], "--model: analytic has no timeline for a replay over iterations "
                             "(use fifo or maxmin)"),
                            (["--gpus-per-machine", "2"], "--layout: zen with 2 GPUs per machine, but a replay runs "

@@ -247,7 +247,7 @@ def test_model_options_reach_the_model(skewed):
     (["--model-option", "batch=0.1"], "--model-option batch=0.1: model fifo takes KEY=VALUE of its options"),
     (["--model", "maxmin", "--model-option", "batch=often"], "--model-option batch=often: expected a number"),
     (["--model", "maxmin", "--model-option", "batch"], "(its options and defaults: batch=0.00390625)"),
-    (["--model", "maxmin", "--model-option", "batch=0.1", "--iterations", "0:1"], "--model-option: not with --iterations"),
+    (["--model", "maxmin", "--model-option", "batch=0.1", "--replay", "0:1"], "--model-option: not with --replay"),
 ])
 def test_cli_errors(skewed, capsys, args, message):
     assert main(["simulate", "--trace", skewed, *args]) == 2

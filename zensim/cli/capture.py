@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Train a built-in workload with N virtual data-parallel workers (exactly synchronous "
         "data parallelism in one process) and record every worker's gradient indices; or (--hook) run "
         "your own DDP training script, under torchrun, with the recording hook: each rank writes the "
-        "shard -o (containing {rank}); combine them with `zensim trace merge`; or (--script, --virtual-ranks N) "
+        "shard -o (containing {rank}); combine them with `zensim trace merge`; or (--script, --ranks N) "
         "run your DDP script once in this process as N virtual ranks, each reading the micro-batches its "
         "DistributedSampler gives it, and write their trace -o. See docs/capture.md.",
     )
@@ -29,9 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     source.add_argument("--workload", choices=list(WORKLOADS), help="built-in workload (virtual workers)")
     source.add_argument("--hook", metavar="SCRIPT", help="your DDP training script (arguments after --)")
     source.add_argument("--script", metavar="SCRIPT", help="your DDP training script, run once here as "
-                        "--virtual-ranks N ranks (arguments after --)")
-    p.add_argument("--virtual-ranks", type=int, help="with --script: number of virtual ranks N")
-    p.add_argument("--workers", type=int, help="number of virtual workers (with --workload)")
+                        "--ranks N virtual ranks (arguments after --)")
+    p.add_argument("--ranks", type=int, help="with --workload: virtual workers; with --script: virtual ranks N")
     p.add_argument("--iterations", type=int, required=True, help="recorded iterations")
     p.add_argument("--warmup", type=int, default=0, help="training steps before the first recorded one")
     p.add_argument("--sparsifier", choices=SPARSIFIERS, help="default: natural (gpt-topk: topk)")
@@ -65,8 +64,6 @@ def cmd_capture(args: argparse.Namespace) -> int:
         raise ConfigError(f"--seed {args.seed}: must be non-negative")
     if args.batch_size is not None and args.batch_size < 1:
         raise ConfigError(f"--batch-size {args.batch_size}: must be at least 1")
-    if (args.virtual_ranks is None) != (args.script is None):
-        raise ConfigError("--virtual-ranks N and --script SCRIPT go together")
     # before the capture, which may train long; --hook: this rank's shard (torchrun's RANK, else rank 0's)
     check_new_output(args.output.replace("{rank}", os.environ.get("RANK", "0")) if args.hook else args.output,
                      "-o", args.force)
@@ -79,12 +76,12 @@ def cmd_capture(args: argparse.Namespace) -> int:
     for name in ("params", "skip_params"):
         if getattr(args, name) is not None:
             raise ConfigError(f"--{name.replace('_', '-')}: only with --hook or --script (a workload records its own parameters)")
-    if args.workers is None:
-        raise ConfigError("--workers: required with --workload")
+    if args.ranks is None:
+        raise ConfigError("--ranks: required with --workload")
     workload = make_workload(args.workload, args.batch_size, args.seed, args.corpus)
-    capture(workload, args.output, args.workers, args.iterations, args.warmup, args.sparsifier, args.density,
+    capture(workload, args.output, args.ranks, args.iterations, args.warmup, args.sparsifier, args.density,
             args.values, dense=args.dense, value_dtype=args.value_dtype)
-    print(f"wrote {args.output}: {args.workload}, {args.workers} workers, {args.iterations} iterations")
+    print(f"wrote {args.output}: {args.workload}, {args.ranks} workers, {args.iterations} iterations")
     return 0
 
 
@@ -104,7 +101,7 @@ def capture_hooked(args: argparse.Namespace, script_args: list[str]) -> int:
     from zensim.trace.capture.run import check_steps
     from zensim.trace.capture.sparsify import make_sparsifier
 
-    for name in ("workers", "corpus"):
+    for name in ("ranks", "corpus"):
         if getattr(args, name) is not None:
             raise ConfigError(f"--{name.replace('_', '-')}: not used with --hook (the script decides)")
     kind = args.sparsifier or "natural"
@@ -129,19 +126,21 @@ def capture_hooked(args: argparse.Namespace, script_args: list[str]) -> int:
 
 
 def capture_virtual_ranks(args: argparse.Namespace, script_args: list[str]) -> int:
-    """Run the user's script once as --virtual-ranks N ranks and write their trace."""
+    """Run the user's script once as --ranks N virtual ranks and write their trace."""
     from zensim.trace.capture.ranks import capture_script
 
     if args.sparsifier not in (None, "natural"):
         raise ConfigError(f"--sparsifier {args.sparsifier}: --script records natural sparsity only (top-k and DGC "
                           "would need every rank's residual; docs/capture.md)")
-    for name in ("workers", "corpus", "density"):
+    if args.ranks is None:
+        raise ConfigError("--ranks: required with --script (the virtual ranks N)")
+    for name in ("corpus", "density"):
         if getattr(args, name) is not None:
             raise ConfigError(f"--{name}: not used with --script (the script decides; natural sparsity)")
     if args.dense:
         raise ConfigError("--dense: not with --script")
-    capture_script(args.script, script_args, args.output, args.virtual_ranks, args.iterations, args.warmup,
+    capture_script(args.script, script_args, args.output, args.ranks, args.iterations, args.warmup,
                    params=_globs(args.params, "--params"), skip_params=_globs(args.skip_params, "--skip-params") or (),
                    values=args.values, value_dtype=args.value_dtype, batch_size=args.batch_size)
-    print(f"wrote {args.output}: {args.script}, {args.virtual_ranks} virtual ranks, {args.iterations} iterations")
+    print(f"wrote {args.output}: {args.script}, {args.ranks} virtual ranks, {args.iterations} iterations")
     return 0

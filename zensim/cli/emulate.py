@@ -16,8 +16,8 @@ ZEN = "zen"
 
 
 def _rate_bps(text: str) -> float:
-    """--bandwidth in bit/s (the units of tc)."""
-    return 8 * parse_bandwidth(text, "--bandwidth")
+    """--nic in bit/s (the units of tc)."""
+    return 8 * parse_bandwidth(text, "--nic")
 
 
 def _schemes(text: str) -> list[str]:
@@ -33,10 +33,10 @@ def _schemes(text: str) -> list[str]:
 
 
 def _rates_bps(text: str) -> list[float]:
-    """--bandwidth of validate: a comma list of per-NIC bandwidths, in bit/s."""
+    """--nic of validate: a comma list of per-NIC bandwidths, in bit/s."""
     rates = [_rate_bps(x) for x in text.split(",") if x]
     if not rates:
-        raise ConfigError(f"--bandwidth: expected one or more bandwidths, got {text!r}")
+        raise ConfigError(f"--nic: expected one or more bandwidths, got {text!r}")
     return rates
 
 
@@ -51,9 +51,9 @@ def _int_list(text: str, what: str, low: int, meaning: str) -> list[int]:
     return values
 
 
-def _iterations(text: str | None, default: int) -> list[int]:
-    """--iterations of validate: a comma list of trace iterations (default: --iteration alone)."""
-    return [default] if text is None else _int_list(text, "--iterations", 0, "expected non-negative trace iterations")
+def _iterations(text: str) -> list[int]:
+    """--iteration of validate: a comma list of trace iterations."""
+    return _int_list(text, "--iteration", 0, "expected non-negative trace iterations")
 
 
 def _ranks(text: str) -> list[int]:
@@ -89,10 +89,11 @@ def _output_dir(path: str, what: str) -> Path:
 
 
 def _common_checks(args: argparse.Namespace) -> None:
-    """Numbers every command takes: --timeout > 0, --wait >= 0, --iteration >= 0."""
+    """Numbers every command takes: --timeout > 0, --wait >= 0, --iteration >= 0 (validate's list: _iterations)."""
     _at_least(args.timeout, 0, "--timeout", strict=True)
     _at_least(args.wait, 0, "--wait")
-    _at_least(args.iteration, 0, "--iteration")
+    if isinstance(args.iteration, int):
+        _at_least(args.iteration, 0, "--iteration")
 
 
 def cmd_emulate(args: argparse.Namespace) -> int:
@@ -189,11 +190,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if calib is None:
             calib = 1 if trace.iterations > 1 else 0
         workdir = _output_dir(args.workdir, "--workdir")
-        iterations = _iterations(args.iterations, args.iteration)
-        flag = "--iterations" if args.iterations is not None else "--iteration"
+        iterations = _iterations(args.iteration)
         bad = [i for i in iterations if i >= trace.iterations]
         if bad:
-            raise ConfigError(f"{flag}: {bad[0]} out of range for {args.trace} ({trace.iterations} iterations)")
+            raise ConfigError(f"--iteration: {bad[0]} out of range for {args.trace} ({trace.iterations} iterations)")
         result = validate(args.trace, _ranks(args.ranks), _rates_bps(args.bandwidth), _schemes(args.schemes),
                           args.repeats, iterations, calib,
                           parse_options(args.options), workdir, args.wait, args.step_repeats)
@@ -222,9 +222,13 @@ def _validation_json(path: str) -> dict:
     return upgrade(result)
 
 
-def _common(p: argparse.ArgumentParser, json: bool = True) -> None:
+def _common(p: argparse.ArgumentParser, json: bool = True, iterations: bool = False) -> None:
     p.add_argument("--bandwidth", default="200mbit", help="per-NIC bandwidth, each direction (default 200mbit)")
-    p.add_argument("--iteration", type=int, default=0, help="trace iteration (default 0)")
+    if iterations:  # validate: a comma list
+        p.add_argument("--iteration", default="0", help="trace iteration(s) to validate, a comma list (default 0); "
+                       "with a comma list of --nic values, every bandwidth x size x iteration is run")
+    else:
+        p.add_argument("--iteration", type=int, default=0, help="trace iteration (default 0)")
     p.add_argument("--options", default="{}", help="scheme options as JSON, e.g. '{\"pull\": \"hash_bitmap\"}'")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds before the run is abandoned")
     p.add_argument("--wait", type=float, default=0.0, help="seconds to wait for another emulation to finish")
@@ -271,9 +275,6 @@ def register(sub) -> None:
     p.add_argument("--notes", default=None, help="markdown file appended to the generated page (analysis)")
     p.add_argument("--schemes", default="all")
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--iterations", default=None,
-                   help="comma list of trace iterations to validate (default: --iteration); with a comma list "
-                   "of --bandwidth values, every bandwidth x size x iteration is run")
     p.add_argument("--step-repeats", type=int, default=3,
                    help="timed in-process runs per scheme whose median is the measured local work (default 3)")
     p.add_argument("--calibration-iteration", type=int, default=None,
@@ -282,5 +283,5 @@ def register(sub) -> None:
     p.add_argument("--docs", default=None,
                    help="folder for validation.md and validation.png (default: the --workdir; '' for none)")
     p.add_argument("--name", default="validation", help="base name of the markdown and PNG (default %(default)s)")
-    _common(p)
+    _common(p, iterations=True)
     p.set_defaults(func=cmd_validate)

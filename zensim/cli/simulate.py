@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_arguments(p, SimulateRequest)
     p.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an option the model declares (repeatable), e.g. --model fifo-overhead --model-option overhead=2e-6")
-    add_arguments(p, ReplayRequest, below=ClusterRequest)  # --iterations A:B and its options
+    add_arguments(p, ReplayRequest, below=ClusterRequest)  # --replay A:B and its options
     p.add_argument("--options", default="{}", metavar="JSON",
                    help="scheme options as JSON, e.g. '{\"value_dtype\": \"float16\", \"pull\": \"coo\"}' "
                         "(`zensim schemes --options NAME` lists a scheme's)")
@@ -58,17 +58,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 def model_options_of(args: argparse.Namespace) -> dict[str, object]:
     """The --model-option KEY=VALUE pairs for --model: options the model declares, typed as their
-    defaults (zensim.net.models.parse_model_options); a one-line error otherwise or with --iterations."""
+    defaults (zensim.net.models.parse_model_options); a one-line error otherwise or with --replay."""
     if args.model_option and args.range is not None:
-        raise ConfigError("--model-option: not with --iterations (a replay over iterations runs each model's defaults)")
+        raise ConfigError("--model-option: not with --replay (a replay over iterations runs each model's defaults)")
     return parse_model_options(args.model_option, args.model)
 
 
 def check_chakra(args: argparse.Namespace) -> None:
     """--chakra exports one scheme's synchronization (one workload for ASTRA-sim): a one-line error for
-    several schemes or with --iterations."""
+    several schemes or with --replay."""
     if args.range is not None:
-        raise ConfigError("--chakra: exports one synchronization, not with --iterations")
+        raise ConfigError("--chakra: exports one synchronization, not with --replay")
     names = resolve_schemes(args.scheme)
     if len(names) > 1:
         raise ConfigError(f"--chakra: one scheme per trace, --scheme {args.scheme} names {len(names)}; "

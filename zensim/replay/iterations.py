@@ -74,9 +74,9 @@ def parse_range(text: str, iterations: int) -> tuple[int, int]:
         first = int(lo) if lo else 0
         last = int(hi) if hi else iterations
     except ValueError:
-        raise ConfigError(f"--iterations {text}: expected A:B (B exclusive), e.g. 0:50") from None
+        raise ConfigError(f"--replay {text}: expected A:B (B exclusive), e.g. 0:50") from None
     if not 0 <= first < last <= iterations:
-        raise ConfigError(f"--iterations {text}: must satisfy 0 <= A < B <= {iterations} (the source's iterations)")
+        raise ConfigError(f"--replay {text}: must satisfy 0 <= A < B <= {iterations} (the source's iterations)")
     return first, last
 
 

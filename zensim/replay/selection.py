@@ -166,7 +166,7 @@ class SelectionLoop:
     def __init__(self, work: Any, workers: int, density: float, device: str | torch.device = "cpu",
                  pricer: Callable[[Sequence[Any]], float] | None = None, price_every: int = 1) -> None:
         if not isinstance(workers, int) or workers < 1:
-            raise ConfigError(f"--workers {workers}: must be a positive integer")
+            raise ConfigError(f"--ranks {workers}: must be a positive integer")
         if not 0 < density <= 1:
             raise ConfigError(f"--density {density}: must be in (0, 1]")
         if price_every < 0:

@@ -91,7 +91,7 @@ def writable(option: str, path: str | None) -> None:
 def command(args: argparse.Namespace) -> int:
     """Build the workload and the loop, run it within the budget, write CSV, JSON and plot."""
     began = time.monotonic()
-    for name, value in (("--workers", args.workers), ("--iterations", args.iterations), ("--threads", args.threads)):
+    for name, value in (("--ranks", args.workers), ("--iterations", args.iterations), ("--threads", args.threads)):
         if value < 1:
             raise ConfigError(f"{name} {value}: must be at least 1")
     if not 0 < args.density <= 1:

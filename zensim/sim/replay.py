@@ -1,4 +1,4 @@
-"""Replays over iterations from requests: what `zensim simulate --iterations A:B` and a scenario's
+"""Replays over iterations from requests: what `zensim simulate --replay A:B` and a scenario's
 `iterations:` points run (zensim.replay: sparsifier + scheme methods, state carried).
 
     source, first, last = open_replay(request, trace)
@@ -17,7 +17,7 @@ from zensim.sim.request import ReplayRequest
 
 
 def replay_range(req: ReplayRequest, iterations: int) -> tuple[int, int]:
-    """The request's A:B as (first, last) within a trace of `iterations` iterations (errors name --iterations)."""
+    """The request's A:B as (first, last) within a trace of `iterations` iterations (errors name --replay)."""
     from zensim.replay.iterations import parse_range
 
     return parse_range(str(req.range), iterations)

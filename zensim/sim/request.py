@@ -331,7 +331,7 @@ class SimulateRequest(ClusterRequest):
     """One synchronization of a trace's iteration on a cluster (zensim simulate; a scenario without a
     training: or iterations: section, its trace.iteration and values keys)."""
 
-    iteration: int = option(0, "trace iteration (default 0; not with --iterations)", integer(0))
+    iteration: int = option(0, "trace iteration (default 0; not with --replay)", integer(0))
     values: bool = option(False, "carry values (the trace's, or synthetic ones) even where no scheme needs them",
                           switch, switch=True, sweep=False)
 
@@ -394,7 +394,8 @@ class IterationRequest(ClusterRequest):
     corpus: str | None = option(None, "with --device and no shipped profile: corpus of the language models",
                                 optional(input_file), sweep=False)
     iterations: int = option(4, "training iterations (default 4)", integer(1), sweep=False)
-    first_iteration: int = option(0, "trace iteration of the first one (default 0)", integer(0), key="iteration")
+    first_iteration: int = option(0, "trace iteration of the first one (default 0)", integer(0), flag="--iteration",
+                                  key="iteration")
     bucketing: str = option("ddp", "DDP's buckets (default ddp), a bucket per tensor, or one bucket",
                             choice("bucketing", BUCKETINGS))
     bucket_mb: float | None = option(None, "DDP bucket_cap_mb in MiB (default 25, first 1)", optional(number(0)))
@@ -496,18 +497,18 @@ class IterationRequest(ClusterRequest):
 
 @dataclass(frozen=True)
 class ReplayRequest(ClusterRequest):
-    """A replay over iterations of a trace with values, state carried (zensim simulate --iterations A:B;
+    """A replay over iterations of a trace with values, state carried (zensim simulate --replay A:B;
     a scenario's iterations: section): each scheme with its sparsifier at a user-set density. A replay
     runs every GPU as a rank of the scheme (the flat layout) and times every iteration on a sharing model."""
 
     range: str | None = option(None, "replay iterations A..B-1 with state carried (a trace with values: capture "
                                "--dense); --scheme takes SCHEME or SCHEME+SPARSIFIER items (exdyna+cltk)",
-                               optional(text("A:B (B exclusive), e.g. '0:50',")), flag="--iterations", metavar="A:B",
+                               optional(text("A:B (B exclusive), e.g. '0:50',")), flag="--replay", metavar="A:B",
                                sweep=False)
-    sparsifier: str | None = option(None, "with --iterations: sparsifier of every scheme, or 'none' (default: each "
+    sparsifier: str | None = option(None, "with --replay: sparsifier of every scheme, or 'none' (default: each "
                                     "scheme's own: spardl blocktopk, exdyna exdyna, oktopk oktopk, dense-allreduce "
                                     "none, others topk)", optional(text("a sparsifier name or none")))
-    density: float = option(0.01, "with --iterations: user-set density (default 0.01)", number(0, 1, open_low=True))
+    density: float = option(0.01, "with --replay: user-set density (default 0.01)", number(0, 1, open_low=True))
 
     def validate(self, place: Callable[[str], str], text: bool) -> None:
         """The model must have a timeline, and maxmin runs with its own batch (the replay times each
