@@ -8,7 +8,6 @@ from emulate.options import parse_options
 from zensim.cli import results
 from zensim.cli.replay import add_arguments as add_replay_arguments, check_mode
 from zensim.errors import ConfigError
-from zensim.net.models import parse_model_options
 from zensim.sim.request import ClusterRequest, ReplayRequest, SimulateRequest, add_arguments
 from zensim.sim.run import resolve_schemes
 
@@ -19,8 +18,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--trace", required=True, help="trace file (.zt)")
     p.add_argument("--scheme", default="all", help="all | presets | distinct | NAME[,NAME...] (default all)")
     add_arguments(p, SimulateRequest)
-    p.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="an option the model declares (repeatable), e.g. --model fifo-overhead --model-option overhead=2e-6")
     add_arguments(p, ReplayRequest, below=ClusterRequest)  # --replay A:B and its options
     p.add_argument("--options", default="{}", metavar="JSON",
                    help="scheme options as JSON, e.g. '{\"value_dtype\": \"float16\", \"pull\": \"coo\"}' "
@@ -43,7 +40,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                               "figures (use fifo or maxmin)")
     if args.chakra:
         check_chakra(args)
-    model_options = model_options_of(args)
     cluster, profile = req.build()
     outs, paths = results.plan(args, inputs=[args.trace, args.profile], ranks=cluster.gpus)
     if isinstance(req, ReplayRequest):
@@ -51,17 +47,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         return cmd_replay(args, req, outs, paths)
     costs = Costs.of(cluster, profile)
     records = req.run(args.trace, args.scheme, options=parse_options(args.options), costs=costs, progress=True,
-                      provenance=provenance(args.command_line), model_options=model_options)
+                      provenance=provenance(args.command_line))
     results.finish(args, records, outs, paths, work=costs.work)
     return 0
-
-
-def model_options_of(args: argparse.Namespace) -> dict[str, object]:
-    """The --model-option KEY=VALUE pairs for --model: options the model declares, typed as their
-    defaults (zensim.net.models.parse_model_options); a one-line error otherwise or with --replay."""
-    if args.model_option and args.range is not None:
-        raise ConfigError("--model-option: not with --replay (a replay over iterations runs each model's defaults)")
-    return parse_model_options(args.model_option, args.model)
 
 
 def check_chakra(args: argparse.Namespace) -> None:

@@ -51,5 +51,6 @@ def run_replay(req: ReplayRequest, trace: str | Path, schemes: str | Sequence[st
         first, last = replay_range(req, source.iterations)
         methods = replay_methods(req, cluster.gpus, source.numel, schemes, options, default)
         costs = Costs.of(cluster, profile)
-        records = replay_iterations(source, methods, first, last, costs, req.model, progress=progress)
+        records = replay_iterations(source, methods, first, last, costs, req.model, progress=progress,
+                                    model_options=req.model_options)
     return records, methods, (first, last), costs

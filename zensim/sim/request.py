@@ -66,13 +66,15 @@ class Option:
     metavar: str | None = None
     switch: bool = False  # a store_true flag; a YAML true/false
     sweep: bool = True  # a scenario may sweep it (sweep: {key: [...]})
+    many: bool = False  # a repeatable flag (its texts as a list); a YAML mapping or list
 
 
 def option(default: Any, help: str, check: Check, *, flag: str | None = None, key: str | None = None,
-           metavar: str | None = None, switch: bool = False, sweep: bool = True) -> Any:
+           metavar: str | None = None, switch: bool = False, sweep: bool = True, many: bool = False) -> Any:
     """A request field: its default, help, check, its flag and YAML key (default: from the field's name,
-    `--field-name` and `field_name`), and whether a scenario may sweep it."""
-    return dataclasses.field(default=default, metadata={"option": (flag, key, help, check, metavar, switch, sweep)})
+    `--field-name` and `field_name`), whether a scenario may sweep it and whether the flag repeats."""
+    return dataclasses.field(default=default, metadata={"option": (flag, key, help, check, metavar, switch, sweep,
+                                                                   many)})
 
 
 def integer(low: int) -> Check:
@@ -164,9 +166,9 @@ def options_of(cls: type) -> dict[str, Option]:
     """Field name -> Option of a request class, in field order."""
     out = {}
     for f in dataclasses.fields(cls):
-        flag, key, help_, check, metavar, is_switch, sweep = f.metadata["option"]
+        flag, key, help_, check, metavar, is_switch, sweep, many = f.metadata["option"]
         out[f.name] = Option(flag or "--" + f.name.replace("_", "-"), key or f.name, help_, check, metavar, is_switch,
-                             sweep)
+                             sweep, many)
     return out
 
 
@@ -192,6 +194,9 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type, *, lists: Sequence
             continue
         if opt.switch:
             parser.add_argument(opt.flag, dest=name, action="store_true", help=opt.help)
+        elif opt.many:
+            parser.add_argument(opt.flag, dest=name, action="append", default=fields[name], help=opt.help,
+                                metavar=opt.metavar or _metavar(opt))
         else:
             parser.add_argument(opt.flag, dest=name, default=fields[name],
                                 help=opt.help + ("; a comma-separated list runs each" if name in lists else ""),
@@ -232,8 +237,9 @@ class Request:
             if name in given:
                 values[name] = given[name]
                 continue
-            raw = getattr(args, name)
-            values[name] = raw if raw is None or opt.switch else opt.check(raw, Where(opt.flag, isinstance(raw, str)))
+            raw = getattr(args, name)  # text, a repeated flag's list of texts, or the field's default
+            text = isinstance(raw, (str, list))
+            values[name] = raw if raw is None or opt.switch else opt.check(raw, Where(opt.flag, text))
         request = cls(**values)
         request.validate(lambda name: options_of(cls)[name].flag, True)
         return request
@@ -262,6 +268,22 @@ class Request:
         """How errors name field `name`: its flag, or with `where` its YAML key's place."""
         opt = options_of(type(self))[name]
         return where(opt.key) if where is not None else opt.flag
+
+
+def key_values(value: Any, where: Where) -> tuple[tuple[str, Any], ...]:
+    """KEY=VALUE texts (a repeated flag) or a YAML mapping -> ((key, value), ...) in the order given; the
+    values are typed where the keys' meaning is known (the model's options: ClusterRequest.validate)."""
+    if where.text and isinstance(value, list):
+        pairs = []
+        for item in value:
+            key, sep, text_ = str(item).partition("=")
+            if not sep or not key.strip():
+                raise where.fail(item, "expected KEY=VALUE")
+            pairs.append((key.strip(), text_.strip()))
+        return tuple(pairs)
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise where.fail(value, "expected a mapping of KEY: VALUE")
+    return tuple(value.items())
 
 
 MAXMIN_BATCH = MODELS["maxmin"].options["batch"]  # the model's default allowance
@@ -307,6 +329,30 @@ class ClusterRequest(Request):
                         choice("model", all_models))
     maxmin_batch: float = option(MAXMIN_BATCH, "maxmin: service a link may lose to freed capacity left idle between "
                                  "solves, as a fraction of its work (0 = exact max-min; default 1/256)", number(0, 1))
+    model_option: tuple[tuple[str, Any], ...] | None = option(
+        None, "an option the network model declares, KEY=VALUE, typed as its default (repeatable; e.g. --model maxmin "
+        "--model-option batch=0; docs/extending.md, A sharing model)", optional(key_values),
+        key="model_options", metavar="KEY=VALUE", sweep=False, many=True)
+
+    def validate(self, place: Callable[[str], str], text: bool) -> None:
+        """Each model option is one the model declares, of its default's type."""
+        self.typed_model_options(place, text)
+
+    def typed_model_options(self, place: Callable[[str], str] | None = None, text: bool = True) -> dict[str, Any]:
+        """The model options given, each typed as the model declares it (zensim.net.models.model_option); a
+        one-line error naming the flag and item ('--model-option batch=x: expected a number') or the key
+        ('FILE: model_options.batch: expected a number, got 'x'')."""
+        from zensim.net.models import model_option
+
+        out = {}
+        for key, value in self.model_option or ():
+            try:
+                out[key] = model_option(self.model, key, value)
+            except ConfigError as exc:
+                where = place("model_option") if place is not None else self.place("model_option")
+                raise (Where(where, True).fail(f"{key}={value}", str(exc)) if text
+                       else Where(f"{where}.{key}", False).fail(value, str(exc))) from None
+        return out
 
     def build(self, where: Callable[[str], str] | None = None):  # -> tuple[ClusterSpec, Profile | None]
         """The ClusterSpec (explicit fields > the profile's > the preset's > defaults) and the profile."""
@@ -321,9 +367,11 @@ class ClusterRequest(Request):
                              tiers=self.tiers, names=names)
 
     @property
-    def model_options(self) -> dict[str, float] | None:
-        """The sharing model's options from the request (maxmin's batch), None for the others."""
-        return {"batch": self.maxmin_batch} if self.model == "maxmin" else None
+    def model_options(self) -> dict[str, Any] | None:
+        """The sharing model's options from the request: maxmin's batch, then the model options given (a
+        given batch wins); None for none."""
+        options = {**({"batch": self.maxmin_batch} if self.model == "maxmin" else {}), **self.typed_model_options()}
+        return options or None
 
 
 @dataclass(frozen=True)
@@ -344,7 +392,7 @@ class SimulateRequest(ClusterRequest):
 
         costs = costs if costs is not None else Costs.of(*self.build())
         return simulate(trace, schemes, costs, self.model, iteration=self.iteration, layout=self.layout,
-                        maxmin_batch=self.maxmin_batch, options=options, values=True if self.values else None, **kw)
+                        model_options=self.model_options, options=options, values=True if self.values else None, **kw)
 
 
 def tensor_names(value: Any, where: Where) -> tuple[str, ...] | None:
@@ -452,6 +500,8 @@ class IterationRequest(ClusterRequest):
         def wrap(name: str, exc: ConfigError) -> ConfigError:
             return exc if text else ConfigError(f"{place(name)}: {exc}")
 
+        super().validate(place, text)
+
         if self.model not in MODELS:
             raise ConfigError(f"{place('model')}: training iterations need a network model with a timeline "
                               f"({', '.join(MODELS)}), not {self.model!r}")
@@ -498,7 +548,7 @@ class IterationRequest(ClusterRequest):
 @dataclass(frozen=True)
 class ReplayRequest(ClusterRequest):
     """A replay over iterations of a trace with values, state carried (zensim simulate --replay A:B;
-    a scenario's iterations: section): each scheme with its sparsifier at a user-set density. A replay
+    a scenario's replay: section): each scheme with its sparsifier at a user-set density. A replay
     runs every GPU as a rank of the scheme (the flat layout) and times every iteration on a sharing model."""
 
     range: str | None = option(None, "replay iterations A..B-1 with state carried (a trace with values: capture "
@@ -511,14 +561,11 @@ class ReplayRequest(ClusterRequest):
     density: float = option(0.01, "with --replay: user-set density (default 0.01)", number(0, 1, open_low=True))
 
     def validate(self, place: Callable[[str], str], text: bool) -> None:
-        """The model must have a timeline, and maxmin runs with its own batch (the replay times each
-        iteration's log with the model's defaults)."""
+        """The model must have a timeline (the replay times each iteration's log with it and its options)."""
         if self.model not in MODELS:
             raise ConfigError(f"{place('model')}: {self.model} has no timeline for a replay over iterations "
                               "(use fifo or maxmin)")
-        if self.maxmin_batch != MAXMIN_BATCH:
-            raise ConfigError(f"{place('maxmin_batch')}: not with a replay over iterations (its maxmin has the "
-                              "default batch, 1/256)")
+        super().validate(place, text)
 
     def check_layout(self, gpus_per_machine: int, place: Callable[[str], str]) -> None:
         """A replay's ranks are the GPUs (the flat layout): the zen layout of several GPUs per machine is

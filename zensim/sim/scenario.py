@@ -34,14 +34,14 @@ from zensim.trace.format import Trace
 from zensim.train.layers import LayerProfile
 from zensim.train.syncs import sparse_tensors
 
-TOP_KEYS = ("trace", "cluster", "schemes", "options", "values", "model", "maxmin_batch", "outputs", "sweep", "training",
-            "replay", "iterations")
+TOP_KEYS = ("trace", "cluster", "schemes", "options", "values", "model", "maxmin_batch", "model_options", "outputs",
+            "sweep", "training", "replay", "iterations")
 REPLAY_KEYS = ("range", "sparsifier", "density")  # the replay: section (zensim simulate --replay)
 REPLAY_SECTIONS = ("replay", "iterations")  # its name, and its older name (docs/cli.md)
 TRACE_KEYS = ("path", "iteration")
-# the cluster: section: ClusterRequest's keys but the model's (top-level model: and maxmin_batch:)
-CLUSTER_DEFAULTS: dict[str, Any] = {k: v for k, v in defaults_of(ClusterRequest).items()
-                                    if k not in ("model", "maxmin_batch")}
+# the cluster: section: ClusterRequest's keys but the model's (top-level model:, maxmin_batch:, model_options:)
+MODEL_KEYS = ("model", "maxmin_batch", "model_options")
+CLUSTER_DEFAULTS: dict[str, Any] = {k: v for k, v in defaults_of(ClusterRequest).items() if k not in MODEL_KEYS}
 OUTPUT_KEYS = ("json", "csv", "parquet", "timeline", "plot", "links", "traffic", "link_plot")
 # keys a sweep may vary: the request fields marked so (every cluster key but the profile; model, maxmin_batch,
 # iteration); in a training scenario also the training keys marked so
@@ -174,6 +174,7 @@ class _Loader:
         base.update(self.mapping(top.get("cluster"), "cluster", tuple(CLUSTER_DEFAULTS)))
         base["iteration"] = trace.get("iteration", 0)
         base["maxmin_batch"] = top.get("maxmin_batch", MAXMIN_BATCH)
+        base["model_options"] = top.get("model_options")
         base["values"] = top.get("values")
         if base["profile"] is not None:
             base["profile"] = str(self.input_path("cluster.profile", base["profile"]))
