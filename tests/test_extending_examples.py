@@ -225,3 +225,30 @@ def test_fabric_example(monkeypatch, tmp_path, capsys):
                  "zen,agsparse-p2p", "--json"]) == 0
     records = json.loads(capsys.readouterr().out)["records"]
     assert [r["scheme"] for r in records] == ["zen", "agsparse-p2p"] and all(r["time_s"] > 0 for r in records)
+
+    # its declared option, from the command line and a scenario: one row of 6 is the ring, link for link
+    from zensim.errors import ConfigError
+    from zensim.sim.scenario import load_scenario
+
+    one_row = fabrics.build_topology(ClusterSpec(6, 1, 1e9, fabric="torus", fabric_options=(("rows", 1),)))
+    assert one_row.num_links == fabrics.build_topology(ClusterSpec(6, 1, 1e9, fabric="ring")).num_links < topo.num_links
+    times = {}
+    for fabric in (["--fabric", "ring"], ["--fabric", "torus", "--fabric-option", "rows=1"]):
+        assert main(["simulate", "--trace", path, "--machines", "6", *fabric, "--scheme", "zen,dense-allreduce",
+                     "--json"]) == 0
+        times[fabric[1]] = [r["time_s"] for r in json.loads(capsys.readouterr().out)["records"]]
+    assert times["torus"] == times["ring"]
+    scn = tmp_path / "s.yaml"
+    scn.write_text(f"trace: {path}\ncluster: {{machines: 6, fabric: torus, fabric_options: {{rows: 1}}}}\n"
+                   "schemes: [zen, dense-allreduce]\n")
+    assert main(["run", str(scn), "--processes", "0", "--out", str(tmp_path / "o"), "--json"]) == 0
+    assert [r["time_s"] for r in json.loads(capsys.readouterr().out)["records"]] == times["ring"]
+    scn.write_text(scn.read_text().replace("rows: 1", "rows: x"))
+    with pytest.raises(ConfigError, match=rf"^{scn}: cluster.fabric_options.rows: expected an integer, got 'x'$"):
+        load_scenario(scn)
+    for bad, problem in ((["--fabric-option", "rows=x"], "--fabric-option rows=x: expected an integer"),
+                         (["--fabric-option", "cols=2"], "--fabric-option cols=2: not an option of fabric torus "
+                          "(its options and defaults: rows=0)"),
+                         (["--oversub", "2"], "--oversub: only for a leaf-spine fabric (fabric is 'torus')")):
+        assert main(["simulate", "--trace", path, "--machines", "6", "--fabric", "torus", *bad]) == 2
+        assert capsys.readouterr().err == f"zensim: error: {problem}\n"

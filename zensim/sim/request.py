@@ -322,6 +322,10 @@ class ClusterRequest(Request):
                                "uplinks, e.g. 4:1,8:2 = leaves of 4 machines (1:1), pods of 8 leaves (2:1), a "
                                "non-blocking core", optional(text("MEMBERS:OVERSUB[,MEMBERS:OVERSUB...]")),
                                metavar="M:O[,M:O...]")
+    fabric_option: tuple[tuple[str, Any], ...] | None = option(
+        None, "an option the fabric declares, KEY=VALUE, typed as its default (repeatable; --oversub, "
+        "--machines-per-leaf and --tiers are three: --fabric leafspine --fabric-option oversub=2 is --oversub 2)",
+        optional(key_values), key="fabric_options", metavar="KEY=VALUE", sweep=False, many=True)
     layout: str = option("zen", "multi-GPU layout (default zen)", choice("layout", LAYOUTS))
     profile: str | None = option(None, "calibration profile JSON: links, per-element work costs, host figures",
                                  optional(input_file), key="profile", sweep=False)
@@ -335,21 +339,26 @@ class ClusterRequest(Request):
         key="model_options", metavar="KEY=VALUE", sweep=False, many=True)
 
     def validate(self, place: Callable[[str], str], text: bool) -> None:
-        """Each model option is one the model declares, of its default's type."""
-        self.typed_model_options(place, text)
+        """Each model and fabric option is one the model or the fabric declares, of its default's type."""
+        self.typed_options("model_option", place, text)
+        self.typed_options("fabric_option", place, text)
 
-    def typed_model_options(self, place: Callable[[str], str] | None = None, text: bool = True) -> dict[str, Any]:
-        """The model options given, each typed as the model declares it (zensim.net.models.model_option); a
-        one-line error naming the flag and item ('--model-option batch=x: expected a number') or the key
+    def typed_options(self, name: str, place: Callable[[str], str] | None = None, text: bool = True
+                      ) -> dict[str, Any]:
+        """The model options (`name` 'model_option') or fabric options ('fabric_option') given, each typed as
+        the model or fabric declares it (zensim.net.models.model_option, zensim.net.fabrics.fabric_option);
+        a one-line error naming the flag and item ('--model-option batch=x: expected a number') or the key
         ('FILE: model_options.batch: expected a number, got 'x'')."""
+        from zensim.net.fabrics import fabric_option
         from zensim.net.models import model_option
 
+        read, owner = (model_option, self.model) if name == "model_option" else (fabric_option, self.fabric)
         out = {}
-        for key, value in self.model_option or ():
+        for key, value in getattr(self, name) or ():
             try:
-                out[key] = model_option(self.model, key, value)
+                out[key] = read(owner, key, value)
             except ConfigError as exc:
-                where = place("model_option") if place is not None else self.place("model_option")
+                where = place(name) if place is not None else self.place(name)
                 raise (Where(where, True).fail(f"{key}={value}", str(exc)) if text
                        else Where(f"{where}.{key}", False).fail(value, str(exc))) from None
         return out
@@ -359,18 +368,20 @@ class ClusterRequest(Request):
         from zensim.sim.cluster import build_cluster
 
         names = {k: self.place(f, where) for k, f in (("oversub", "oversubscription"), ("tiers", "tiers"),
-                                                      ("machines_per_leaf", "machines_per_leaf"), ("preset", "preset"))}
+                                                      ("machines_per_leaf", "machines_per_leaf"), ("preset", "preset"),
+                                                      ("fabric_option", "fabric_option"))}
         return build_cluster(self.machines, self.gpus_per_machine, nic=self.nic, nic_latency=self.nic_latency,
                              nvlink=self.nvlink, nvlink_latency=self.nvlink_latency, fabric=self.fabric,
                              oversub=self.oversubscription, machines_per_leaf=self.machines_per_leaf,
                              profile=self.profile, preset=self.preset, nics=self.nics, transport=self.transport,
-                             tiers=self.tiers, names=names)
+                             tiers=self.tiers, fabric_options=tuple(self.typed_options("fabric_option").items()),
+                             names=names)
 
     @property
     def model_options(self) -> dict[str, Any] | None:
         """The sharing model's options from the request: maxmin's batch, then the model options given (a
         given batch wins); None for none."""
-        options = {**({"batch": self.maxmin_batch} if self.model == "maxmin" else {}), **self.typed_model_options()}
+        options = {**({"batch": self.maxmin_batch} if self.model == "maxmin" else {}), **self.typed_options("model_option")}
         return options or None
 
 
