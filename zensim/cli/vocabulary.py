@@ -59,6 +59,8 @@ CONCEPTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("batch per rank", "--batch-size", ("trace synth", "capture", "layers record", "layers estimate", "layers import",
                                         "fusion strategies", "exdyna-loop")),
     ("processes running a scenario's points", "--processes", ("run", "sweep")),
+    ("an option the network model declares", "--model-option", ("simulate", "iteration")),
+    ("an option the fabric declares", "--fabric-option", ("simulate", "iteration")),
 )
 
 
