@@ -78,7 +78,8 @@ def cmd_missing(args: argparse.Namespace) -> int:
     if not trace.is_dense:
         raise ConfigError(f"{args.trace}: not a dense-gradient trace (capture it with --dense)")
     if not 1 <= args.iterations <= trace.iterations or not 1 <= args.workers <= trace.workers:
-        raise ConfigError(f"--iterations/--ranks: the trace has {trace.iterations} iterations of {trace.workers} workers")
+        raise ConfigError(f"--iterations/--ranks: the trace has {trace.iterations} iterations of {trace.workers} "
+                          "workers")
     curves = {f"{sp} / by {by}": trace_curve(trace, degrees, args.density, by, sp, range(args.iterations),
                                             range(args.workers))
               for sp in sparsifiers for by in readings}

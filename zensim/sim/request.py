@@ -381,7 +381,8 @@ class ClusterRequest(Request):
     def model_options(self) -> dict[str, Any] | None:
         """The sharing model's options from the request: maxmin's batch, then the model options given (a
         given batch wins); None for none."""
-        options = {**({"batch": self.maxmin_batch} if self.model == "maxmin" else {}), **self.typed_options("model_option")}
+        batch = {"batch": self.maxmin_batch} if self.model == "maxmin" else {}
+        options = {**batch, **self.typed_options("model_option")}
         return options or None
 
 
