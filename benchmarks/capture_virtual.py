@@ -1,4 +1,4 @@
-"""Cost of `zensim capture --script --virtual-ranks N` on benchmarks/recsys_ddp.py, a DDP script that is
+"""Cost of `zensim capture --script --ranks N` on benchmarks/recsys_ddp.py, a DDP script that is
 not a zensim workload: wall, user and system CPU and peak resident memory of the capture process, and the
 trace's size, for each N (docs/capture.md, "Cost").
 
@@ -33,7 +33,7 @@ def capture(ranks: int, folder: Path) -> dict[str, float]:
     """One capture of `ranks` virtual ranks into `folder`: its process's wall, CPU and peak memory, the trace's
     bytes."""
     out = folder / f"recsys-{ranks}.zt"
-    command = [sys.executable, "-m", "zensim.cli", "capture", "--script", str(SCRIPT), "--virtual-ranks", str(ranks),
+    command = [sys.executable, "-m", "zensim.cli", "capture", "--script", str(SCRIPT), "--ranks", str(ranks),
                "--warmup", "2", "--iterations", "5", "--params", "items.*,users.*", "-o", str(out), "--",
                "--samples", str(ranks * 32 * 7)]
     errors = folder / f"recsys-{ranks}.stderr"
@@ -44,7 +44,7 @@ def capture(ranks: int, folder: Path) -> dict[str, float]:
         wall = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
-        raise SystemExit(f"capture_virtual: --virtual-ranks {ranks} failed: {errors.read_text().strip()}")
+        raise SystemExit(f"capture_virtual: --ranks {ranks} failed: {errors.read_text().strip()}")
     return {"ranks": ranks, "wall_s": wall, "user_s": usage.ru_utime, "system_s": usage.ru_stime,
             "peak_rss_kib": usage.ru_maxrss, "trace_bytes": out.stat().st_size}
 

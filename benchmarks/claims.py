@@ -363,7 +363,7 @@ EXDYNA_GPU = "docs/exdyna-loop-gpu.csv.gz"
 EXDYNA_CPU = "docs/exdyna-loop-cpu.csv.gz"
 EXDYNA_CMD = ("PYTHONPATH=. python benchmarks/exdyna_loop.py --embed 1100 --hidden 650 --layers 2 --seconds 255 "
               "--iterations 100000 --corpus out/kjv.txt.gz --price-every 100 --csv exdyna-loop-gpu.csv (an H200); "
-              "zensim exdyna-loop --embed 96 --hidden 96 --batch 20 --iterations 2400 --seconds 3300 --price-every 5 "
+              "zensim exdyna-loop --embed 96 --hidden 96 --batch-size 20 --iterations 2400 --seconds 3300 --price-every 5 "
               "--csv exdyna-loop-cpu.csv (CPU); each CSV then gzip -9 -n into docs/")
 
 

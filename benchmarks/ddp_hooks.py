@@ -36,7 +36,7 @@ HOOKS = {"default": ["--hook", "default"], "zen-dense-above-0.5": ["--hook", "ze
 def emulate(name: str, folder: Path, steps: int) -> dict:
     """One `zensim emulate --script` run of hook `name`: its --json document and rank 0's lines."""
     logs, saved = folder / f"logs-{name}", folder / f"{name}.pt"
-    command = [sys.executable, "-m", "zensim.cli", "emulate", "--ranks", "4", "--bandwidth", "25mbit", "--script",
+    command = [sys.executable, "-m", "zensim.cli", "emulate", "--ranks", "4", "--nic", "25mbit", "--script",
                str(SCRIPT), "--json", "--logs", str(logs), "--", *HOOKS[name], "--steps", str(steps), "--save", str(saved)]
     run = subprocess.run(command, capture_output=True, text=True)
     if run.returncode != 0:

@@ -3,7 +3,7 @@ calibrate` and `zensim validate`. One field per flag (zensim.request's mapping: 
 check); the rules between fields are each request's `validate`; its `run()` does the work (emulate.session,
 emulate.script, emulate.validate) and returns what the command prints or writes.
 
-Values given as text stay text in the request (--bandwidth 200mbit, --scheme zen,sparcml, --options
+Values given as text stay text in the request (--nic 200mbit, --scheme zen,sparcml, --options
 JSON), checked when the request is made; the properties give them parsed (rate_bps, schemes, ...)."""
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ class EmulationRequest(Request):
     """What every emulation command takes: the links' bandwidth, the trace iteration, the schemes'
     options, the run's timeout and the wait for another emulation."""
 
-    bandwidth: str = option("200mbit", "per-NIC bandwidth, each direction (default 200mbit)", bandwidth)
+    nic: str = option("200mbit", "per-NIC bandwidth, each direction (default 200mbit)", bandwidth)
     iteration: int = option(0, "trace iteration (default 0)", at_least(0))
     options: str = option("{}", "scheme options as JSON, e.g. '{\"pull\": \"hash_bitmap\"}'", scheme_options,
                           metavar="JSON")
@@ -134,8 +134,8 @@ class EmulationRequest(Request):
 
     @property
     def rate_bps(self) -> float:
-        """--bandwidth in bit/s (the units of tc)."""
-        return 8 * parse_bandwidth(self.bandwidth, "--bandwidth")
+        """--nic in bit/s (the units of tc)."""
+        return 8 * parse_bandwidth(self.nic, "--nic")
 
     @property
     def scheme_options(self) -> dict:
@@ -212,14 +212,14 @@ class CalibrateRequest(EmulationRequest):
     out: str | None = option(None, "profile JSON to write (zensim-profile/1)", optional(output_file), required=True)
     trace: str | None = option(None, "trace whose scheme runs calibrate local work (else links only)",
                                optional(text("a trace")))
-    schemes: str = option("all", "schemes whose runs calibrate local work, a comma list or all (default all)", schemes)
+    scheme: str = option("all", "schemes whose runs calibrate local work, a comma list or all (default all)", schemes)
 
     def run(self) -> dict:
         """Measure and write the profile; the profile."""
         from emulate.session import calibrate_cluster
 
         return calibrate_cluster(self.ranks, self.rate_bps, Path(self.out), self.trace,
-                                 scheme_list(self.schemes) if self.trace else [], self.iteration, self.scheme_options,
+                                 scheme_list(self.scheme) if self.trace else [], self.iteration, self.scheme_options,
                                  self.timeout, self.wait)
 
 
@@ -230,8 +230,11 @@ class ValidateRequest(EmulationRequest):
     names a folder ('' for none): by default a run never writes into the repository's docs/ (which holds
     the project's own validation page)."""
 
-    bandwidth: str = option("200mbit", "per-NIC bandwidth, each direction, or a comma list of them (default 200mbit)",
-                            bandwidths)
+    nic: str = option("200mbit", "per-NIC bandwidth, each direction, or a comma list of them (default 200mbit)",
+                      bandwidths)
+    iteration: str = option("0", "trace iteration(s) to validate, a comma list (default 0); with a comma list of --nic "
+                            "values, every bandwidth x size x iteration is run",
+                            integers(0, "expected non-negative trace iterations"))
     trace: str | None = option(None, "trace to validate on (required unless --from-json)", optional(text("a trace")))
     ranks: str = option("4,8,16", "cluster sizes (default 4,8,16)",
                         integers(2, "every cluster needs at least 2 ranks"))
@@ -240,11 +243,8 @@ class ValidateRequest(EmulationRequest):
                                    optional(text("validation.json files")))
     notes: str | None = option(None, "markdown file appended to the generated page (analysis)",
                                optional(text("a markdown file")))
-    schemes: str = option("all", "schemes, a comma list or all (default all)", schemes)
+    scheme: str = option("all", "schemes, a comma list or all (default all)", schemes)
     repeats: int = option(3, "emulated runs of every scheme (default 3)", at_least(1))
-    iterations: str | None = option(None, "comma list of trace iterations to validate (default: --iteration); with a "
-                                    "comma list of --bandwidth values, every bandwidth x size x iteration is run",
-                                    optional(integers(0, "expected non-negative trace iterations")))
     step_repeats: int = option(3, "timed in-process runs per scheme whose median is the measured local work "
                                "(default 3)", at_least(1))
     calibration_iteration: int | None = option(None, "trace iteration for the local-work calibration (default 1 if "
@@ -277,15 +277,14 @@ class ValidateRequest(EmulationRequest):
             calib = self.calibration_iteration
             if calib is None:
                 calib = 1 if trace.iterations > 1 else 0
-            iterations = [self.iteration] if self.iterations is None else ints(self.iterations)
-            flag = "--iterations" if self.iterations is not None else "--iteration"
+            iterations = ints(self.iteration)
             bad = [i for i in iterations if i >= trace.iterations]
             if bad:
-                raise ConfigError(f"{flag}: {bad[0]} out of range for {self.trace} ({trace.iterations} iterations)")
+                raise ConfigError(f"{self.place('iteration')}: {bad[0]} out of range for {self.trace} ({trace.iterations} iterations)")
             workdir = Path(self.workdir)
             result = validate(self.trace, ints(self.ranks),
-                              [8 * parse_bandwidth(x, "--bandwidth") for x in self.bandwidth.split(",") if x],
-                              scheme_list(self.schemes), self.repeats, iterations, calib, self.scheme_options,
+                              [8 * parse_bandwidth(x, "--nic") for x in self.nic.split(",") if x],
+                              scheme_list(self.scheme), self.repeats, iterations, calib, self.scheme_options,
                               workdir, self.wait, self.step_repeats)
             command = result["command"] = command_line
             write_atomic(workdir / "validation.json", json.dumps(result, indent=2) + "\n")

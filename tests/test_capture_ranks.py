@@ -124,14 +124,14 @@ def test_bad_input_is_one_line_before_the_script_runs(tmp_path, capsys) -> None:
     out = str(tmp_path / "t.zt")
     base = ["capture", "--iterations", "1"]
     for argv, message in (
-            (["--script", str(script), "-o", out], "--virtual-ranks N and --script SCRIPT go together"),
-            (["--workload", "deepfm", "--virtual-ranks", "4", "-o", out], "go together"),
-            (["--script", str(script), "--virtual-ranks", "0", "-o", out], "--virtual-ranks 0: must be at least 1"),
-            (["--script", str(script), "--virtual-ranks", "4", "-o", str(tmp_path / "t-{rank}.zt")], "no {rank}"),
-            (["--script", str(script), "--virtual-ranks", "4", "-o", str(tmp_path / "no" / "t.zt")],
+            (["--script", str(script), "-o", out], "--ranks: required with --script"),
+            (["--hook", str(script), "--ranks", "4", "-o", out], "--ranks: not used with --hook"),
+            (["--script", str(script), "--ranks", "0", "-o", out], "--ranks 0: must be at least 1"),
+            (["--script", str(script), "--ranks", "4", "-o", str(tmp_path / "t-{rank}.zt")], "no {rank}"),
+            (["--script", str(script), "--ranks", "4", "-o", str(tmp_path / "no" / "t.zt")],
              "does not exist"),
-            (["--script", str(tmp_path / "none.py"), "--virtual-ranks", "4", "-o", out], "no such file"),
-            (["--script", str(script), "--virtual-ranks", "4", "--sparsifier", "topk", "--density", "0.1",
+            (["--script", str(tmp_path / "none.py"), "--ranks", "4", "-o", out], "no such file"),
+            (["--script", str(script), "--ranks", "4", "--sparsifier", "topk", "--density", "0.1",
               "-o", out], "natural sparsity only")):
         assert main([*base, *argv]) == 2
         err = capsys.readouterr().err.strip().splitlines()

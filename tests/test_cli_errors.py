@@ -144,14 +144,14 @@ def test_validate_never_writes_into_the_repository_docs_by_default(tmp_path, mon
 
 # Issue 26, item 6: inputs accepted silently or refused late, each refused before any work in one line.
 DENSE = str(ROOT / "traces" / "digits-cnn-16w.zt")  # a trace with values: what --iterations replays
-REPLAY = ["simulate", "--trace", DENSE, "--scheme", "spardl", "--machines", "4", "--iterations", "0:2"]
+REPLAY = ["simulate", "--trace", DENSE, "--scheme", "spardl", "--machines", "4", "--replay", "0:2"]
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--density", "0.5"], "--density: only with --iterations A:B"),
-    (["--density", "0"], "--density: only with --iterations A:B"),
-    (["--sparsifier", "topk"], "--sparsifier: only with --iterations A:B"),
-    (["--per-iteration"], "--per-iteration: only with --iterations A:B"),
+    (["--density", "0.5"], "--density: only with --replay A:B"),
+    (["--density", "0"], "--density: only with --replay A:B"),
+    (["--sparsifier", "topk"], "--sparsifier: only with --replay A:B"),
+    (["--per-iteration"], "--per-iteration: only with --replay A:B"),
 ])
 def test_replay_options_without_iterations_are_refused(trace, capsys, extra, message):
     assert main(["simulate", "--trace", str(trace), "--machines", "2", "--scheme", "zen", *extra]) == 2
@@ -159,8 +159,8 @@ def test_replay_options_without_iterations_are_refused(trace, capsys, extra, mes
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--iteration", "3"], "--iteration 3: not with --iterations 0:2"),
-    (["--iteration", "0"], "--iteration 0: not with --iterations 0:2"),
+    (["--iteration", "3"], "--iteration 3: not with --replay 0:2"),
+    (["--iteration", "0"], "--iteration 0: not with --replay 0:2"),
     (["--model", "analytic"], "--model: analytic has no timeline for a replay over iterations"),
     (["--options", '{"nosuch": 1}'], "--options: 'nosuch' is accepted by none of spardl"),
     (["--scheme", "zen+nosuch"], "--scheme zen+nosuch: unknown sparsifier 'nosuch'"),

@@ -30,16 +30,16 @@ CASES = [
     (["emulate", "--ranks", "2", "--repeats", "0"], "--repeats"),
     (["emulate", "--ranks", "2", "--peers", "foo"], "--peers"),
     (["emulate", "--ranks", "2", "--timeout", "0"], "--timeout"),
-    (["emulate", "--ranks", "2", "--bandwidth", "fast"], "--bandwidth"),
+    (["emulate", "--ranks", "2", "--nic", "fast"], "--nic"),
     (["emulate", "--ranks", "2", "--options", "[1]"], "--options"),
     (["emulate", "--ranks", "2", "--raw", "{tmp}"], "--raw: .* is a directory"),
     (["calibrate", "--ranks", "2", "--out", "{tmp}"], "--out: .* is a directory"),
     (["validate", "--ranks", "2", "--repeats", "0"], "--repeats"),
     (["validate", "--ranks", "2", "--workdir", "{trace}"], "--workdir: .* not a directory"),
     (["validate", "--ranks", "2", "--step-repeats", "0"], "--step-repeats"),
-    (["validate", "--ranks", "2", "--bandwidth", "25mbit,fast"], "--bandwidth"),
-    (["validate", "--ranks", "2", "--iterations", "0,x"], "--iterations: expected comma-separated integers"),
-    (["validate", "--ranks", "2", "--iterations", "0,1"], "--iterations: 1 out of range"),
+    (["validate", "--ranks", "2", "--nic", "25mbit,fast"], "--nic"),
+    (["validate", "--ranks", "2", "--iteration", "0,x"], "--iteration: expected comma-separated integers"),
+    (["validate", "--ranks", "2", "--iteration", "0,1"], "--iteration: 1 out of range"),
 ]
 
 

@@ -258,7 +258,7 @@ def test_deadline_stops_after_the_first_iteration() -> None:
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    ({"workers": 0}, "--workers 0"), ({"density": 0.0}, "--density 0.0"), ({"density": 1.5}, "--density 1.5"),
+    ({"workers": 0}, "--ranks 0"), ({"density": 0.0}, "--density 0.0"), ({"density": 1.5}, "--density 1.5"),
     ({"price_every": -1}, "--price-every -1"), ({"workers": 40}, "fewer than the 40 workers"),
 ])
 def test_bad_loop_input(kwargs: dict, message: str) -> None:
@@ -294,7 +294,7 @@ def test_command_writes_csv_and_json(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--seconds", "0"], "--seconds 0"), (["--workers", "0"], "--workers 0"), (["--density", "2"], "--density 2"),
+    (["--seconds", "0"], "--seconds 0"), (["--ranks", "0"], "--ranks 0"), (["--density", "2"], "--density 2"),
     (["--device", "tpu"], "--device tpu"), (["--embed", "0"], "--embed 0"), (["--csv", "nowhere/x.csv"], "no such folder"),
     (["--corpus", "missing.txt"], "--corpus missing.txt: no such file"), (["--model", "nope"], "--model nope"),
     (["--softmax", "hier"], "--softmax hier"),

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from test_scenario_training import inputs  # noqa: F401 (the fixture)
+
 DOC = Path(__file__).resolve().parent.parent / "docs" / "extending.md"
 BLOCK = re.compile(r"```python file=(\S+)\n(.*?)```", re.S)
 
@@ -114,6 +116,52 @@ def test_sharing_model_example_is_configured_from_the_cli(monkeypatch, tmp_path,
     assert times[cls.name] == pytest.approx(times["fifo"] + 2e-3, rel=1e-9)
 
 
+def test_sharing_model_option_reaches_every_mode(monkeypatch, tmp_path, capsys, inputs):  # noqa: F811
+    """The model's declared option is a field of every request: a replay over iterations (each iteration's
+    dense ring on 2 machines is 2 stages of one message a rank: exactly 2 o more than fifo), a scenario's
+    `model_options:` (the command's time exactly) and `zensim iteration` (the request carries it to the
+    timeline: slower than fifo); the same one-line problem from the flag and the key."""
+    import json
+
+    from zensim.cli import main
+    from zensim.errors import ConfigError
+    from zensim.net import models
+    from zensim.sim.scenario import load_scenario
+
+    cls = load("zensim/net/models/fifo_overhead.py").FifoOverhead
+    monkeypatch.setitem(models.MODELS, cls.name, cls)
+    digits = str(DOC.parent.parent / "traces" / "digits-cnn-16w.zt")
+    times = {}
+    for model, extra in (("fifo", []), (cls.name, ["--model-option", "overhead=1e-3"])):
+        assert main(["simulate", "--trace", digits, "--replay", "0:2", "--machines", "2", "--scheme", "dense-allreduce",
+                     "--model", model, *extra, "--json"]) == 0
+        times[model] = [r["time_s"] for r in json.loads(capsys.readouterr().out)["records"]]
+    assert times[cls.name] == pytest.approx([t + 2e-3 for t in times["fifo"]], rel=1e-9)
+
+    common = ["--trace", digits, "--machines", "2", "--scheme", "dense-allreduce", "--model", cls.name]
+    assert main(["simulate", *common, "--model-option", "overhead=1e-3", "--json"]) == 0
+    command = json.loads(capsys.readouterr().out)["records"][0]["time_s"]
+    path = tmp_path / "s.yaml"
+    path.write_text(f"trace: {digits}\ncluster: {{machines: 2}}\nschemes: [dense-allreduce]\nmodel: {cls.name}\n"
+                    "model_options: {overhead: 1.0e-3}\n")
+    assert main(["run", str(path), "--processes", "0", "--out", str(tmp_path / "o"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["records"][0]["time_s"] == command
+
+    path.write_text(path.read_text().replace("1.0e-3", "often"))
+    with pytest.raises(ConfigError, match=rf"^{path}: model_options.overhead: expected a number, got 'often'$"):
+        load_scenario(path)
+    assert main(["simulate", *common, "--model-option", "overhead=often"]) == 2
+    assert capsys.readouterr().err == "zensim: error: --model-option overhead=often: expected a number\n"
+
+    trace, layers = inputs
+    spent = {}
+    for model, extra in (("fifo", []), (cls.name, ["--model-option", "overhead=1e-3"])):
+        assert main(["iteration", "--trace", str(trace), "--layers", str(layers), "--machines", "2", "--scheme", "zen",
+                     "--iterations", "1", "--model", model, *extra, "--json"]) == 0
+        spent[model] = [r["iteration_s"] for r in json.loads(capsys.readouterr().out)]
+    assert all(o > f for o, f in zip(spent[cls.name], spent["fifo"]))
+
+
 def test_workload_example(monkeypatch):
     from zensim.trace.capture import names
     from zensim.trace.capture.conformance import check_workload
@@ -177,3 +225,30 @@ def test_fabric_example(monkeypatch, tmp_path, capsys):
                  "zen,agsparse-p2p", "--json"]) == 0
     records = json.loads(capsys.readouterr().out)["records"]
     assert [r["scheme"] for r in records] == ["zen", "agsparse-p2p"] and all(r["time_s"] > 0 for r in records)
+
+    # its declared option, from the command line and a scenario: one row of 6 is the ring, link for link
+    from zensim.errors import ConfigError
+    from zensim.sim.scenario import load_scenario
+
+    one_row = fabrics.build_topology(ClusterSpec(6, 1, 1e9, fabric="torus", fabric_options=(("rows", 1),)))
+    assert one_row.num_links == fabrics.build_topology(ClusterSpec(6, 1, 1e9, fabric="ring")).num_links < topo.num_links
+    times = {}
+    for fabric in (["--fabric", "ring"], ["--fabric", "torus", "--fabric-option", "rows=1"]):
+        assert main(["simulate", "--trace", path, "--machines", "6", *fabric, "--scheme", "zen,dense-allreduce",
+                     "--json"]) == 0
+        times[fabric[1]] = [r["time_s"] for r in json.loads(capsys.readouterr().out)["records"]]
+    assert times["torus"] == times["ring"]
+    scn = tmp_path / "s.yaml"
+    scn.write_text(f"trace: {path}\ncluster: {{machines: 6, fabric: torus, fabric_options: {{rows: 1}}}}\n"
+                   "schemes: [zen, dense-allreduce]\n")
+    assert main(["run", str(scn), "--processes", "0", "--out", str(tmp_path / "o"), "--json"]) == 0
+    assert [r["time_s"] for r in json.loads(capsys.readouterr().out)["records"]] == times["ring"]
+    scn.write_text(scn.read_text().replace("rows: 1", "rows: x"))
+    with pytest.raises(ConfigError, match=rf"^{scn}: cluster.fabric_options.rows: expected an integer, got 'x'$"):
+        load_scenario(scn)
+    for bad, problem in ((["--fabric-option", "rows=x"], "--fabric-option rows=x: expected an integer"),
+                         (["--fabric-option", "cols=2"], "--fabric-option cols=2: not an option of fabric torus "
+                          "(its options and defaults: rows=0)"),
+                         (["--oversub", "2"], "--oversub: only for a leaf-spine fabric (fabric is 'torus')")):
+        assert main(["simulate", "--trace", path, "--machines", "6", "--fabric", "torus", *bad]) == 2
+        assert capsys.readouterr().err == f"zensim: error: {problem}\n"

@@ -79,7 +79,7 @@ def test_dask_workers_without_the_dask_extra_is_one_line(missing, tmp_path, caps
     scenario.write_text(f"trace: {ROOT / 'traces' / 'lstm-lm-16w.zt'}\nschemes: [zen]\n"
                         "sweep:\n  machines: [2, 4]\noutputs:\n  csv: out.csv\n")
     assert main(["sweep", str(scenario), "--workers", "2", "--out", str(tmp_path)]) == 2
-    assert "--workers 2: needs distributed, which is not installed (pip install 'zensim[dask]')" in _one_line(capsys)
+    assert "--processes 2: needs distributed, which is not installed (pip install 'zensim[dask]')" in _one_line(capsys)
     assert main(["sweep", str(scenario), "--scheduler", "tcp://127.0.0.1:1", "--out", str(tmp_path)]) == 2
     assert "pip install 'zensim[dask]'" in _one_line(capsys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]  # refused before any work

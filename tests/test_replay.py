@@ -101,7 +101,7 @@ def test_exdyna_exchange_is_lossless_with_its_padding() -> None:
 def test_parse_range() -> None:
     assert parse_range("3:7", 50) == (3, 7) and parse_range(":", 50) == (0, 50) and parse_range("10:", 50) == (10, 50)
     for bad in ("7:3", "0:51", "x", "1:2:3"):
-        with pytest.raises(ConfigError, match=f"--iterations {bad}"):
+        with pytest.raises(ConfigError, match=f"--replay {bad}"):
             parse_range(bad, 50)
 
 
@@ -114,16 +114,16 @@ def test_simulate_iterations_command(tmp_path: Path, capsys) -> None:
     from zensim.cli import main
 
     plot, csv = tmp_path / "it.png", tmp_path / "it.csv"
-    args = ["simulate", "--trace", str(DIGITS), "--iterations", "2:5", "--scheme", "topka,spardl", "--machines", "16",
+    args = ["simulate", "--trace", str(DIGITS), "--replay", "2:5", "--scheme", "topka,spardl", "--machines", "16",
             "--nic", "10Gbps", "--plot", str(plot), "--csv", str(csv), "--per-iteration"]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "iterations 2:5" in out and "spardl" in out and "f(t) mean" in out
     assert plot.read_bytes()[:4] == b"\x89PNG" and len(csv.read_text().splitlines()) == 1 + 2 * 3
-    assert main(["simulate", "--trace", str(DIGITS), "--iterations", "0:51", "--scheme", "spardl"]) == 2
-    assert "--iterations 0:51: must satisfy 0 <= A < B <= 50" in capsys.readouterr().err
+    assert main(["simulate", "--trace", str(DIGITS), "--replay", "0:51", "--scheme", "spardl"]) == 2
+    assert "--replay 0:51: must satisfy 0 <= A < B <= 50" in capsys.readouterr().err
     indices = Path(__file__).resolve().parent.parent / "traces" / "lstm-lm-128w.zt"
-    assert main(["simulate", "--trace", str(indices), "--iterations", "0:2", "--scheme", "spardl"]) == 2
+    assert main(["simulate", "--trace", str(indices), "--replay", "0:2", "--scheme", "spardl"]) == 2
     assert "indices only" in capsys.readouterr().err
 
 

@@ -23,7 +23,7 @@ def _json_of(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
 
 
 def test_replay_document_carries_provenance_and_report_reads_it(tmp_path, capsys):
-    argv = ["simulate", "--trace", str(DIGITS), "--iterations", "0:2", "--scheme", "spardl,topka", "--machines", "4",
+    argv = ["simulate", "--trace", str(DIGITS), "--replay", "0:2", "--scheme", "spardl,topka", "--machines", "4",
             "--nic", "10Gbps", "--json"]
     doc = _json_of(argv, capsys)
     assert doc["schema"] == "zensim-replay/1"

@@ -178,7 +178,7 @@ def test_simulate_writes_one_file_per_rank_through_the_cli(trace, tmp_path, caps
 
 @pytest.mark.parametrize("prefix, extra, message", [
     ("x", ["--scheme", "zen,sparcml"], "--chakra: one scheme per trace, --scheme zen,sparcml names 2"),
-    ("x", ["--scheme", "zen", "--iterations", "0:1"], "--chakra: exports one synchronization, not with --iterations"),
+    ("x", ["--scheme", "zen", "--replay", "0:1"], "--chakra: exports one synchronization, not with --replay"),
     ("-", ["--scheme", "zen"], "--chakra: '-' (standard output) is not an output here"),
     ("", ["--scheme", "zen"], "is a folder; give a file prefix"),
     ("nosuch/x", ["--scheme", "zen"], "--chakra: folder"),

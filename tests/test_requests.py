@@ -25,7 +25,8 @@ COMMANDS = {"simulate": (ClusterRequest, ["--trace", "t.zt"], {}),
 
 def yaml_defaults(section: dict) -> dict:
     """Every key a scenario's point reads, with the default a scenario gives it when it is absent."""
-    return {**CLUSTER_DEFAULTS, **section, "model": "fifo", "maxmin_batch": ClusterRequest.maxmin_batch, "iteration": 0}
+    return {**CLUSTER_DEFAULTS, **section, "model": "fifo", "maxmin_batch": ClusterRequest.maxmin_batch,
+            "model_options": None, "iteration": 0}
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -101,13 +102,11 @@ def test_iteration_takes_the_presets_gpus_as_a_scenario_does(inputs) -> None:  #
 def test_a_replay_refuses_what_it_would_ignore_from_both(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """The replay times every iteration on a sharing model with its default batch and runs every GPU as a
     rank: a scenario used to swap analytic for fifo silently, and both ignored the layout and the batch."""
-    base = ["simulate", "--trace", str(DIGITS), "--iterations", "0:2", "--machines", "2", "--scheme", "topka"]
+    base = ["simulate", "--trace", str(DIGITS), "--replay", "0:2", "--machines", "2", "--scheme", "topka"]
     for extra, problem in ((["--model", "analytic"], "--model: analytic has no timeline for a replay over iterations "
                             "(use fifo or maxmin)"),
                            (["--gpus-per-machine", "2"], "--layout: zen with 2 GPUs per machine, but a replay runs "
-                            "every GPU as a rank of the scheme: give the flat layout"),
-                           (["--maxmin-batch", "0.5"], "--maxmin-batch: not with a replay over iterations (its maxmin "
-                            "has the default batch, 1/256)")):
+                            "every GPU as a rank of the scheme: give the flat layout")):
         assert main(base + extra) == 2
         assert capsys.readouterr().err.strip() == f"zensim: error: {problem}"
     for body, problem in (("model: analytic\n", "model: analytic has no timeline"),

@@ -20,8 +20,8 @@ COMMANDS = {
     "emulate": (EmulateRequest, ["--ranks", "2", "--trace", "t.zt"], {"ranks": 2, "trace": "t.zt"}),
     "calibrate": (CalibrateRequest, ["--ranks", "2", "--out", "{tmp}/p.json"], {"ranks": 2, "out": "{tmp}/p.json"}),
     "validate": (ValidateRequest, ["--from-json", "v.json"], {"from_json": "v.json"}),
-    "capture": (CaptureRequest, ["--workload", "deepfm", "--workers", "2", "--iterations", "1", "-o", "{tmp}/t.zt"],
-                {"workload": "deepfm", "workers": 2, "iterations": 1, "output": "{tmp}/t.zt"}),
+    "capture": (CaptureRequest, ["--workload", "deepfm", "--ranks", "2", "--iterations", "1", "-o", "{tmp}/t.zt"],
+                {"workload": "deepfm", "ranks": 2, "iterations": 1, "output": "{tmp}/t.zt"}),
 }
 
 
@@ -42,13 +42,13 @@ def test_every_field_is_a_flag_with_the_fields_default(command: str, tmp_path: P
 
 
 @pytest.mark.parametrize("argv, problem", [
-    (["capture", "--workload", "deepfm", "--workers", "2", "--iterations", "1", "-o", "{tmp}/t.zt", "--seed", "x"],
+    (["capture", "--workload", "deepfm", "--ranks", "2", "--iterations", "1", "-o", "{tmp}/t.zt", "--seed", "x"],
      "--seed x: expected an integer"),
-    (["capture", "--workload", "deepfm", "--workers", "2", "--iterations", "1", "-o", "{tmp}/t.zt", "--sparsifier",
+    (["capture", "--workload", "deepfm", "--ranks", "2", "--iterations", "1", "-o", "{tmp}/t.zt", "--sparsifier",
       "nope"], "--sparsifier nope: unknown sparsifier (choose from natural, topk, dgc, threshold, blocktopk, oktopk)"),
     (["emulate", "--ranks", "2", "--trace", "t.zt", "--timeout", "soon"], "--timeout soon: expected a number"),
     (["emulate", "--ranks", "two", "--trace", "t.zt"], "--ranks two: expected an integer"),
-    (["validate", "--trace", "t.zt", "--schemes", "nope", "--docs", ""], "--schemes: unknown scheme(s) nope"),
+    (["validate", "--trace", "t.zt", "--schemes", "nope", "--docs", ""], "--scheme: unknown scheme(s) nope"),
     (["calibrate", "--ranks", "2", "--out", "{tmp}/p.json", "--wait", "-1"], "--wait: must be >= 0, got -1"),
 ])
 def test_a_bad_value_is_one_line_naming_its_flag(argv: list[str], problem: str, tmp_path: Path,

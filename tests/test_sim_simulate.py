@@ -232,9 +232,11 @@ def test_model_registered_after_import_is_simulated(skewed, monkeypatch):
 def test_model_options_reach_the_model(skewed):
     """A model's declared option given as a model option times as the named parameter does, and the
     CLI's text is typed as the option's default."""
-    from zensim.net.models import parse_model_options
+    from zensim.cli import build_parser
+    from zensim.sim.request import SimulateRequest
 
-    assert parse_model_options(["batch=0.5"], "maxmin") == {"batch": 0.5}
+    args = build_parser().parse_args(["simulate", "--trace", skewed, "--model", "maxmin", "--model-option", "batch=0.5"])
+    assert SimulateRequest.from_args(args).model_options == {"batch": 0.5}
     [generic] = simulate(skewed, "zen", ClusterSpec(8, 1, B), "maxmin", model_options={"batch": 0.5})
     [named] = simulate(skewed, "zen", ClusterSpec(8, 1, B), "maxmin", maxmin_batch=0.5)
     assert (generic.time_s, generic.vs_dense) == (named.time_s, named.vs_dense)
@@ -244,10 +246,11 @@ def test_model_options_reach_the_model(skewed):
     (["--scheme", "bogus"], "unknown scheme"),
     (["--machines", "4", "--gpus-per-machine", "4"], "8 workers"),
     (["--nic", "25Gbs"], "--nic"),
-    (["--model-option", "batch=0.1"], "--model-option batch=0.1: model fifo takes KEY=VALUE of its options"),
+    (["--model-option", "batch=0.1"], "--model-option batch=0.1: not an option of model fifo (its options and "
+     "defaults: none)"),
     (["--model", "maxmin", "--model-option", "batch=often"], "--model-option batch=often: expected a number"),
-    (["--model", "maxmin", "--model-option", "batch"], "(its options and defaults: batch=0.00390625)"),
-    (["--model", "maxmin", "--model-option", "batch=0.1", "--iterations", "0:1"], "--model-option: not with --iterations"),
+    (["--model", "maxmin", "--model-option", "batch"], "--model-option batch: expected KEY=VALUE"),
+    (["--model", "analytic", "--model-option", "batch=0.1"], "not an option of model analytic"),
 ])
 def test_cli_errors(skewed, capsys, args, message):
     assert main(["simulate", "--trace", skewed, *args]) == 2

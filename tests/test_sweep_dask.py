@@ -98,9 +98,9 @@ def test_bad_scheduler_and_workers_are_one_line(scenario, capsys, monkeypatch):
 
     monkeypatch.setattr(sweep, "CONNECT_TIMEOUT", "1s")
     assert main(["sweep", str(scenario), "--workers", "-1"]) == 2
-    assert "--workers -1" in capsys.readouterr().err
+    assert "--processes -1" in capsys.readouterr().err
     assert main(["sweep", str(scenario), "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"]) == 2
-    assert "--workers: not with --scheduler" in capsys.readouterr().err
+    assert "--processes: not with --scheduler" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="--scheduler tcp://127.0.0.1:1: cannot connect"):
         run_scenario(load_scenario(scenario), scheduler="tcp://127.0.0.1:1")
 

@@ -117,9 +117,9 @@ def test_persistence_is_fitted_and_drawn(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    ({"workers": 0}, "--workers 0: must be positive"),
-    ({"fit_workers": 17}, "--fit-workers 17: must be in 1..16"),
-    ({"fit_workers": 0}, "--fit-workers 0: must be in 1..16"),
+    ({"workers": 0}, "--ranks 0: must be positive"),
+    ({"fit_workers": 17}, "--fit-ranks 17: must be in 1..16"),
+    ({"fit_workers": 0}, "--fit-ranks 0: must be in 1..16"),
     ({"iterations": 0}, "--iterations 0: must be positive"),
     ({"seed": -1}, "--seed -1: must be non-negative"),
 ])
@@ -147,7 +147,7 @@ def test_cli(source: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> Non
     assert main(["trace", "scale", str(source), "--workers", "24", "--iterations", "1", "-o", str(out)]) == 0
     assert "wrote" in capsys.readouterr().out and Trace.open(out).workers == 24
     assert main(["trace", "scale", str(source), "--workers", "24", "--fit-workers", "99", "-o", str(tmp_path / "x.zt")]) == 2
-    assert "zensim: error: --fit-workers 99" in capsys.readouterr().err
+    assert "zensim: error: --fit-ranks 99" in capsys.readouterr().err
     assert not (tmp_path / "x.zt").exists()
 
 

@@ -161,7 +161,7 @@ def test_errors(trace_path) -> None:
     other = LayerProfile((ParamTime("x", 10, 0, 0.0, 0.0),), forward_s=0.0)
     with pytest.raises(ConfigError, match="'emb.weight' is not a parameter"):
         simulate_iteration(other, "zen", costs(2, 1), trace=trace_path)
-    with pytest.raises(ConfigError, match="--first-iteration 5"):
+    with pytest.raises(ConfigError, match="--iteration 5"):
         simulate_iteration(prof, "zen", costs(2, 1), trace=trace_path, first_iteration=5)
 
 

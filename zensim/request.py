@@ -61,13 +61,14 @@ class Option:
     required: bool = False  # the command line must give it
     one_of: str | None = None  # the command line gives exactly one of the fields with this name
     aliases: tuple[str, ...] = ()  # other spellings of the flag ('--output' beside '-o')
+    many: bool = False  # a repeatable flag (its texts as a list); a YAML mapping or list
 
 
 def option(default: Any, help: str, check: Check, *, flag: str | None = None, key: str | None = None,
            **settings: Any) -> Any:
     """A request field: its default, help, check, its flag and YAML key (default: from the field's name,
     `--field-name` and `field_name`; a flag without dashes is a positional taking the arguments after
-    `--`), and Option's other settings (metavar, switch, sweep, required, one_of, aliases)."""
+    `--`), and Option's other settings (metavar, switch, sweep, required, one_of, aliases, many)."""
     return dataclasses.field(default=default, metadata={"option": dict(flag=flag, key=key, help=help, check=check,
                                                                        **settings)})
 
@@ -171,6 +172,22 @@ def input_file(value: Any, where: Where) -> str:
     return str(where.path(value)) if where.path is not None else value
 
 
+def key_values(value: Any, where: Where) -> tuple[tuple[str, Any], ...]:
+    """KEY=VALUE texts (a repeated flag) or a YAML mapping -> ((key, value), ...) in the order given; the
+    values are typed where the keys' meaning is known (e.g. a model's options: zensim.sim.request)."""
+    if where.text and isinstance(value, list):
+        pairs = []
+        for item in value:
+            key, sep, text_ = str(item).partition("=")
+            if not sep or not key.strip():
+                raise where.fail(item, "expected KEY=VALUE")
+            pairs.append((key.strip(), text_.strip()))
+        return tuple(pairs)
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise where.fail(value, "expected a mapping of KEY: VALUE")
+    return tuple(value.items())
+
+
 def optional(check: Check) -> Check:
     """`check`, or None (not given)."""
     def maybe(value: Any, where: Where) -> Any:
@@ -220,6 +237,9 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type, *, lists: Sequence
             where = groups[opt.one_of]
         if opt.switch:
             where.add_argument(opt.flag, *opt.aliases, dest=name, action="store_true", help=opt.help)
+        elif opt.many:
+            where.add_argument(opt.flag, *opt.aliases, dest=name, action="append", default=fields[name],
+                               help=opt.help, metavar=opt.metavar or _metavar(opt))
         else:
             where.add_argument(opt.flag, *opt.aliases, dest=name, default=fields[name], required=opt.required,
                                help=opt.help + ("; a comma-separated list runs each" if name in lists else ""),
@@ -260,8 +280,9 @@ class Request:
             if name in given:
                 values[name] = given[name]
                 continue
-            raw = getattr(args, name)
-            values[name] = raw if raw is None or opt.switch else opt.check(raw, Where(opt.flag, isinstance(raw, str)))
+            raw = getattr(args, name)  # text, a repeated flag's list of texts, or the field's default
+            text = isinstance(raw, (str, list))
+            values[name] = raw if raw is None or opt.switch else opt.check(raw, Where(opt.flag, text))
         request = cls(**values)
         request.validate(lambda name: options_of(cls)[name].flag, True)
         return request

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator
 
 from zensim.cli import (capture, converge, emulate, exdynaloop, fusion, iteration, layers, partition, report, scenario, schemes,
-                        simulate, trace, warmup, work)
+                        simulate, trace, vocabulary, warmup, work)
 from zensim.errors import Terminated, ZensimError
 from zensim.report.provenance import command_line, version_line
 
@@ -32,6 +32,7 @@ class Parser(argparse.ArgumentParser):
     argparse's usage and "expected one argument". Subcommand parsers inherit the class."""
 
     def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", vocabulary.HelpFormatter)  # the deprecated spellings hidden
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = re.compile(r"^-\.?\d")
 
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(sub)
+    vocabulary.apply(parser)
     return parser
 
 

@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Train a built-in workload with N virtual data-parallel workers (exactly synchronous "
         "data parallelism in one process) and record every worker's gradient indices; or (--hook) run "
         "your own DDP training script, under torchrun, with the recording hook: each rank writes the "
-        "shard -o (containing {rank}); combine them with `zensim trace merge`; or (--script, --virtual-ranks N) "
+        "shard -o (containing {rank}); combine them with `zensim trace merge`; or (--script, --ranks N) "
         "run your DDP script once in this process as N virtual ranks, each reading the micro-batches its "
         "DistributedSampler gives it, and write their trace -o. See docs/capture.md.",
     )

@@ -57,7 +57,7 @@ def cmd_converge(args: argparse.Namespace) -> int:
     from zensim.sim.cluster import build_cluster
     from zensim.trace.capture.workloads import make_workload
 
-    for name, value, low in (("--workers", args.workers, 1), ("--iterations", args.iterations, 1),
+    for name, value, low in (("--ranks", args.workers, 1), ("--iterations", args.iterations, 1),
                              ("--eval-every", args.eval_every, 1)):
         if value < low:
             raise ConfigError(f"{name} {value}: must be at least {low}")

@@ -78,7 +78,8 @@ def cmd_missing(args: argparse.Namespace) -> int:
     if not trace.is_dense:
         raise ConfigError(f"{args.trace}: not a dense-gradient trace (capture it with --dense)")
     if not 1 <= args.iterations <= trace.iterations or not 1 <= args.workers <= trace.workers:
-        raise ConfigError(f"--iterations/--workers: the trace has {trace.iterations} iterations of {trace.workers} workers")
+        raise ConfigError(f"--iterations/--ranks: the trace has {trace.iterations} iterations of {trace.workers} "
+                          "workers")
     curves = {f"{sp} / by {by}": trace_curve(trace, degrees, args.density, by, sp, range(args.iterations),
                                             range(args.workers))
               for sp in sparsifiers for by in readings}
@@ -106,11 +107,11 @@ def cmd_strategies(args: argparse.Namespace) -> int:
     from zensim.train.fusion.strategies import Compression, Workload, plan
 
     if args.model not in MODELS:
-        raise ConfigError(f"--model {args.model}: choose from {', '.join(MODELS)}")
+        raise ConfigError(f"--workload {args.model}: choose from {', '.join(MODELS)}")
     if args.device not in DEVICES:
         raise ConfigError(f"--device {args.device}: choose from {', '.join(DEVICES)}")
     if args.machines < 1 or args.gpus_per_machine < 1 or args.tokens < 1 or args.batch < 1:
-        raise ConfigError("--machines, --gpus-per-machine, --tokens and --batch must be positive")
+        raise ConfigError("--machines, --gpus-per-machine, --tokens and --batch-size must be positive")
     if not 0 < args.density <= 1:
         raise ConfigError(f"--density {args.density}: must be in (0, 1]")
     outs = OutputFiles()

@@ -1,4 +1,4 @@
-"""`zensim simulate --iterations A:B`: sparsifier + scheme pairs over many iterations of a trace with
+"""`zensim simulate --replay A:B`: sparsifier + scheme pairs over many iterations of a trace with
 values (a dense-gradient trace), per-rank state carried; summary table, per-iteration figures."""
 
 from __future__ import annotations
@@ -14,21 +14,21 @@ ONLY_WITH_ITERATIONS = ("sparsifier", "density", "per_iteration")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of the iteration mode of `simulate` that are not the request's."""
-    p.add_argument("--per-iteration", action="store_true", help="with --iterations: print every iteration too")
+    p.add_argument("--per-iteration", action="store_true", help="with --replay: print every iteration too")
 
 
 def check_mode(args: argparse.Namespace) -> None:
     """One line, before any work, for an option of one mode of `simulate` given with the other: the
-    replay's options without --iterations, --iteration with it."""
+    replay's options without --replay, --iteration with it."""
     if args.range is None:
         unset = {"sparsifier": None, "density": ReplayRequest.density, "per_iteration": False}
         for name in ONLY_WITH_ITERATIONS:
             if getattr(args, name) != unset[name]:
-                raise ConfigError(f"--{name.replace('_', '-')}: only with --iterations A:B (without it, simulate "
+                raise ConfigError(f"--{name.replace('_', '-')}: only with --replay A:B (without it, simulate "
                                   "times one iteration's synchronization of the trace's own indices)")
         return
     if args.iteration != SimulateRequest.iteration:
-        raise ConfigError(f"--iteration {args.iteration}: not with --iterations {args.range} (which replays "
+        raise ConfigError(f"--iteration {args.iteration}: not with --replay {args.range} (which replays "
                           "iterations A..B-1)")
 
 
@@ -45,7 +45,7 @@ def cmd_replay(args: argparse.Namespace, req: ReplayRequest, outs, paths) -> int
 
     for option in ("timeline", "links", "traffic", "link_plot"):
         if getattr(args, option, None):
-            raise ConfigError(f"--{option.replace('_', '-')}: not with --iterations")
+            raise ConfigError(f"--{option.replace('_', '-')}: not with --replay")
     records, methods, (first, last), costs = run_replay(req, args.trace, args.scheme, parse_options(args.options),
                                                         default=ITERATION_SET, progress=True)
     summary = summarize(records)

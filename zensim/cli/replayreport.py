@@ -1,5 +1,5 @@
 """`zensim report` of replay, training and partition documents (zensim-replay/1 from `simulate
---iterations --json`, zensim-training/1 from `converge --json`, zensim-partition/1 from `partition
+--replay --json`, zensim-training/1 from `converge --json`, zensim-partition/1 from `partition
 --json`): what made each run, its table, --csv of every record with that context, --plot of one
 replay's or training's figures."""
 

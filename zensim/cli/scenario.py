@@ -22,8 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for name, helptext in (("run", "run a YAML scenario (a single point or a sweep)"),
                            ("sweep", "run a YAML scenario that has a sweep: section (error if it has none)")):
         p = subparsers.add_parser(name, help=helptext, description=helptext + ". Points run as independent "
-                                  "tasks on a local Dask cluster (--workers), a running Dask scheduler "
-                                  "(--scheduler) or here (--workers 0); finished points are kept under the "
+                                  "tasks on a local Dask cluster (--processes), a running Dask scheduler "
+                                  "(--scheduler) or here (--processes 0); finished points are kept under the "
                                   "cache folder and skipped on a rerun. See docs/scenarios.md.")
         p.add_argument("scenario", help="scenario file (.yaml), see docs/scenarios.md")
         p.add_argument("--out", default=None, metavar="DIR",
@@ -47,10 +47,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.require_sweep and not scn.is_sweep:
         raise ConfigError(f"{scn.path}: no sweep: section with more than one point (use `zensim run`)")
     if args.workers is not None and args.scheduler is not None:
-        raise ConfigError("--workers: not with --scheduler (the scheduler's workers run the points)")
+        raise ConfigError("--processes: not with --scheduler (the scheduler's workers run the points)")
     workers = args.workers
     if workers is None:
-        # without the dask extra, every point runs here (an explicit --workers N asks for Dask)
+        # without the dask extra, every point runs here (an explicit --processes N asks for Dask)
         workers = 0 if len(scn.points) == 1 or not installed("distributed") else min(os.cpu_count() or 1, len(scn.points))
     store = None if args.cache == "none" else Path(args.cache) if args.cache else Path(args.out or ".") / STORE
     if store is not None:  # a cache under a file fails in every worker: one line now instead

@@ -8,7 +8,6 @@ from emulate.options import parse_options
 from zensim.cli import results
 from zensim.cli.replay import add_arguments as add_replay_arguments, check_mode
 from zensim.errors import ConfigError
-from zensim.net.models import parse_model_options
 from zensim.request import add_arguments
 from zensim.sim.request import ClusterRequest, ReplayRequest, SimulateRequest
 from zensim.sim.run import resolve_schemes
@@ -20,9 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--trace", required=True, help="trace file (.zt)")
     p.add_argument("--scheme", default="all", help="all | presets | distinct | NAME[,NAME...] (default all)")
     add_arguments(p, SimulateRequest)
-    p.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="an option the model declares (repeatable), e.g. --model fifo-overhead --model-option overhead=2e-6")
-    add_arguments(p, ReplayRequest, below=ClusterRequest)  # --iterations A:B and its options
+    add_arguments(p, ReplayRequest, below=ClusterRequest)  # --replay A:B and its options
     p.add_argument("--options", default="{}", metavar="JSON",
                    help="scheme options as JSON, e.g. '{\"value_dtype\": \"float16\", \"pull\": \"coo\"}' "
                         "(`zensim schemes --options NAME` lists a scheme's)")
@@ -44,7 +41,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                               "figures (use fifo or maxmin)")
     if args.chakra:
         check_chakra(args)
-    model_options = model_options_of(args)
     cluster, profile = req.build()
     outs, paths = results.plan(args, inputs=[args.trace, args.profile], ranks=cluster.gpus)
     if isinstance(req, ReplayRequest):
@@ -52,24 +48,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         return cmd_replay(args, req, outs, paths)
     costs = Costs.of(cluster, profile)
     records = req.run(args.trace, args.scheme, options=parse_options(args.options), costs=costs, progress=True,
-                      provenance=provenance(args.command_line), model_options=model_options)
+                      provenance=provenance(args.command_line))
     results.finish(args, records, outs, paths, work=costs.work)
     return 0
 
 
-def model_options_of(args: argparse.Namespace) -> dict[str, object]:
-    """The --model-option KEY=VALUE pairs for --model: options the model declares, typed as their
-    defaults (zensim.net.models.parse_model_options); a one-line error otherwise or with --iterations."""
-    if args.model_option and args.range is not None:
-        raise ConfigError("--model-option: not with --iterations (a replay over iterations runs each model's defaults)")
-    return parse_model_options(args.model_option, args.model)
-
-
 def check_chakra(args: argparse.Namespace) -> None:
     """--chakra exports one scheme's synchronization (one workload for ASTRA-sim): a one-line error for
-    several schemes or with --iterations."""
+    several schemes or with --replay."""
     if args.range is not None:
-        raise ConfigError("--chakra: exports one synchronization, not with --iterations")
+        raise ConfigError("--chakra: exports one synchronization, not with --replay")
     names = resolve_schemes(args.scheme)
     if len(names) > 1:
         raise ConfigError(f"--chakra: one scheme per trace, --scheme {args.scheme} names {len(names)}; "

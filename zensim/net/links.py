@@ -12,7 +12,7 @@ columns. The fabrics (zensim.net.fabrics) are its members: tree fabrics by formu
 from __future__ import annotations
 
 import enum
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -87,8 +87,12 @@ def machine_links(spec: Any, rails: bool) -> tuple[list[str], np.ndarray, np.nda
 class MachineLinks:
     """The members every topology laid out machine by machine shares (tree and graph fabrics): a
     machine's `_block` links (its GPUs' NVLink pairs, then its NIC pairs) from id `machine x _block`,
-    the fabric's links after every machine's."""
+    the fabric's links after every machine's. A fabric's class declares its `options` ({key: default},
+    read from ClusterSpec.fabric_option), the `required` ones ({key: an example}) and a `title` for errors."""
 
+    options: ClassVar[dict[str, object]] = {}
+    required: ClassVar[dict[str, str]] = {}
+    title: ClassVar[str] = ""
     spec: Any
     names: list[str]
     kind: np.ndarray

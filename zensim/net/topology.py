@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from zensim.errors import ConfigError
-from zensim.net.fabrics import FABRICS
+from zensim.net.fabrics import FABRICS, fabric_option
 from zensim.net.tree import format_tiers
 from zensim.net.units import format_bandwidth, parse_bandwidth, parse_latency
 
@@ -37,6 +38,8 @@ class ClusterSpec:
     nics: str = "machine"  # NIC_LAYOUTS
     transport: str = "tcp"  # TRANSPORTS (descriptive here: zensim.sim.cluster picks the latency from it)
     tiers: Tiers = ()  # fattree only: (members per group, oversubscription) per tier, from the bottom
+    # ((key, value), ...): the options the fabric declares (zensim.net.fabrics) beyond the fields above
+    fabric_options: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("machines", "gpus_per_machine", "machines_per_leaf"):
@@ -50,6 +53,8 @@ class ClusterSpec:
         if self.nics not in NIC_LAYOUTS:
             raise ConfigError(f"nics: unknown NIC layout {self.nics!r} (choose from {', '.join(NIC_LAYOUTS)})")
         object.__setattr__(self, "tiers", tuple(tuple(tier) for tier in self.tiers))  # lists (JSON) to tuples
+        object.__setattr__(self, "fabric_options", tuple((k, fabric_option(self.fabric, k, v))
+                                                         for k, v in self.fabric_options))
         if (self.fabric == "fattree") != bool(self.tiers):
             raise ConfigError("tiers: a fat-tree needs its tiers, and only a fat-tree has them (fabric is "
                               f"{self.fabric!r}, tiers {format_tiers(self.tiers) or 'none'})")
@@ -75,13 +80,18 @@ class ClusterSpec:
     def parse(cls, machines: int, gpus_per_machine: int, nic: str | float, nic_latency: str | float = 0.0,
               nvlink: str | float = "300GB/s", nvlink_latency: str | float = 0.0, fabric: str = "switch",
               oversub: float = 1.0, machines_per_leaf: int = 4, nics: str = "machine",
-              transport: str = "tcp", tiers: str | Tiers = ()) -> "ClusterSpec":
+              transport: str = "tcp", tiers: str | Tiers = (),
+              fabric_options: tuple[tuple[str, Any], ...] = ()) -> "ClusterSpec":
         """Build from unit strings (`25Gbps`, `5us`, `4:1,8:2` for tiers, ...), raising ConfigError naming
         the bad argument."""
         return cls(machines, gpus_per_machine, parse_bandwidth(nic, "--nic"), parse_latency(nic_latency, "--nic-latency"),
                    parse_bandwidth(nvlink, "--nvlink"), parse_latency(nvlink_latency, "--nvlink-latency"),
                    fabric, float(oversub), machines_per_leaf, nics, transport,
-                   parse_tiers(tiers) if isinstance(tiers, str) else tuple(tiers))
+                   parse_tiers(tiers) if isinstance(tiers, str) else tuple(tiers), fabric_options)
+
+    def fabric_option(self, key: str) -> Any:
+        """The fabric's option `key`: as given, else the default its class declares."""
+        return dict(self.fabric_options).get(key, FABRICS[self.fabric].options[key])
 
     def switch_tiers(self) -> Tiers:
         """The switch tiers above the machines: none on a single switch, one for a leaf-spine, the fat-tree's."""

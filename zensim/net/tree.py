@@ -54,7 +54,9 @@ def format_tiers(tiers) -> str:  # type: ignore[no-untyped-def]
 
 class TreeTopology(MachineLinks):
     """The links of a ClusterSpec with a tree fabric (names, kinds, capacities, latencies) and its
-    routes, by formula: a zensim.net.links.Topology."""
+    routes, by formula: a zensim.net.links.Topology. As itself, the single switch (no options)."""
+
+    title = "switch"
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         self.spec = spec
@@ -131,3 +133,18 @@ class TreeTopology(MachineLinks):
         out[pxn, 2] = ms[pxn] * block + 2 * g + 2 * ld[pxn]  # the relay's nic-up
         out[pxn, 3] = md[pxn] * block + 2 * g + 2 * ld[pxn] + 1  # the destination's nic-down
         return out
+
+
+class LeafSpineTopology(TreeTopology):
+    """A leaf-spine: one tier of leaves of `machines_per_leaf` machines, their uplinks 1:`oversub`."""
+
+    options = {"oversub": 1.0, "machines_per_leaf": 4}
+    title = "leaf-spine"
+
+
+class FatTreeTopology(TreeTopology):
+    """A multi-tier fat-tree: its `tiers` from the bottom ('4:1,8:2', zensim.net.topology.parse_tiers)."""
+
+    options = {"tiers": ""}
+    required = {"tiers": "e.g. 4:1,8:2 (leaves of 4 machines, pods of 8 leaves with 2:1 uplinks)"}
+    title = "fat-tree"

@@ -1,5 +1,5 @@
 """Replay, training and partition results as JSON documents that say what made them: `zensim simulate
---iterations` writes a zensim-replay/1 document, `zensim converge` a zensim-training/1 document,
+--replay` writes a zensim-replay/1 document, `zensim converge` a zensim-training/1 document,
 `zensim partition` a zensim-partition/1 document (its rows are plain dicts), each with the provenance (zensim version, commit, command, time), the trace (path, SHA-256) or the
 workload, and the cluster (every link and cost parameter), beside the summary and every record;
 `zensim report` reads them back (docs/reports.md)."""

@@ -20,7 +20,7 @@ per-rank state carried, each iteration's messages timed on a cluster.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -74,9 +74,9 @@ def parse_range(text: str, iterations: int) -> tuple[int, int]:
         first = int(lo) if lo else 0
         last = int(hi) if hi else iterations
     except ValueError:
-        raise ConfigError(f"--iterations {text}: expected A:B (B exclusive), e.g. 0:50") from None
+        raise ConfigError(f"--replay {text}: expected A:B (B exclusive), e.g. 0:50") from None
     if not 0 <= first < last <= iterations:
-        raise ConfigError(f"--iterations {text}: must satisfy 0 <= A < B <= {iterations} (the source's iterations)")
+        raise ConfigError(f"--replay {text}: must satisfy 0 <= A < B <= {iterations} (the source's iterations)")
     return first, last
 
 
@@ -100,15 +100,17 @@ class Tracker:
 
 
 def replay_iterations(source, methods: Sequence[Method], first: int, last: int, costs: Costs,  # type: ignore[no-untyped-def]
-                      model: str = "fifo", check: bool = True, progress: bool = False) -> list[ReplayIterationRecord]:
+                      model: str = "fifo", check: bool = True, progress: bool = False,
+                      model_options: Mapping[str, object] | None = None) -> list[ReplayIterationRecord]:
     """Every method on iterations first..last-1 of `source`, timed on `costs` (the cluster and its
-    work costs, zensim.net.costs) with sharing model `model` (see the module docstring). The run's
+    work costs, zensim.net.costs) with sharing model `model` and its `model_options` (see the module
+    docstring). The run's
     threads and the methods' stop on return (a method's start again at its next step)."""
     if costs.cluster.gpus != methods[0].n:
         raise ConfigError(f"cluster of {costs.cluster.gpus} GPUs for {methods[0].n} workers")
     pool = WorkerPool()
     try:
-        return _replay(source, methods, first, last, costs, model, check, progress, pool)
+        return _replay(source, methods, first, last, costs, model, model_options or {}, check, progress, pool)
     finally:
         pool.close()
         for method in methods:
@@ -116,7 +118,8 @@ def replay_iterations(source, methods: Sequence[Method], first: int, last: int, 
 
 
 def _replay(source, methods: Sequence[Method], first: int, last: int, costs: Costs,  # type: ignore[no-untyped-def]
-            model: str, check: bool, progress: bool, pool: WorkerPool) -> list[ReplayIterationRecord]:
+            model: str, model_options: Mapping[str, object], check: bool, progress: bool,
+            pool: WorkerPool) -> list[ReplayIterationRecord]:
     """replay_iterations' body, its norms on `pool`."""
     trackers = [Tracker(source.numel, 0.0) if check else None for _ in methods]
     records: list[ReplayIterationRecord] = []
@@ -130,7 +133,7 @@ def _replay(source, methods: Sequence[Method], first: int, last: int, costs: Cos
         for method, tracker in zip(methods, trackers):
             start = time.perf_counter()
             step = method.step(grads)
-            seconds = replay(step.run.log, costs, model).makespan
+            seconds = replay(step.run.log, costs, model, options=model_options).makespan
             conservation = 0.0
             if tracker is not None:
                 conservation = tracker.update(method, grads, step.applied)

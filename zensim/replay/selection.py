@@ -169,7 +169,7 @@ class SelectionLoop:
                  pricer: Callable[[Sequence[Any]], float] | None = None, price_every: int = 1,
                  batched: bool = False) -> None:
         if not isinstance(workers, int) or workers < 1:
-            raise ConfigError(f"--workers {workers}: must be a positive integer")
+            raise ConfigError(f"--ranks {workers}: must be a positive integer")
         if not 0 < density <= 1:
             raise ConfigError(f"--density {density}: must be in (0, 1]")
         if price_every < 0:

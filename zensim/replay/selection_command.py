@@ -31,7 +31,8 @@ DESCRIPTION = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The command's options."""
-    p.add_argument("--workers", type=int, default=16, help="virtual workers (default 16, the paper's)")
+    p.add_argument("--ranks", "--workers", dest="workers", type=int, default=16,
+                   help="virtual workers (default 16, the paper's)")
     p.add_argument("--density", type=float, default=0.001, help="user-set density d (default 0.001, the paper's)")
     p.add_argument("--iterations", type=int, default=2000, help="at most this many iterations (default 2000)")
     p.add_argument("--seconds", type=float, default=None,
@@ -42,7 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", type=int, default=2, help="LSTM layers (default 2)")
     p.add_argument("--softmax", default="adaptive",
                    help="adaptive (default) or full: a linear layer over the whole vocabulary")
-    p.add_argument("--batch", type=int, default=32, help="sequences per worker and iteration (default 32, the paper's)")
+    p.add_argument("--batch-size", "--batch", dest="batch", type=int, default=32,
+                   help="sequences per worker and iteration (default 32, the paper's)")
     p.add_argument("--seq-len", type=int, default=35, help="tokens per sequence (default 35)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--corpus", help="plain-text corpus (default: $ZENSIM_CORPUS, else the installed KJV)")
@@ -105,7 +107,7 @@ def writable(option: str, path: str | None) -> None:
 def command(args: argparse.Namespace) -> int:
     """Build the workload and the loop, run it within the budget, write CSV, JSON and plot."""
     began = time.monotonic()
-    for name, value in (("--workers", args.workers), ("--iterations", args.iterations), ("--threads", args.threads)):
+    for name, value in (("--ranks", args.workers), ("--iterations", args.iterations), ("--threads", args.threads)):
         if value < 1:
             raise ConfigError(f"{name} {value}: must be at least 1")
     if not 0 < args.density <= 1:

@@ -1,4 +1,4 @@
-"""Replays over iterations from requests: what `zensim simulate --iterations A:B` and a scenario's
+"""Replays over iterations from requests: what `zensim simulate --replay A:B` and a scenario's
 `iterations:` points run (zensim.replay: sparsifier + scheme methods, state carried).
 
     source, first, last = open_replay(request, trace)
@@ -17,7 +17,7 @@ from zensim.sim.request import ReplayRequest
 
 
 def replay_range(req: ReplayRequest, iterations: int) -> tuple[int, int]:
-    """The request's A:B as (first, last) within a trace of `iterations` iterations (errors name --iterations)."""
+    """The request's A:B as (first, last) within a trace of `iterations` iterations (errors name --replay)."""
     from zensim.replay.iterations import parse_range
 
     return parse_range(str(req.range), iterations)
@@ -51,5 +51,6 @@ def run_replay(req: ReplayRequest, trace: str | Path, schemes: str | Sequence[st
         first, last = replay_range(req, source.iterations)
         methods = replay_methods(req, cluster.gpus, source.numel, schemes, options, default)
         costs = Costs.of(cluster, profile)
-        records = replay_iterations(source, methods, first, last, costs, req.model, progress=progress)
+        records = replay_iterations(source, methods, first, last, costs, req.model, progress=progress,
+                                    model_options=req.model_options)
     return records, methods, (first, last), costs

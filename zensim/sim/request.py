@@ -17,8 +17,8 @@ from zensim.net.models import MODELS
 from zensim.net.presets import PRESETS
 from zensim.net.topology import FABRICS, NIC_LAYOUTS, TRANSPORTS
 from zensim.net.units import parse_bandwidth, parse_latency
-from zensim.request import (Request, Where, choice, input_file, integer, number, option, optional, switch, text,
-                             unit)
+from zensim.request import (Request, Where, choice, input_file, integer, key_values, number, option, optional,
+                             switch, text, unit)
 from zensim.sim.run import all_models
 from zensim.train.buckets import BUCKETINGS
 from zensim.train.iteration import DENSE_WORK
@@ -61,6 +61,10 @@ class ClusterRequest(Request):
                                "uplinks, e.g. 4:1,8:2 = leaves of 4 machines (1:1), pods of 8 leaves (2:1), a "
                                "non-blocking core", optional(text("MEMBERS:OVERSUB[,MEMBERS:OVERSUB...]")),
                                metavar="M:O[,M:O...]")
+    fabric_option: tuple[tuple[str, Any], ...] | None = option(
+        None, "an option the fabric declares, KEY=VALUE, typed as its default (repeatable; --oversub, "
+        "--machines-per-leaf and --tiers are three: --fabric leafspine --fabric-option oversub=2 is --oversub 2)",
+        optional(key_values), key="fabric_options", metavar="KEY=VALUE", sweep=False, many=True)
     layout: str = option("zen", "multi-GPU layout (default zen)", choice("layout", LAYOUTS))
     profile: str | None = option(None, "calibration profile JSON: links, per-element work costs, host figures",
                                  optional(input_file), key="profile", sweep=False)
@@ -68,23 +72,57 @@ class ClusterRequest(Request):
                         choice("model", all_models))
     maxmin_batch: float = option(MAXMIN_BATCH, "maxmin: service a link may lose to freed capacity left idle between "
                                  "solves, as a fraction of its work (0 = exact max-min; default 1/256)", number(0, 1))
+    model_option: tuple[tuple[str, Any], ...] | None = option(
+        None, "an option the network model declares, KEY=VALUE, typed as its default (repeatable; e.g. --model maxmin "
+        "--model-option batch=0; docs/extending.md, A sharing model)", optional(key_values),
+        key="model_options", metavar="KEY=VALUE", sweep=False, many=True)
+
+    def validate(self, place: Callable[[str], str], text: bool) -> None:
+        """Each model and fabric option is one the model or the fabric declares, of its default's type."""
+        self.typed_options("model_option", place, text)
+        self.typed_options("fabric_option", place, text)
+
+    def typed_options(self, name: str, place: Callable[[str], str] | None = None, text: bool = True
+                      ) -> dict[str, Any]:
+        """The model options (`name` 'model_option') or fabric options ('fabric_option') given, each typed as
+        the model or fabric declares it (zensim.net.models.model_option, zensim.net.fabrics.fabric_option);
+        a one-line error naming the flag and item ('--model-option batch=x: expected a number') or the key
+        ('FILE: model_options.batch: expected a number, got 'x'')."""
+        from zensim.net.fabrics import fabric_option
+        from zensim.net.models import model_option
+
+        read, owner = (model_option, self.model) if name == "model_option" else (fabric_option, self.fabric)
+        out = {}
+        for key, value in getattr(self, name) or ():
+            try:
+                out[key] = read(owner, key, value)
+            except ConfigError as exc:
+                where = place(name) if place is not None else self.place(name)
+                raise (Where(where, True).fail(f"{key}={value}", str(exc)) if text
+                       else Where(f"{where}.{key}", False).fail(value, str(exc))) from None
+        return out
 
     def build(self, where: Callable[[str], str] | None = None):  # -> tuple[ClusterSpec, Profile | None]
         """The ClusterSpec (explicit fields > the profile's > the preset's > defaults) and the profile."""
         from zensim.sim.cluster import build_cluster
 
         names = {k: self.place(f, where) for k, f in (("oversub", "oversubscription"), ("tiers", "tiers"),
-                                                      ("machines_per_leaf", "machines_per_leaf"), ("preset", "preset"))}
+                                                      ("machines_per_leaf", "machines_per_leaf"), ("preset", "preset"),
+                                                      ("fabric_option", "fabric_option"))}
         return build_cluster(self.machines, self.gpus_per_machine, nic=self.nic, nic_latency=self.nic_latency,
                              nvlink=self.nvlink, nvlink_latency=self.nvlink_latency, fabric=self.fabric,
                              oversub=self.oversubscription, machines_per_leaf=self.machines_per_leaf,
                              profile=self.profile, preset=self.preset, nics=self.nics, transport=self.transport,
-                             tiers=self.tiers, names=names)
+                             tiers=self.tiers, fabric_options=tuple(self.typed_options("fabric_option").items()),
+                             names=names)
 
     @property
-    def model_options(self) -> dict[str, float] | None:
-        """The sharing model's options from the request (maxmin's batch), None for the others."""
-        return {"batch": self.maxmin_batch} if self.model == "maxmin" else None
+    def model_options(self) -> dict[str, Any] | None:
+        """The sharing model's options from the request: maxmin's batch, then the model options given (a
+        given batch wins); None for none."""
+        batch = {"batch": self.maxmin_batch} if self.model == "maxmin" else {}
+        options = {**batch, **self.typed_options("model_option")}
+        return options or None
 
 
 @dataclass(frozen=True)
@@ -92,7 +130,7 @@ class SimulateRequest(ClusterRequest):
     """One synchronization of a trace's iteration on a cluster (zensim simulate; a scenario without a
     training: or iterations: section, its trace.iteration and values keys)."""
 
-    iteration: int = option(0, "trace iteration (default 0; not with --iterations)", integer(0))
+    iteration: int = option(0, "trace iteration (default 0; not with --replay)", integer(0))
     values: bool = option(False, "carry values (the trace's, or synthetic ones) even where no scheme needs them",
                           switch, switch=True, sweep=False)
 
@@ -105,7 +143,7 @@ class SimulateRequest(ClusterRequest):
 
         costs = costs if costs is not None else Costs.of(*self.build())
         return simulate(trace, schemes, costs, self.model, iteration=self.iteration, layout=self.layout,
-                        maxmin_batch=self.maxmin_batch, options=options, values=True if self.values else None, **kw)
+                        model_options=self.model_options, options=options, values=True if self.values else None, **kw)
 
 
 def tensor_names(value: Any, where: Where) -> tuple[str, ...] | None:
@@ -155,7 +193,8 @@ class IterationRequest(ClusterRequest):
     corpus: str | None = option(None, "with --device and no shipped profile: corpus of the language models",
                                 optional(input_file), sweep=False)
     iterations: int = option(4, "training iterations (default 4)", integer(1), sweep=False)
-    first_iteration: int = option(0, "trace iteration of the first one (default 0)", integer(0), key="iteration")
+    first_iteration: int = option(0, "trace iteration of the first one (default 0)", integer(0), flag="--iteration",
+                                  key="iteration")
     bucketing: str = option("ddp", "DDP's buckets (default ddp), a bucket per tensor, or one bucket",
                             choice("bucketing", BUCKETINGS))
     bucket_mb: float | None = option(None, "DDP bucket_cap_mb in MiB (default 25, first 1)", optional(number(0)))
@@ -212,6 +251,8 @@ class IterationRequest(ClusterRequest):
         def wrap(name: str, exc: ConfigError) -> ConfigError:
             return exc if text else ConfigError(f"{place(name)}: {exc}")
 
+        super().validate(place, text)
+
         if self.model not in MODELS:
             raise ConfigError(f"{place('model')}: training iterations need a network model with a timeline "
                               f"({', '.join(MODELS)}), not {self.model!r}")
@@ -257,28 +298,25 @@ class IterationRequest(ClusterRequest):
 
 @dataclass(frozen=True)
 class ReplayRequest(ClusterRequest):
-    """A replay over iterations of a trace with values, state carried (zensim simulate --iterations A:B;
-    a scenario's iterations: section): each scheme with its sparsifier at a user-set density. A replay
+    """A replay over iterations of a trace with values, state carried (zensim simulate --replay A:B;
+    a scenario's replay: section): each scheme with its sparsifier at a user-set density. A replay
     runs every GPU as a rank of the scheme (the flat layout) and times every iteration on a sharing model."""
 
     range: str | None = option(None, "replay iterations A..B-1 with state carried (a trace with values: capture "
                                "--dense); --scheme takes SCHEME or SCHEME+SPARSIFIER items (exdyna+cltk)",
-                               optional(text("A:B (B exclusive), e.g. '0:50',")), flag="--iterations", metavar="A:B",
+                               optional(text("A:B (B exclusive), e.g. '0:50',")), flag="--replay", metavar="A:B",
                                sweep=False)
-    sparsifier: str | None = option(None, "with --iterations: sparsifier of every scheme, or 'none' (default: each "
+    sparsifier: str | None = option(None, "with --replay: sparsifier of every scheme, or 'none' (default: each "
                                     "scheme's own: spardl blocktopk, exdyna exdyna, oktopk oktopk, dense-allreduce "
                                     "none, others topk)", optional(text("a sparsifier name or none")))
-    density: float = option(0.01, "with --iterations: user-set density (default 0.01)", number(0, 1, open_low=True))
+    density: float = option(0.01, "with --replay: user-set density (default 0.01)", number(0, 1, open_low=True))
 
     def validate(self, place: Callable[[str], str], text: bool) -> None:
-        """The model must have a timeline, and maxmin runs with its own batch (the replay times each
-        iteration's log with the model's defaults)."""
+        """The model must have a timeline (the replay times each iteration's log with it and its options)."""
         if self.model not in MODELS:
             raise ConfigError(f"{place('model')}: {self.model} has no timeline for a replay over iterations "
                               "(use fifo or maxmin)")
-        if self.maxmin_batch != MAXMIN_BATCH:
-            raise ConfigError(f"{place('maxmin_batch')}: not with a replay over iterations (its maxmin has the "
-                              "default batch, 1/256)")
+        super().validate(place, text)
 
     def check_layout(self, gpus_per_machine: int, place: Callable[[str], str]) -> None:
         """A replay's ranks are the GPUs (the flat layout): the zen layout of several GPUs per machine is

@@ -165,7 +165,8 @@ def cluster_info(costs: Costs) -> dict[str, Any]:
     hold dots that a CSV column name would split, and where they come from; NIC and host efficiency by
     flows, host cores; None = ideal)."""
     c = costs
-    return {"description": c.cluster.describe(), **asdict(c.cluster),
+    spec = {k: v for k, v in asdict(c.cluster).items() if k != "fabric_options" or v}  # (only where given)
+    return {"description": c.cluster.describe(), **spec,
             "costs": {"work": [[k, c.work.fixed.get(k, 0.0), v] for k, v in c.work.per_element.items()],
                       "host_cores": c.host_cores,
                       "work_source": c.work.source if c.measured_work is None else

@@ -34,13 +34,14 @@ from zensim.trace.format import Trace
 from zensim.train.layers import LayerProfile
 from zensim.train.syncs import sparse_tensors
 
-TOP_KEYS = ("trace", "cluster", "schemes", "options", "values", "model", "maxmin_batch", "outputs", "sweep", "training",
-            "iterations")
-REPLAY_KEYS = ("range", "sparsifier", "density")  # the iterations: section (zensim simulate --iterations)
+TOP_KEYS = ("trace", "cluster", "schemes", "options", "values", "model", "maxmin_batch", "model_options", "outputs",
+            "sweep", "training", "replay", "iterations")
+REPLAY_KEYS = ("range", "sparsifier", "density")  # the replay: section (zensim simulate --replay)
+REPLAY_SECTIONS = ("replay", "iterations")  # its name, and its older name (docs/cli.md)
 TRACE_KEYS = ("path", "iteration")
-# the cluster: section: ClusterRequest's keys but the model's (top-level model: and maxmin_batch:)
-CLUSTER_DEFAULTS: dict[str, Any] = {k: v for k, v in defaults_of(ClusterRequest).items()
-                                    if k not in ("model", "maxmin_batch")}
+# the cluster: section: ClusterRequest's keys but the model's (top-level model:, maxmin_batch:, model_options:)
+MODEL_KEYS = ("model", "maxmin_batch", "model_options")
+CLUSTER_DEFAULTS: dict[str, Any] = {k: v for k, v in defaults_of(ClusterRequest).items() if k not in MODEL_KEYS}
 OUTPUT_KEYS = ("json", "csv", "parquet", "timeline", "plot", "links", "traffic", "link_plot")
 # keys a sweep may vary: the request fields marked so (every cluster key but the profile; model, maxmin_batch,
 # iteration); in a training scenario also the training keys marked so
@@ -140,6 +141,7 @@ class _Loader:
         self.sweep_keys: set[str] = set()
         self.training = False
         self.replaying = False
+        self.replay_key = "replay"  # the replay section's name as the file gives it (or its older name)
 
     def fail(self, key: str, problem: str) -> ConfigError:
         """The one-line error for `key`."""
@@ -172,19 +174,24 @@ class _Loader:
         base.update(self.mapping(top.get("cluster"), "cluster", tuple(CLUSTER_DEFAULTS)))
         base["iteration"] = trace.get("iteration", 0)
         base["maxmin_batch"] = top.get("maxmin_batch", MAXMIN_BATCH)
+        base["model_options"] = top.get("model_options")
         base["values"] = top.get("values")
         if base["profile"] is not None:
             base["profile"] = str(self.input_path("cluster.profile", base["profile"]))
         self.training = top.get("training") is not None
-        replay = self.replay(top.get("iterations")) if "iterations" in top else None
+        given = [k for k in REPLAY_SECTIONS if k in top]
+        if len(given) > 1:
+            raise self.fail("iterations", "the older name of replay: (give one of them)")
+        self.replay_key = given[0] if given else "replay"
+        replay = self.replay(top[self.replay_key]) if given else None
         self.replaying = replay is not None
         if replay is not None:
             base.update(replay)
             if "iteration" in trace or "iteration" in (top.get("sweep") or {}):
                 raise self.fail("trace.iteration" if "iteration" in trace else "sweep.iteration",
-                                "not with iterations: (which replays iterations A..B-1)")
+                                f"not with {self.replay_key}: (which replays iterations A..B-1)")
         if replay is not None and self.training:
-            raise self.fail("iterations", "not with a training: section (give one of them)")
+            raise self.fail(self.replay_key, "not with a training: section (give one of them)")
         if self.training:
             base.update(self.mapping(top["training"], "training", tuple(TRAINING_DEFAULTS)))
             base.update({k: v for k, v in TRAINING_DEFAULTS.items() if k not in base})
@@ -294,11 +301,11 @@ class _Loader:
         return raw
 
     def replay(self, raw: Any) -> dict[str, Any]:
-        """The iterations: section: 'A:B', or a mapping of range (A:B), sparsifier and density (checked
+        """The replay: section: 'A:B', or a mapping of range (A:B), sparsifier and density (checked
         with each point's ReplayRequest)."""
-        section = self.mapping({"range": raw} if isinstance(raw, str) else raw, "iterations", REPLAY_KEYS)
+        section = self.mapping({"range": raw} if isinstance(raw, str) else raw, self.replay_key, REPLAY_KEYS)
         if section.get("range") is None:
-            raise self.fail("iterations.range", "expected A:B (B exclusive), e.g. '0:50', as text, got None")
+            raise self.fail(f"{self.replay_key}.range", "expected A:B (B exclusive), e.g. '0:50', as text, got None")
         return section
 
     def check_replay(self, names: list[str], options: dict[str, Any], trace: Path, points: list[Point]) -> None:
@@ -311,7 +318,7 @@ class _Loader:
         try:
             replay_range(points[0].replay, iterations)
         except ConfigError as exc:
-            raise self.fail("iterations", str(exc).removeprefix("--iterations ")) from None
+            raise self.fail(self.replay_key, str(exc).removeprefix("--replay ")) from None
         for p in {p.cluster.gpus: p for p in points}.values():
             try:
                 replay_methods(p.replay, p.cluster.gpus, numel, names, options)
@@ -337,7 +344,7 @@ class _Loader:
             if self.training and key in TRAINING_DEFAULTS:
                 return f"training.{key}"
             if self.replaying and key in REPLAY_KEYS:
-                return f"iterations.{key}"
+                return f"{self.replay_key}.{key}"
             return f"cluster.{key}" if key in CLUSTER_DEFAULTS else "trace.iteration" if key == "iteration" else key
 
         kind = IterationRequest if self.training else ReplayRequest if self.replaying else SimulateRequest
@@ -375,7 +382,7 @@ class _Loader:
                                 "(use fifo or maxmin)")
         for key in ("timeline", "links", "traffic", "link_plot"):
             if key in out and self.replaying:
-                raise self.fail(f"outputs.{key}", "not with iterations: (a replay writes json, csv and plot)")
+                raise self.fail(f"outputs.{key}", f"not with {self.replay_key}: (a replay writes json, csv and plot)")
         for key in ("links", "traffic", "link_plot"):
             if key in out and self.training:
                 raise self.fail(f"outputs.{key}", "per-link figures are for synchronization scenarios, not for a "

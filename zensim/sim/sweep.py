@@ -143,7 +143,7 @@ def _run_training(task: PointTask) -> list[SimulatedIterationRecord]:
 
 def _run_replay(task: PointTask) -> list[ReplayIterationRecord]:
     """A replay point: every SCHEME[+SPARSIFIER] item over the iterations, state carried, as `zensim
-    simulate --iterations` (the invariant asserted every iteration)."""
+    simulate --replay` (the invariant asserted every iteration)."""
     from zensim.sim.replay import run_replay
 
     return run_replay(task.point.replay, task.trace, task.schemes, task.options)[0]
@@ -167,11 +167,11 @@ def run_scenario(scn: Scenario, progress: bool = False, command: str | None = No
     there (zensim.sim.logcache: each scheme's driver runs once per cluster shape); timelines need
     timings, which are not stored, so a scenario with a timeline output recomputes every point."""
     if workers < 0:
-        raise ConfigError(f"--workers {workers}: must be 0 (in this process) or more")
+        raise ConfigError(f"--processes {workers}: must be 0 (in this process) or more")
     if scheduler is not None:
         require("distributed", "dask", f"--scheduler {scheduler}")
     elif workers > 0:
-        require("distributed", "dask", f"--workers {workers}")
+        require("distributed", "dask", f"--processes {workers}")
     start = time.perf_counter()
     keep = "timeline" in scn.outputs
     made = provenance(command, scenario=scn.path)

@@ -84,9 +84,9 @@ def fit(trace: Trace, fit_workers: int, seed: int = 0) -> list[TensorModel]:
 def check_fittable(trace: Trace, fit_workers: int) -> None:
     """One line naming the trace or the argument when the model cannot be fitted (before any work)."""
     if not 1 <= fit_workers <= trace.workers:
-        raise ConfigError(f"--fit-workers {fit_workers}: must be in 1..{trace.workers} (the workers of {trace.path})")
+        raise ConfigError(f"--fit-ranks {fit_workers}: must be in 1..{trace.workers} (the workers of {trace.path})")
     if fit_workers * trace.iterations < 2:
-        raise ConfigError(f"--fit-workers {fit_workers}: {trace.path} has {trace.iterations} iteration(s); "
+        raise ConfigError(f"--fit-ranks {fit_workers}: {trace.path} has {trace.iterations} iteration(s); "
                           "the fit needs at least 2 (iteration, worker) chunks")
     for it in range(trace.iterations):
         for w in range(fit_workers):

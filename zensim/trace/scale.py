@@ -109,7 +109,7 @@ def scale(source: str | os.PathLike[str] | Trace, path: str | os.PathLike[str], 
 def _check_args(trace: Trace, path: str | os.PathLike[str], workers: int, iterations: int, seed: int) -> None:
     """One line naming the argument before any work."""
     if workers < 1:
-        raise ConfigError(f"--workers {workers}: must be positive")
+        raise ConfigError(f"--ranks {workers}: must be positive")
     if iterations < 1:
         raise ConfigError(f"--iterations {iterations}: must be positive")
     if seed < 0:

@@ -215,7 +215,7 @@ def synthesize(
 ) -> None:
     """Write a synthetic trace: `tensors` are (name, numel) pairs, each generated with `params`."""
     if workers < 1 or iterations < 1:
-        raise ConfigError(f"--workers {workers} / --iterations {iterations}: must be positive")
+        raise ConfigError(f"--ranks {workers} / --iterations {iterations}: must be positive")
     if seed < 0:
         raise ConfigError(f"--seed {seed}: must be non-negative")
     layouts = [layout(numel, params) for _, numel in tensors]

@@ -112,7 +112,7 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
     opened = Trace.open(trace) if isinstance(trace, (str, Path)) else trace
     try:
         if opened is not None and not 0 <= first_iteration < opened.iterations:
-            raise ConfigError(f"--first-iteration {first_iteration}: trace {opened.path} has iterations "
+            raise ConfigError(f"--iteration {first_iteration}: trace {opened.path} has iterations "
                               f"0..{opened.iterations - 1}")
         chosen = sparse_tensors(profile, opened, scheme, sparse)
         own = chosen if sparse_buckets == "own" else set()

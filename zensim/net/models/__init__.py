@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from zensim.errors import ConfigError
 from zensim.net.models import fifo, maxmin
 from zensim.net.models.base import NetworkView, SharingModel
+from zensim.net.options import declared_option
 
 MODELS: dict[str, type[SharingModel]] = {
     fifo.Fifo.name: fifo.Fifo,
@@ -27,35 +28,9 @@ def make_model(name: str, net: NetworkView, options: Mapping[str, object]) -> Sh
     return cls(net, **{**cls.options, **{k: v for k, v in options.items() if k in cls.options}})
 
 
-def parse_model_options(items: Sequence[str], model: str, flag: str = "--model-option") -> dict[str, object]:
-    """Options for model `model` from 'KEY=VALUE' texts (the CLI's repeated `flag`): each KEY one the
-    model declares (`options`), each VALUE read as the type of its default (a number, true/false or
-    text); a one-line ConfigError naming `flag` otherwise. The analytic model (closed forms) takes none."""
-    declared = MODELS[model].options if model in MODELS else {}
-    out: dict[str, object] = {}
-    for item in items:
-        key, sep, text = item.partition("=")
-        key = key.strip()
-        if not sep or key not in declared:
-            takes = ", ".join(f"{k}={v!r}" for k, v in declared.items()) or "none"
-            raise ConfigError(f"{flag} {item}: model {model} takes KEY=VALUE of its options (its options and defaults: "
-                              f"{takes})")
-        out[key] = _typed(text.strip(), declared[key], f"{flag} {item}")
-    return out
-
-
-def _typed(text: str, default: object, what: str) -> object:
-    """`text` as a value of the type of `default` (bool, int, float or str); ConfigError naming `what`."""
-    if isinstance(default, bool):
-        if text.lower() not in ("true", "false", "1", "0"):
-            raise ConfigError(f"{what}: expected true or false")
-        return text.lower() in ("true", "1")
-    if isinstance(default, (int, float)):
-        try:
-            value = type(default)(text)
-        except ValueError:
-            raise ConfigError(f"{what}: expected {'an integer' if isinstance(default, int) else 'a number'}") from None
-        if value != value or value in (float("inf"), float("-inf")):
-            raise ConfigError(f"{what}: expected a finite number")
-        return value
-    return text
+def model_option(model: str, key: str, value: object) -> object:
+    """Option `key` of model `model` (one it declares in `options`), `value` read as the type of its
+    default: text from the command line ('0.5', 'true') or a YAML scalar of that type. A ConfigError
+    saying the problem (without the place: the caller names the flag or the key) otherwise; the
+    analytic model (closed forms) declares none."""
+    return declared_option(f"model {model}", MODELS[model].options if model in MODELS else {}, key, value)

@@ -3,7 +3,7 @@
     from zensim.trace.capture import record_ddp          # in a user's DDP script
     record_ddp(ddp_model, "shard-{rank}.zt", iterations=5, warmup=100)
 
-or `zensim capture --workload lstm-lm --workers 128 --iterations 3 -o t.zt` (virtual workers).
+or `zensim capture --workload lstm-lm --ranks 128 --iterations 3 -o t.zt` (virtual workers).
 Names are imported on first use, so that the torch-free CLI module loads without torch.
 """
 

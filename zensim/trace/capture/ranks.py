@@ -1,4 +1,4 @@
-"""`zensim capture --script SCRIPT --virtual-ranks N`: N ranks of an unmodified DDP script in one process.
+"""`zensim capture --script SCRIPT --ranks N`: N ranks of an unmodified DDP script in one process.
 
 The script runs once, in-process, in a world of one (torchrun's variables set for it), with one model.
 Its DistributedSampler is built for rank 0 of N, and its DataLoader over that sampler is rebuilt with
@@ -182,7 +182,7 @@ def capture_script(script: str, script_args: list[str], path: str, ranks: int, i
     sent values in `value_dtype` if `values`)."""
     check_script(script, "--script")
     if ranks < 1:
-        raise ConfigError(f"--virtual-ranks {ranks}: must be at least 1")
+        raise ConfigError(f"--ranks {ranks}: must be at least 1")
     check_steps(iterations, warmup)
     if "{rank}" in path:
         raise ConfigError(f"{path}: one trace holds every virtual rank; no {{rank}} in -o")

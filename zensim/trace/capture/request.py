@@ -48,10 +48,10 @@ class CaptureRequest(Request):
                                   one_of=ONE_OF)
     hook: str | None = option(None, "your DDP training script (arguments after --)", optional(text("a script")),
                               one_of=ONE_OF, metavar="SCRIPT")
-    script: str | None = option(None, "your DDP training script, run once here as --virtual-ranks N ranks (arguments "
+    script: str | None = option(None, "your DDP training script, run once here as --ranks N virtual ranks (arguments "
                                 "after --)", optional(text("a script")), one_of=ONE_OF, metavar="SCRIPT")
-    virtual_ranks: int | None = option(None, "with --script: number of virtual ranks N", optional(parsed(int)))
-    workers: int | None = option(None, "number of virtual workers (with --workload)", optional(parsed(int)))
+    ranks: int | None = option(None, "with --workload: virtual workers; with --script: virtual ranks N",
+                               optional(parsed(int)))
     iterations: int | None = option(None, "recorded iterations", optional(parsed(int)), required=True)
     warmup: int = option(0, "training steps before the first recorded one", parsed(int))
     sparsifier: str | None = option(None, "default: natural (gpt-topk: topk)",
@@ -82,19 +82,19 @@ class CaptureRequest(Request):
     def validate(self, place: Callable[[str], str], text: bool) -> None:
         """What each source takes, and -o (--hook: this rank's shard) new unless --force: before the capture,
         which may train long."""
-        if (self.virtual_ranks is None) != (self.script is None):
-            raise ConfigError("--virtual-ranks N and --script SCRIPT go together")
         # --hook: this rank's shard (torchrun's RANK, else rank 0's)
         check_new_output(self.output.replace("{rank}", os.environ.get("RANK", "0")) if self.hook else self.output,
                          place("output"), self.force)
         if self.hook:
-            self._unused(("workers", "corpus"), "not used with --hook (the script decides)", place)
+            self._unused(("ranks", "corpus"), "not used with --hook (the script decides)", place)
         elif self.script:
             if self.sparsifier not in (None, "natural"):
                 raise ConfigError(f"{place('sparsifier')} {self.sparsifier}: --script records natural sparsity only "
                                   "(top-k and DGC would need every rank's residual; docs/capture.md)")
-            self._unused(("workers", "corpus", "density"), "not used with --script (the script decides; natural "
-                         "sparsity)", place)
+            if self.ranks is None:
+                raise ConfigError(f"{place('ranks')}: required with --script (the virtual ranks N)")
+            self._unused(("corpus", "density"), "not used with --script (the script decides; natural sparsity)",
+                         place)
             if self.dense:
                 raise ConfigError(f"{place('dense')}: not with --script")
         else:
@@ -103,8 +103,8 @@ class CaptureRequest(Request):
                                   "--script)")
             self._unused(("params", "skip_params"), "only with --hook or --script (a workload records its own "
                          "parameters)", place)
-            if self.workers is None:
-                raise ConfigError(f"{place('workers')}: required with --workload")
+            if self.ranks is None:
+                raise ConfigError(f"{place('ranks')}: required with --workload")
 
     def _unused(self, names: tuple[str, ...], problem: str, place: Callable[[str], str]) -> None:
         """A one-line error for the first of `names` given."""
@@ -119,17 +119,17 @@ class CaptureRequest(Request):
         if self.script:
             from zensim.trace.capture.ranks import capture_script
 
-            capture_script(self.script, list(self.script_args), self.output, self.virtual_ranks, self.iterations,
+            capture_script(self.script, list(self.script_args), self.output, self.ranks, self.iterations,
                            self.warmup, params=self.params, skip_params=self.skip_params or (), values=self.values,
                            value_dtype=self.value_dtype, batch_size=self.batch_size)
-            return f"wrote {self.output}: {self.script}, {self.virtual_ranks} virtual ranks, {self.iterations} iterations"
+            return f"wrote {self.output}: {self.script}, {self.ranks} virtual ranks, {self.iterations} iterations"
         from zensim.trace.capture.run import capture
         from zensim.trace.capture.workloads import make_workload
 
         workload = make_workload(self.workload, self.batch_size, self.seed, self.corpus)
-        capture(workload, self.output, self.workers, self.iterations, self.warmup, self.sparsifier, self.density,
+        capture(workload, self.output, self.ranks, self.iterations, self.warmup, self.sparsifier, self.density,
                 self.values, dense=self.dense, value_dtype=self.value_dtype)
-        return f"wrote {self.output}: {self.workload}, {self.workers} workers, {self.iterations} iterations"
+        return f"wrote {self.output}: {self.workload}, {self.ranks} workers, {self.iterations} iterations"
 
     def _hooked(self) -> str:
         """Run the user's script with the recording hook on its DDP model."""

@@ -23,7 +23,7 @@ def virtual_runner(workload: Workload, workers: int, sparsifier: str | None, den
     """Virtual workers training `workload`, each with its own sparsifier (workload defaults if None);
     `dense` records whole gradients before selection."""
     if workers < 1:
-        raise ConfigError(f"--workers {workers}: must be at least 1")
+        raise ConfigError(f"--ranks {workers}: must be at least 1")
     kind = sparsifier or workload.sparsifier
     density = workload.density if density is None and kind != "natural" else density
     sparsifiers = [make_sparsifier(kind, density, workload.seed + w) for w in range(workers)]
