@@ -30,7 +30,7 @@ def load(path: str) -> types.ModuleType:
 
 def test_every_kind_has_an_example():
     files = dict(BLOCK.findall(DOC.read_text()))
-    assert len(files) == 8
+    assert len(files) == 9
 
 
 def test_scheme_example(monkeypatch):
@@ -252,3 +252,22 @@ def test_fabric_example(monkeypatch, tmp_path, capsys):
                          (["--oversub", "2"], "--oversub: only for a leaf-spine fabric (fabric is 'torus')")):
         assert main(["simulate", "--trace", path, "--machines", "6", "--fabric", "torus", *bad]) == 2
         assert capsys.readouterr().err == f"zensim: error: {problem}\n"
+
+
+def test_run_option_example():
+    import argparse
+
+    from zensim.errors import ConfigError
+    from zensim.request import add_arguments
+
+    cls = load("emulate/request_warmup.py").WarmupEmulateRequest
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, cls)
+    given = ["--ranks", "2", "--trace", "t.zt"]
+    assert cls.from_args(parser.parse_args(given)).warmup_repeats == 0
+    request = cls.from_args(parser.parse_args([*given, "--warmup-repeats", "3"]))
+    assert (request.warmup_repeats, request.ranks, request.trace) == (3, 2, "t.zt")
+    with pytest.raises(ConfigError, match=r"^--warmup-repeats: must be >= 0, got -1$"):
+        cls.from_args(parser.parse_args([*given, "--warmup-repeats", "-1"]))
+    with pytest.raises(ConfigError, match=r"^--warmup-repeats x: expected an integer$"):
+        cls.from_args(parser.parse_args([*given, "--warmup-repeats", "x"]))
