@@ -13,13 +13,12 @@ tensors, which never reach this kernel), and importing numba takes about a secon
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
 
 from zensim.jit import announce
-
-_compiled: dict[str, Callable] = {}
 
 
 def _at_least(x: np.ndarray, threshold, out: np.ndarray) -> int:  # type: ignore[no-untyped-def]  # pragma: no cover (compiled)
@@ -31,16 +30,21 @@ def _at_least(x: np.ndarray, threshold, out: np.ndarray) -> int:  # type: ignore
     return count
 
 
+@functools.lru_cache(maxsize=1)
+def _at_least_kernel() -> Callable:
+    """`_at_least` compiled (numba imported and the kernel loaded or compiled on the first call, once a
+    process; the first compile is announced)."""
+    import numba
+
+    kernel = numba.njit(cache=True, nogil=True)(_at_least)
+    announce(kernel, "the threshold kernel (zensim.sparsify.kernels.at_least)", 2)
+    return kernel
+
+
 def at_least(x: np.ndarray, threshold: float) -> np.ndarray:
     """Sorted int64 positions of the 1-D float array `x` where |x| >= `threshold`."""
     if x.dtype not in (np.float32, np.float64):
         return np.flatnonzero(np.abs(x) >= threshold)
     out = np.empty(x.size, np.int64)  # only the pages written are ever touched
-    kernel = _compiled.get("at_least")
-    if kernel is None:
-        import numba
-
-        kernel = _compiled["at_least"] = numba.njit(cache=True, nogil=True)(_at_least)
-        announce(kernel, "the threshold kernel (zensim.sparsify.kernels.at_least)", 2)
-    count = kernel(x, x.dtype.type(threshold), out)
+    count = _at_least_kernel()(x, x.dtype.type(threshold), out)
     return out[:count].copy()
