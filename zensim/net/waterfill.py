@@ -154,24 +154,52 @@ def _subproblem(flows, routes, dummy, slot):  # pragma: no cover (compiled)
 
 
 @numba.njit(cache=True)
-def _unchanged_below(flows, alive, rate):  # pragma: no cover (compiled)
-    """The rate below which a re-solve of `flows` leaves every rate as it is, where their rates are the
-    max-min allocation of them all and those not `alive` have left since (nothing else changed): a
-    hair under the least rate of a flow that left (inf where none did; 0 where an alive flow has no
-    rate yet). Progressive filling without the flows that left matches the old one below that level:
-    the links that saturated under it carry none of them (a flow's rate is the least level of its
-    saturated links), and no other link fills sooner with less on it."""
+def _gather(flows, alive, left, base_time, rate, routes, dummy, slot, now):  # pragma: no cover (compiled)
+    """In one pass over `flows`: those still alive (keep), their bytes left advanced to now at their
+    rates (as _advance), their links numbered 0.. in first-use order with each one's row of numbers
+    (as _subproblem: links, their count, sub), and the rate below which a re-solve leaves every rate
+    as it is, where their rates are the max-min allocation of them all and those not alive have left
+    since (nothing else changed): a hair under the least rate of a flow that left (inf where none did;
+    0 where an alive flow has no rate yet). Progressive filling without the flows that left matches
+    the old one below that level: the links that saturated under it carry none of them (a flow's rate
+    is the least level of its saturated links), and no other link fills sooner with less on it."""
+    count, width = flows.size, routes.shape[1]
+    keep = np.empty(count, np.int64)
+    links = np.empty(count * width, np.int64)
+    sub = np.empty((count, width), np.int32)
+    nkeep = nused = 0
     low = np.inf
     for f in flows:
         if not alive[f] or rate[f] <= 0:
             low = min(low, rate[f])
-    return low * (1 - _BELOW) if low > 0 else 0.0
+        if not alive[f]:
+            continue
+        left[f] = max(left[f] - rate[f] * (now - base_time[f]), 0.0)
+        base_time[f] = now
+        for j in range(width):
+            k = routes[f, j]
+            if k == dummy:
+                sub[nkeep, j] = -1
+            else:
+                if slot[k] < 0:
+                    slot[k] = nused
+                    links[nused] = k
+                    nused += 1
+                sub[nkeep, j] = slot[k]
+        keep[nkeep] = f
+        nkeep += 1
+    sub = sub[:nkeep]
+    for i in range(nkeep):
+        for j in range(width):
+            if sub[i, j] < 0:
+                sub[i, j] = nused
+    return keep[:nkeep], links, nused, sub, (low * (1 - _BELOW) if low > 0 else 0.0)
 
 
 @numba.njit(cache=True)
 def _refill_above(floor, flows, sub, cap, rate, links, level):  # pragma: no cover (compiled)
     """_fill(sub, cap) of `flows` (rows of sub, links numbered 0.. as `links`, the padding last), where
-    the flows whose `rate` is under `floor` keep it (_unchanged_below): only the others are filled, in
+    the flows whose `rate` is under `floor` keep it (_gather): only the others are filled, in
     the capacity those leave; a link that carries none of them keeps its `level` where that is under
     the floor (it saturated among the unchanged), else it limits no flow now (inf: the flow at its level
     left). The same rates and levels as the whole fill, up to round-off; the whole fill where no flow is
@@ -225,15 +253,12 @@ def solve_compiled(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_
                    partial: bool):  # pragma: no cover (compiled)
     """solve_flows with its arrays as they are (int64 flows, float64 capacity), callable from compiled code
     (zensim.net.fastmaxmin)."""
-    keep = flows[alive[flows]]
-    _advance(keep, left, base_time, rate, now)
-    links, nused, sub = _subproblem(keep, routes, capacity.size - 1, slot)
+    keep, links, nused, sub, floor = _gather(flows, alive, left, base_time, rate, routes, capacity.size - 1, slot, now)
     cap = np.empty(nused + 1)
     for u in range(nused):
         cap[u] = capacity[links[u]]
     cap[nused] = np.inf
-    floor = _unchanged_below(flows, alive, rate) if partial else 0.0
-    fair, saturation = _refill_above(floor, keep, sub, cap, rate, links, level)
+    fair, saturation = _refill_above(floor if partial else 0.0, keep, sub, cap, rate, links, level)
     finish, end_of, load, top, work = _set_rates(keep, fair, sub, nused, left, rate, now)
     oldest = np.full(nused + 1, np.inf)  # per link the earliest start of the flows on it
     for i in range(keep.size):
@@ -378,7 +403,7 @@ def solve_flows(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_tim
     `spent`, `freed` and `freed_t` zeroed. `partial`: the flows' rates are the max-min allocation of
     them all and only departures happened since (no flow joined or was given a rate without a solve,
     capacities unchanged): the flows under the least rate that left keep theirs and only the others
-    are filled (_refill_above; the same rates up to round-off). Returns the alive flows and their
+    are filled (_gather, _refill_above; the same rates up to round-off). Returns the alive flows and their
     finish times."""
     announce(solve_compiled, "the maxmin solver (zensim.net.waterfill.solve_compiled)", COMPILE_S)
     return solve_compiled(np.ascontiguousarray(flows, dtype=np.int64), alive, left, base_time, rate, born, routes,
