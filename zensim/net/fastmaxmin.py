@@ -650,7 +650,7 @@ def _check(c, mark, now, mm, heap, st):  # pragma: no cover (compiled)
 # -- the loop ---------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _rank(r, s, step, now, rank, prog, extra, mm, heap, st, out, sent_at):  # pragma: no cover (compiled)
     """Advance the ranks and the program from rank r's (or node r's) `step`, injecting where they send
     (the heap grown for each injection: several ranks may start and send in one step); the heap."""
