@@ -80,7 +80,7 @@ def _hop(m, i, prev_end, now, routes, nbytes, capacity, latency, pad, free, heap
         prev_end = end
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _rank(r, s, step, now, net, rank, prog, free, heap, st, out, sent_at):  # pragma: no cover (compiled)
     """Advance the ranks and the program from rank r's (or node r's) `step`, injecting (Network.start,
     Fifo.inject) where they send."""
