@@ -210,6 +210,44 @@ def test_solve_flows_touches_only_its_links(seed):
     assert (state.slot == -1).all()
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_partial_resolve_after_departures_equals_the_whole_solve(seed):
+    """A re-solve after departures only (partial=True) keeps the flows under the least rate that left and
+    refills the others: the same rates, finish times, links' levels (inf exactly where the whole solve
+    has inf), rates used and allowance as solving them all, to round-off; flows under that rate keep
+    theirs bit for bit. On these logs it keeps some flows in every seed and refills some."""
+    rng = np.random.default_rng(seed)
+    links, total, width = 30, 120, 3
+    routes = np.full((total, width), links)
+    for f in range(total):
+        hops = rng.choice(links, int(rng.integers(1, width + 1)), replace=False)
+        routes[f, : len(hops)] = hops
+    cap = np.append(rng.uniform(1, 10, links), np.inf)
+    left, base, born = rng.uniform(1, 50, total), np.zeros(total), np.zeros(total)
+    rate, alive, state = np.zeros(total), np.ones(total, bool), LinkState(links + 1)
+    flows, _ = solve_flows(np.arange(total), alive, left, base, rate, born, routes, cap, 0.0, 0.25, state)
+    gone = rng.choice(np.flatnonzero(rate > np.median(rate)), 3, replace=False)  # the slower flows stay as they are
+    alive[gone] = False
+    floor = rate[gone].min()
+    runs = []
+    for partial in (True, False):
+        arrays, links_state = [a.copy() for a in (left, base, rate)], LinkState(links + 1)
+        for name in ("busy_from", "room", "spent", "freed", "freed_t", "last", "used", "peak", "level"):
+            getattr(links_state, name)[:] = getattr(state, name)
+        kept, finish = solve_flows(flows, alive, *arrays, born, routes, cap, 1.0, 0.25, links_state, partial)
+        runs.append((kept, finish, arrays[2], links_state))
+    (kept, finish, part, got), (whole_kept, whole_finish, whole, want) = runs
+    assert kept.tolist() == whole_kept.tolist()
+    slow = rate[kept] < floor * (1 - 1e-9)
+    assert slow.any() and not slow.all()
+    assert part[kept][slow].tolist() == rate[kept][slow].tolist()
+    assert part[kept] == pytest.approx(whole[kept], rel=1e-12) and finish == pytest.approx(whole_finish, rel=1e-12)
+    for name in ("level", "room", "used", "peak", "last", "spent"):
+        a, b = getattr(got, name), getattr(want, name)
+        assert (np.isfinite(a) == np.isfinite(b)).all(), name
+        assert a[np.isfinite(a)] == pytest.approx(b[np.isfinite(b)], rel=1e-12), name
+
+
 def test_warm_flows_keep_max_min_or_change_nothing():
     """Flows added to solved ones, some of which have left (their rates freed on their links): where
     warm_flows takes the new flows, the solved ones keep their rates, every link a new flow uses limited

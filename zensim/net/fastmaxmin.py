@@ -454,11 +454,12 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
         flows[i] = m
         m = following[m]
     s = seg_first[c]
+    partial = s >= 0 and s == comp[11][c]  # one segment: MaxMin._solve's partial re-solve
     while s >= 0:
         _drop(s, segments)
         s = seg_next[s]
     keep, finish = solve_compiled(flows, alive, left, base_time, rate, born, routes, capacity, now, batch, busy_from, room,
-                                  spent, freed, freed_t, last, slot, used, peak, level)
+                                  spent, freed, freed_t, last, slot, used, peak, level, partial)
     for i in range(keep.size - 1):
         following[keep[i]] = keep[i + 1]
     following[keep[keep.size - 1]] = -1
@@ -649,7 +650,7 @@ def _check(c, mark, now, mm, heap, st):  # pragma: no cover (compiled)
 # -- the loop ---------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _rank(r, s, step, now, rank, prog, extra, mm, heap, st, out, sent_at):  # pragma: no cover (compiled)
     """Advance the ranks and the program from rank r's (or node r's) `step`, injecting where they send
     (the heap grown for each injection: several ranks may start and send in one step); the heap."""

@@ -22,6 +22,7 @@ from zensim.jit import announce
 COMPILE_S = 10  # about this many seconds of CPU compile solve_compiled or warm_compiled (zensim.jit.announce)
 
 _TIE = 1e-12  # relative: link shares this close saturate at one level
+_BELOW = 1e-9  # relative: a re-solve refills the flows down to this far under the least rate that left
 
 
 @numba.njit(cache=True)
@@ -153,20 +154,111 @@ def _subproblem(flows, routes, dummy, slot):  # pragma: no cover (compiled)
 
 
 @numba.njit(cache=True)
+def _gather(flows, alive, left, base_time, rate, routes, dummy, slot, now):  # pragma: no cover (compiled)
+    """In one pass over `flows`: those still alive (keep), their bytes left advanced to now at their
+    rates (as _advance), their links numbered 0.. in first-use order with each one's row of numbers
+    (as _subproblem: links, their count, sub), and the rate below which a re-solve leaves every rate
+    as it is, where their rates are the max-min allocation of them all and those not alive have left
+    since (nothing else changed): a hair under the least rate of a flow that left (inf where none did;
+    0 where an alive flow has no rate yet). Progressive filling without the flows that left matches
+    the old one below that level: the links that saturated under it carry none of them (a flow's rate
+    is the least level of its saturated links), and no other link fills sooner with less on it."""
+    count, width = flows.size, routes.shape[1]
+    keep = np.empty(count, np.int64)
+    links = np.empty(count * width, np.int64)
+    sub = np.empty((count, width), np.int32)
+    nkeep = nused = 0
+    low = np.inf
+    for f in flows:
+        if not alive[f] or rate[f] <= 0:
+            low = min(low, rate[f])
+        if not alive[f]:
+            continue
+        left[f] = max(left[f] - rate[f] * (now - base_time[f]), 0.0)
+        base_time[f] = now
+        for j in range(width):
+            k = routes[f, j]
+            if k == dummy:
+                sub[nkeep, j] = -1
+            else:
+                if slot[k] < 0:
+                    slot[k] = nused
+                    links[nused] = k
+                    nused += 1
+                sub[nkeep, j] = slot[k]
+        keep[nkeep] = f
+        nkeep += 1
+    sub = sub[:nkeep]
+    for i in range(nkeep):
+        for j in range(width):
+            if sub[i, j] < 0:
+                sub[i, j] = nused
+    return keep[:nkeep], links, nused, sub, (low * (1 - _BELOW) if low > 0 else 0.0)
+
+
+@numba.njit(cache=True)
+def _refill_above(floor, flows, sub, cap, rate, links, level):  # pragma: no cover (compiled)
+    """_fill(sub, cap) of `flows` (rows of sub, links numbered 0.. as `links`, the padding last), where
+    the flows whose `rate` is under `floor` keep it (_gather): only the others are filled, in
+    the capacity those leave; a link that carries none of them keeps its `level` where that is under
+    the floor (it saturated among the unchanged), else it limits no flow now (inf: the flow at its level
+    left). The same rates and levels as the whole fill, up to round-off; the whole fill where no flow is
+    under the floor."""
+    count, width = sub.shape
+    nused = cap.size - 1
+    below = 0
+    for i in range(count):
+        if rate[flows[i]] < floor:
+            below += 1
+    if below == 0:
+        return _fill(sub, cap)
+    room = cap.copy()
+    rows = np.empty((count - below, width), sub.dtype)
+    refilled = np.zeros(nused + 1, np.bool_)
+    r = 0
+    for i in range(count):
+        f = flows[i]
+        if rate[f] < floor:
+            for j in range(width):
+                room[sub[i, j]] -= rate[f]
+        else:
+            for j in range(width):
+                rows[r, j] = sub[i, j]
+                refilled[sub[i, j]] = True
+            r += 1
+    for u in range(nused):
+        room[u] = max(room[u], 0.0)
+    room[nused] = np.inf
+    part, saturation = _fill(rows, room)
+    fair = np.empty(count)
+    r = 0
+    for i in range(count):
+        f = flows[i]
+        if rate[f] < floor:
+            fair[i] = rate[f]
+        else:
+            fair[i] = part[r]
+            r += 1
+    for u in range(nused):
+        if not refilled[u]:
+            saturation[u] = level[links[u]] if level[links[u]] < floor else np.inf
+    return fair, saturation
+
+
+@numba.njit(cache=True)
 def solve_compiled(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray,
                    born: np.ndarray, routes: np.ndarray, capacity: np.ndarray, now: float, batch: float, busy_from: np.ndarray,
                    room: np.ndarray, spent: np.ndarray, freed: np.ndarray, freed_t: np.ndarray, last: np.ndarray,
-                   slot: np.ndarray, used: np.ndarray, peak: np.ndarray, level: np.ndarray):  # pragma: no cover (compiled)
+                   slot: np.ndarray, used: np.ndarray, peak: np.ndarray, level: np.ndarray,
+                   partial: bool):  # pragma: no cover (compiled)
     """solve_flows with its arrays as they are (int64 flows, float64 capacity), callable from compiled code
     (zensim.net.fastmaxmin)."""
-    keep = flows[alive[flows]]
-    _advance(keep, left, base_time, rate, now)
-    links, nused, sub = _subproblem(keep, routes, capacity.size - 1, slot)
+    keep, links, nused, sub, floor = _gather(flows, alive, left, base_time, rate, routes, capacity.size - 1, slot, now)
     cap = np.empty(nused + 1)
     for u in range(nused):
         cap[u] = capacity[links[u]]
     cap[nused] = np.inf
-    fair, saturation = _fill(sub, cap)
+    fair, saturation = _refill_above(floor if partial else 0.0, keep, sub, cap, rate, links, level)
     finish, end_of, load, top, work = _set_rates(keep, fair, sub, nused, left, rate, now)
     oldest = np.full(nused + 1, np.inf)  # per link the earliest start of the flows on it
     for i in range(keep.size):
@@ -300,7 +392,7 @@ class LinkState:
 
 def solve_flows(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray,
                 born: np.ndarray, routes: np.ndarray, capacity: np.ndarray, now: float, batch: float,
-                links: LinkState) -> tuple[np.ndarray, np.ndarray]:
+                links: LinkState, partial: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """One max-min solve of the flows `flows` (ids into the per-flow arrays) at time `now`, in one compiled
     pass over them and their links only: the flows still `alive`, their bytes `left` advanced from
     `base_time` to now at their old `rate` (updated in place, as are base_time and rate), and their
@@ -308,12 +400,16 @@ def solve_flows(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_tim
     len(capacity) - 1). On each of their links where a flow ends in finite time, `links` restarts the
     allowance: `last` = the latest finish, `room` = batch x (capacity x (now - busy_from) + the bytes left
     on it) where the link saturated (inf where it limits no flow), the service lost to freed capacity moved into
-    `spent`, `freed` and `freed_t` zeroed. Returns the alive flows and their finish times."""
+    `spent`, `freed` and `freed_t` zeroed. `partial`: the flows' rates are the max-min allocation of
+    them all and only departures happened since (no flow joined or was given a rate without a solve,
+    capacities unchanged): the flows under the least rate that left keep theirs and only the others
+    are filled (_gather, _refill_above; the same rates up to round-off). Returns the alive flows and their
+    finish times."""
     announce(solve_compiled, "the maxmin solver (zensim.net.waterfill.solve_compiled)", COMPILE_S)
     return solve_compiled(np.ascontiguousarray(flows, dtype=np.int64), alive, left, base_time, rate, born, routes,
                   np.ascontiguousarray(capacity, dtype=np.float64), float(now), float(batch), links.busy_from,
                   links.room, links.spent, links.freed, links.freed_t, links.last, links.slot, links.used, links.peak,
-                  links.level)
+                  links.level, bool(partial))
 
 
 def warm_flows(new: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray, routes: np.ndarray,

@@ -398,13 +398,16 @@ class MaxMin:
         """Max-min rates of component c's flows from now on; a new departure segment for them."""
         comp = self.comps[c]
         flows = np.concatenate([np.asarray(part, dtype=np.int64) for part in comp.parts])
+        # only departures since its last solve (one segment: no _warm, no merge; a joined flow has no rate
+        # yet), capacities that do not follow the flow counts: a partial re-solve
+        partial = len(comp.segments) == 1 and not self.efficiency and self.host_efficiency is None
         for s in comp.segments:
             self.segments.pop(s, None)
         comp.segments = []
         now = self.clock.now
         capacity = self._capacities()
         flows, finish = solve_flows(flows, self.alive, self.left, self.base_time, self.rate, self.net.sent_at, self.net.routes, capacity,
-                                    now, self.batch, self.state)
+                                    now, self.batch, self.state, partial)
         comp.parts, comp.nparts = [flows], 1
         comp.check = np.inf
         comp.epoch += 1
