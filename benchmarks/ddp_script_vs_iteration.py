@@ -234,7 +234,7 @@ def page_table() -> list[str]:
     default options, as markdown (about 15 s of CPU: two captures and the predictions)."""
     import contextlib
 
-    from doc_tables import markdown_table
+    from md_tables import markdown_table
     from zensim.report.table import format_cell
 
     with contextlib.chdir(Path(__file__).resolve().parent.parent):  # the options' paths are the repository's

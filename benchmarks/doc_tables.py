@@ -51,18 +51,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from md_tables import markdown_table  # noqa: E402
 from doc_tables_iteration import TABLES as ITERATION_TABLES  # docs/iteration.md's recorded runs  # noqa: E402
 
 
 def marker(name: str) -> str:
     """The line that precedes table `name` on its page."""
     return f"<!-- table {name}: benchmarks/doc_tables.py -->"
-
-
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
-    """A markdown table's lines."""
-    return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)] + \
-        ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
 
 
 def shipped_traces() -> list[str]:

@@ -12,8 +12,10 @@ page (labelled as such there).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
+
+from md_tables import markdown_table
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "docs" / "iteration-data"
@@ -21,13 +23,6 @@ PAGE = "docs/iteration.md"
 BASELINES = ("dense-allreduce", "sparcml", "omnireduce")
 SCHEMES = (*BASELINES, "zen")
 NICS = {"p3.16xlarge": "25 Gbps", "p3dn.24xlarge": "100 Gbps"}
-
-
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
-    """doc_tables.markdown_table (imported here: doc_tables imports this module's registry)."""
-    from doc_tables import markdown_table as table
-
-    return table(headers, rows)
 
 
 def record(name: str) -> dict:

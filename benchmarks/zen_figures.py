@@ -144,7 +144,7 @@ def page_tables() -> tuple[list[str], list[str]]:
     presets at the defaults (fifo, 4 iterations, dense algorithm by size): at 16 machines ZEN's speedup
     over each baseline, the paper's, samples/s, iteration ms (ZEN's compute) and the speedups with the ring
     forced for every dense bucket; then the speedups at 2, 4, 8 and 16 machines."""
-    from doc_tables import markdown_table
+    from md_tables import markdown_table
 
     presets, machines = ["p3.16xlarge", "p3dn.24xlarge"], [2, 4, 8, 16]
     models = {name: (Trace.open(ROOT / trace), load_layers(ROOT / layers)) for name, (trace, layers) in MODELS.items()}

@@ -105,7 +105,7 @@ def page_table() -> list[str]:
     """docs/iteration.md's table of the terms (benchmarks/doc_tables.py): the defaults, p3.16xlarge; a row
     per machine count and scheme, push and pull as the busiest NIC's KB (max / mean), the union's figures
     once per machine count."""
-    from doc_tables import markdown_table
+    from md_tables import markdown_table
 
     names = {"omnireduce": "OmniReduce", "zen": "ZEN"}
     rows = []
