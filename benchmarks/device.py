@@ -105,8 +105,9 @@ def union(sizes: dict, device: torch.device, reps: int) -> dict:
 
 def steps(sizes: dict, device: torch.device) -> dict:
     """Every catalog scheme at 16 ranks in one process, numpy against torch on the device."""
-    from zensim.run import run_ranks, same_bits
+    from zensim.run import run_ranks
     from zensim.schemes import CATALOG, build_scheme, needs_profile
+    from zensim.sparse.chunk import same_bits
     from zensim.sparse.conformance import on_torch, sample_chunks
 
     n, numel = 16, sizes["steps_numel"]

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-from zensim.run import InBytes, run_ranks, same_bits
+from zensim.run import InBytes, run_ranks
 from zensim.schemes import CATALOG, DISTINCT, build_scheme
 from zensim.sparse import xp as backend
-from zensim.sparse.chunk import SparseChunk, sum_chunks, union_indices
+from zensim.sparse.chunk import SparseChunk, same_bits, sum_chunks, union_indices
 from zensim.sparse.conformance import on_torch, sample_chunks
 from zensim.sparse.domain import ExplicitDomain, RangeDomain
 from zensim.sparse.formats import FORMATS, make_format

@@ -14,11 +14,11 @@ import pytest
 from schemes_support import make_chunks
 from zensim.errors import ValueRangeError
 from zensim.layout import DENSE_ALGORITHMS, DENSE_SCHEMES, dense_log, place, prepare
-from zensim.run import InBytes, run_ranks, same_bits
+from zensim.run import InBytes, run_ranks
 from zensim.schemes import build_scheme
 from zensim.schemes.pieces import ChunkPiece, DensePiece, union
 from zensim.run.context import Meter, RunContext
-from zensim.sparse.chunk import SparseChunk, sum_chunks
+from zensim.sparse.chunk import SparseChunk, same_bits, sum_chunks
 from zensim.sparse.domain import RangeDomain
 from zensim.net.costs import Costs
 from zensim.net.profile import WorkCost

@@ -8,9 +8,9 @@ import pytest
 
 from schemes_support import CASES, make_chunks
 from zensim.errors import ConfigError, ValueRangeError
-from zensim.run import AggregationMismatch, InBytes, check_results, run_ranks, same_bits
+from zensim.run import AggregationMismatch, InBytes, check_results, run_ranks
 from zensim.schemes import all_schemes, build_scheme
-from zensim.sparse.chunk import SparseChunk
+from zensim.sparse.chunk import SparseChunk, same_bits
 
 DTYPES = ("float32", "float16", "bfloat16")
 LOSSLESS = [s for s in all_schemes() if build_scheme(s, 3, 50).caps.lossless]

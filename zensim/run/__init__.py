@@ -8,14 +8,14 @@
 The torch.distributed transport (one rank per process) is `zensim.run.torchdist.TorchP2P`.
 """
 
-from zensim.run.check import AggregationMismatch, Expected, check_results, expected_sum, result_problem, same_bits
+from zensim.run.check import AggregationMismatch, Expected, check_results, expected_sum, result_problem
 from zensim.run.context import Meter, RunContext, Tables
 from zensim.run.driver import RunOutput, run_ranks
 from zensim.run.log import PHASES, LogBuilder, Message, MessageLog, Work
 from zensim.run.transports import InBytes, InMemory, Transport
 
 __all__ = [
-    "AggregationMismatch", "Expected", "check_results", "expected_sum", "result_problem", "same_bits", "Meter", "RunContext", "Tables",
+    "AggregationMismatch", "Expected", "check_results", "expected_sum", "result_problem", "Meter", "RunContext", "Tables",
     "RunOutput", "run_ranks", "PHASES", "LogBuilder", "Message", "MessageLog", "Work", "InBytes", "InMemory",
     "Transport",
 ]

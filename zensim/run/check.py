@@ -20,7 +20,7 @@ from zensim.errors import ValueRangeError
 from zensim.run.context import Tables
 from zensim.sparse import xp as backend
 from zensim.sparse.bits import bit_positions, pack_positions
-from zensim.sparse.chunk import SparseChunk, run_starts
+from zensim.sparse.chunk import SparseChunk, run_starts, same_bits
 from zensim.sparse.values import value_codec
 
 EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
@@ -111,16 +111,6 @@ def _host_results(results: Sequence[SparseChunk]) -> list[SparseChunk]:
     """The results on the host, one host chunk per distinct result object (shared results stay shared)."""
     made: dict[int, SparseChunk] = {}
     return [made.setdefault(id(r), r.host()) for r in results]
-
-
-def same_bits(a: SparseChunk, b: SparseChunk) -> bool:
-    """Whether two chunks (of any array library) have the same indices and bit-identical values."""
-    a, b = a.host(), b.host()
-    if not np.array_equal(a.indices, b.indices):
-        return False
-    if a.values is None or b.values is None:
-        return a.values is None and b.values is None
-    return a.values.dtype == b.values.dtype and a.values.tobytes() == b.values.tobytes()
 
 
 def result_problem(got: SparseChunk, exp: Expected, n: int, value_dtype: str = "float32",

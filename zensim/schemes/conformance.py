@@ -12,11 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from zensim.errors import ConfigError
-from zensim.run import InBytes, RunOutput, run_ranks, same_bits
+from zensim.run import InBytes, RunOutput, run_ranks
 from zensim.run.program import StageProgram
 from zensim.schemes.closed import measure
 from zensim.schemes.registry import build_scheme, lookup, scheme_options
-from zensim.sparse.chunk import SparseChunk
+from zensim.sparse.chunk import SparseChunk, same_bits
 from zensim.sparse.conformance import on_torch, sample_chunks
 
 

@@ -112,6 +112,16 @@ def sum_chunks(chunks: list[SparseChunk]) -> SparseChunk:
     return SparseChunk(idx[starts], xp.astype(backend.segment_sum(vals, starts), xp.float32))
 
 
+def same_bits(a: SparseChunk, b: SparseChunk) -> bool:
+    """Whether two chunks (of any array library) have the same indices and bit-identical values."""
+    a, b = a.host(), b.host()
+    if not np.array_equal(a.indices, b.indices):
+        return False
+    if a.values is None or b.values is None:
+        return a.values is None and b.values is None
+    return a.values.dtype == b.values.dtype and a.values.tobytes() == b.values.tobytes()
+
+
 def _sum_two(a: SparseChunk, b: SparseChunk) -> SparseChunk:
     """a + b: the sorted concatenation (two sorted runs: a linear merge), each shared id's pair
     added in float32. The float32 sum of two float32 values is correctly rounded, so it has the

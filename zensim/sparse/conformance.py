@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from zensim.sparse.chunk import SparseChunk
+from zensim.sparse.chunk import SparseChunk, same_bits
 from zensim.sparse.domain import ExplicitDomain, RangeDomain
 from zensim.sparse.formats import Format
 from zensim.sparse.partition import Partitioner
@@ -85,8 +85,6 @@ def check_format(fmt: Format) -> None:
 def _check_format_on_torch(fmt: Format, chunk: SparseChunk, domain, enc, back) -> None:  # type: ignore[no-untyped-def]
     """The same chunk as torch tensors: the same size and wire bytes, decoded (from a torch buffer,
     in torch) to the same bits as numpy's decoding."""
-    from zensim.run.check import same_bits
-
     tensor = chunk.to_torch()
     tenc = fmt.encode(tensor, domain)
     assert tenc.nbytes == enc.nbytes, f"{fmt!r}: torch sizes {tenc.nbytes} bytes, numpy {enc.nbytes}"
