@@ -17,8 +17,8 @@ import json
 import shlex
 import sys
 
-from zensim.replay.selection_command import add_arguments
 from zensim.errors import ZensimError
+from zensim.sim.selection_command import add_arguments
 
 
 def from_csv(path: str, plot: str | None, density: float, title: str | None) -> None:
