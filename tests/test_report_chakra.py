@@ -211,8 +211,8 @@ DEEPFM = Path(__file__).resolve().parents[1] / "traces" / "deepfm-16w.zt"
 def deepfm_iteration():
     """ZEN in one DDP iteration of the shipped DeepFM (V100 profile) on 2 x 8 GPUs: the record and its
     Chakra files read back, nodes per GPU."""
-    from zensim.report.chakra import chakra_iteration
     from zensim.sim.cluster import build_cluster
+    from zensim.train.chakra import chakra_iteration
     from zensim.train.iteration import simulate_iteration
     from zensim.train.shipped import device_layers
 

@@ -101,7 +101,8 @@ def cmd_iteration(args: argparse.Namespace) -> int:
         else:
             files[paths["plot"]] = figure_bytes(throughput_figure(records, title), plot_format(paths["plot"]))
     if "chakra" in paths:
-        from zensim.report.chakra import chakra_iteration, chakra_paths
+        from zensim.report.chakra import chakra_paths
+        from zensim.train.chakra import chakra_iteration
 
         files.update(zip(chakra_paths(paths["chakra"], ranks), chakra_iteration(records[-1].run.timeline)))
     outs.write(files)
