@@ -16,6 +16,7 @@ import numpy as np
 
 from zensim.net.units import format_bandwidth
 from zensim.report.record import Emulated, RunRecord
+from zensim.schemes.registry import with_lossless
 
 
 def comm_part(wait) -> tuple[float, list[float]]:
@@ -87,4 +88,4 @@ def run_records(summaries: list[dict], trace: dict[str, Any], cluster: dict[str,
             [int(b) for b in s["sent"] if b is not None], [int(b) for b in s["received"] if b is not None],
             kind=s["kind"], repeats=s["repeats"], errors=list(s["errors"]), trace=dict(trace), cluster=block,
             provenance=provenance, emulated=Emulated(list(s["times_s"]), s["correct"], measured)))
-    return out
+    return with_lossless(out)

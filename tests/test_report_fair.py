@@ -4,6 +4,7 @@ where it shows them, gives every series its own style, and writes GPU counts on 
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -14,7 +15,7 @@ from zensim.replay.training import TrainingRecord, loss_figure
 from zensim.report.iteration import SimulatedIterationRecord
 from zensim.report.iteration import iteration_table, throughput_figure
 from zensim.report.plots import LOSSY_LEGEND, comparison_figure, run_figure, sweep_figure
-from zensim.report.record import RunRecord
+from zensim.report.record import SCHEMA, RunRecord
 from zensim.report.runs import split_runs
 from zensim.report.table import render_comparison, render_records, render_sweep
 from zensim.schemes import build_scheme
@@ -178,11 +179,32 @@ def test_iteration_table_defines_its_columns():
                      "util"}
 
 
-def test_records_without_the_capability_take_it_from_the_registry():
-    """Emulated records and files written before `lossless` was recorded: the registry builds the scheme."""
+def test_records_without_the_capability_take_it_from_the_registry(tmp_path, capsys):
+    """Files written before `lossless` was recorded: `zensim report` fills it in from the registry (the
+    report layer itself reads only what records say)."""
+    from zensim.cli import main
+    from zensim.schemes.registry import with_lossless
+
     old = [RunRecord(s, "emulated", "emulated", "flat", 4, t, None, [1], [1]) for s, t in (("gtopk", 1e-3),
                                                                                             ("zen", 2e-3))]
-    assert [row[:2] for row in scheme_rows(render_records(old), ["zen", "gtopk"])] == [["zen", "2"], ["gtopk", "yes"]]
+    assert [r.lossless for r in with_lossless(old)] == [False, True]
+    assert [row[:2] for row in scheme_rows(render_records(with_lossless(old)), ["zen", "gtopk"])] == \
+        [["zen", "2"], ["gtopk", "yes"]]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"schema": SCHEMA, "records": [{k: v for k, v in r.to_dict().items() if k != "lossless"}
+                                                               for r in old]}))
+    assert main(["report", str(path)]) == 0
+    assert [row[:2] for row in scheme_rows(capsys.readouterr().out, ["zen", "gtopk"])] == [["zen", "2"], ["gtopk", "yes"]]
+
+
+def test_emulated_records_carry_the_schemes_capabilities():
+    from emulate.summary import run_records
+
+    summaries = [{"kind": "scheme", "name": name, "time_s": 1e-3, "sent": [1], "received": [1], "repeats": 1,
+                  "errors": [], "times_s": [1e-3], "correct": True, "wire_tx": [1], "control_sent": [0],
+                  "stages": []} for name in ("zen", "gtopk")]
+    cluster = {"ranks": 4, "rate_bps": 1e8}
+    assert [r.lossless for r in run_records(summaries, {}, cluster, {})] == [True, False]
 
 
 def test_fusion_strategy_figure_gives_every_line_its_own_style():

@@ -55,9 +55,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     iterations = [_iteration_records(doc, path) for doc, path in zip(docs, args.results)]
     if any(r is not None for r in iterations):
         return _report_iterations(args, labels, iterations, outs, paths)
+    from zensim.schemes.registry import with_lossless  # the schemes take 0.1 s to import
+
     files = []
     for path, label in zip(args.results, labels):
-        mine = load_results(path)
+        mine = with_lossless(load_results(path))  # files written before records said whether a scheme is lossy
         if not mine:
             raise ConfigError(f"{path}: no records")
         files.append((label, mine))

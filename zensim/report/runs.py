@@ -3,7 +3,6 @@ which schemes of a run are the same program; which are lossy; which parameters d
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -105,17 +104,10 @@ def _first_equal(items: Sequence[tuple[str, Any]]) -> dict[str, str]:
 
 
 def lossy_schemes(records: Sequence[RunRecord]) -> set[str]:
-    """Names of the lossy schemes among `records` (their capabilities say lossless=False): as the records
-    say, or for records that do not (emulated ones, files written before it was recorded) as the scheme
-    registry builds the scheme with the record's options."""
-    unknown = {(r.scheme, r.gpus, json.dumps(r.options, sort_keys=True)) for r in records
-               if r.lossless is None and r.kind == "scheme"}
-    recorded = {r.scheme for r in records if r.lossless is False}
-    if not unknown:
-        return recorded
-    from zensim.schemes.registry import lossless  # only here: the schemes take 0.1 s to import
-
-    return recorded | {name for name, gpus, options in unknown if lossless(name, gpus, json.loads(options)) is False}
+    """Names of the lossy schemes among `records`, as their capabilities say (lossless=False). A record
+    that does not say (a file written before it was recorded) counts as lossless here: `zensim report`
+    fills it in from the scheme registry first (zensim.schemes.registry.with_lossless)."""
+    return {r.scheme for r in records if r.lossless is False}
 
 
 def lossless_first(names: Sequence[str], lossy: set[str]) -> list[str]:

@@ -9,10 +9,13 @@ chunks of a profiled iteration, or a SparsityProfile).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from zensim.errors import ConfigError
+from zensim.report.record import RunRecord
 from zensim.run.context import Tables
 from zensim.schemes.catalog import CATALOG
 from zensim.schemes.options import Option, accept
@@ -60,6 +63,20 @@ def lossless(name: str, n: int = 4, options: dict[str, Any] | None = None) -> bo
         return bool(build_scheme(name, max(n, 2), 1024, **(options or {})).caps.lossless)
     except (ConfigError, ValueError, TypeError):
         return None
+
+
+def with_lossless(records: Sequence[RunRecord]) -> list[RunRecord]:
+    """`records` with each scheme record's `lossless` capability filled in where the record does not say
+    (files written before it was recorded), as `lossless` builds the scheme with the record's options."""
+    memo: dict[tuple[str, int, str], bool | None] = {}
+
+    def known(r: RunRecord) -> bool | None:
+        key = (r.scheme, r.gpus, json.dumps(r.options, sort_keys=True))
+        if key not in memo:
+            memo[key] = lossless(r.scheme, r.gpus, r.options)
+        return memo[key]
+
+    return [replace(r, lossless=known(r)) if r.lossless is None and r.kind == "scheme" else r for r in records]
 
 
 def needs_profile(name: str) -> bool:
