@@ -163,6 +163,16 @@ def test_fast_default_within_half_a_percent_of_exact(case):
     assert np.abs(fast - exact).max() <= 0.01 * exact.max()
 
 
+def random_routes(rng: np.random.Generator, links: int, total: int, width: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """`total` flows over 1..width distinct random links of `links` (padded with the unlimited link
+    `links`), and the links' capacities (uniform 1-10, the pad's inf)."""
+    routes = np.full((total, width), links)
+    for f in range(total):
+        hops = rng.choice(links, int(rng.integers(1, width + 1)), replace=False)
+        routes[f, : len(hops)] = hops
+    return routes, np.append(rng.uniform(1, 10, links), np.inf)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_solve_flows_touches_only_its_links(seed):
     """A solve of some flows gives waterfill's rates, their finish times, and restarts the allowance on
@@ -171,12 +181,8 @@ def test_solve_flows_touches_only_its_links(seed):
     link) where saturated (inf elsewhere), lost service moved into spent; other links and flows
     untouched."""
     rng = np.random.default_rng(seed)
-    links, total, width = 40, 60, 3
-    routes = np.full((total, width), links)
-    for f in range(total):
-        hops = rng.choice(links, int(rng.integers(1, width + 1)), replace=False)
-        routes[f, : len(hops)] = hops
-    cap = np.append(rng.uniform(1, 10, links), np.inf)
+    links, total = 40, 60
+    routes, cap = random_routes(rng, links, total)
     flows = np.sort(rng.choice(total, 25, replace=False))
     alive = np.zeros(total, bool)
     alive[flows[::2]] = True  # the others in `flows` have left
@@ -217,12 +223,8 @@ def test_partial_resolve_after_departures_equals_the_whole_solve(seed):
     has inf), rates used and allowance as solving them all, to round-off; flows under that rate keep
     theirs bit for bit. On these logs it keeps some flows in every seed and refills some."""
     rng = np.random.default_rng(seed)
-    links, total, width = 30, 120, 3
-    routes = np.full((total, width), links)
-    for f in range(total):
-        hops = rng.choice(links, int(rng.integers(1, width + 1)), replace=False)
-        routes[f, : len(hops)] = hops
-    cap = np.append(rng.uniform(1, 10, links), np.inf)
+    links, total = 30, 120
+    routes, cap = random_routes(rng, links, total)
     left, base, born = rng.uniform(1, 50, total), np.zeros(total), np.zeros(total)
     rate, alive, state = np.zeros(total), np.ones(total, bool), LinkState(links + 1)
     flows, _ = solve_flows(np.arange(total), alive, left, base, rate, born, routes, cap, 0.0, 0.25, state)
