@@ -107,9 +107,7 @@ class Network:
         have, count = self._latency_rows, self.count
         if have < count:
             if len(self._route_latency) < count:
-                grown = np.zeros(len(self.nbytes))
-                grown[:have] = self._route_latency[:have]
-                self._route_latency = grown
+                self._route_latency = _grown(self._route_latency[:have], len(self.nbytes))
             self._route_latency[have:count] = np.append(self.latency, 0.0)[self.routes[have:count]].sum(axis=1)
             self._latency_rows = count
         return self._route_latency
@@ -187,11 +185,12 @@ class Network:
         if size <= have:
             return
         new = max(size, 2 * have, 1024)
+        self.routes, self.nbytes = _grown(self.routes, new), _grown(self.nbytes, new)
+        self.sent_at, self.delivered_at = _grown(self.sent_at, new, np.nan), _grown(self.delivered_at, new, np.nan)
 
-        def grow(a: np.ndarray, fill: float = 0) -> np.ndarray:
-            out = np.full((new,) + a.shape[1:], fill, dtype=a.dtype)
-            out[:have] = a
-            return out
 
-        self.routes, self.nbytes = grow(self.routes), grow(self.nbytes)
-        self.sent_at, self.delivered_at = grow(self.sent_at, np.nan), grow(self.delivered_at, np.nan)
+def _grown(a: np.ndarray, size: int, fill: float = 0) -> np.ndarray:
+    """`a` in a new array of `size` rows (the rows after `a`'s filled with `fill`)."""
+    out = np.full((size,) + a.shape[1:], fill, dtype=a.dtype)
+    out[:len(a)] = a
+    return out
