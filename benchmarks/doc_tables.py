@@ -450,17 +450,19 @@ def trace_io() -> list[str]:
 
 def exdyna_loop() -> list[str]:
     """docs/replay.md, ExDyna in training at the paper's size: the claims' figures of the committed runs
-    docs/exdyna-loop-{gpu,cpu}.csv.gz (what `benchmarks/exdyna_loop.py --from-csv FILE` prints; the run's
-    size and device from its .json; about 4 s of CPU)."""
+    docs/exdyna-loop-{gpu,gpu-seq,cpu}.csv.gz (what `benchmarks/exdyna_loop.py --from-csv FILE` prints; the
+    run's size, device and pass from its .json; about 8 s of CPU)."""
     import json
 
     from zensim.replay.selection import load_rows, summarize
 
     rows = []
-    for run in ("gpu", "cpu"):
+    for run in ("gpu", "gpu-seq", "cpu"):
         meta = json.loads((ROOT / "docs" / f"exdyna-loop-{run}.json").read_text())
         s = summarize(load_rows(str(ROOT / "docs" / f"exdyna-loop-{run}.csv.gz")))
         device = "CPU" if meta["run"]["device"] == "cpu" else meta["run"]["device_name"].removeprefix("NVIDIA ")
+        if meta["run"].get("batched"):
+            device += " batched"
         rows.append([f"{meta['workload']['parameters'] / 1e6:.1f}M, {device}, {s['iterations']:,} it.", s["reached_from"],
                      f"{s['share_in_band_after']:.0%}", f"{s['median_ratio_after']:.3f}",
                      f"{s['dynamic_f_mean']:#.3g} / {s['static_f_mean']:#.3g}",
@@ -474,8 +476,8 @@ def exdyna_loop() -> list[str]:
 
 def exdyna_loop_partitions() -> list[str]:
     """docs/replay.md: partition loads over the last quarter of the committed GPU run (`partition_loads` of
-    docs/exdyna-loop-gpu.csv.gz) and the dynamic layout's blocks at its end; partitions 0-5 in one column
-    (equal there; about 3 s of CPU)."""
+    docs/exdyna-loop-gpu.csv.gz) and the dynamic layout's blocks at its end; adjacent partitions equal in
+    every row share one column (about 3 s of CPU)."""
     import json
 
     from zensim.replay.selection import load_rows, partition_loads
@@ -487,19 +489,21 @@ def exdyna_loop_partitions() -> list[str]:
     def load(x: float) -> str:
         return f"{x:.1g}" if x < 0.01 else f"{x:.2g}" if x < 1 else f"{x:#.3g}"
 
-    def merged(cells: list[str], each: str = "") -> list[str]:
-        if len(set(cells[:6])) != 1:
-            raise SystemExit(f"doc_tables: partitions 0-5 differ ({cells[:6]}): the page's merged column no longer fits")
-        return [cells[0] + each, *cells[6:]]
-
     static, dynamic = partition_loads(last, "static"), partition_loads(last, "dynamic")
-    n = len(dynamic["blocks"])
+    columns = list(zip(map(load, static["partition_load"]), map(load, dynamic["partition_load"]),
+                       map(str, dynamic["blocks"])))
+    spans: list[list[int]] = []
+    for p, cells in enumerate(columns):
+        if spans and columns[spans[-1][0]] == cells:
+            spans[-1][1] = p
+        else:
+            spans.append([p, p])
+    heads = [f"{a}" if a == b else f"{a}-{b}" for a, b in spans]
+    merged = [columns[a] if a == b else (*columns[a][:2], columns[a][2] + " each") for a, b in spans]
     return markdown_table(
-        [f"{parameters / 1e6:.1f}M model, last {len(last)} iterations",
-         "partitions 0-5", *map(str, range(6, n))],
-        [["static: load", *merged([load(x) for x in static["partition_load"]])],
-         ["dynamic: load", *merged([load(x) for x in dynamic["partition_load"]])],
-         [f"dynamic: blocks (of {dynamic['block_size']:,} elements)", *merged([str(b) for b in dynamic["blocks"]], " each")]])
+        [f"{parameters / 1e6:.1f}M model, last {len(last):,} iterations; partition", *heads],
+        [["static: load", *(c[0] for c in merged)], ["dynamic: load", *(c[1] for c in merged)],
+         [f"dynamic: blocks (of {dynamic['block_size']:,} elements)", *(c[2] for c in merged)]])
 
 
 def _json(path: str):
