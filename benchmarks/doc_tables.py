@@ -270,22 +270,32 @@ EXDYNA_COLUMNS = {"k'/k": ".2f", "ratio": ".2f", "drift": ".3f", "grad drift": "
                   "hit blocks": ".0f"}
 
 
+def _float_rows(path: str) -> list[dict[str, float]]:
+    """The rows of a committed all-numeric CSV under docs/, every value a float."""
+    import csv
+
+    with open(ROOT / "docs" / path, newline="") as f:
+        return [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
+
+
+def _window_means(rows: list[dict[str, float]], window: int, columns: dict[str, str],
+                  mean: Callable[[list[dict[str, float]], str], float]) -> list[list[str]]:
+    """One table row per `window` consecutive iterations: the span, then `mean(window, column)` of each
+    column formatted with its spec."""
+    return [[f"{w[0]['iteration']:.0f}-{w[-1]['iteration']:.0f}", *(format(mean(w, c), spec) for c, spec in columns.items())]
+            for w in (rows[i:i + window] for i in range(0, len(rows), window))]
+
+
 def exdyna_windows(name: str, window: int) -> list[str]:
     """docs/replay.md: window means of the committed per-iteration CSV docs/NAME.csv, which the
     page's `benchmarks/exdyna_claims.py ... --csv docs/NAME.csv` command writes (for the captures not
     shipped, the committed file is the record)."""
-    import csv
-
     from exdyna_claims import window_mean
 
-    with open(ROOT / "docs" / f"{name}.csv", newline="") as f:
-        rows = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
-    windows = [rows[i:i + window] for i in range(0, len(rows), window)]
     return markdown_table(
         ["iterations", "k'/k", "delta / delta*", "delta* drift / it", "fresh-gradient drift / it", "f dyn", "f static",
          "f best", "f lag", "f poisson", "f workers", "hit blocks"],
-        [[f"{w[0]['iteration']:.0f}-{w[-1]['iteration']:.0f}",
-          *(format(window_mean(w, c), spec) for c, spec in EXDYNA_COLUMNS.items())] for w in windows])
+        _window_means(_float_rows(f"{name}.csv"), window, EXDYNA_COLUMNS, window_mean))
 
 
 # docs/replay.md's diagnostics on the wide model's warm capture (made again on 2026-11-27): row label -> the
@@ -299,14 +309,11 @@ def exdyna_diagnostics() -> list[str]:
     """docs/replay.md: means over iterations 25-124 (after warm-up) of the committed per-iteration CSVs of one
     capture of the wide model warmed up 200 steps, as captured and with the --permute 0 / --equalize
     diagnostics."""
-    import csv
-
     from exdyna_claims import window_mean
 
     rows = []
     for label, name in EXDYNA_DIAGNOSTICS.items():
-        with open(ROOT / "docs" / "exdyna-diagnostics" / f"{name}.csv", newline="") as f:
-            run = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f) if 25 <= int(r["iteration"]) <= 124]
+        run = [r for r in _float_rows(f"exdyna-diagnostics/{name}.csv") if 25 <= r["iteration"] <= 124]
         rows.append([label, *(f"{window_mean(run, c):{spec}}" for c, spec in
                               (("k'/k", ".2f"), ("f dyn", ".2f"), ("f static", ".2f"), ("f workers", ".2f"),
                                ("f poisson", ".2f"), ("hit blocks", ".0f")))])
@@ -317,19 +324,13 @@ def exdyna_wide_first() -> list[str]:
     """docs/replay.md: window means (arithmetic, drifts included) of the committed docs/exdyna-claims-wide.csv,
     digits-cnn-wide from the first training step, written by an earlier benchmarks/exdyna_claims.py (its
     capture deleted since, so the committed file is the record)."""
-    import csv
-
     import numpy as np
 
-    with open(ROOT / "docs" / "exdyna-claims-wide.csv", newline="") as f:
-        rows = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
     columns = {"k'/k": ".2f", "ratio": ".2f", "drift": ".3f", "f dyn": ".2f", "f static": ".2f", "f best": ".2f",
                "f lag": ".2f", "f poisson": ".2f"}
     return markdown_table(
         ["iterations", "k'/k", "delta / delta*", "delta* drift / it", "f dyn", "f static", "f best", "f lag", "f poisson"],
-        [[f"{w[0]['iteration']:.0f}-{w[-1]['iteration']:.0f}",
-          *(format(np.nanmean([r[c] for r in w]), spec) for c, spec in columns.items())]
-         for w in (rows[i:i + 50] for i in range(0, len(rows), 50))])
+        _window_means(_float_rows("exdyna-claims-wide.csv"), 50, columns, lambda w, c: np.nanmean([r[c] for r in w])))
 
 
 # docs/capture.md, ZEN's characteristics: the paper's rows (ZEN section 2) and the shipped traces' (label,
