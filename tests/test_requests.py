@@ -61,10 +61,10 @@ def test_the_command_and_the_scenario_make_the_same_request(tmp_path: Path, inpu
 
 
 @pytest.mark.parametrize("flag, key, value, problem", [
-    ("--machines", "cluster.machines", "0", "expected a positive integer"),
+    ("--machines", "cluster.machines", "0", "must be at least 1"),
     ("--fabric", "cluster.fabric", "torus", "unknown fabric (choose from switch, leafspine, fattree, ring)"),
     ("--maxmin-batch", "maxmin_batch", "2", "expected a number in [0, 1]"),
-    ("--iterations", "training.iterations", "0", "expected a positive integer"),
+    ("--iterations", "training.iterations", "0", "must be at least 1"),
     ("--density", "training.density", "0", "expected a number in (0, 1]"),
     ("--dense-work", "training.dense_work", "none", "unknown dense_work (choose from fused, profile, free)"),
     ("--host-others", "training.host_others", "many", "expected a number in [0, inf)"),
