@@ -75,13 +75,15 @@ def check_name(path: str | os.PathLike[str], what: str) -> None:
 
 def check_output(path: str | os.PathLike[str], what: str) -> Path:
     """An output file name checked before any long work: a name (check_name), not a directory, its
-    directory exists."""
+    directory exists and this process may write into it."""
     check_name(path, what)
     target = Path(path)
     if target.is_dir():
         raise ConfigError(f"{what}: {path} is a directory, expected a file name")
     if not target.absolute().parent.is_dir():
         raise ConfigError(f"{what}: directory of {path} does not exist")
+    if not os.access(target.absolute().parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"{what}: cannot write into the directory of {path} (permission denied)")
     return target
 
 

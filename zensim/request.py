@@ -86,6 +86,12 @@ def integer(low: int) -> Check:
     return check
 
 
+def at_least(flag: str, value: int, low: int) -> int:
+    """`integer(low)` on a Python function's argument that `flag` gives on the command line, with the same
+    one line: '--ranks 0: must be at least 1'."""
+    return integer(low)(value, Where(flag, True))
+
+
 def parsed(kind: type) -> Check:
     """An int or a float, as given (the command line's text parsed); its range is the work's to check."""
     word = "an integer" if kind is int else "a number"
