@@ -147,7 +147,7 @@ def test_an_output_folder_this_process_may_not_write_into_is_one_line(source: Pa
     import os
 
     monkeypatch.setattr(os, "access", lambda path, mode: False)  # what a user without the rights sees (not root)
-    with pytest.raises(ConfigError, match=r"^-o: cannot write into the directory of .*o\.zt \(permission denied\)$"):
+    with pytest.raises(ConfigError, match=r"^-o: cannot write into .* \(permission denied\)$"):
         scale(source, tmp_path / "o.zt", 32)
     assert not list(tmp_path.iterdir())
 
