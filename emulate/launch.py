@@ -121,9 +121,10 @@ def launch(cluster: LocalCluster, command: Callable[[int, Path], list[str]], env
         try:
             for r in range(n):
                 with open(work / f"rank{r}.err", "wb") as err:
-                    procs.append(subprocess.Popen([*cluster.exec_prefix(r), *command(r, work)], env=env(r) | torch_cache,
-                                                  stdin=subprocess.DEVNULL, stdout=err, stderr=subprocess.STDOUT,
-                                                  start_new_session=True, preexec_fn=_die_with_parent))
+                    procs.append(subprocess.Popen([*cluster.exec_prefix(r), *command(r, work)],
+                                                  env=env(r) | torch_cache, stdin=subprocess.DEVNULL, stdout=err,
+                                                  stderr=subprocess.STDOUT, start_new_session=True,
+                                                  preexec_fn=_die_with_parent))
             if on_start is not None:
                 on_start(procs, work)
             _watch(procs, work, timeout, desc)
