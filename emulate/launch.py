@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from emulate.netns import LocalCluster, rank_addr, rank_dev
 from zensim.errors import ZensimError
+from zensim.torchcache import for_children
 
 MASTER_PORT = 29513
 _PR_SET_PDEATHSIG = 1
@@ -109,17 +110,21 @@ def launch(cluster: LocalCluster, command: Callable[[int, Path], list[str]], env
     """Run `command(r, workdir)` in rank r's namespace with environment `env(r)`, for every rank; return
     the JSON each rank wrote to `workdir/rank{r}.json`. Each rank's stdout and stderr go to
     `workdir/rank{r}.err` (copied into `logs` as `rank{r}.log` at the end, whatever the end, if given).
+    torch's compile cache folder of the ranks (a script's ranks import torch._dynamo) is in the cluster's
+    run folder, which every end removes, the reaper's after a SIGKILL included (zensim.torchcache).
     """
     n = cluster.n
     with tempfile.TemporaryDirectory(prefix="launch-", dir=cluster.run_dir) as tmp:
         work = Path(tmp)
         procs: list[subprocess.Popen] = []
+        torch_cache = for_children(str(cluster.run_dir / "torch"))
         try:
             for r in range(n):
                 with open(work / f"rank{r}.err", "wb") as err:
-                    procs.append(subprocess.Popen([*cluster.exec_prefix(r), *command(r, work)], env=env(r),
-                                                  stdin=subprocess.DEVNULL, stdout=err, stderr=subprocess.STDOUT,
-                                                  start_new_session=True, preexec_fn=_die_with_parent))
+                    procs.append(subprocess.Popen([*cluster.exec_prefix(r), *command(r, work)],
+                                                  env=env(r) | torch_cache, stdin=subprocess.DEVNULL, stdout=err,
+                                                  stderr=subprocess.STDOUT, start_new_session=True,
+                                                  preexec_fn=_die_with_parent))
             if on_start is not None:
                 on_start(procs, work)
             _watch(procs, work, timeout, desc)

@@ -18,19 +18,7 @@ from emulate.options import parse_options, parse_peers
 from zensim.atomic import check_output, write_atomic
 from zensim.errors import ConfigError
 from zensim.net.units import parse_bandwidth
-from zensim.request import Check, Request, Where, option, optional, parsed, remainder, text
-
-
-def at_least(low: float | None, *, strict: bool = False, kind: type = int) -> Check:
-    """A number (`kind`) >= low (> low with `strict`; any with None): '--timeout: must be > 0, got 0'."""
-    read = parsed(kind)
-
-    def check(value: Any, where: Where) -> Any:
-        value = read(value, where)
-        if low is not None and (value < low or (strict and value == low)):
-            raise ConfigError(f"{where.name}: must be {'>' if strict else '>='} {low:g}, got {value:g}")
-        return value
-    return check
+from zensim.request import Check, Request, Where, integer, number, option, optional, parsed, remainder, text
 
 
 def bandwidth(value: Any, where: Where) -> str:
@@ -125,12 +113,11 @@ class EmulationRequest(Request):
     options, the run's timeout and the wait for another emulation."""
 
     nic: str = option("200mbit", "per-NIC bandwidth, each direction (default 200mbit)", bandwidth)
-    iteration: int = option(0, "trace iteration (default 0)", at_least(0))
+    iteration: int = option(0, "trace iteration (default 0)", integer(0))
     options: str = option("{}", "scheme options as JSON, e.g. '{\"pull\": \"hash_bitmap\"}'", scheme_options,
                           metavar="JSON")
-    timeout: float = option(900.0, "seconds before the run is abandoned (default 900)", at_least(0, strict=True,
-                                                                                                  kind=float))
-    wait: float = option(0.0, "seconds to wait for another emulation to finish (default 0)", at_least(0, kind=float))
+    timeout: float = option(900.0, "seconds before the run is abandoned (default 900)", number(0, open_low=True))
+    wait: float = option(0.0, "seconds to wait for another emulation to finish (default 0)", number(0))
 
     @property
     def rate_bps(self) -> float:
@@ -148,7 +135,7 @@ class EmulateRequest(EmulationRequest):
     """`zensim emulate`: a trace's schemes and the torch peers on shaped namespaces (records through the
     report path), or a training script on every rank (its iteration times)."""
 
-    ranks: int | None = option(None, "ranks, one per network namespace", optional(at_least(None)), required=True)
+    ranks: int | None = option(None, "ranks, one per network namespace", optional(parsed(int)), required=True)
     trace: str | None = option(None, "trace whose iteration the schemes synchronize", optional(text("a trace")),
                                one_of="what")
     script: str | None = option(None, "a training script to run on every rank as torchrun would (arguments after "
@@ -162,7 +149,7 @@ class EmulateRequest(EmulationRequest):
     script_args: tuple[str, ...] = option((), "with --script: -- then the script's arguments", remainder,
                                           flag="script_args")
     scheme: str = option("zen", "scheme name, comma list, or all (default zen)", schemes)
-    repeats: int = option(1, "timed runs of every scheme (default 1)", at_least(1))
+    repeats: int = option(1, "timed runs of every scheme (default 1)", integer(1))
     peers: str = option("dense,sparse", "torch peers measured alongside: dense,sparse or none", peers)
     raw: str | None = option(None, "also write every rank's raw JSON output here", optional(output_file))
 
@@ -208,7 +195,7 @@ class CalibrateRequest(EmulationRequest):
     """`zensim calibrate`: an emulated cluster's links (and with a trace its schemes' local work) measured
     into a zensim-profile/1 JSON."""
 
-    ranks: int | None = option(None, "ranks, one per network namespace", optional(at_least(None)), required=True)
+    ranks: int | None = option(None, "ranks, one per network namespace", optional(parsed(int)), required=True)
     out: str | None = option(None, "profile JSON to write (zensim-profile/1)", optional(output_file), required=True)
     trace: str | None = option(None, "trace whose scheme runs calibrate local work (else links only)",
                                optional(text("a trace")))
@@ -244,11 +231,11 @@ class ValidateRequest(EmulationRequest):
     notes: str | None = option(None, "markdown file appended to the generated page (analysis)",
                                optional(text("a markdown file")))
     scheme: str = option("all", "schemes, a comma list or all (default all)", schemes)
-    repeats: int = option(3, "emulated runs of every scheme (default 3)", at_least(1))
+    repeats: int = option(3, "emulated runs of every scheme (default 3)", integer(1))
     step_repeats: int = option(3, "timed in-process runs per scheme whose median is the measured local work "
-                               "(default 3)", at_least(1))
+                               "(default 3)", integer(1))
     calibration_iteration: int | None = option(None, "trace iteration for the local-work calibration (default 1 if "
-                                               "present, else 0)", optional(at_least(None)))
+                                               "present, else 0)", optional(parsed(int)))
     workdir: str = option("validation-out", "profiles and validation.json go here", output_dir)
     docs: str | None = option(None, "folder for validation.md and validation.png (default: the --workdir; '' for "
                               "none)", optional(output_dir))

@@ -46,7 +46,7 @@ def emulate_script(script: str, args: list[str], ranks: int, rate_bps: float, wa
     if not Path(script).is_file():
         raise ConfigError(f"--script {script}: no such file")
     if warmup < 0:
-        raise ConfigError(f"--warmup: must be >= 0, got {warmup}")
+        raise ConfigError(f"--warmup {warmup}: must be at least 0")
     if hook is not None:
         try:
             check_hook_arguments(hook, None, None, None, {})

@@ -102,7 +102,7 @@ def test_capture_command_on_a_tiny_corpus(tmp_path: Path, capsys: pytest.Capture
     assert not (tmp_path / "x.zt").exists()
     assert main(["capture", "--workload", "deepfm", "--workers", "2", "--iterations", "1", "--seed", "-1",
                  "-o", str(tmp_path / "x.zt")]) == 2
-    assert capsys.readouterr().err == "zensim: error: --seed -1: must be non-negative\n"
+    assert capsys.readouterr().err == "zensim: error: --seed -1: must be at least 0\n"
     assert not (tmp_path / "x.zt").exists()
     assert main(["capture", "--workload", "deepfm", "--workers", "2", "--iterations", "1", "--corpus", "c.txt",
                  "-o", str(tmp_path / "x.zt")]) == 2

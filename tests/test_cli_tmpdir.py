@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from zensim.cli import _torch_cache_of_this_run
+from zensim.torchcache import run_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,16 +76,28 @@ def test_a_torch_cache_folder_that_was_there_is_kept(tmp_path):
 
 def test_a_torch_cache_folder_the_user_set_is_kept(monkeypatch, tmp_path):
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))
-    with _torch_cache_of_this_run():
+    with run_folder():
         assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "mine")
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "mine")
 
 
 def test_the_run_own_torch_cache_folder_is_removed(monkeypatch):
     monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
-    with _torch_cache_of_this_run():
+    with run_folder():
         folder = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
         assert not folder.exists()  # named, not made: a run killed before torch makes it leaves nothing
         (folder / "sub").mkdir(parents=True)  # what torch makes when something imports torch._dynamo
         (folder / "sub" / "f").write_text("x")
     assert not folder.exists() and "TORCHINDUCTOR_CACHE_DIR" not in os.environ
+
+
+def test_child_processes_get_a_folder_of_their_own_unless_the_user_set_one(monkeypatch, tmp_path):
+    from zensim.torchcache import for_children
+
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    assert for_children("/run/torch") == {"TORCHINDUCTOR_CACHE_DIR": "/run/torch"}
+    with run_folder():  # the command's own folder: the children's replaces it
+        assert for_children("/run/torch") == {"TORCHINDUCTOR_CACHE_DIR": "/run/torch"}
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))
+    with run_folder():
+        assert for_children("/run/torch") == {}

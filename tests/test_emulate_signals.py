@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -36,30 +37,35 @@ def _trace(path: Path) -> str:
     return str(path)
 
 
-def _start(tmp_path: Path) -> tuple[subprocess.Popen, Path, list[int]]:
-    """`zensim emulate` in a fresh process (its run folders in a temporary directory of this test), once
-    its ranks run; returns (process, that temporary directory, the rank processes' pids)."""
+def _start(tmp_path: Path, args: list[str] | None = None, ranks: int = RANKS,
+           started: Callable[[Path], bool] | None = None) -> tuple[subprocess.Popen, Path, list[int]]:
+    """`zensim emulate` (of a trace, or with `args`) in a fresh process (its run folders in a temporary
+    directory of this test, torch's compile cache folder the command's own), once its ranks run
+    (`started(that directory)`, default: rank 0 has joined the group); returns (process, that temporary
+    directory, the rank processes' pids)."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    cmd = [sys.executable, "-m", "zensim.cli", "emulate", "--ranks", str(RANKS), "--bandwidth", "2mbit",
-           "--trace", _trace(tmp_path / "t.zt"), "--scheme", "zen", "--peers", "dense", "--wait", str(WAIT)]
-    proc = subprocess.Popen(cmd, env=dict(os.environ, TMPDIR=str(tmp)), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    args = args or ["--trace", _trace(tmp_path / "t.zt"), "--scheme", "zen", "--peers", "dense"]
+    started = started or (lambda tmp: bool(list(tmp.glob(f"{netns.RUN_PREFIX}*/launch-*/progress"))))
+    cmd = [sys.executable, "-m", "zensim.cli", "emulate", "--ranks", str(ranks), "--bandwidth", "2mbit",
+           "--wait", str(WAIT), *args]
+    env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CACHE_DIR"} | {"TMPDIR": str(tmp)}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + WAIT + 120
-    while not list(tmp.glob(f"{netns.RUN_PREFIX}*/launch-*/progress")):  # rank 0 has joined the group
+    while not started(tmp):
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    pids = [int(p) for r in range(RANKS) for p in subprocess.run(
+    pids = [int(p) for r in range(ranks) for p in subprocess.run(
         ["ip", "netns", "pids", netns.rank_ns(r, proc.pid)], capture_output=True, text=True).stdout.split()]
-    assert len(pids) == RANKS
+    assert len(pids) == ranks
     return proc, tmp, pids
 
 
 def _alive(pid: int) -> bool:
     """Whether `pid` is still a rank program (a reused pid would run something else)."""
     try:
-        return b"emulate.rank" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return b"\0emulate." in Path(f"/proc/{pid}/cmdline").read_bytes()  # emulate.rank or emulate.scriptrank
     except OSError:
         return False
 
@@ -111,6 +117,31 @@ def test_a_killed_launcher_leaves_nothing(tmp_path):
     assert proc.returncode == -signal.SIGKILL
     with emulation_lock():  # held by the reaper until it is done
         _nothing_left(proc, tmp, pids)
+
+
+# a script whose ranks import torch._dynamo (as DDP's constructor does), which makes torch's compile cache
+# folder, then say so and wait to be killed
+DYNAMO_SCRIPT = """import os, sys, time
+import torch._dynamo
+open(os.path.join(sys.argv[1], "rank" + os.environ["RANK"]), "w").close()
+time.sleep(600)
+"""
+
+
+@needs_netns
+def test_a_killed_script_emulation_leaves_no_torch_cache_folder(tmp_path):
+    script, marks = tmp_path / "wait.py", tmp_path / "marks"
+    script.write_text(DYNAMO_SCRIPT)
+    marks.mkdir()
+    proc, tmp, pids = _start(tmp_path, ["--script", str(script), "--", str(marks)], ranks=2,
+                             started=lambda tmp: len(list(marks.iterdir())) == 2)
+    cache = [p.name for p in tmp.glob(f"{netns.RUN_PREFIX}*/torch")]  # the ranks' compile cache folder
+    proc.kill()
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    with emulation_lock():
+        _nothing_left(proc, tmp, pids)  # left $TMPDIR/zensim-torch-* (the command's folder) before
+    assert cache == ["torch"]
 
 
 def test_a_failed_rank_is_reported_with_its_own_last_line(tmp_path):

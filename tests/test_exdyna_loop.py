@@ -295,7 +295,8 @@ def test_command_writes_csv_and_json(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("args,message", [
     (["--seconds", "0"], "--seconds 0"), (["--ranks", "0"], "--ranks 0"), (["--density", "2"], "--density 2"),
-    (["--device", "tpu"], "--device tpu"), (["--embed", "0"], "--embed 0"), (["--csv", "nowhere/x.csv"], "no such folder"),
+    (["--device", "tpu"], "--device tpu"), (["--embed", "0"], "--embed 0"),
+    (["--csv", "nowhere/x.csv"], "--csv: directory of nowhere/x.csv does not exist"),
     (["--corpus", "missing.txt"], "--corpus missing.txt: no such file"), (["--model", "nope"], "--model nope"),
     (["--softmax", "hier"], "--softmax hier"),
 ])

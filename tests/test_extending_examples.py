@@ -267,7 +267,7 @@ def test_run_option_example():
     assert cls.from_args(parser.parse_args(given)).warmup_repeats == 0
     request = cls.from_args(parser.parse_args([*given, "--warmup-repeats", "3"]))
     assert (request.warmup_repeats, request.ranks, request.trace) == (3, 2, "t.zt")
-    with pytest.raises(ConfigError, match=r"^--warmup-repeats: must be >= 0, got -1$"):
+    with pytest.raises(ConfigError, match=r"^--warmup-repeats -1: must be at least 0$"):
         cls.from_args(parser.parse_args([*given, "--warmup-repeats", "-1"]))
     with pytest.raises(ConfigError, match=r"^--warmup-repeats x: expected an integer$"):
         cls.from_args(parser.parse_args([*given, "--warmup-repeats", "x"]))

@@ -45,9 +45,9 @@ def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 @pytest.mark.parametrize("option, target, message", [
-    ("--csv", "nodir/x.csv", "--csv: folder nodir of nodir/x.csv does not exist"),
-    ("--plot", "nodir/x.png", "--plot: folder nodir"),
-    ("--timeline", "nodir/t.json", "--timeline: folder nodir"),
+    ("--csv", "nodir/x.csv", "--csv: directory of nodir/x.csv does not exist"),
+    ("--plot", "nodir/x.png", "--plot: directory of nodir/x.png"),
+    ("--timeline", "nodir/t.json", "--timeline: directory of nodir/t.json"),
     ("--csv", "adir", "--csv: adir is a directory"),
     ("--plot", "adir", "--plot: adir is a directory"),
     ("--plot", "x.png.bak", "--plot: x.png.bak: extension .bak"),

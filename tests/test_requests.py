@@ -13,7 +13,7 @@ from test_scenario_training import inputs, scenario  # noqa: F401 (the fixture)
 from zensim.cli import build_parser, main
 from zensim.errors import ConfigError
 from zensim.request import options_of
-from zensim.sim.request import ClusterRequest, IterationRequest, ReplayRequest
+from zensim.sim.request import ClusterRequest, IterationRequest, ReplayRequest, SimulateRequest
 from zensim.sim.scenario import CLUSTER_DEFAULTS, REPLAY_KEYS, TOP_KEYS, TRAINING_DEFAULTS, load_scenario
 
 DIGITS = Path(__file__).resolve().parent.parent / "traces" / "digits-cnn-16w.zt"
@@ -61,10 +61,10 @@ def test_the_command_and_the_scenario_make_the_same_request(tmp_path: Path, inpu
 
 
 @pytest.mark.parametrize("flag, key, value, problem", [
-    ("--machines", "cluster.machines", "0", "expected a positive integer"),
+    ("--machines", "cluster.machines", "0", "must be at least 1"),
     ("--fabric", "cluster.fabric", "torus", "unknown fabric (choose from switch, leafspine, fattree, ring)"),
     ("--maxmin-batch", "maxmin_batch", "2", "expected a number in [0, 1]"),
-    ("--iterations", "training.iterations", "0", "expected a positive integer"),
+    ("--iterations", "training.iterations", "0", "must be at least 1"),
     ("--density", "training.density", "0", "expected a number in (0, 1]"),
     ("--dense-work", "training.dense_work", "none", "unknown dense_work (choose from fused, profile, free)"),
     ("--host-others", "training.host_others", "many", "expected a number in [0, inf)"),
@@ -119,3 +119,23 @@ def test_a_replay_refuses_what_it_would_ignore_from_both(tmp_path: Path, capsys:
                     "layout: flat}\n")
     req = load_scenario(path).points[0].replay
     assert req == ReplayRequest.from_args(build_parser().parse_args(base + ["--gpus-per-machine", "2", "--layout", "flat"]))
+
+
+def test_model_and_fabric_options_are_typed_once_per_request(monkeypatch) -> None:
+    import argparse
+
+    import zensim.net.fabrics as fabrics
+    import zensim.net.models as models
+    from zensim.request import add_arguments
+
+    typed: list[tuple] = []
+    for module, name in ((models, "model_option"), (fabrics, "fabric_option")):
+        read = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, read=read: typed.append(a) or read(*a))
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, SimulateRequest)
+    request = SimulateRequest.from_args(parser.parse_args(["--model", "maxmin", "--model-option", "batch=0",
+                                                           "--fabric", "leafspine", "--fabric-option", "oversub=2"]))
+    request.build()
+    assert request.model_options == request.model_options == {"batch": 0.0}
+    assert typed == [("maxmin", "batch", "0"), ("leafspine", "oversub", "2")]  # by validate only; were 3 and 2

@@ -94,4 +94,4 @@ def test_negative_stats_seed_is_one_line(tmp_path: Path, capsys: pytest.CaptureF
     assert synth(tmp_path / "s.zt") == 0
     capsys.readouterr()
     assert main(["trace", "stats", str(tmp_path / "s.zt"), "--pairs", "1", "--seed", "-1"]) == 2
-    assert capsys.readouterr().err == "zensim: error: --seed -1: must be non-negative\n"
+    assert capsys.readouterr().err == "zensim: error: --seed -1: must be at least 0\n"

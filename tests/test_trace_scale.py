@@ -117,11 +117,11 @@ def test_persistence_is_fitted_and_drawn(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    ({"workers": 0}, "--ranks 0: must be positive"),
+    ({"workers": 0}, "--ranks 0: must be at least 1"),
     ({"fit_workers": 17}, "--fit-ranks 17: must be in 1..16"),
     ({"fit_workers": 0}, "--fit-ranks 0: must be in 1..16"),
-    ({"iterations": 0}, "--iterations 0: must be positive"),
-    ({"seed": -1}, "--seed -1: must be non-negative"),
+    ({"iterations": 0}, "--iterations 0: must be at least 1"),
+    ({"seed": -1}, "--seed -1: must be at least 0"),
 ])
 def test_bad_arguments(source: Path, tmp_path: Path, kwargs: dict, message: str) -> None:
     args = {"workers": 32, **kwargs}
@@ -135,10 +135,20 @@ def test_bad_output_and_dense_source(source: Path, tmp_path: Path) -> None:
         scale(source, source, 32)
     with pytest.raises(ConfigError, match="is a directory"):
         scale(source, tmp_path, 32)
-    with pytest.raises(ConfigError, match="missing or not writable"):
+    with pytest.raises(ConfigError, match="-o: directory of .* does not exist"):
         scale(source, tmp_path / "no" / "o.zt", 32)
     with pytest.raises(TraceError, match="is dense: scaling needs index sets"):
         scale(ROOT / "traces" / "digits-cnn-16w.zt", tmp_path / "o.zt", 32)
+    assert not list(tmp_path.iterdir())
+
+
+def test_an_output_folder_this_process_may_not_write_into_is_one_line(source: Path, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.setattr(os, "access", lambda path, mode: False)  # what a user without the rights sees (not root)
+    with pytest.raises(ConfigError, match=r"^-o: cannot write into .* \(permission denied\)$"):
+        scale(source, tmp_path / "o.zt", 32)
     assert not list(tmp_path.iterdir())
 
 

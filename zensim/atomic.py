@@ -73,16 +73,29 @@ def check_name(path: str | os.PathLike[str], what: str) -> None:
                           "to standard output)")
 
 
-def check_output(path: str | os.PathLike[str], what: str) -> Path:
+def check_output(path: str | os.PathLike[str], what: str, create_folders: bool = False) -> Path:
     """An output file name checked before any long work: a name (check_name), not a directory, its
-    directory exists."""
+    directory exists (or, with `create_folders`, can be made) and this process may write into it."""
     check_name(path, what)
     target = Path(path)
     if target.is_dir():
         raise ConfigError(f"{what}: {path} is a directory, expected a file name")
-    if not target.absolute().parent.is_dir():
+    if not create_folders and not target.absolute().parent.is_dir():
         raise ConfigError(f"{what}: directory of {path} does not exist")
+    check_creatable(target.parent, what)
     return target
+
+
+def check_creatable(folder: str | os.PathLike[str], what: str) -> None:
+    """ConfigError naming `what` unless `folder` is, or can be made as, a folder this process may write
+    into: its nearest existing ancestor is a writable directory."""
+    existing = Path(folder).absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"{what}: cannot create folder {folder} ({existing} is a file)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{what}: cannot write into {existing} (permission denied)")
 
 
 def check_new_output(path: str | os.PathLike[str], what: str, force: bool) -> Path:

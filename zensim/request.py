@@ -7,8 +7,8 @@ default (the field's own) and the check. So
     ClusterRequest.from_mapping(settings, where)    # a request from a scenario's flat settings
 
 check every value with the same code, and a bad value is the same problem on one line, prefixed by
-the flag and value (`--machines 0: expected a positive integer`) or by the file and key
-(`s.yaml: cluster.machines: expected a positive integer, got 0`).
+the flag and value (`--machines 0: must be at least 1`) or by the file and key
+(`s.yaml: cluster.machines: must be at least 1, got 0`).
 
 This module knows no run mode: the simulator's requests are in zensim.sim.request, the capture's in
 zensim.trace.capture.request, the emulator's in emulate.request. It imports nothing of the project but
@@ -74,19 +74,22 @@ def option(default: Any, help: str, check: Check, *, flag: str | None = None, ke
 
 
 def integer(low: int) -> Check:
-    """An integer >= low (a bool is not one)."""
-    word = {0: "a non-negative integer", 1: "a positive integer"}.get(low, f"an integer >= {low}")
+    """An integer >= low (a bool is not one), the one check of an integer with a floor in every mode's
+    requests: '--machines 0: must be at least 1', '--machines x: expected an integer'."""
+    whole = parsed(int)
 
     def check(value: Any, where: Where) -> int:
-        if where.text and isinstance(value, str):
-            try:
-                value = int(value)
-            except ValueError:
-                raise where.fail(value, f"expected {word}") from None
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise where.fail(value, f"expected {word}")
+        value = whole(value, where)
+        if value < low:
+            raise where.fail(value, f"must be at least {low}")
         return value
     return check
+
+
+def at_least(flag: str, value: int, low: int) -> int:
+    """`integer(low)` on a Python function's argument that `flag` gives on the command line, with the same
+    one line: '--ranks 0: must be at least 1'."""
+    return integer(low)(value, Where(flag, True))
 
 
 def parsed(kind: type) -> Check:

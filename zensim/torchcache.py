@@ -9,17 +9,54 @@ layer recording) make its optimizer through `optimizer_of`, which first imports 
 makes the folder again whenever something compiles (its cache functions create it on each call).
 zensim_hook cannot: DistributedDataParallel's constructor imports torch._dynamo itself, before a hook
 exists, in any DDP script, zensim or not (docs/ddp.md). The command line points TORCHINDUCTOR_CACHE_DIR at
-a folder of its own run, removed at exit (zensim.cli), which covers a user's script that a command runs
-(its ranks inherit the variable)."""
+a folder of its own run, removed at exit (`run_folder`), which covers a user's script that a command runs
+(its processes inherit the variable). Processes that may outlive the command's own cleanup get a folder
+that their own cleanup removes instead (`for_children`: an emulation's ranks, in its run folder, which the
+reaper removes when the command is killed with SIGKILL)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
+import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 VARIABLE = "TORCHINDUCTOR_CACHE_DIR"
+_named: str | None = None  # the folder `run_folder` named, while its run lasts
+
+
+@contextlib.contextmanager
+def run_folder() -> Iterator[None]:
+    """torch's compile cache folder in a folder of this run, removed with it. An optimizer (or DDP) imports
+    torch._dynamo, which creates $TMPDIR/torchinductor_$USER (TORCHINDUCTOR_CACHE_DIR's default) and leaves it
+    behind; zensim compiles nothing with torch, so nothing in it is worth keeping. The folder is named, not
+    made: torch makes it if something imports torch._dynamo, so a run killed before (SIGKILL runs no code of
+    ours) leaves nothing. A TORCHINDUCTOR_CACHE_DIR set by the user is kept; child processes (ranks, workers)
+    inherit the variable."""
+    global _named
+    if VARIABLE in os.environ:
+        yield
+        return
+    folder = os.path.join(tempfile.gettempdir(), f"zensim-torch-{os.getpid()}-{secrets.token_hex(4)}")
+    os.environ[VARIABLE] = _named = folder
+    try:
+        yield
+    finally:
+        os.environ.pop(VARIABLE, None)  # torch sets it too, to the same folder
+        _named = None
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def for_children(folder: str) -> dict[str, str]:
+    """The environment that makes `folder` the compile cache folder of child processes whose own cleanup
+    removes `folder` (module docstring): {VARIABLE: folder}, or {} if the user set TORCHINDUCTOR_CACHE_DIR
+    (then it is theirs, kept as `run_folder` keeps it)."""
+    current = os.environ.get(VARIABLE)
+    return {} if current is not None and current != _named else {VARIABLE: folder}
 
 
 def import_dynamo() -> None:

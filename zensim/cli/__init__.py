@@ -5,21 +5,17 @@ This package is the top of the import graph: it imports the layers, no layer imp
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import re
-import secrets
-import shutil
 import signal
 import sys
-import tempfile
 import threading
-from collections.abc import Iterator
 
 from zensim.cli import (capture, converge, emulate, exdynaloop, fusion, iteration, layers, partition, report, scenario, schemes,
                         simulate, trace, vocabulary, warmup, work)
 from zensim.errors import Terminated, ZensimError
 from zensim.report.provenance import command_line, version_line
+from zensim.torchcache import run_folder
 
 # Each module has `register(subparsers)` adding its subcommands with `set_defaults(func=...)`.
 COMMAND_MODULES = (trace, simulate, scenario, report, capture, emulate, schemes, partition, layers, iteration, work, fusion,
@@ -73,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     in_main = threading.current_thread() is threading.main_thread()  # signals can only be set there
     previous = {sig: signal.signal(sig, _terminate) for sig in (signal.SIGTERM, signal.SIGHUP)} if in_main else {}
     try:
-        with _torch_cache_of_this_run():
+        with run_folder():
             status = args.func(args)
     except ZensimError as exc:
         print(f"zensim: error: {exc}", file=sys.stderr)
@@ -95,26 +91,6 @@ def main(argv: list[str] | None = None) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return int(status or 0)
-
-
-@contextlib.contextmanager
-def _torch_cache_of_this_run() -> Iterator[None]:
-    """torch's compile cache folder in a folder of this run, removed with it. An optimizer (or DDP) imports
-    torch._dynamo, which creates $TMPDIR/torchinductor_$USER (TORCHINDUCTOR_CACHE_DIR's default) and leaves it
-    behind; zensim compiles nothing with torch, so nothing in it is worth keeping. The folder is named, not
-    made: torch makes it if something imports torch._dynamo, so a run killed before (SIGKILL runs no code of
-    ours) leaves nothing. A TORCHINDUCTOR_CACHE_DIR set by the user is kept; child processes (ranks, workers)
-    inherit the variable."""
-    if "TORCHINDUCTOR_CACHE_DIR" in os.environ:
-        yield
-        return
-    folder = os.path.join(tempfile.gettempdir(), f"zensim-torch-{os.getpid()}-{secrets.token_hex(4)}")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
-    try:
-        yield
-    finally:
-        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)  # torch sets it too, to the same folder
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _note(line: str) -> None:

@@ -8,9 +8,9 @@ import os
 import sys
 from pathlib import Path
 
+from zensim.atomic import check_creatable
 from zensim.errors import ConfigError
 from zensim.extras import installed
-from zensim.report.outputs import check_creatable
 from zensim.sim.scenario import load_scenario
 from zensim.sim.sweep import records_of, render_results, results_document, run_scenario, write_outputs
 

@@ -9,6 +9,7 @@ from typing import Any
 from zensim.atomic import check_new_output
 from zensim.errors import ConfigError
 from zensim.report.table import format_table
+from zensim.request import at_least
 
 VALUE_CHOICES = ("none", "float32", "float16")
 FORCE_HELP = "replace -o if it exists"
@@ -76,10 +77,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from zensim.trace.format import Trace
     from zensim.trace.stats import trace_stats
 
-    if args.pairs < 1:
-        raise ConfigError(f"--pairs {args.pairs}: must be positive")
-    if args.seed < 0:
-        raise ConfigError(f"--seed {args.seed}: must be non-negative")
+    at_least("--pairs", args.pairs, 1)
+    at_least("--seed", args.seed, 0)
     with Trace.open(args.path) as trace:
         stats = trace_stats(trace, pairs=args.pairs, seed=args.seed, progress=True)
     print(json.dumps(stats, indent=2) if args.json else render_stats(stats))
@@ -134,8 +133,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
     from zensim.trace.synth import SynthParams, overlap_for_densification, synthesize
 
     check_new_output(args.output, "-o", args.force)
-    if args.numel is not None and args.numel < 1:
-        raise ConfigError(f"--numel {args.numel}: must be positive")
+    if args.numel is not None:
+        at_least("--numel", args.numel, 1)
     tensors = [("synthetic", args.numel)] if args.numel is not None else parse_tensors(args.tensors)
     params = SynthParams(args.density, args.overlap, args.skew, args.row, _floats(args.skew_inner, "--skew-inner"))
     if args.densification is not None:

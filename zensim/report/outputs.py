@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from zensim.atomic import check_name, write_all_atomic
+from zensim.atomic import check_output, write_all_atomic
 from zensim.errors import ConfigError
 
 # matplotlib writes these from the extension of the path (tests check each); others are refused
@@ -47,18 +47,6 @@ def table_files(paths: Mapping[str, Path], table: Callable[[], str]) -> dict[Pat
     return {paths[key]: text if key == "csv" else to_parquet(text) for key in wanted}
 
 
-def check_creatable(folder: str | os.PathLike[str], what: str) -> None:
-    """ConfigError naming `what` unless `folder` is, or can be made as, a folder this process may write
-    into: its nearest existing ancestor is a writable directory."""
-    existing = Path(folder).absolute()
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        raise ConfigError(f"{what}: cannot create folder {folder} ({existing} is a file)")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(f"{what}: cannot write into {existing} (permission denied)")
-
-
 class OutputFiles:
     """Paths a command will write, checked when added; `write` writes them all or none.
 
@@ -74,13 +62,9 @@ class OutputFiles:
 
     def add(self, path: str | os.PathLike[str], what: str, plot: bool = False) -> Path:
         """Check `path` (named `what` in errors, e.g. '--csv') and record it; returns it as a Path."""
-        check_name(path, what)
-        target = Path(path)
-        if target.is_dir():
-            raise ConfigError(f"{what}: {path} is a directory, expected a file name")
+        target = check_output(path, what, self.create_folders)
         if plot:
             plot_format(target, what)
-        self._check_folder(target, what)
         for known in self.inputs:
             if _same_file(target, known):
                 raise ConfigError(f"{what}: {path} is an input of this run ({known}); choose another output name")
@@ -89,13 +73,6 @@ class OutputFiles:
                 raise ConfigError(f"{what}: {path} is also the output of {other}")
         self.paths[target] = what
         return target
-
-    def _check_folder(self, target: Path, what: str) -> None:
-        """The folder of `target` exists and is writable, or (create_folders) can be made."""
-        folder = target.absolute().parent
-        if not self.create_folders and not folder.is_dir():
-            raise ConfigError(f"{what}: folder {target.parent} of {target} does not exist")
-        check_creatable(target.parent, what)
 
     def write(self, contents: Mapping[Path, str | bytes]) -> None:
         """Write every file (each must have been added) through temporary files, then rename them all."""

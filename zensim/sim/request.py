@@ -87,10 +87,15 @@ class ClusterRequest(Request):
         """The model options (`name` 'model_option') or fabric options ('fabric_option') given, each typed as
         the model or fabric declares it (zensim.net.models.model_option, zensim.net.fabrics.fabric_option);
         a one-line error naming the flag and item ('--model-option batch=x: expected a number') or the key
-        ('FILE: model_options.batch: expected a number, got 'x'')."""
+        ('FILE: model_options.batch: expected a number, got 'x''). Typed once per request (validate types
+        them; build and model_options find them in the request's cache, which is no field: not compared,
+        and a `dataclasses.replace` copy types its own)."""
         from zensim.net.fabrics import fabric_option
         from zensim.net.models import model_option
 
+        cache = self.__dict__.setdefault("_typed_options", {})  # a frozen dataclass's __dict__ stays writable
+        if name in cache:
+            return dict(cache[name])
         read, owner = (model_option, self.model) if name == "model_option" else (fabric_option, self.fabric)
         out = {}
         for key, value in getattr(self, name) or ():
@@ -100,7 +105,8 @@ class ClusterRequest(Request):
                 where = place(name) if place is not None else self.place(name)
                 raise (Where(where, True).fail(f"{key}={value}", str(exc)) if text
                        else Where(f"{where}.{key}", False).fail(value, str(exc))) from None
-        return out
+        cache[name] = out
+        return dict(out)
 
     def build(self, where: Callable[[str], str] | None = None):  # -> tuple[ClusterSpec, Profile | None]
         """The ClusterSpec (explicit fields > the profile's > the preset's > defaults) and the profile."""

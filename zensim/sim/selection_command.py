@@ -13,7 +13,7 @@ import json
 import os
 import time
 
-from zensim.atomic import write_atomic
+from zensim.atomic import check_output, write_atomic
 from zensim.errors import ConfigError
 from zensim.extras import require_parquet
 from zensim.net.models import MODELS
@@ -98,12 +98,6 @@ def peak_memory(device: str) -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
-def writable(option: str, path: str | None) -> None:
-    """One line naming the option if `path`'s folder does not exist."""
-    if path is not None and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-        raise ConfigError(f"{option} {path}: no such folder")
-
-
 def command(args: argparse.Namespace) -> int:
     """Build the workload and the loop, run it within the budget, write CSV, JSON and plot."""
     began = time.monotonic()
@@ -117,7 +111,8 @@ def command(args: argparse.Namespace) -> int:
     if args.model not in MODELS:
         raise ConfigError(f"--model {args.model}: unknown (choose from {', '.join(MODELS)})")
     for option, path in (("--csv", args.csv), ("--json", args.json), ("--parquet", args.parquet), ("--plot", args.plot)):
-        writable(option, path)
+        if path is not None:
+            check_output(path, option)
     if args.parquet:
         require_parquet("--parquet")
     import torch

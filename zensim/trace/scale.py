@@ -18,11 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
+from zensim.atomic import check_output
 from zensim.errors import ConfigError
 from zensim.report.provenance import file_sha256
 from zensim.trace.format import TensorSpec, Trace, TraceWriter, opened
 from zensim.trace.popularity import TensorModel, check_fittable, fit, value_class
-from zensim.trace.synth import sample_outside, sample_unique
+from zensim.trace.synth import check_draws, sample_outside, sample_unique
 
 GENERATOR = "zensim.trace.scale/1"
 
@@ -108,18 +109,10 @@ def scale(source: str | os.PathLike[str] | Trace, path: str | os.PathLike[str], 
 
 def _check_args(trace: Trace, path: str | os.PathLike[str], workers: int, iterations: int, seed: int) -> None:
     """One line naming the argument before any work."""
-    if workers < 1:
-        raise ConfigError(f"--ranks {workers}: must be positive")
-    if iterations < 1:
-        raise ConfigError(f"--iterations {iterations}: must be positive")
-    if seed < 0:
-        raise ConfigError(f"--seed {seed}: must be non-negative")
+    check_draws(workers, iterations, seed)
     if os.path.realpath(path) == os.path.realpath(trace.path):
         raise ConfigError(f"-o {path}: is the source trace; write the scaled trace elsewhere")
-    if os.path.isdir(path):
-        raise ConfigError(f"-o {path}: is a directory, expected a file name")
-    if not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK):
-        raise ConfigError(f"-o {path}: its directory is missing or not writable")
+    check_output(path, "-o")
 
 
 def _write(path: str | os.PathLike[str], specs: list[TensorSpec], models: list[TensorModel], workers: int,

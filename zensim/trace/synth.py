@@ -29,6 +29,7 @@ from scipy.optimize import brentq
 from tqdm import tqdm
 
 from zensim.errors import ConfigError
+from zensim.request import at_least
 from zensim.trace.format import TensorSpec, TraceWriter
 from zensim.sparse.chunk import unique_sorted
 from zensim.sparse.partition import even_boundaries
@@ -202,6 +203,13 @@ def worker_sets(lay: Layout, workers: int, rng_key: Sequence[int], row: int = 1)
         yield rows if row == 1 else (rows[:, None] * row + np.arange(row)).ravel()
 
 
+def check_draws(workers: int, iterations: int, seed: int) -> None:
+    """One line naming the flag of a trace generator's (synthesize, scale) workers, iterations or seed out
+    of range."""
+    for flag, value, low in (("--ranks", workers, 1), ("--iterations", iterations, 1), ("--seed", seed, 0)):
+        at_least(flag, value, low)
+
+
 def synthesize(
     path: str | os.PathLike[str],
     workers: int,
@@ -214,10 +222,7 @@ def synthesize(
     progress: bool = False,
 ) -> None:
     """Write a synthetic trace: `tensors` are (name, numel) pairs, each generated with `params`."""
-    if workers < 1 or iterations < 1:
-        raise ConfigError(f"--ranks {workers} / --iterations {iterations}: must be positive")
-    if seed < 0:
-        raise ConfigError(f"--seed {seed}: must be non-negative")
+    check_draws(workers, iterations, seed)
     layouts = [layout(numel, params) for _, numel in tensors]
     provenance = {"kind": "synthetic", "generator": GENERATOR, "params": asdict(params), "seed": seed}
     workload = (

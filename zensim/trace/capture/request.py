@@ -12,23 +12,11 @@ from typing import Any
 
 from zensim.atomic import check_new_output
 from zensim.errors import ConfigError
-from zensim.request import Check, Request, Where, choice, option, optional, parsed, remainder, switch, text
+from zensim.request import Request, Where, choice, integer, option, optional, parsed, remainder, switch, text
 from zensim.trace.capture.names import SPARSIFIERS, WORKLOADS
 
 TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 ONE_OF = "source"  # --workload, --hook or --script
-
-
-def count(low: int, problem: str) -> Check:
-    """An integer >= low, else '--flag VALUE: problem'."""
-    whole = parsed(int)
-
-    def check(value: Any, where: Where) -> int:
-        value = whole(value, where)
-        if value < low:
-            raise where.fail(value, problem)
-        return value
-    return check
 
 
 def globs(value: Any, where: Where) -> tuple[str, ...]:
@@ -64,13 +52,13 @@ class CaptureRequest(Request):
                               choice("value dtype", ("float32", "float16")))
     batch_size: int | None = option(None, "per-worker micro-batch (sequences or samples); with --hook only recorded in "
                                     "the provenance (default: the script's DataLoader batch size)",
-                                    optional(count(1, "must be at least 1")))
+                                    optional(integer(1)))
     params: tuple[str, ...] | None = option(None, "with --hook or --script: parameters to record, comma-separated globs "
                                             "such as 'embedding.*' (default: every trainable parameter)",
                                             optional(globs))
     skip_params: tuple[str, ...] | None = option(None, "with --hook or --script: parameters not to record, "
                                                  "comma-separated globs such as '*.bias'", optional(globs))
-    seed: int = option(0, "random seed (default 0)", count(0, "must be non-negative"))
+    seed: int = option(0, "random seed (default 0)", integer(0))
     corpus: str | None = option(None, "plain-text corpus for the language models (default: installed KJV)",
                                 optional(text("a corpus file")))
     output: str | None = option(None, "trace file to write (--hook: shard path with {rank})", optional(text("a path")),
