@@ -192,7 +192,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default="maxmin", help="the timeline's sharing model (default maxmin: the emulator "
                    "serves a NIC's flows in turn, docs/emulation.md)")
     p.add_argument("--layers", default=str(DATA / "recsys-small.layers.json"))
-    p.add_argument("--calibration", default="docs/validation-data/profile-25mbit-n16.json")
+    p.add_argument("--calibration", default="docs/ddp-data/calibration-25mbit-n16.json")
     p.add_argument("--measured", default=",".join(str(DATA / "recsys-25mbit" / r) for r in "abcde"),
                    help="folders of the emulated runs' JSON, comma-separated (a row per folder)")
     p.add_argument("--hook-run-ms", type=hook_run_ms, default=hook_run_ms(MEASURED_HOOK_RUN_MS), metavar="N=MS,...",

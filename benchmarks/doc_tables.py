@@ -30,7 +30,9 @@ replay-speed-history (docs/replay.md: a before/after pair of 2026-11-23, typed i
 docs/replay-speed/history-select-scan.json: its output was not kept and its code is long replaced);
 capture-speed, capture-virtual (docs/capture.md: docs/capture-data/{speed,virtual-ranks}.json of
 benchmarks/capture.py --json and benchmarks/capture_virtual.py --json); ddp-hooks (docs/ddp.md:
-docs/ddp-data/hooks.json of benchmarks/ddp_hooks.py, emulated). Records of runs too long for a test:
+docs/ddp-data/hooks.json of benchmarks/ddp_hooks.py, emulated); validation-runs (docs/validation.md: the
+two 16-rank `zensim validate` runs' records of benchmarks/record_run.py --lock and their sampled load).
+Records of runs too long for a test:
 fusion-gemini (docs/fusion.md: docs/fusion-data/gemini.json of benchmarks/fusion.py gemini);
 fusion-strategies, fusion-degrees (docs/fusion.md: docs/fusion-data/timeline-*.json.gz, the --json of the page's
 `zensim iteration --strategy` runs on a 128-worker capture that is not shipped);
@@ -425,10 +427,39 @@ def validation_errors() -> list[str]:
     data = ROOT / "docs" / "validation-data"
     now, before = summary(data / "validation.json"), summary(data / "before-work-kinds" / "validation.json")
     return markdown_table(["Mbit/s", "whole median / worst", "communication part median / worst",
-                           "before (same settings, 01:53-02:16 UTC)"],
+                           "before the work kinds (same settings, 23 Nov 01:53-02:16 UTC)"],
                           [[f"{rate / 1e6:.0f}", errors(now[rate]), errors(now[rate], "comm_"),
                             f"whole {errors(before[rate])}, comm {errors(before[rate], 'comm_')}"]
                            for rate in sorted(now, reverse=True)])
+
+
+def validation_runs() -> list[str]:
+    """docs/validation.md, How these runs were made: the 16-rank `zensim validate` runs the page rests on, from
+    their committed records (validation-data/run-n16-*.json.gz of `benchmarks/record_run.py --lock ...`: commit
+    and the tracked files changed from it, locks held and the wait for them, UTC window, wall, CPU of the
+    command and the processes it waited for, the ranks included, peak memory of the largest) and the 1-min
+    load average sampled every 30 s beside each run (validation-data/final-n16-*.load, `HH:MM:SS load1 load5
+    load15`; the samples inside the run's window)."""
+    rows, data = [], ROOT / "docs" / "validation-data"
+    runs = [_json(f"validation-data/{p.name}") for p in data.glob("run-n16-*.json.gz")]
+    for run in sorted(runs, key=lambda r: r["start_utc"]):
+        out = run["output"]
+        (rate,), (n,) = out["rates_bps"], {p["ranks"] for p in out["profiles"]}
+        tag = f"n{n}-{rate / 1e6:g}mbit"
+        start, end = run["start_utc"][11:19], run["end_utc"][11:19]
+        samples = [float(line.split()[1]) for line in (data / f"final-{tag}.load").read_text().splitlines()
+                   if start <= line.split()[0] <= end]
+        minutes, seconds = divmod(run["wall_s"], 60)
+        changed = f" (+ {', '.join(run['local_changes'])} changed)" if run["local_changes"] else ""
+        rows.append([tag, n, f"{rate / 1e6:g}", ",".join(map(str, out["iterations"])), run["commit"][:7] + changed,
+                     " + ".join(Path(lock).stem.removeprefix("zsim-") for lock in run["locks"])
+                     + f" (waited {run['lock_wait_s']:.0f} s)",
+                     f"{start}-{end} ({run['start_utc'][:10]})", f"{minutes:.0f}:{seconds:05.2f}",
+                     f"{run['user_s']:.0f} s user + {run['system_s']:.0f} s system", f"{run['peak_rss_mb']:.0f} MB",
+                     f"{sum(samples) / len(samples):.1f} / {max(samples):.1f} ({len(samples)} samples)"])
+    return markdown_table(["run", "ranks", "Mbit/s", "iteration", "commit", "locks held", "UTC", "wall",
+                           "CPU (the command and its processes)", "peak memory (largest process)",
+                           "load avg (1 min) mean / max"], rows)
 
 
 def trace_io() -> list[str]:
@@ -757,6 +788,7 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "exdyna-claims-wide-warm": ("docs/replay.md", lambda: exdyna_windows("exdyna-claims-wide-warm", 25)),
     "ddp-script": ("docs/ddp.md", ddp_script),
     "validation-errors": ("docs/validation.md", validation_errors),
+    "validation-runs": ("docs/validation.md", validation_runs),
     "trace-io": ("docs/trace-stats.md", trace_io),
     "replay-loss": ("docs/replay.md", replay_loss),
     "roofline-h100": ("docs/iteration.md", roofline),

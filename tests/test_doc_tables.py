@@ -58,6 +58,24 @@ def test_record_run_keeps_the_output_with_its_provenance(tmp_path):
     assert "-core " in rec["machine"] and len(rec["load_before"]) == 3 and rec["wall_s"] > 0
 
 
+def test_record_run_holds_its_locks_around_the_command(tmp_path):
+    """--lock: the command runs while record_run holds the lock files (a non-blocking flock from inside fails),
+    and the record names them."""
+    import json
+    import subprocess
+    import sys
+
+    out, locks = tmp_path / "run.json", [str(tmp_path / "a.lock"), str(tmp_path / "b.lock")]
+    probe = ("import fcntl, json, os, sys\nheld = []\nfor p in sys.argv[1:]:\n    fd = os.open(p, os.O_RDONLY)\n"
+             "    try:\n        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n        held.append(False)\n"
+             "    except BlockingIOError:\n        held.append(True)\nprint(json.dumps(held))")
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "record_run.py"), "-o", str(out), "--lock", locks[0],
+                    "--lock", locks[1], "--", sys.executable, "-c", probe, *locks], cwd=ROOT, check=True,
+                   capture_output=True)
+    rec = json.loads(out.read_text())
+    assert rec["output"] == [True, True] and rec["locks"] == locks and rec["lock_wait_s"] >= 0
+
+
 @pytest.mark.parametrize("argv, message", [(["-o", "{out}", "--", "false"], "false exited 1; {out} not written"),
                                            (["-o", "{out}.txt", "--", "true"], "must be a .json or .json.gz file")])
 def test_record_run_refuses_and_writes_nothing(tmp_path, argv, message):
