@@ -11,6 +11,7 @@ from zensim.layout import place, prepare
 from zensim.net.costs import Costs
 from zensim.net.network import Network
 from zensim.net.fastloop import RANK, Program
+from zensim.net.profile import ExchangeCost, WorkCost
 from zensim.net.replay import LogReplay, compiled, replay, run_compiled
 from zensim.net.topology import ClusterSpec
 from zensim.run import Tables
@@ -28,6 +29,12 @@ SPECS = [ClusterSpec(6, 1, B), ClusterSpec(3, 4, B, nic_latency=2e-6, nvlink_lat
 
 SCHEMES = ["zen", "sparcml", "agsparse-ring", "dense-allreduce", "sparse-ps", "ring-incr-parallel-balanced"]
 LAYOUTS = [(7, 1), (4, 3)]  # (machines, GPUs per machine): one GPU per machine, and ZEN's layout
+
+WORK = WorkCost({"hash": 2e-9, "merge": 1e-9, "encode": 0.0, "decode": 0.0, "copy": 5e-10})
+# what a calibrated profile (zensim-profile/1) sets beside links and work, one feature at a time and all
+# together, at sizes that matter on the random logs (messages of up to 1 MB at 25 Gbit/s: ~300 us)
+CALIBRATED = {"exchange": {"exchange": ExchangeCost(3e-6, 1e-6, 1e-10)}}
+CALIBRATED["all"] = {k: v for features in CALIBRATED.values() for k, v in features.items()}
 
 
 def scheme_costs(name: str, machines: int, gpus: int) -> tuple[MessageLog, Costs]:

@@ -5,10 +5,12 @@ with several clients on one network started by a program (overlapping, staggered
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from replay_support import (B, LAYOUTS, SCHEMES, SPECS, assert_program_same, random_log, random_program, scheme_costs,
+from replay_support import (B, CALIBRATED, WORK, LAYOUTS, SCHEMES, SPECS, assert_program_same, random_log, random_program, scheme_costs,
                             spec_id)
 from replay_support import assert_same as assert_compiled_same
 from zensim.layout import dense_ring_log
@@ -39,7 +41,9 @@ def test_random_logs_same_times(spec, seed):
 @pytest.mark.parametrize("name", SCHEMES)
 @pytest.mark.parametrize("machines,gpus", LAYOUTS)
 def test_scheme_logs_same_times(name, machines, gpus):
-    assert_same(*scheme_costs(name, machines, gpus))
+    log, costs = scheme_costs(name, machines, gpus)
+    assert_same(log, costs)
+    assert_same(log, replace(costs, **CALIBRATED["all"]))
 
 
 def test_dense_ring_and_empty_logs():
@@ -73,3 +77,17 @@ def test_several_clients_same_times(spec, seed):
     work = WorkCost({"hash": 2e-9, "merge": 1e-9, "encode": 0.0, "decode": 0.0, "copy": 5e-10})
     logs = [random_log(rng, n, 3, 20 * n) for _ in range(3)]
     assert_program_same(logs, Costs(spec, work), "fifo", random_program(rng, logs))
+
+
+@pytest.mark.parametrize("features", list(CALIBRATED))
+@pytest.mark.parametrize("spec", SPECS, ids=spec_id)
+def test_calibrated_costs_same_times(spec, features):
+    """What a calibrated profile sets beside links and work (replay_support.CALIBRATED), one feature at
+    a time and all together, on a random log and on three clients started by a random program: the
+    same times."""
+    rng = np.random.default_rng(7)
+    n = spec.machines * spec.gpus_per_machine
+    costs = Costs(spec, WORK, **CALIBRATED[features])
+    assert_same(random_log(rng, n, 4, 40 * n), costs)
+    logs = [random_log(rng, n, 3, 20 * n) for _ in range(3)]
+    assert_program_same(logs, costs, "fifo", random_program(rng, logs))

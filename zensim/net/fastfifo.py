@@ -5,8 +5,8 @@ The same semantics, step for step, as `LogReplay` on `Network` with the `Fifo` m
 ties at one instant break the same way), the same floating-point operations in the same order, so
 every time comes out bit-identical (tests/test_net_fastfifo.py asserts it against the general path).
 It covers one log alone (`replay()`: every rank starting at 0) and several logs started by a
-fastloop.Program (the training timeline), fifo without NIC or host efficiency tables and without
-shared host processors (`Costs.host_cores`); anything else takes the general path. Per event: a heap push and pop of plain numbers, about 50x cheaper than a Python
+fastloop.Program (the training timeline), with the costs fastloop.alone lists; anything else takes
+the general path. Per event: a heap push and pop of plain numbers, about 50x cheaper than a Python
 callback. The heap and the ranks' stage program are zensim.net.fastloop's.
 
 Events: a rank's local work ending (then it injects its stage's sends, or ends the stage), a
@@ -34,9 +34,8 @@ COMPILE_S = 15  # about this many seconds of CPU compile _loop (zensim.jit.annou
 
 
 def applies(net: Network) -> bool:
-    """Whether the compiled loop gives the general path's times on this network: the fifo model, no
-    efficiency tables, no shared host processors, no rendezvous, no exchange CPU, nothing sent or
-    scheduled yet."""
+    """Whether the compiled loop gives the general path's times on this network: the fifo model, with
+    what fastloop.alone says the compiled loops cover."""
     return fastloop.alone(net, "fifo")
 
 

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 # event kinds of the stage program and the program (models number theirs from MODEL on); START is an
 # entry of `advance`, never an event
-SEND, END, BEGIN, SENT, FINISH, NODE, START, MODEL = 0, 1, 2, 3, 4, 5, 6, 7
+SEND, END, BEGIN, SENT, FINISH, NODE, START, POST, MODEL = 0, 1, 2, 3, 4, 5, 6, 7, 8
 # st: the loop's integer state
 SIZE, SEQ, EVENTS, DEPTH = 0, 1, 2, 3
 _LATE = float(2**52)
@@ -50,10 +50,11 @@ _WAIT, _DONE = -1, -2  # a rank waits for work or messages / has ended its last 
 
 def alone(net: Network, model: str) -> bool:
     """Whether a compiled loop gives the general path's times on this network: the `model` model, no
-    efficiency tables, no shared host processors, no rendezvous, no exchange CPU, nothing sent or
-    scheduled yet, the network's own clock (not a SimPy environment's, which other processes share)."""
-    return (isinstance(net.clock, Clock) and net.model.name == model and net.link_efficiency is None and net.host_efficiency is None
-            and net.costs.host_cores is None and not net.costs.rendezvous and net.costs.exchange is None
+    efficiency tables, no shared host processors, no rendezvous, nothing sent or scheduled yet, the
+    network's own clock (not a SimPy environment's, which other processes share). The exchange's own
+    CPU (Costs.exchange) is covered."""
+    return (isinstance(net.clock, Clock) and net.model.name == model and net.link_efficiency is None
+            and net.host_efficiency is None and net.costs.host_cores is None and not net.costs.rendezvous
             and net.clock.events == 0)
 
 
@@ -117,7 +118,7 @@ class Program:
 
 def schedule(net: Network, clients: Sequence, program: Program) -> tuple[tuple, tuple, dict, tuple]:
     """The clients' schedules (LogReplay.arrays) as one, ranks and slots numbered across clients: `rank`
-    (order, bounds, pending, sent, pre, post, stages, slot_base, slot_rank, node_of), `messages`
+    (order, bounds, pending, sent, pre, post, stages, slot_base, slot_rank, node_of, exchange), `messages`
     (stage, src, dst) per network message id, and `sizes` (ranks, slots, widest, linked); with the
     program's arrays. ValueError unless the clients' messages are all the network's. One client (a
     replay) lends its own arrays, read only, where no renumbering is needed: no copies per message
@@ -155,7 +156,7 @@ def schedule(net: Network, clients: Sequence, program: Program) -> tuple[tuple, 
     bounds = joined([np.zeros(1, np.int64)] + [c.arrays["bounds"][1:] + at for c, at in zip(clients, offsets)]
                     if not alone else [clients[0].arrays["bounds"]], np.int64)
     pending = np.array(joined([c.arrays["pending"] for c in clients], np.int64))  # a copy: the loop counts down
-    pre, post = (joined([c.arrays[name] for c in clients], np.float64) for name in ("pre", "post"))
+    pre, post, exchange = (joined([c.arrays[name] for c in clients], np.float64) for name in ("pre", "post", "exchange"))
     stages = joined([np.full(c.log.n, c.stages, np.int64) for c in clients], np.int64)
     slot_base = np.repeat(slots[:-1], [c.log.n for c in clients]) + np.concatenate(
         [np.arange(c.log.n) * c.stages for c in clients] + [np.zeros(0, np.int64)])
@@ -164,7 +165,7 @@ def schedule(net: Network, clients: Sequence, program: Program) -> tuple[tuple, 
     node_of = np.full(len(stages), -1, np.int64)
     node_of[prog[2][prog[0] == RANK]] = np.flatnonzero(prog[0] == RANK)
     rank = (order, bounds, pending, np.zeros(int(slots[-1]), np.bool_), pre, post, stages, slot_base.astype(np.int64),
-            slot_rank.astype(np.int64), node_of)
+            slot_rank.astype(np.int64), node_of, exchange)
     widest = int(np.diff(bounds).max()) if len(bounds) > 1 else 0
     sizes = {"ranks": len(stages), "slots": int(slots[-1]), "widest": widest, "linked": len(prog[4]) > 0}
     return rank, (stage_of, src_of, dst_of), sizes, prog
@@ -281,20 +282,25 @@ def _work(heap, st, out, column, slot, now, seconds, then, r, s):  # pragma: no 
 
 @numba.njit(cache=True)
 def _stages(r, s, step, now, rank, heap, st, out):  # pragma: no cover (compiled)
-    """Rank r at stage s from `step` on (BEGIN: the stage begins; SEND: its pre work done; SENT: its
-    sends injected; FINISH: its messages all delivered; END: its post work done) until it waits for
-    work or messages (_WAIT), has ended its last stage (_DONE), or has sends to inject now: their slot,
-    after marking it sent (LogReplay._begin/_send/_finish/_end)."""
+    """Rank r at stage s from `step` on (BEGIN: the stage begins; POST: its pre work done, the exchange's
+    own CPU begins; SEND: that done; SENT: its sends injected; FINISH: its messages all delivered; END:
+    its post work done) until it waits for work or messages (_WAIT), has ended its last stage (_DONE),
+    or has sends to inject now: their slot, after marking it sent (LogReplay._begin/_post/_send/_finish/
+    _end)."""
     pending, sent, pre, post, stages_of, slot_base = rank[2], rank[3], rank[4], rank[5], rank[6], rank[7]
+    exchange = rank[10]
     stages = stages_of[r]
     while True:
         slot = slot_base[r] + s
         if step == BEGIN:
-            if _work(heap, st, out, 0, slot, now, pre[slot], SEND, r, s):
+            if _work(heap, st, out, 0, slot, now, pre[slot], POST, r, s):
+                return _WAIT
+            step = POST
+        if step == POST:
+            if _work(heap, st, out, 1, slot, now, exchange[slot], SEND, r, s):
                 return _WAIT
             step = SEND
         if step == SEND:
-            out[1, slot] = now
             sent[slot] = True
             return slot
         if step == SENT:

@@ -11,8 +11,8 @@ and the same floating-point operations done in the same order, and the solve is 
 function (zensim.net.waterfill), so every time comes out bit-identical (tests/test_net_fastmaxmin.py
 asserts it against the general path). It covers one log alone (`replay()`: every rank starting at 0)
 and several logs started by a fastloop.Program (the training timeline: buckets in flight together),
-maxmin without NIC or host efficiency tables, shared host processors or rendezvous; anything else
-takes the general path. The heap and the ranks' stage program are zensim.net.fastloop's.
+with the costs fastloop.alone lists; anything else takes the general path. The heap and the ranks'
+stage program are zensim.net.fastloop's.
 
 State, all arrays: per flow its bytes left, rate, segment, component, isolation stamp and the next
 flow of its component (a component's flows are a linked list, in the order the general path
@@ -50,8 +50,8 @@ COMPILE_S = 40  # about this many seconds of CPU compile _loop (zensim.jit.annou
 
 
 def applies(net: Network) -> bool:
-    """Whether the compiled loop gives the general path's times on this network: the maxmin model, no
-    efficiency tables, no shared host processors, no rendezvous, nothing sent or scheduled yet."""
+    """Whether the compiled loop gives the general path's times on this network: the maxmin model, with
+    what fastloop.alone says the compiled loops cover."""
     return fastloop.alone(net, "maxmin")
 
 
