@@ -97,11 +97,10 @@ def test_segments_take_the_stable_order():
 
 
 def test_general_path_where_the_compiled_loop_does_not_apply():
-    """Efficiency tables, shared host processors and rendezvous are left to the general path."""
+    """Efficiency tables and shared host processors are left to the general path."""
     spec = ClusterSpec(4, 1, B)
     eff = NicEfficiency(((1, 1.0), (4, 0.5)))
-    for costs in (Costs(spec, nic_efficiency=eff), Costs(spec, host_efficiency=eff), Costs(spec, host_cores=1),
-                  Costs(spec, rendezvous=True)):
+    for costs in (Costs(spec, nic_efficiency=eff), Costs(spec, host_efficiency=eff), Costs(spec, host_cores=1)):
         assert not fastmaxmin.applies(Network(costs, "maxmin"))
     assert not fastmaxmin.applies(Network(Costs(spec), "fifo"))
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from zensim.jit import announce
 from zensim.net import fastloop
-from zensim.net.fastloop import FINISH, MODEL, SENT, START, Program, advance, arrived, pop, push, resume
+from zensim.net.fastloop import FINISH, MODEL, SENT, START, Program, advance, arrived, pop, push, resume, sends
 
 if TYPE_CHECKING:
     from zensim.net.network import Network
@@ -84,13 +84,13 @@ def _rank(r, s, step, now, net, rank, prog, free, heap, st, out, sent_at):  # pr
     """Advance the ranks and the program from rank r's (or node r's) `step`, injecting (Network.start,
     Fifo.inject) where they send."""
     routes, nbytes, capacity, latency, pad = net
-    order, bounds = rank[0], rank[1]
     slot = advance(r, s, step, now, rank, prog, heap, st, out)
     while slot >= 0:
-        for j in range(bounds[slot], bounds[slot + 1]):
-            sent_at[order[j]] = now
-        for j in range(bounds[slot], bounds[slot + 1]):
-            m = order[j]
+        ids, first, stop = sends(slot, rank)
+        for j in range(first, stop):
+            sent_at[ids[j]] = now
+        for j in range(first, stop):
+            m = ids[j]
             if routes[m, 0] == pad:
                 push(heap, st, now + 0.0, _DELIVER, m, 0, 0.0)
             else:

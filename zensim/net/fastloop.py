@@ -50,12 +50,11 @@ _WAIT, _DONE = -1, -2  # a rank waits for work or messages / has ended its last 
 
 def alone(net: Network, model: str) -> bool:
     """Whether a compiled loop gives the general path's times on this network: the `model` model, no
-    efficiency tables, no shared host processors, no rendezvous, nothing sent or scheduled yet, the
-    network's own clock (not a SimPy environment's, which other processes share). The exchange's own
-    CPU (Costs.exchange) is covered."""
+    efficiency tables, no shared host processors, nothing sent or scheduled yet, the network's own
+    clock (not a SimPy environment's, which other processes share). The exchange's own CPU
+    (Costs.exchange) and rendezvous (Costs.rendezvous) are covered."""
     return (isinstance(net.clock, Clock) and net.model.name == model and net.link_efficiency is None
-            and net.host_efficiency is None and net.costs.host_cores is None and not net.costs.rendezvous
-            and net.clock.events == 0)
+            and net.host_efficiency is None and net.costs.host_cores is None and net.clock.events == 0)
 
 
 class Program:
@@ -118,9 +117,12 @@ class Program:
 
 def schedule(net: Network, clients: Sequence, program: Program) -> tuple[tuple, tuple, dict, tuple]:
     """The clients' schedules (LogReplay.arrays) as one, ranks and slots numbered across clients: `rank`
-    (order, bounds, pending, sent, pre, post, stages, slot_base, slot_rank, node_of, exchange), `messages`
-    (stage, src, dst) per network message id, and `sizes` (ranks, slots, widest, linked); with the
-    program's arrays. ValueError unless the clients' messages are all the network's. One client (a
+    (order, bounds, pending, sent, pre, post, stages, slot_base, slot_rank, node_of, exchange, held),
+    `messages` (stage, src, dst) per network message id, and `sizes` (ranks, slots, widest: the most
+    messages one slot injects at once, linked); with the program's arrays. `held`: with rendezvous
+    (Costs.rendezvous) the messages held for their receiver's slot (`sends`): per message its receiver
+    and the next message held for the same slot, per slot the first and last held, and room for one
+    slot's injection; without, arrays of length 0. ValueError unless the clients' messages are all the network's. One client (a
     replay) lends its own arrays, read only, where no renumbering is needed: no copies per message
     but `pending`, which the loop counts down."""
     base = np.cumsum([0] + [c.log.n for c in clients]).astype(np.int64)
@@ -161,12 +163,18 @@ def schedule(net: Network, clients: Sequence, program: Program) -> tuple[tuple, 
     slot_base = np.repeat(slots[:-1], [c.log.n for c in clients]) + np.concatenate(
         [np.arange(c.log.n) * c.stages for c in clients] + [np.zeros(0, np.int64)])
     slot_rank = np.repeat(np.arange(len(stages)), stages)
+    held = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+            np.zeros(0, np.int64))
+    if net.costs.rendezvous:  # a slot injects at most its own sends and the ones it receives
+        held = (np.ascontiguousarray(dst_of, np.int64), np.full(int(slots[-1]), -1, np.int64),
+                np.full(int(slots[-1]), -1, np.int64), np.full(net.count, -1, np.int64),
+                np.empty(int(pending.max(initial=0)), np.int64))
     prog = program.arrays(base)
     node_of = np.full(len(stages), -1, np.int64)
     node_of[prog[2][prog[0] == RANK]] = np.flatnonzero(prog[0] == RANK)
     rank = (order, bounds, pending, np.zeros(int(slots[-1]), np.bool_), pre, post, stages, slot_base.astype(np.int64),
-            slot_rank.astype(np.int64), node_of, exchange)
-    widest = int(np.diff(bounds).max()) if len(bounds) > 1 else 0
+            slot_rank.astype(np.int64), node_of, exchange, held)
+    widest = len(held[4]) if net.costs.rendezvous else int(np.diff(bounds).max()) if len(bounds) > 1 else 0
     sizes = {"ranks": len(stages), "slots": int(slots[-1]), "widest": widest, "linked": len(prog[4]) > 0}
     return rank, (stage_of, src_of, dst_of), sizes, prog
 
@@ -386,6 +394,39 @@ def advance(r, s, step, now, rank, prog, heap, st, out):  # pragma: no cover (co
         if r < 0:
             return -1
         s, step = 0, BEGIN
+
+
+@numba.njit(cache=True)
+def sends(slot, rank):  # pragma: no cover (compiled)
+    """The messages that the slot `advance` returned injects now, in order, as (ids, first, stop): its
+    own sends, order[bounds[slot]:bounds[slot + 1]]; with rendezvous (LogReplay._send) those of them
+    whose receiver has injected its own sends of the stage, then the ones held for this slot, while
+    the others are held for their receiver's slot."""
+    order, bounds, sent, slot_base = rank[0], rank[1], rank[3], rank[7]
+    dst, first, last, following, group = rank[11]
+    if len(group) == 0:
+        return order, bounds[slot], bounds[slot + 1]
+    s = slot - slot_base[rank[8][slot]]
+    size = 0
+    for j in range(bounds[slot], bounds[slot + 1]):
+        m = order[j]
+        to = slot_base[dst[m]] + s
+        if sent[to]:
+            group[size] = m
+            size += 1
+        else:  # held for its receiver's slot, after the ones held before it
+            if first[to] < 0:
+                first[to] = m
+            else:
+                following[last[to]] = m
+            last[to] = m
+    m = first[slot]
+    while m >= 0:
+        group[size] = m
+        size += 1
+        m = following[m]
+    first[slot] = -1
+    return group, 0, size
 
 
 @numba.njit(cache=True)

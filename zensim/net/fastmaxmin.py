@@ -36,7 +36,7 @@ from numba.typed import List
 from zensim.jit import announce
 from zensim.net import fastloop
 from zensim.net.fastloop import (FINISH, MODEL, SENT, START, Program, advance, arrived, grow, pop, push, push_late,
-                                 resume)
+                                 resume, sends)
 from zensim.net.models.maxmin import DEFER, FIRST, HEAD, TIE
 from zensim.net.waterfill import LinkState, share_of_room, solve_compiled, warm_compiled
 
@@ -254,7 +254,7 @@ def _later(now, heap, st, ms):  # pragma: no cover (compiled)
 
 @numba.njit(cache=True)
 def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (compiled)
-    """Network.start and MaxMin.inject of the sends order[b0:b1]: flows alone on their links isolated,
+    """Network.start and MaxMin.inject of the sends order[b0:b1] (fastloop.sends): flows alone on their links isolated,
     the others (and the isolated flows they meet, promoted) shared from the end of this instant."""
     wire, flow, link, comp, segments, scratch, ms, fs = mm
     croutes, routes, nbytes, capacity, latency, pad, batch = wire
@@ -654,11 +654,11 @@ def _check(c, mark, now, mm, heap, st):  # pragma: no cover (compiled)
 def _rank(r, s, step, now, rank, prog, extra, mm, heap, st, out, sent_at):  # pragma: no cover (compiled)
     """Advance the ranks and the program from rank r's (or node r's) `step`, injecting where they send
     (the heap grown for each injection: several ranks may start and send in one step); the heap."""
-    order, bounds = rank[0], rank[1]
     slot = advance(r, s, step, now, rank, prog, heap, st, out)
     while slot >= 0:
-        heap = grow(heap, st[fastloop.SIZE] + bounds[slot + 1] - bounds[slot] + extra + 2)
-        _inject(bounds[slot], bounds[slot + 1], order, now, mm, heap, st, sent_at)
+        ids, first, stop = sends(slot, rank)
+        heap = grow(heap, st[fastloop.SIZE] + stop - first + extra + 2)
+        _inject(first, stop, ids, now, mm, heap, st, sent_at)
         r, s = resume(slot, rank)
         slot = advance(r, s, SENT, now, rank, prog, heap, st, out)
     return heap
