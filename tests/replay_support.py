@@ -33,7 +33,8 @@ LAYOUTS = [(7, 1), (4, 3)]  # (machines, GPUs per machine): one GPU per machine,
 WORK = WorkCost({"hash": 2e-9, "merge": 1e-9, "encode": 0.0, "decode": 0.0, "copy": 5e-10})
 # what a calibrated profile (zensim-profile/1) sets beside links and work, one feature at a time and all
 # together, at sizes that matter on the random logs (messages of up to 1 MB at 25 Gbit/s: ~300 us)
-CALIBRATED = {"exchange": {"exchange": ExchangeCost(3e-6, 1e-6, 1e-10)}, "rendezvous": {"rendezvous": True}}
+CALIBRATED = {"exchange": {"exchange": ExchangeCost(3e-6, 1e-6, 1e-10)}, "rendezvous": {"rendezvous": True},
+              "cores": {"host_cores": 1, "host_others": 0.5}}
 CALIBRATED["all"] = {k: v for features in CALIBRATED.values() for k, v in features.items()}
 
 

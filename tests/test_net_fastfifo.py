@@ -10,8 +10,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from replay_support import (B, CALIBRATED, WORK, LAYOUTS, SCHEMES, SPECS, assert_program_same, random_log, random_program, scheme_costs,
-                            spec_id)
+from replay_support import (B, CALIBRATED, LAYOUTS, SCHEMES, SPECS, WORK, assert_program_same, random_log,
+                            random_program, scheme_costs, spec_id)
 from replay_support import assert_same as assert_compiled_same
 from zensim.layout import dense_ring_log
 from zensim.net import fastfifo
@@ -54,11 +54,11 @@ def test_dense_ring_and_empty_logs():
 
 
 def test_general_path_where_the_compiled_loop_does_not_apply():
-    """Efficiency tables and shared host processors are left to the general path."""
+    """Efficiency tables are left to the general path."""
     spec = ClusterSpec(4, 1, B)
     log = random_log(np.random.default_rng(3), 4, 2, 30)
     eff = NicEfficiency(((1, 1.0), (4, 0.5)))
-    for costs in (Costs(spec, nic_efficiency=eff), Costs(spec, host_efficiency=eff), Costs(spec, host_cores=1)):
+    for costs in (Costs(spec, nic_efficiency=eff), Costs(spec, host_efficiency=eff)):
         assert not fastfifo.applies(Network(costs, "fifo"))
     assert not fastfifo.applies(Network(Costs(spec), "maxmin"))
     net = Network(Costs(spec), "fifo")

@@ -11,8 +11,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from replay_support import (B, CALIBRATED, WORK, LAYOUTS, SCHEMES, SPECS, assert_program_same, assert_same, general, random_log,
-                            random_program, scheme_costs, spec_id)
+from replay_support import (B, CALIBRATED, LAYOUTS, SCHEMES, SPECS, WORK, assert_program_same, assert_same, general,
+                            random_log, random_program, scheme_costs, spec_id)
 from test_net_maxmin import ADVERSARIAL
 from zensim.layout import dense_ring_log
 from zensim.net import fastmaxmin
@@ -97,10 +97,10 @@ def test_segments_take_the_stable_order():
 
 
 def test_general_path_where_the_compiled_loop_does_not_apply():
-    """Efficiency tables and shared host processors are left to the general path."""
+    """Efficiency tables are left to the general path."""
     spec = ClusterSpec(4, 1, B)
     eff = NicEfficiency(((1, 1.0), (4, 0.5)))
-    for costs in (Costs(spec, nic_efficiency=eff), Costs(spec, host_efficiency=eff), Costs(spec, host_cores=1)):
+    for costs in (Costs(spec, nic_efficiency=eff), Costs(spec, host_efficiency=eff)):
         assert not fastmaxmin.applies(Network(costs, "maxmin"))
     assert not fastmaxmin.applies(Network(Costs(spec), "fifo"))
 

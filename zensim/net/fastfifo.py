@@ -24,7 +24,8 @@ import numpy as np
 
 from zensim.jit import announce
 from zensim.net import fastloop
-from zensim.net.fastloop import FINISH, MODEL, SENT, START, Program, advance, arrived, pop, push, resume, sends
+from zensim.net.fastloop import (FINISH, MODEL, SENT, START, Program, advance, arrived, grow, pop, push, resume,
+                                 sends)
 
 if TYPE_CHECKING:
     from zensim.net.network import Network
@@ -45,7 +46,7 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     numbering) the stage start, transfer start, transfer end and stage end times (4, slots), and per node
     of the program when it began and when it was done."""
     rank, messages, sizes, prog = fastloop.schedule(net, clients, program)
-    st = np.zeros(4, np.int64)
+    st = np.zeros(fastloop.STATE, np.int64)
     out = np.zeros((4, sizes["slots"]))
     sent_at, delivered_at = net.sent_at[:net.count], net.delivered_at[:net.count]  # NaN: nothing sent yet (applies)
     floats = [np.ascontiguousarray(x, dtype=np.float64) for x in (net.nbytes[:net.count], net.capacity, net.latency)]
@@ -104,8 +105,11 @@ def _loop(routes, nbytes, capacity, latency, pad, rank, messages, prog, st, out,
           delivered_at):  # pragma: no cover (compiled)
     """The program's roots start at time 0, in order, then Clock.run(): events in (time, order of
     scheduling) order. Returns the time of the last event. At most one event is pending per message,
-    per rank and per node of the program, so the heap is sized once."""
-    heap = np.empty((len(nbytes) + len(rank[6]) + len(prog[0]) + 1, fastloop.ROW))
+    per rank and per node of the program, so the heap is sized once; but for shared host processors'
+    events (fastloop.CORE_EVENTS), stale ones included: one step schedules at most one per rank and one more."""
+    ranks = len(rank[6])
+    size = len(nbytes) + ranks + len(prog[0]) + 1
+    heap = np.empty((size, fastloop.ROW))
     free = np.zeros(len(capacity))
     net = (routes, nbytes, capacity, latency, pad)
     stage_of, src_of, dst_of = messages
@@ -113,6 +117,8 @@ def _loop(routes, nbytes, capacity, latency, pad, rank, messages, prog, st, out,
     for x in prog[6]:
         _rank(x, 0, START, now, net, rank, prog, free, heap, st, out, sent_at)
     while st[fastloop.SIZE] > 0:
+        if st[fastloop.CORE_EVENTS]:
+            heap = grow(heap, size + st[fastloop.CORE_EVENTS] + ranks + 1)
         now, kind, a, b, c = pop(heap, st)
         if kind == _HOP:
             _hop(a, b, c, now, routes, nbytes, capacity, latency, pad, free, heap, st)

@@ -83,7 +83,7 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     scratch = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(comps, np.int64),
                np.empty(comps, np.int64), np.empty(comps, np.int64))
     model = (wire, flow, link, comp, scratch, np.zeros(11, np.int64), np.full(1, np.inf))
-    st = np.zeros(4, np.int64)
+    st = np.zeros(fastloop.STATE, np.int64)
     out = np.zeros((4, sizes["slots"]))
     sent_at, delivered_at = flow[10], np.full(count, np.nan)  # a flow's start: sent_at
     extra = sizes["ranks"] + len(prog[0])  # the ranks' and the program's events a step may schedule
