@@ -11,7 +11,7 @@ from zensim.layout import place, prepare
 from zensim.net.costs import Costs
 from zensim.net.network import Network
 from zensim.net.fastloop import RANK, Program
-from zensim.net.profile import ExchangeCost, WorkCost
+from zensim.net.profile import ExchangeCost, NicEfficiency, WorkCost
 from zensim.net.replay import LogReplay, compiled, replay, run_compiled
 from zensim.net.topology import ClusterSpec
 from zensim.run import Tables
@@ -34,7 +34,8 @@ WORK = WorkCost({"hash": 2e-9, "merge": 1e-9, "encode": 0.0, "decode": 0.0, "cop
 # what a calibrated profile (zensim-profile/1) sets beside links and work, one feature at a time and all
 # together, at sizes that matter on the random logs (messages of up to 1 MB at 25 Gbit/s: ~300 us)
 CALIBRATED = {"exchange": {"exchange": ExchangeCost(3e-6, 1e-6, 1e-10)}, "rendezvous": {"rendezvous": True},
-              "cores": {"host_cores": 1, "host_others": 0.5}}
+              "cores": {"host_cores": 1, "host_others": 0.5},
+              "host-efficiency": {"host_efficiency": NicEfficiency(((1, 1.0), (4, 0.8), (16, 0.5)))}}
 CALIBRATED["all"] = {k: v for features in CALIBRATED.values() for k, v in features.items()}
 
 

@@ -52,13 +52,14 @@ TIMER, RANK = 0, 1  # node kinds
 _WAIT, _DONE = -1, -2  # a rank waits for work or messages / has ended its last stage
 
 
-def alone(net: Network, model: str) -> bool:
+def alone(net: Network, model: str, host_efficiency: bool) -> bool:
     """Whether a compiled loop gives the general path's times on this network: the `model` model, no
-    efficiency tables, nothing sent or scheduled yet, the network's own clock (not a SimPy
-    environment's, which other processes share). The exchange's own CPU (Costs.exchange), rendezvous
-    (Costs.rendezvous) and shared host processors (Costs.host_cores, host_others) are covered."""
+    NIC efficiency table, no host efficiency table unless the loop covers one (`host_efficiency`),
+    nothing sent or scheduled yet, the network's own clock (not a SimPy environment's, which other
+    processes share). The exchange's own CPU (Costs.exchange), rendezvous (Costs.rendezvous) and
+    shared host processors (Costs.host_cores, host_others) are covered."""
     return (isinstance(net.clock, Clock) and net.model.name == model and net.link_efficiency is None
-            and net.host_efficiency is None and net.clock.events == 0)
+            and (host_efficiency or net.host_efficiency is None) and net.clock.events == 0)
 
 
 class Program:

@@ -51,8 +51,8 @@ COMPILE_S = 40  # about this many seconds of CPU compile _loop (zensim.jit.annou
 
 def applies(net: Network) -> bool:
     """Whether the compiled loop gives the general path's times on this network: the maxmin model, with
-    what fastloop.alone says the compiled loops cover."""
-    return fastloop.alone(net, "maxmin")
+    what fastloop.alone says the compiled loops cover, and no host efficiency."""
+    return fastloop.alone(net, "maxmin", host_efficiency=False)
 
 
 def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
