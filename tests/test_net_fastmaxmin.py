@@ -26,9 +26,6 @@ from zensim.net.topology import ClusterSpec
 from zensim.run.log import Message, MessageLog
 
 MODES = {"batched": None, "exact": {"batch": 0}}
-# what a calibrated profile sets, less the host efficiency, which the maxmin loop leaves to the general path
-COVERED = {name: {k: v for k, v in features.items() if k != "host_efficiency"} for name, features in CALIBRATED.items()
-           if name != "host-efficiency"}
 
 
 WARM = {}  # per test, the arrivals given rates without a solve (both loops alike): tested to happen
@@ -59,7 +56,7 @@ def test_scheme_logs_same_times(name, machines, gpus):
     log, costs = scheme_costs(name, machines, gpus)
     for options in MODES.values():
         same_solves(log, costs, options)
-        same_solves(log, replace(costs, **COVERED["all"]), options)
+        same_solves(log, replace(costs, **CALIBRATED["all"]), options)
 
 
 @pytest.mark.parametrize("case", list(ADVERSARIAL))
@@ -100,11 +97,10 @@ def test_segments_take_the_stable_order():
 
 
 def test_general_path_where_the_compiled_loop_does_not_apply():
-    """Efficiency tables are left to the general path."""
+    """A NIC efficiency table is left to the general path."""
     spec = ClusterSpec(4, 1, B)
     eff = NicEfficiency(((1, 1.0), (4, 0.5)))
-    for costs in (Costs(spec, nic_efficiency=eff), Costs(spec, host_efficiency=eff)):
-        assert not fastmaxmin.applies(Network(costs, "maxmin"))
+    assert not fastmaxmin.applies(Network(Costs(spec, nic_efficiency=eff), "maxmin"))
     assert not fastmaxmin.applies(Network(Costs(spec), "fifo"))
 
 
@@ -168,16 +164,16 @@ def test_a_program_runs_its_clients_alone():
         run_compiled(net, [LogReplay(net, log)], program)
 
 
-@pytest.mark.parametrize("features", list(COVERED))
+@pytest.mark.parametrize("features", list(CALIBRATED))
 @pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("spec", SPECS, ids=spec_id)
 def test_calibrated_costs_same_times(spec, mode, features):
-    """What a calibrated profile sets beside links and work (replay_support.CALIBRATED) but the host
-    efficiency, one feature at a time and all together, on a random log and on three clients started by a random program: the
+    """What a calibrated profile sets beside links and work (replay_support.CALIBRATED), one feature at
+    a time and all together, on a random log and on three clients started by a random program: the
     same times and solves."""
     rng = np.random.default_rng(7)
     n = spec.machines * spec.gpus_per_machine
-    costs = Costs(spec, WORK, **COVERED[features])
+    costs = Costs(spec, WORK, **CALIBRATED[features])
     same_solves(random_log(rng, n, 4, 40 * n), costs, MODES[mode])
     logs = [random_log(rng, n, 3, 20 * n) for _ in range(3)]
     fast, slow = assert_program_same(logs, costs, "maxmin", random_program(rng, logs), MODES[mode])
