@@ -128,9 +128,9 @@ def schedule(net: Network, clients: Sequence, program: Program) -> tuple[tuple, 
     (Costs.rendezvous) the messages held for their receiver's slot (`sends`): per message its receiver
     and the next message held for the same slot, per slot the first and last held, and room for one
     slot's injection; without, arrays of length 0. `cores`: with shared host processors
-    (Costs.host_cores) their state (`_run`); without, arrays of length 0. ValueError unless the clients' messages are all the network's. One client (a
-    replay) lends its own arrays, read only, where no renumbering is needed: no copies per message
-    but `pending`, which the loop counts down."""
+    (Costs.host_cores) their state (`_run`); without, arrays of length 0. ValueError unless the
+    clients' messages are all the network's. One client (a replay) lends its own arrays, read only,
+    where no renumbering is needed: no copies per message but `pending`, which the loop counts down."""
     base = np.cumsum([0] + [c.log.n for c in clients]).astype(np.int64)
     slots = np.cumsum([0] + [c.log.n * c.stages for c in clients]).astype(np.int64)
     covered = 0
@@ -297,9 +297,11 @@ def grow(heap, need):  # pragma: no cover (compiled)
     return bigger
 
 
-# -- shared host processors (zensim.net.cores.SharedCores, one per host): per host the time of its last
-# advance, the version of its last armed event, its jobs' count and first place in `jobs`; per rank (its
-# one job) the seconds of work left, the step and stage to resume it at
+# -- shared host processors (zensim.net.cores.SharedCores, one per host). `cores`: (cores and other
+# processes, per rank its host; per host the time of its last advance, the version of its last armed
+# event, its jobs' count and their first place in `jobs`; jobs (ranks, a run per host, in the order they
+# came); per rank (its one job) the seconds of work left, the step and stage to resume it at; the ranks
+# whose jobs the last CORES event retired)
 
 @numba.njit(cache=True)
 def _speed(h, cores):  # pragma: no cover (compiled)
