@@ -13,6 +13,8 @@ versions compared A B A B replay the very same logs (measured work differs from 
 
     flock /tmp/zsim-bench.lock .venv/bin/python benchmarks/calibrated_replay.py --trace /tmp/zfid-val.zt \\
         --profile docs/validation-data/profile-25mbit-n16.json --logs /tmp/val-logs-n16.pkl
+    (--ranks 64 --schemes zen,sparcml,dense-allreduce on a trace of 64 workers: the profile at a size no
+    emulation reaches)
 """
 
 from __future__ import annotations
@@ -42,12 +44,14 @@ def main() -> None:
     ap.add_argument("--logs", required=True, help="pickle of the logs: read if it exists, else built and written")
     ap.add_argument("--ranks", type=int, default=16)
     ap.add_argument("--iteration", type=int, default=0)
+    ap.add_argument("--schemes", default="all", help="all, or a comma list (when the logs are built)")
     args = ap.parse_args()
     path = Path(args.logs)
     if path.exists():
         logs = pickle.loads(path.read_bytes())
     else:
-        logs = scheme_logs(Trace.open(args.trace), args.iteration, args.ranks, all_schemes(), {}, repeats=1)
+        names = all_schemes() if args.schemes == "all" else args.schemes.split(",")
+        logs = scheme_logs(Trace.open(args.trace), args.iteration, args.ranks, names, {}, repeats=1)
         path.write_bytes(pickle.dumps(logs))
     profile = load_profile(args.profile)
     print(f"load before: {os.getloadavg()}")
