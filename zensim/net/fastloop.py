@@ -164,7 +164,8 @@ def schedule(net: Network, clients: Sequence, program: Program) -> tuple[tuple, 
     bounds = joined([np.zeros(1, np.int64)] + [c.arrays["bounds"][1:] + at for c, at in zip(clients, offsets)]
                     if not alone else [clients[0].arrays["bounds"]], np.int64)
     pending = np.array(joined([c.arrays["pending"] for c in clients], np.int64))  # a copy: the loop counts down
-    pre, post, exchange = (joined([c.arrays[name] for c in clients], np.float64) for name in ("pre", "post", "exchange"))
+    pre, post, exchange = (joined([c.arrays[name] for c in clients], np.float64)
+                           for name in ("pre", "post", "exchange"))
     stages = joined([np.full(c.log.n, c.stages, np.int64) for c in clients], np.int64)
     slot_base = np.repeat(slots[:-1], [c.log.n for c in clients]) + np.concatenate(
         [np.arange(c.log.n) * c.stages for c in clients] + [np.zeros(0, np.int64)])
