@@ -94,6 +94,19 @@ def random_log(rng: np.random.Generator, n: int, stages: int, messages: int) -> 
          rng.integers(0, 5000, works)), kind, kinds)
 
 
+def long_job_log(rng: np.random.Generator, stages: int) -> MessageLog:
+    """Two ranks: rank 0's first pre work long (10M elements), rank 1's work short in every stage, two
+    messages from rank 1 to itself. On one host of one processor each of rank 1's jobs re-arms the
+    host's event and leaves the one for rank 0's projected end stale until then: the stale events pile
+    up (about 2 x stages pending at once), far past one per rank."""
+    r, s, phase = (x.ravel() for x in np.meshgrid(np.arange(2), np.arange(stages), np.arange(2), indexing="ij"))
+    elements = rng.integers(1, 2000, r.size)
+    elements[(r == 0) & (s == 0) & (phase == 0)] = 10**7
+    return MessageLog.from_columns(2, stages, (np.array([1, 3]), np.array([1, 1]), np.array([1, 1]),
+                                               np.array([1000, 0])), np.zeros(2, np.int64), ("coo",),
+                                   (s, r, phase, elements), np.zeros(r.size, np.int64), ("merge",))
+
+
 def program_general(net: Network, logs: list[MessageLog], program: Program) -> tuple[list[LogReplay], list, list]:
     """The reference for a program of several clients: its nodes as callbacks of the Python event loop
     (a timer is `Network.schedule`, a rank node `LogReplay.start_rank`, done at `on_rank_done`; a node

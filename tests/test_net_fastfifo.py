@@ -5,13 +5,14 @@ with several clients on one network started by a program (overlapping, staggered
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from replay_support import (B, CALIBRATED, LAYOUTS, SCHEMES, SPECS, WORK, assert_program_same, random_log,
-                            random_program, scheme_costs, spec_id)
+from replay_support import (B, CALIBRATED, LAYOUTS, SCHEMES, SPECS, WORK, assert_program_same, general, long_job_log,
+                            random_log, random_program, scheme_costs, spec_id)
 from replay_support import assert_same as assert_compiled_same
 from zensim.layout import dense_ring_log
 from zensim.net import fastfifo
@@ -90,3 +91,23 @@ def test_calibrated_costs_same_times(spec, features):
     assert_same(random_log(rng, n, 4, 40 * n), costs)
     logs = [random_log(rng, n, 3, 20 * n) for _ in range(3)]
     assert_program_same(logs, costs, "fifo", random_program(rng, logs))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_stale_shared_processor_events_pile_up_same_times(seed, monkeypatch):
+    """One long job and many short ones on one processor (replay_support.long_job_log): the shared
+    processors' stale events pile up past the compiled heap's first size (one event per message, rank
+    and program node: it grows for them); the same times."""
+    costs = Costs(ClusterSpec(1, 2, B), WORK, host_cores=1)
+    log = long_job_log(np.random.default_rng(seed), 60)
+    assert_same(log, costs)
+    peak, push = [0], heapq.heappush
+
+    def counted(heap: list, item: tuple) -> None:
+        push(heap, item)
+        peak[0] = max(peak[0], len(heap))
+
+    monkeypatch.setattr(heapq, "heappush", counted)  # the general path's Clock: events pending at once
+    general(log, costs, "fifo")
+    first = 2 + log.n + log.n + 1  # messages, ranks, program nodes (one per rank) and one
+    assert peak[0] > 10 * first

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from replay_support import (B, CALIBRATED, LAYOUTS, SCHEMES, SPECS, WORK, assert_program_same, assert_same, general,
-                            random_log, random_program, scheme_costs, spec_id)
+                            long_job_log, random_log, random_program, scheme_costs, spec_id)
 from test_net_maxmin import ADVERSARIAL
 from zensim.layout import dense_ring_log
 from zensim.net import fastmaxmin
@@ -178,3 +178,12 @@ def test_calibrated_costs_same_times(spec, mode, features):
     logs = [random_log(rng, n, 3, 20 * n) for _ in range(3)]
     fast, slow = assert_program_same(logs, costs, "maxmin", random_program(rng, logs), MODES[mode])
     assert fast.model.solves == slow.model.solves
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_stale_shared_processor_events_pile_up_same_times(seed, mode):
+    """One long job and many short ones on one processor (replay_support.long_job_log): the shared
+    processors' stale events pile up far past one per rank; the same times."""
+    costs = Costs(ClusterSpec(1, 2, B), WORK, host_cores=1)
+    same_solves(long_job_log(np.random.default_rng(seed), 60), costs, MODES[mode])
