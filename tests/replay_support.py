@@ -11,6 +11,7 @@ from zensim.layout import place, prepare
 from zensim.net.costs import Costs
 from zensim.net.network import Network
 from zensim.net.fastloop import RANK, Program
+from zensim.net.profile import ExchangeCost, NicEfficiency, WorkCost
 from zensim.net.replay import LogReplay, compiled, replay, run_compiled
 from zensim.net.topology import ClusterSpec
 from zensim.run import Tables
@@ -28,6 +29,14 @@ SPECS = [ClusterSpec(6, 1, B), ClusterSpec(3, 4, B, nic_latency=2e-6, nvlink_lat
 
 SCHEMES = ["zen", "sparcml", "agsparse-ring", "dense-allreduce", "sparse-ps", "ring-incr-parallel-balanced"]
 LAYOUTS = [(7, 1), (4, 3)]  # (machines, GPUs per machine): one GPU per machine, and ZEN's layout
+
+WORK = WorkCost({"hash": 2e-9, "merge": 1e-9, "encode": 0.0, "decode": 0.0, "copy": 5e-10})
+# what a calibrated profile (zensim-profile/1) sets beside links and work, one feature at a time and all
+# together, at sizes that matter on the random logs (messages of up to 1 MB at 25 Gbit/s: ~300 us)
+CALIBRATED = {"exchange": {"exchange": ExchangeCost(3e-6, 1e-6, 1e-10)}, "rendezvous": {"rendezvous": True},
+              "cores": {"host_cores": 1, "host_others": 0.5},
+              "host-efficiency": {"host_efficiency": NicEfficiency(((1, 1.0), (4, 0.8), (16, 0.5)))}}
+CALIBRATED["all"] = {k: v for features in CALIBRATED.values() for k, v in features.items()}
 
 
 def scheme_costs(name: str, machines: int, gpus: int) -> tuple[MessageLog, Costs]:
@@ -83,6 +92,19 @@ def random_log(rng: np.random.Generator, n: int, stages: int, messages: int) -> 
         n, stages, (stage, src, dst, nbytes), np.zeros(messages, np.int64), ("coo",),
         (rng.integers(0, stages, works), rng.integers(0, n, works), rng.integers(0, len(PHASES), works),
          rng.integers(0, 5000, works)), kind, kinds)
+
+
+def long_job_log(rng: np.random.Generator, stages: int) -> MessageLog:
+    """Two ranks: rank 0's first pre work long (10M elements), rank 1's work short in every stage, two
+    messages from rank 1 to itself. On one host of one processor each of rank 1's jobs re-arms the
+    host's event and leaves the one for rank 0's projected end stale until then: the stale events pile
+    up (about 2 x stages pending at once), far past one per rank."""
+    r, s, phase = (x.ravel() for x in np.meshgrid(np.arange(2), np.arange(stages), np.arange(2), indexing="ij"))
+    elements = rng.integers(1, 2000, r.size)
+    elements[(r == 0) & (s == 0) & (phase == 0)] = 10**7
+    return MessageLog.from_columns(2, stages, (np.array([1, 3]), np.array([1, 1]), np.array([1, 1]),
+                                               np.array([1000, 0])), np.zeros(2, np.int64), ("coo",),
+                                   (s, r, phase, elements), np.zeros(r.size, np.int64), ("merge",))
 
 
 def program_general(net: Network, logs: list[MessageLog], program: Program) -> tuple[list[LogReplay], list, list]:

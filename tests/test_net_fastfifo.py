@@ -5,11 +5,14 @@ with several clients on one network started by a program (overlapping, staggered
 
 from __future__ import annotations
 
+import heapq
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from replay_support import (B, LAYOUTS, SCHEMES, SPECS, assert_program_same, random_log, random_program, scheme_costs,
-                            spec_id)
+from replay_support import (B, CALIBRATED, LAYOUTS, SCHEMES, SPECS, WORK, assert_program_same, general, long_job_log,
+                            random_log, random_program, scheme_costs, spec_id)
 from replay_support import assert_same as assert_compiled_same
 from zensim.layout import dense_ring_log
 from zensim.net import fastfifo
@@ -39,7 +42,9 @@ def test_random_logs_same_times(spec, seed):
 @pytest.mark.parametrize("name", SCHEMES)
 @pytest.mark.parametrize("machines,gpus", LAYOUTS)
 def test_scheme_logs_same_times(name, machines, gpus):
-    assert_same(*scheme_costs(name, machines, gpus))
+    log, costs = scheme_costs(name, machines, gpus)
+    assert_same(log, costs)
+    assert_same(log, replace(costs, **CALIBRATED["all"]))
 
 
 def test_dense_ring_and_empty_logs():
@@ -50,12 +55,11 @@ def test_dense_ring_and_empty_logs():
 
 
 def test_general_path_where_the_compiled_loop_does_not_apply():
-    """Efficiency tables and shared host processors are left to the general path."""
+    """A NIC efficiency table is left to the general path."""
     spec = ClusterSpec(4, 1, B)
     log = random_log(np.random.default_rng(3), 4, 2, 30)
     eff = NicEfficiency(((1, 1.0), (4, 0.5)))
-    for costs in (Costs(spec, nic_efficiency=eff), Costs(spec, host_efficiency=eff), Costs(spec, host_cores=1)):
-        assert not fastfifo.applies(Network(costs, "fifo"))
+    assert not fastfifo.applies(Network(Costs(spec, nic_efficiency=eff), "fifo"))
     assert not fastfifo.applies(Network(Costs(spec), "maxmin"))
     net = Network(Costs(spec), "fifo")
     LogReplay(net, log)
@@ -73,3 +77,37 @@ def test_several_clients_same_times(spec, seed):
     work = WorkCost({"hash": 2e-9, "merge": 1e-9, "encode": 0.0, "decode": 0.0, "copy": 5e-10})
     logs = [random_log(rng, n, 3, 20 * n) for _ in range(3)]
     assert_program_same(logs, Costs(spec, work), "fifo", random_program(rng, logs))
+
+
+@pytest.mark.parametrize("features", list(CALIBRATED))
+@pytest.mark.parametrize("spec", SPECS, ids=spec_id)
+def test_calibrated_costs_same_times(spec, features):
+    """What a calibrated profile sets beside links and work (replay_support.CALIBRATED), one feature at
+    a time and all together, on a random log and on three clients started by a random program: the
+    same times."""
+    rng = np.random.default_rng(7)
+    n = spec.machines * spec.gpus_per_machine
+    costs = Costs(spec, WORK, **CALIBRATED[features])
+    assert_same(random_log(rng, n, 4, 40 * n), costs)
+    logs = [random_log(rng, n, 3, 20 * n) for _ in range(3)]
+    assert_program_same(logs, costs, "fifo", random_program(rng, logs))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_stale_shared_processor_events_pile_up_same_times(seed, monkeypatch):
+    """One long job and many short ones on one processor (replay_support.long_job_log): the shared
+    processors' stale events pile up past the compiled heap's first size (one event per message, rank
+    and program node: it grows for them); the same times."""
+    costs = Costs(ClusterSpec(1, 2, B), WORK, host_cores=1)
+    log = long_job_log(np.random.default_rng(seed), 60)
+    assert_same(log, costs)
+    peak, push = [0], heapq.heappush
+
+    def counted(heap: list, item: tuple) -> None:
+        push(heap, item)
+        peak[0] = max(peak[0], len(heap))
+
+    monkeypatch.setattr(heapq, "heappush", counted)  # the general path's Clock: events pending at once
+    general(log, costs, "fifo")
+    first = 2 + log.n + log.n + 1  # messages, ranks, program nodes (one per rank) and one
+    assert peak[0] > 10 * first

@@ -6,11 +6,13 @@ and with several clients on one network started by a program (overlapping, stagg
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from replay_support import (B, LAYOUTS, SCHEMES, SPECS, assert_program_same, assert_same, general, random_log,
-                            random_program, scheme_costs, spec_id)
+from replay_support import (B, CALIBRATED, LAYOUTS, SCHEMES, SPECS, WORK, assert_program_same, assert_same, general,
+                            long_job_log, random_log, random_program, scheme_costs, spec_id)
 from test_net_maxmin import ADVERSARIAL
 from zensim.layout import dense_ring_log
 from zensim.net import fastmaxmin
@@ -54,6 +56,7 @@ def test_scheme_logs_same_times(name, machines, gpus):
     log, costs = scheme_costs(name, machines, gpus)
     for options in MODES.values():
         same_solves(log, costs, options)
+        same_solves(log, replace(costs, **CALIBRATED["all"]), options)
 
 
 @pytest.mark.parametrize("case", list(ADVERSARIAL))
@@ -94,12 +97,10 @@ def test_segments_take_the_stable_order():
 
 
 def test_general_path_where_the_compiled_loop_does_not_apply():
-    """Efficiency tables, shared host processors and rendezvous are left to the general path."""
+    """A NIC efficiency table is left to the general path."""
     spec = ClusterSpec(4, 1, B)
     eff = NicEfficiency(((1, 1.0), (4, 0.5)))
-    for costs in (Costs(spec, nic_efficiency=eff), Costs(spec, host_efficiency=eff), Costs(spec, host_cores=1),
-                  Costs(spec, rendezvous=True)):
-        assert not fastmaxmin.applies(Network(costs, "maxmin"))
+    assert not fastmaxmin.applies(Network(Costs(spec, nic_efficiency=eff), "maxmin"))
     assert not fastmaxmin.applies(Network(Costs(spec), "fifo"))
 
 
@@ -161,3 +162,28 @@ def test_a_program_runs_its_clients_alone():
     net = Network(Costs(spec), "maxmin")
     with pytest.raises(ValueError, match="only"):
         run_compiled(net, [LogReplay(net, log)], program)
+
+
+@pytest.mark.parametrize("features", list(CALIBRATED))
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("spec", SPECS, ids=spec_id)
+def test_calibrated_costs_same_times(spec, mode, features):
+    """What a calibrated profile sets beside links and work (replay_support.CALIBRATED), one feature at
+    a time and all together, on a random log and on three clients started by a random program: the
+    same times and solves."""
+    rng = np.random.default_rng(7)
+    n = spec.machines * spec.gpus_per_machine
+    costs = Costs(spec, WORK, **CALIBRATED[features])
+    same_solves(random_log(rng, n, 4, 40 * n), costs, MODES[mode])
+    logs = [random_log(rng, n, 3, 20 * n) for _ in range(3)]
+    fast, slow = assert_program_same(logs, costs, "maxmin", random_program(rng, logs), MODES[mode])
+    assert fast.model.solves == slow.model.solves
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_stale_shared_processor_events_pile_up_same_times(seed, mode):
+    """One long job and many short ones on one processor (replay_support.long_job_log): the shared
+    processors' stale events pile up far past one per rank; the same times."""
+    costs = Costs(ClusterSpec(1, 2, B), WORK, host_cores=1)
+    same_solves(long_job_log(np.random.default_rng(seed), 60), costs, MODES[mode])

@@ -11,9 +11,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from replay_support import CALIBRATED
 from test_train_timeline import trace_path  # noqa: F401 (a fixture: 8 workers, emb.weight of 2000)
 from zensim.net.costs import Costs
+from zensim.net.network import Network
 from zensim.net.profile import WorkCost
+from zensim.net.replay import compiled
 from zensim.net.topology import ClusterSpec
 from zensim.train.buckets import DDPBuckets
 from zensim.train.layers import LayerProfile, ParamTime
@@ -39,13 +42,16 @@ def profile(compute: float) -> LayerProfile:
 
 
 def timeline(trace: Trace, scheme: str, machines: int, gpus: int, model: str, compute: float,
-             compress: bool, dense_above: float | None = None, hook_run_s: float = 0.0) -> Timeline:
+             compress: bool, dense_above: float | None = None, hook_run_s: float = 0.0,
+             calibrated: dict | None = None) -> Timeline:
     """`scheme`'s timeline of `profile(compute)` on machines x gpus at 10 Gbit/s, 3 iterations cycling the
     trace's 2, DDP buckets of 0.1 MB; with `compress`, a compression on the compute stream per bucket;
     with `dense_above`, the buckets of zensim_hook (each one run of the scheme, dense members carried)
-    all-reduced densely where their previous sum was denser, and `hook_run_s` before each scheme run."""
+    all-reduced densely where their previous sum was denser, and `hook_run_s` before each scheme run;
+    `calibrated`: more Costs fields (what a calibrated profile sets)."""
     prof = profile(compute)
-    costs = Costs(ClusterSpec(machines, gpus, 10e9 / 8, nic_latency=1e-6), WorkCost.default())  # the default work costs
+    costs = Costs(ClusterSpec(machines, gpus, 10e9 / 8, nic_latency=1e-6), WorkCost.default(),  # the default work costs
+                  **(calibrated or {}))
     chosen = sparse_tensors(prof, trace, scheme)
     hook = dense_above is not None
     syncs = bucket_syncs(prof, DDPBuckets(0.1).assign(prof.params, set() if hook else chosen), chosen, carry=hook)
@@ -106,3 +112,17 @@ def test_the_hooks_buckets_compiled_give_the_general_paths_times(trace_path, mod
         run = timeline(trace, "zen", machines, gpus, model, 1e-10, False, 0.99, hook_run_s).run()
         assert 0 < run.densely.sum() < run.densely.size
         assert_same(lambda: timeline(trace, "zen", machines, gpus, model, 1e-10, False, 0.99, hook_run_s))
+
+
+@pytest.mark.parametrize("model", list(MODELS))
+@pytest.mark.parametrize("machines,gpus", [(4, 2), (6, 1)])
+def test_calibrated_costs_compiled_give_the_general_paths_times(trace_path, model, machines, gpus) -> None:
+    """What a calibrated profile sets beside links and work (exchange CPU, rendezvous, shared host
+    processors, host efficiency: replay_support.CALIBRATED) runs compiled with the same times."""
+    with Trace.open(trace_path) as trace:
+        for compute, compress in ((1e-10, True), (1e-11, False)):
+            make = lambda: timeline(trace, "zen", machines, gpus, model, compute, compress,  # noqa: E731
+                                    calibrated=CALIBRATED["all"])
+            made = make()
+            assert compiled(Network(made.costs, made.model, made.model_options)) is not None
+            assert_same(make)

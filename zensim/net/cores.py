@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from zensim.net.clock import EventLoop
 
-_DONE = 1e-12  # seconds of work within which jobs finish together (float residue of the advances)
+TOGETHER = 1e-12  # seconds of work within which jobs finish together (float residue of the advances)
 
 
 class SharedCores:
@@ -64,7 +64,7 @@ class SharedCores:
             return
         self._advance()
         first = max(min(self.left.values()), 0.0)  # the job this event was armed for, whatever the residue
-        finished = [job for job, left in self.left.items() if left <= first + _DONE]
+        finished = [job for job, left in self.left.items() if left <= first + TOGETHER]
         for job in finished:
             del self.left[job]
         self._arm()

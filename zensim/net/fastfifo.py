@@ -5,8 +5,8 @@ The same semantics, step for step, as `LogReplay` on `Network` with the `Fifo` m
 ties at one instant break the same way), the same floating-point operations in the same order, so
 every time comes out bit-identical (tests/test_net_fastfifo.py asserts it against the general path).
 It covers one log alone (`replay()`: every rank starting at 0) and several logs started by a
-fastloop.Program (the training timeline), fifo without NIC or host efficiency tables and without
-shared host processors (`Costs.host_cores`); anything else takes the general path. Per event: a heap push and pop of plain numbers, about 50x cheaper than a Python
+fastloop.Program (the training timeline), with the costs fastloop.alone lists; anything else takes
+the general path. Per event: a heap push and pop of plain numbers, about 50x cheaper than a Python
 callback. The heap and the ranks' stage program are zensim.net.fastloop's.
 
 Events: a rank's local work ending (then it injects its stage's sends, or ends the stage), a
@@ -24,7 +24,8 @@ import numpy as np
 
 from zensim.jit import announce
 from zensim.net import fastloop
-from zensim.net.fastloop import FINISH, MODEL, SENT, START, Program, advance, arrived, pop, push, resume
+from zensim.net.fastloop import (FINISH, MODEL, SENT, START, Program, advance, arrived, grow, pop, push, resume,
+                                 sends)
 
 if TYPE_CHECKING:
     from zensim.net.network import Network
@@ -34,10 +35,9 @@ COMPILE_S = 15  # about this many seconds of CPU compile _loop (zensim.jit.annou
 
 
 def applies(net: Network) -> bool:
-    """Whether the compiled loop gives the general path's times on this network: the fifo model, no
-    efficiency tables, no shared host processors, no rendezvous, no exchange CPU, nothing sent or
-    scheduled yet."""
-    return fastloop.alone(net, "fifo")
+    """Whether the compiled loop gives the general path's times on this network: the fifo model, with
+    what fastloop.alone says the compiled loops cover, and a host efficiency."""
+    return fastloop.alone(net, "fifo", host_efficiency=True)
 
 
 def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -46,29 +46,83 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     numbering) the stage start, transfer start, transfer end and stage end times (4, slots), and per node
     of the program when it began and when it was done."""
     rank, messages, sizes, prog = fastloop.schedule(net, clients, program)
-    st = np.zeros(4, np.int64)
+    st = np.zeros(fastloop.STATE, np.int64)
     out = np.zeros((4, sizes["slots"]))
     sent_at, delivered_at = net.sent_at[:net.count], net.delivered_at[:net.count]  # NaN: nothing sent yet (applies)
     floats = [np.ascontiguousarray(x, dtype=np.float64) for x in (net.nbytes[:net.count], net.capacity, net.latency)]
+    host = (np.zeros(0), np.zeros(0, np.bool_), np.zeros(0), np.zeros(0), np.zeros(1, np.int64))
+    if net.host_efficiency is not None:
+        nic = np.zeros(net.num_links, np.bool_)
+        nic[net.nic_links] = True
+        host = (np.array(net.host_efficiency), nic, np.zeros(net.count), np.zeros(net.count), np.zeros(1, np.int64))
     announce(_loop, "the fifo network loop (zensim.net.fastfifo)", COMPILE_S)
-    now = _loop(fastloop.compact_routes(net), *floats, net.num_links, rank, messages, prog, st, out, sent_at,
+    now = _loop(fastloop.compact_routes(net), *floats, net.num_links, host, rank, messages, prog, st, out, sent_at,
                 delivered_at)
     fastloop.finish(net, now, st, sent_at, delivered_at)
     return out, prog[9], prog[10]
 
 
+# -- a host efficiency h(f) (Fifo._in_flight, Fifo._rate): `host` is the table h(0..), per link whether it
+# is a NIC's, per message when its first link is done, and the heap of those times for the messages in
+# flight (a min-heap of its first size[0] values); without one, arrays of length 0
+
 @numba.njit(cache=True)
-def _hop(m, i, prev_end, now, routes, nbytes, capacity, latency, pad, free, heap, st):  # pragma: no cover
-    """Fifo._hop without efficiencies: the head of m reaches hop i now (and the hops after it at once
-    while their heads arrive at this instant)."""
+def _in_flight(now, m, first_hop, later, host):  # pragma: no cover (compiled)
+    """Fifo._in_flight: the messages in flight now (injected, first link not yet done), m included once,
+    plus `later` more that its sender injects at this instant after it."""
+    first_end, flight, size = host[2], host[3], host[4]
+    n = size[0]
+    while n and flight[0] <= now:  # heapq.heappop
+        n -= 1
+        last, i = flight[n], 0
+        while 2 * i + 1 < n:
+            child = 2 * i + 1
+            if child + 1 < n and flight[child + 1] < flight[child]:
+                child += 1
+            if last <= flight[child]:
+                break
+            flight[i] = flight[child]
+            i = child
+        flight[i] = last
+    size[0] = n
+    mine = 1 if first_hop or first_end[m] <= now else 0
+    return n + mine + later
+
+
+@numba.njit(cache=True)
+def _started(m, end, host):  # pragma: no cover (compiled)
+    """Message m's first link is done at `end`: in flight until then (heapq.heappush)."""
+    first_end, flight, size = host[2], host[3], host[4]
+    first_end[m] = end
+    i = size[0]
+    size[0] += 1
+    while i > 0 and flight[(i - 1) >> 1] > end:
+        flight[i] = flight[(i - 1) >> 1]
+        i = (i - 1) >> 1
+    flight[i] = end
+
+
+@numba.njit(cache=True)
+def _hop(m, i, prev_end, later, now, routes, nbytes, capacity, latency, pad, free, host, heap,
+         st):  # pragma: no cover (compiled)
+    """Fifo._hop without NIC efficiency: the head of m reaches hop i now (and the hops after it at once
+    while their heads arrive at this instant); `later`: messages its sender injects after it now."""
     width = routes.shape[1]
+    table, nic = host[0], host[1]
     while True:
         k = routes[m, i]
         start = free[k] if free[k] >= now else now  # max(free[k], now)
-        end = start + nbytes[m] / capacity[k]
+        rate = capacity[k]
+        if len(table):
+            flows = _in_flight(now, m, i == 0, later, host)
+            if nic[k]:
+                rate *= table[min(flows, len(table) - 1)]
+        end = start + nbytes[m] / rate
         if prev_end > end:
             end = prev_end
         free[k] = end
+        if i == 0 and len(table):
+            _started(m, end, host)
         head, end = start + latency[k], end + latency[k]
         if i + 1 == width or routes[m, i + 1] == pad:
             push(heap, st, now + (end - now), _DELIVER, m, 0, 0.0)
@@ -84,39 +138,48 @@ def _hop(m, i, prev_end, now, routes, nbytes, capacity, latency, pad, free, heap
 def _rank(r, s, step, now, net, rank, prog, free, heap, st, out, sent_at):  # pragma: no cover (compiled)
     """Advance the ranks and the program from rank r's (or node r's) `step`, injecting (Network.start,
     Fifo.inject) where they send."""
-    routes, nbytes, capacity, latency, pad = net
-    order, bounds = rank[0], rank[1]
+    routes, nbytes, capacity, latency, pad, host = net
     slot = advance(r, s, step, now, rank, prog, heap, st, out)
     while slot >= 0:
-        for j in range(bounds[slot], bounds[slot + 1]):
-            sent_at[order[j]] = now
-        for j in range(bounds[slot], bounds[slot + 1]):
-            m = order[j]
+        ids, first, stop = sends(slot, rank)
+        later = 0  # the group's messages not yet through _hop
+        for j in range(first, stop):
+            sent_at[ids[j]] = now
+            if routes[ids[j], 0] != pad:
+                later += 1
+        for j in range(first, stop):
+            m = ids[j]
             if routes[m, 0] == pad:
                 push(heap, st, now + 0.0, _DELIVER, m, 0, 0.0)
             else:
-                _hop(m, 0, now, now, routes, nbytes, capacity, latency, pad, free, heap, st)
+                later -= 1
+                _hop(m, 0, now, later, now, routes, nbytes, capacity, latency, pad, free, host, heap, st)
         r, s = resume(slot, rank)
         slot = advance(r, s, SENT, now, rank, prog, heap, st, out)
 
 
 @numba.njit(cache=True)
-def _loop(routes, nbytes, capacity, latency, pad, rank, messages, prog, st, out, sent_at,
+def _loop(routes, nbytes, capacity, latency, pad, host, rank, messages, prog, st, out, sent_at,
           delivered_at):  # pragma: no cover (compiled)
     """The program's roots start at time 0, in order, then Clock.run(): events in (time, order of
     scheduling) order. Returns the time of the last event. At most one event is pending per message,
-    per rank and per node of the program, so the heap is sized once."""
-    heap = np.empty((len(nbytes) + len(rank[6]) + len(prog[0]) + 1, fastloop.ROW))
+    per rank and per node of the program, so the heap is sized once; but for shared host processors'
+    events (fastloop.CORE_EVENTS), stale ones included: one step schedules at most one per rank and one more."""
+    ranks = len(rank[6])
+    size = len(nbytes) + ranks + len(prog[0]) + 1
+    heap = np.empty((size, fastloop.ROW))
     free = np.zeros(len(capacity))
-    net = (routes, nbytes, capacity, latency, pad)
+    net = (routes, nbytes, capacity, latency, pad, host)
     stage_of, src_of, dst_of = messages
     now = 0.0
     for x in prog[6]:
         _rank(x, 0, START, now, net, rank, prog, free, heap, st, out, sent_at)
     while st[fastloop.SIZE] > 0:
+        if st[fastloop.CORE_EVENTS]:
+            heap = grow(heap, size + st[fastloop.CORE_EVENTS] + ranks + 1)
         now, kind, a, b, c = pop(heap, st)
         if kind == _HOP:
-            _hop(a, b, c, now, routes, nbytes, capacity, latency, pad, free, heap, st)
+            _hop(a, b, c, 0, now, routes, nbytes, capacity, latency, pad, free, host, heap, st)
         elif kind == _DELIVER:  # Network._delivered, LogReplay._delivered
             delivered_at[a] = now
             s = stage_of[a]

@@ -33,28 +33,33 @@ import numba
 import numpy as np
 
 from zensim.net.clock import Clock
+from zensim.net.cores import TOGETHER
 
 if TYPE_CHECKING:
     from zensim.net.network import Network
 
 # event kinds of the stage program and the program (models number theirs from MODEL on); START is an
 # entry of `advance`, never an event
-SEND, END, BEGIN, SENT, FINISH, NODE, START, MODEL = 0, 1, 2, 3, 4, 5, 6, 7
-# st: the loop's integer state
-SIZE, SEQ, EVENTS, DEPTH = 0, 1, 2, 3
+SEND, END, BEGIN, SENT, FINISH, NODE, START, POST, CORES, MODEL = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
+# st: the loop's integer state (STATE of them): the heap's size, the scheduling sequence, events so far, the
+# program's stack depth; the jobs of shared processors done at the last CORES event (those resumed so far,
+# how many) and the CORES events in the heap
+SIZE, SEQ, EVENTS, DEPTH, RESUMED, DONE_JOBS, CORE_EVENTS = range(7)
+STATE = 7
 _LATE = float(2**52)
 ROW = 6
 TIMER, RANK = 0, 1  # node kinds
 _WAIT, _DONE = -1, -2  # a rank waits for work or messages / has ended its last stage
 
 
-def alone(net: Network, model: str) -> bool:
+def alone(net: Network, model: str, host_efficiency: bool) -> bool:
     """Whether a compiled loop gives the general path's times on this network: the `model` model, no
-    efficiency tables, no shared host processors, no rendezvous, no exchange CPU, nothing sent or
-    scheduled yet, the network's own clock (not a SimPy environment's, which other processes share)."""
-    return (isinstance(net.clock, Clock) and net.model.name == model and net.link_efficiency is None and net.host_efficiency is None
-            and net.costs.host_cores is None and not net.costs.rendezvous and net.costs.exchange is None
-            and net.clock.events == 0)
+    NIC efficiency table, no host efficiency table unless the loop covers one (`host_efficiency`),
+    nothing sent or scheduled yet, the network's own clock (not a SimPy environment's, which other
+    processes share). The exchange's own CPU (Costs.exchange), rendezvous (Costs.rendezvous) and
+    shared host processors (Costs.host_cores, host_others) are covered."""
+    return (isinstance(net.clock, Clock) and net.model.name == model and net.link_efficiency is None
+            and (host_efficiency or net.host_efficiency is None) and net.clock.events == 0)
 
 
 class Program:
@@ -117,11 +122,15 @@ class Program:
 
 def schedule(net: Network, clients: Sequence, program: Program) -> tuple[tuple, tuple, dict, tuple]:
     """The clients' schedules (LogReplay.arrays) as one, ranks and slots numbered across clients: `rank`
-    (order, bounds, pending, sent, pre, post, stages, slot_base, slot_rank, node_of), `messages`
-    (stage, src, dst) per network message id, and `sizes` (ranks, slots, widest, linked); with the
-    program's arrays. ValueError unless the clients' messages are all the network's. One client (a
-    replay) lends its own arrays, read only, where no renumbering is needed: no copies per message
-    but `pending`, which the loop counts down."""
+    (order, bounds, pending, sent, pre, post, stages, slot_base, slot_rank, node_of, exchange, held, cores),
+    `messages` (stage, src, dst) per network message id, and `sizes` (ranks, slots, widest: the most
+    messages one slot injects at once, linked); with the program's arrays. `held`: with rendezvous
+    (Costs.rendezvous) the messages held for their receiver's slot (`sends`): per message its receiver
+    and the next message held for the same slot, per slot the first and last held, and room for one
+    slot's injection; without, arrays of length 0. `cores`: with shared host processors
+    (Costs.host_cores) their state (`_run`); without, arrays of length 0. ValueError unless the
+    clients' messages are all the network's. One client (a replay) lends its own arrays, read only,
+    where no renumbering is needed: no copies per message but `pending`, which the loop counts down."""
     base = np.cumsum([0] + [c.log.n for c in clients]).astype(np.int64)
     slots = np.cumsum([0] + [c.log.n * c.stages for c in clients]).astype(np.int64)
     covered = 0
@@ -155,17 +164,37 @@ def schedule(net: Network, clients: Sequence, program: Program) -> tuple[tuple, 
     bounds = joined([np.zeros(1, np.int64)] + [c.arrays["bounds"][1:] + at for c, at in zip(clients, offsets)]
                     if not alone else [clients[0].arrays["bounds"]], np.int64)
     pending = np.array(joined([c.arrays["pending"] for c in clients], np.int64))  # a copy: the loop counts down
-    pre, post = (joined([c.arrays[name] for c in clients], np.float64) for name in ("pre", "post"))
+    pre, post, exchange = (joined([c.arrays[name] for c in clients], np.float64)
+                           for name in ("pre", "post", "exchange"))
     stages = joined([np.full(c.log.n, c.stages, np.int64) for c in clients], np.int64)
     slot_base = np.repeat(slots[:-1], [c.log.n for c in clients]) + np.concatenate(
         [np.arange(c.log.n) * c.stages for c in clients] + [np.zeros(0, np.int64)])
     slot_rank = np.repeat(np.arange(len(stages)), stages)
+    held = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+            np.zeros(0, np.int64))
+    if net.costs.rendezvous:  # a slot injects at most its own sends and the ones it receives
+        held = (np.ascontiguousarray(dst_of, np.int64), np.full(int(slots[-1]), -1, np.int64),
+                np.full(int(slots[-1]), -1, np.int64), np.full(net.count, -1, np.int64),
+                np.empty(int(pending.max(initial=0)), np.int64))
     prog = program.arrays(base)
+    ranks = len(stages)
+    cores = (np.zeros(0), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64),
+             np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64),
+             np.zeros(0, np.int64))
+    if net.costs.host_cores is not None:
+        host = np.concatenate([np.asarray(c.host, np.int64) for c in clients] + [np.zeros(0, np.int64)])
+        # per host its jobs (at most one per rank: a rank waits for its work) in a run of `jobs`
+        on_host = np.bincount(host, minlength=1)
+        first_job = np.concatenate(([0], np.cumsum(on_host)[:-1])).astype(np.int64)
+        cores = (np.array([net.costs.host_cores, net.costs.host_others], np.float64), host,
+                 np.zeros(len(on_host)), np.zeros(len(on_host), np.int64), np.zeros(len(on_host), np.int64),
+                 first_job, np.zeros(ranks, np.int64), np.zeros(ranks), np.zeros(ranks, np.int64),
+                 np.zeros(ranks, np.int64), np.zeros(ranks, np.int64))
     node_of = np.full(len(stages), -1, np.int64)
     node_of[prog[2][prog[0] == RANK]] = np.flatnonzero(prog[0] == RANK)
     rank = (order, bounds, pending, np.zeros(int(slots[-1]), np.bool_), pre, post, stages, slot_base.astype(np.int64),
-            slot_rank.astype(np.int64), node_of)
-    widest = int(np.diff(bounds).max()) if len(bounds) > 1 else 0
+            slot_rank.astype(np.int64), node_of, exchange, held, cores)
+    widest = len(held[4]) if net.costs.rendezvous else int(np.diff(bounds).max()) if len(bounds) > 1 else 0
     sizes = {"ranks": len(stages), "slots": int(slots[-1]), "widest": widest, "linked": len(prog[4]) > 0}
     return rank, (stage_of, src_of, dst_of), sizes, prog
 
@@ -269,32 +298,126 @@ def grow(heap, need):  # pragma: no cover (compiled)
     return bigger
 
 
+# -- shared host processors (zensim.net.cores.SharedCores, one per host). `cores`: (cores and other
+# processes, per rank its host; per host the time of its last advance, the version of its last armed
+# event, its jobs' count and their first place in `jobs`; jobs (ranks, a run per host, in the order they
+# came); per rank (its one job) the seconds of work left, the step and stage to resume it at; the ranks
+# whose jobs the last CORES event retired)
+
 @numba.njit(cache=True)
-def _work(heap, st, out, column, slot, now, seconds, then, r, s):  # pragma: no cover (compiled)
-    """Stamp out[column, slot] now; with local work to do, schedule `then` after it (True)."""
+def _speed(h, cores):  # pragma: no cover (compiled)
+    """SharedCores._speed of host h."""
+    setting, count = cores[0], cores[4]
+    if count[h] == 0:
+        return 0.0
+    speed = setting[0] / (count[h] + setting[1])
+    return speed if speed < 1.0 else 1.0
+
+
+@numba.njit(cache=True)
+def _advance(h, now, cores):  # pragma: no cover (compiled)
+    """SharedCores._advance: charge host h's jobs the work done since its last change."""
+    time, count, first, jobs, left = cores[2], cores[4], cores[5], cores[6], cores[7]
+    done = (now - time[h]) * _speed(h, cores)
+    if done > 0:
+        for i in range(first[h], first[h] + count[h]):
+            left[jobs[i]] -= done
+    time[h] = now
+
+
+@numba.njit(cache=True)
+def _least(h, cores):  # pragma: no cover (compiled)
+    """max(least work left of host h's jobs, 0) (it has jobs)."""
+    count, first, jobs, left = cores[4], cores[5], cores[6], cores[7]
+    least = np.inf
+    for i in range(first[h], first[h] + count[h]):
+        if left[jobs[i]] < least:
+            least = left[jobs[i]]
+    return least if least >= 0.0 else 0.0
+
+
+@numba.njit(cache=True)
+def _arm(h, now, cores, heap, st):  # pragma: no cover (compiled)
+    """SharedCores._arm: one CORES event at host h's next completion; older ones become stale."""
+    version = cores[3]
+    version[h] += 1
+    if cores[4][h] == 0:
+        return
+    st[CORE_EVENTS] += 1
+    push(heap, st, now + _least(h, cores) / _speed(h, cores), CORES, h, version[h], 0.0)
+
+
+@numba.njit(cache=True)
+def _run(r, seconds, then, s, now, cores, heap, st):  # pragma: no cover (compiled)
+    """SharedCores.run: rank r's `seconds` of work on its host, then resume it at step `then`, stage s."""
+    h = cores[1][r]
+    count, first, jobs, left, then_of, stage_of = cores[4], cores[5], cores[6], cores[7], cores[8], cores[9]
+    _advance(h, now, cores)
+    jobs[first[h] + count[h]] = r
+    count[h] += 1
+    left[r], then_of[r], stage_of[r] = seconds, then, s
+    _arm(h, now, cores, heap, st)
+
+
+@numba.njit(cache=True)
+def _cores_due(h, version, now, cores, heap, st):  # pragma: no cover (compiled)
+    """SharedCores._due: unless stale, retire host h's jobs finished now and re-arm; the ranks to resume,
+    in the order their jobs came, go to the `done` list that `advance` works through."""
+    st[CORE_EVENTS] -= 1
+    if version != cores[3][h]:
+        return
+    count, first, jobs, left, done = cores[4], cores[5], cores[6], cores[7], cores[10]
+    _advance(h, now, cores)
+    least = _least(h, cores)
+    kept, finished = first[h], 0
+    for i in range(first[h], first[h] + count[h]):
+        r = jobs[i]
+        if left[r] <= least + TOGETHER:
+            done[finished] = r
+            finished += 1
+        else:
+            jobs[kept] = r
+            kept += 1
+    count[h] = kept - first[h]
+    st[RESUMED], st[DONE_JOBS] = 0, finished
+    _arm(h, now, cores, heap, st)
+
+
+@numba.njit(cache=True)
+def _work(heap, st, out, column, slot, now, seconds, then, r, s, cores):  # pragma: no cover (compiled)
+    """Stamp out[column, slot] now; with local work to do, resume at `then` after it (True): an event, or
+    a job on the host's shared processors (Network.compute)."""
     out[column, slot] = now
     if seconds > 0:
-        push(heap, st, now + seconds, then, r, s, 0.0)
+        if len(cores[0]):
+            _run(r, seconds, then, s, now, cores, heap, st)
+        else:
+            push(heap, st, now + seconds, then, r, s, 0.0)
         return True
     return False
 
 
 @numba.njit(cache=True)
 def _stages(r, s, step, now, rank, heap, st, out):  # pragma: no cover (compiled)
-    """Rank r at stage s from `step` on (BEGIN: the stage begins; SEND: its pre work done; SENT: its
-    sends injected; FINISH: its messages all delivered; END: its post work done) until it waits for
-    work or messages (_WAIT), has ended its last stage (_DONE), or has sends to inject now: their slot,
-    after marking it sent (LogReplay._begin/_send/_finish/_end)."""
+    """Rank r at stage s from `step` on (BEGIN: the stage begins; POST: its pre work done, the exchange's
+    own CPU begins; SEND: that done; SENT: its sends injected; FINISH: its messages all delivered; END:
+    its post work done) until it waits for work or messages (_WAIT), has ended its last stage (_DONE),
+    or has sends to inject now: their slot, after marking it sent (LogReplay._begin/_post/_send/_finish/
+    _end)."""
     pending, sent, pre, post, stages_of, slot_base = rank[2], rank[3], rank[4], rank[5], rank[6], rank[7]
+    exchange, cores = rank[10], rank[12]
     stages = stages_of[r]
     while True:
         slot = slot_base[r] + s
         if step == BEGIN:
-            if _work(heap, st, out, 0, slot, now, pre[slot], SEND, r, s):
+            if _work(heap, st, out, 0, slot, now, pre[slot], POST, r, s, cores):
+                return _WAIT
+            step = POST
+        if step == POST:
+            if _work(heap, st, out, 1, slot, now, exchange[slot], SEND, r, s, cores):
                 return _WAIT
             step = SEND
         if step == SEND:
-            out[1, slot] = now
             sent[slot] = True
             return slot
         if step == SENT:
@@ -302,7 +425,7 @@ def _stages(r, s, step, now, rank, heap, st, out):  # pragma: no cover (compiled
                 return _WAIT
             step = FINISH
         if step == FINISH:
-            if _work(heap, st, out, 2, slot, now, post[slot], END, r, s):
+            if _work(heap, st, out, 2, slot, now, post[slot], END, r, s, cores):
                 return _WAIT
             step = END
         out[3, slot] = now
@@ -346,14 +469,18 @@ def _start(x, now, rank, prog, heap, st):  # pragma: no cover (compiled)
 def advance(r, s, step, now, rank, prog, heap, st, out):  # pragma: no cover (compiled)
     """Run the ranks and the program from one step until all wait, or a rank has sends to inject now:
     their (rank, stage) slot (then call again with SENT for that rank and stage). Steps: those of
-    `_stages` for rank r at stage s; NODE: timer node r is done; START: node r starts (a root).
-    `rank`: fastloop.schedule's; out: per slot the stage start, transfer start, transfer end and stage
-    end times; prog: Program.arrays."""
+    `_stages` for rank r at stage s; NODE: timer node r is done; START: node r starts (a root); CORES:
+    host r's shared processors' event of version s (their finished jobs' ranks resumed in turn, each
+    with all that follows from it first, as SharedCores._due's continuations). `rank`:
+    fastloop.schedule's; out: per slot the stage start, transfer start, transfer end and stage end
+    times; prog: Program.arrays."""
     succ_start, succ, join, stack_node, stack_pos = prog[3], prog[4], prog[5], prog[7], prog[8]
-    node_of = rank[9]
+    node_of, cores = rank[9], rank[12]
     while True:
         if step == NODE:
             _done(r, now, prog, st)
+        elif step == CORES:
+            _cores_due(r, s, now, cores, heap, st)
         elif step == START:
             r = _start(r, now, rank, prog, heap, st)
             if r >= 0:
@@ -377,9 +504,47 @@ def advance(r, s, step, now, rank, prog, heap, st, out):  # pragma: no cover (co
             join[y] -= 1
             if join[y] == 0:
                 r = _start(y, now, rank, prog, heap, st)
-        if r < 0:
+        if r >= 0:
+            s, step = 0, BEGIN
+        elif st[RESUMED] < st[DONE_JOBS]:  # the next job done at this CORES event
+            r = cores[10][st[RESUMED]]
+            st[RESUMED] += 1
+            s, step = cores[9][r], cores[8][r]
+        else:
             return -1
-        s, step = 0, BEGIN
+
+
+@numba.njit(cache=True)
+def sends(slot, rank):  # pragma: no cover (compiled)
+    """The messages that the slot `advance` returned injects now, in order, as (ids, first, stop): its
+    own sends, order[bounds[slot]:bounds[slot + 1]]; with rendezvous (LogReplay._send) those of them
+    whose receiver has injected its own sends of the stage, then the ones held for this slot, while
+    the others are held for their receiver's slot."""
+    order, bounds, sent, slot_base = rank[0], rank[1], rank[3], rank[7]
+    dst, first, last, following, group = rank[11]
+    if len(group) == 0:
+        return order, bounds[slot], bounds[slot + 1]
+    s = slot - slot_base[rank[8][slot]]
+    size = 0
+    for j in range(bounds[slot], bounds[slot + 1]):
+        m = order[j]
+        to = slot_base[dst[m]] + s
+        if sent[to]:
+            group[size] = m
+            size += 1
+        else:  # held for its receiver's slot, after the ones held before it
+            if first[to] < 0:
+                first[to] = m
+            else:
+                following[last[to]] = m
+            last[to] = m
+    m = first[slot]
+    while m >= 0:
+        group[size] = m
+        size += 1
+        m = following[m]
+    first[slot] = -1
+    return group, 0, size
 
 
 @numba.njit(cache=True)

@@ -11,8 +11,8 @@ and the same floating-point operations done in the same order, and the solve is 
 function (zensim.net.waterfill), so every time comes out bit-identical (tests/test_net_fastmaxmin.py
 asserts it against the general path). It covers one log alone (`replay()`: every rank starting at 0)
 and several logs started by a fastloop.Program (the training timeline: buckets in flight together),
-maxmin without NIC or host efficiency tables, shared host processors or rendezvous; anything else
-takes the general path. The heap and the ranks' stage program are zensim.net.fastloop's.
+with the costs fastloop.alone lists; anything else takes the general path. The heap and the ranks'
+stage program are zensim.net.fastloop's.
 
 State, all arrays: per flow its bytes left, rate, segment, component, isolation stamp and the next
 flow of its component (a component's flows are a linked list, in the order the general path
@@ -36,9 +36,9 @@ from numba.typed import List
 from zensim.jit import announce
 from zensim.net import fastloop
 from zensim.net.fastloop import (FINISH, MODEL, SENT, START, Program, advance, arrived, grow, pop, push, push_late,
-                                 resume)
+                                 resume, sends)
 from zensim.net.models.maxmin import DEFER, FIRST, HEAD, TIE
-from zensim.net.waterfill import LinkState, share_of_room, solve_compiled, warm_compiled
+from zensim.net.waterfill import LinkState, host_scaled, share_of_room, solve_compiled, warm_compiled
 
 if TYPE_CHECKING:
     from zensim.net.network import Network
@@ -50,9 +50,9 @@ COMPILE_S = 40  # about this many seconds of CPU compile _loop (zensim.jit.annou
 
 
 def applies(net: Network) -> bool:
-    """Whether the compiled loop gives the general path's times on this network: the maxmin model, no
-    efficiency tables, no shared host processors, no rendezvous, nothing sent or scheduled yet."""
-    return fastloop.alone(net, "maxmin")
+    """Whether the compiled loop gives the general path's times on this network: the maxmin model, with
+    what fastloop.alone says the compiled loops cover, and a host efficiency."""
+    return fastloop.alone(net, "maxmin", host_efficiency=True)
 
 
 def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -82,8 +82,11 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
             np.empty(comps), np.empty(comps, np.int64), np.zeros(comps, np.int64), np.zeros(comps, np.bool_))
     scratch = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(comps, np.int64),
                np.empty(comps, np.int64), np.empty(comps, np.int64))
-    model = (wire, flow, link, comp, scratch, np.zeros(11, np.int64), np.full(1, np.inf))
-    st = np.zeros(4, np.int64)
+    host = (np.zeros(0), np.zeros(0, np.bool_), np.zeros(0))
+    if net.host_efficiency is not None:
+        host = (net.model.host_table, net.model.nic, np.empty(links))
+    model = (wire, flow, link, comp, scratch, np.zeros(11, np.int64), np.full(1, np.inf), host)
+    st = np.zeros(fastloop.STATE, np.int64)
     out = np.zeros((4, sizes["slots"]))
     sent_at, delivered_at = flow[10], np.full(count, np.nan)  # a flow's start: sent_at
     extra = sizes["ranks"] + len(prog[0])  # the ranks' and the program's events a step may schedule
@@ -131,6 +134,15 @@ def _due(c, comp, scratch, ms):  # pragma: no cover (compiled)
         ms[_DUE] += 1
         scratch[2][ms[_STACK]] = c
         ms[_STACK] += 1
+
+
+@numba.njit(cache=True)
+def _all_due(comp, scratch, ms):  # pragma: no cover (compiled)
+    """Every component is due (MaxMin.due.update(comps)): a host efficiency's flow count changed."""
+    exists = comp[8]
+    for c in range(ms[_COMPS]):
+        if exists[c]:
+            _due(c, comp, scratch, ms)
 
 
 @numba.njit(cache=True)
@@ -254,9 +266,9 @@ def _later(now, heap, st, ms):  # pragma: no cover (compiled)
 
 @numba.njit(cache=True)
 def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (compiled)
-    """Network.start and MaxMin.inject of the sends order[b0:b1]: flows alone on their links isolated,
+    """Network.start and MaxMin.inject of the sends order[b0:b1] (fastloop.sends): flows alone on their links isolated,
     the others (and the isolated flows they meet, promoted) shared from the end of this instant."""
-    wire, flow, link, comp, segments, scratch, ms, fs = mm
+    wire, flow, link, comp, segments, scratch, ms, fs, host = mm
     croutes, routes, nbytes, capacity, latency, pad, batch = wire
     left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
     nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
@@ -269,7 +281,7 @@ def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (com
         if croutes[m, 0] == pad or nbytes[m] == 0:
             push(heap, st, now + latency[m], _DELIVER, m, 0, 0.0)
             continue
-        idle = True
+        idle = len(host[0]) == 0  # with a host efficiency no flow is isolated
         for i in range(width):
             k = croutes[m, i]
             if k == pad:
@@ -350,7 +362,7 @@ def _isolated_done(m, mark, now, mm, heap, st):  # pragma: no cover (compiled)
 def _join(mm):  # pragma: no cover (compiled)
     """MaxMin._join: the flows that became shared this instant into components, merging the ones each
     touches into the one with the most pieces (ties: the lowest id), the others in id order."""
-    wire, flow, link, comp, segments, scratch, ms, fs = mm
+    wire, flow, link, comp, segments, scratch, ms, fs, host = mm
     croutes, pad = wire[0], wire[5]
     comp_of, alive, following = flow[5], flow[4], flow[9]
     comp_on = link[1]
@@ -442,7 +454,7 @@ def _join(mm):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _solve(c, now, mm):  # pragma: no cover (compiled)
     """MaxMin._solve: max-min rates of component c's flows from now on; a new departure segment."""
-    wire, flow, link, comp, segments, scratch, ms, fs = mm
+    wire, flow, link, comp, segments, scratch, ms, fs, host = mm
     croutes, routes, nbytes, capacity, latency, pad, batch = wire
     left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
     nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
@@ -454,10 +466,13 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
         flows[i] = m
         m = following[m]
     s = seg_first[c]
-    partial = s >= 0 and s == comp[11][c]  # one segment: MaxMin._solve's partial re-solve
+    table, nic, scaled = host
+    partial = s >= 0 and s == comp[11][c] and not len(table)  # one segment: MaxMin._solve's partial re-solve
     while s >= 0:
         _drop(s, segments)
         s = seg_next[s]
+    if len(table):  # MaxMin._capacities (no flow is isolated)
+        capacity = host_scaled(capacity, nic, table, ms[_ACTIVE], scaled)
     keep, finish = solve_compiled(flows, alive, left, base_time, rate, born, routes, capacity, now, batch, busy_from, room,
                                   spent, freed, freed_t, last, slot, used, peak, level, partial)
     for i in range(keep.size - 1):
@@ -475,7 +490,7 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
 def _warm(c, now, mm):  # pragma: no cover (compiled)
     """MaxMin._warm: rates for component c's flows that joined this instant, the others kept, where that
     is still max-min (waterfill.warm_compiled); a departure segment of their own. False: solve c."""
-    wire, flow, link, comp, segments, scratch, ms, fs = mm
+    wire, flow, link, comp, segments, scratch, ms, fs, host = mm
     croutes, routes, nbytes, capacity, latency, pad, batch = wire
     left, base_time, rate, following = flow[0], flow[1], flow[2], flow[9]
     nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
@@ -519,12 +534,15 @@ def _segment(c, flows, finish, mm):  # pragma: no cover (compiled)
 
 @numba.njit(cache=True)
 def _flush(now, mm, heap, st):  # pragma: no cover (compiled)
-    """End of an instant: place new shared flows, then solve every component that is due, in id order
-    (where only flows joined it, and no component merged into it, first try _warm)."""
-    comp, scratch, ms, batch = mm[3], mm[5], mm[6], mm[0][6]
+    """End of an instant: place new shared flows, then solve every component that is due (with a host
+    efficiency: every one), in id order (where only flows joined it, and no component merged into it,
+    first try _warm; not with a host efficiency)."""
+    comp, scratch, ms, batch, scaled = mm[3], mm[5], mm[6], mm[0][6], len(mm[8][0]) > 0
     parent, living, exists, due, nnew, full = comp[0], comp[5], comp[8], comp[9], comp[14], comp[15]
     ms[_ARMED] = 0
     _join(mm)
+    if scaled and ms[_ACTIVE]:
+        _all_due(comp, scratch, ms)
     stack, roots = scratch[2], scratch[3]
     count = 0
     for i in range(ms[_STACK]):
@@ -535,7 +553,7 @@ def _flush(now, mm, heap, st):  # pragma: no cover (compiled)
     for i in range(count):
         c = roots[i]
         if (i == 0 or c != roots[i - 1]) and exists[c]:
-            if batch == 0 or full[c] or not 0 < nnew[c] < living[c] or not _warm(c, now, mm):
+            if batch == 0 or scaled or full[c] or not 0 < nnew[c] < living[c] or not _warm(c, now, mm):
                 _solve(c, now, mm)
     for i in range(ms[_STACK]):
         due[stack[i]] = full[stack[i]] = False
@@ -566,7 +584,7 @@ def _arm(now, mm, heap, st):  # pragma: no cover (compiled)
 def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
     """MaxMin._depart: retire the shared flows that finish now; mark their components due where freed
     capacity exceeds the allowance, or schedule a check when it will; deliver them."""
-    wire, flow, link, comp, segments, scratch, ms, fs = mm
+    wire, flow, link, comp, segments, scratch, ms, fs, host = mm
     croutes, routes, nbytes, capacity, latency, pad, batch = wire
     left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
     nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
@@ -628,6 +646,8 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
         if exists[c] and not due[c] and when < check[c]:
             check[c] = when
             push(heap, st, now + (when - now), _CHECK, c, epoch[c], 0.0)
+    if len(host[0]) and count and ms[_ACTIVE]:
+        _all_due(comp, scratch, ms)
     if ms[_DUE]:
         _later(now, heap, st, ms)
     else:
@@ -654,11 +674,11 @@ def _check(c, mark, now, mm, heap, st):  # pragma: no cover (compiled)
 def _rank(r, s, step, now, rank, prog, extra, mm, heap, st, out, sent_at):  # pragma: no cover (compiled)
     """Advance the ranks and the program from rank r's (or node r's) `step`, injecting where they send
     (the heap grown for each injection: several ranks may start and send in one step); the heap."""
-    order, bounds = rank[0], rank[1]
     slot = advance(r, s, step, now, rank, prog, heap, st, out)
     while slot >= 0:
-        heap = grow(heap, st[fastloop.SIZE] + bounds[slot + 1] - bounds[slot] + extra + 2)
-        _inject(bounds[slot], bounds[slot + 1], order, now, mm, heap, st, sent_at)
+        ids, first, stop = sends(slot, rank)
+        heap = grow(heap, st[fastloop.SIZE] + stop - first + extra + 2)
+        _inject(first, stop, ids, now, mm, heap, st, sent_at)
         r, s = resume(slot, rank)
         slot = advance(r, s, SENT, now, rank, prog, heap, st, out)
     return heap
@@ -669,13 +689,13 @@ def _loop(model, rank, messages, prog, widest, extra, st, out, sent_at, delivere
     """The program's roots start at time 0, in order, then Clock.run(): events in (time, priority, order
     of scheduling) order. Returns the time of the last event. `model`: the model's arrays (run()); the
     segments' typed lists are made here (compiled with the loop, so cached)."""
-    wire, flow, link, comp, scratch, ms, fs = model
+    wire, flow, link, comp, scratch, ms, fs, host = model
     segments = (List.empty_list(types.float64[::1]), List.empty_list(types.int64[::1]),
                 List.empty_list(types.int64[::1]), List.empty_list(types.int64[::1]), List.empty_list(types.int64),
                 List.empty_list(types.boolean), List.empty_list(types.int64),
                 List.empty_list(types.float64[:, ::1]))
     segments[7].append(np.empty((64, 2)))
-    mm = (wire, flow, link, comp, segments, scratch, ms, fs)
+    mm = (wire, flow, link, comp, segments, scratch, ms, fs, host)
     stage_of, src_of, dst_of = messages
     heap = np.empty((len(sent_at) + len(rank[6]) + len(prog[0]) + 16, fastloop.ROW))
     now = 0.0

@@ -13,8 +13,8 @@ for its receiver instead of using the receiver's link early.
 `LogReplay` is one client of zensim.net.network.Network: several of them (buckets of an iteration,
 started at different times) can share one network, and other clients (background traffic) with
 them. `replay(log, costs, model)` is the one-log case: a network of its own, every rank starting at 0.
-Where a compiled loop applies (COMPILED: fifo and maxmin without efficiency tables, shared host
-processors, rendezvous or exchange CPU) `run_compiled` runs clients that are the network's only ones,
+Where a compiled loop applies (COMPILED: fifo and maxmin, with the costs zensim.net.fastloop.alone
+lists) `run_compiled` runs clients that are the network's only ones,
 their ranks started by a zensim.net.fastloop.Program, with the same times: `replay()` and the
 training timeline take it.
 """

@@ -66,7 +66,7 @@ import numpy as np
 
 from zensim.errors import ConfigError
 from zensim.net.models.base import NetworkView
-from zensim.net.waterfill import LinkState, share_of_room, solve_flows, warm_flows
+from zensim.net.waterfill import LinkState, host_scaled, share_of_room, solve_flows, warm_flows
 
 TIE = 1e-12  # relative tolerance: flows finishing "now"
 DEFER = 1 / 64  # the part of what is left of a link's allowance a departure may actually lose before its re-solve
@@ -160,6 +160,7 @@ class MaxMin:
         eff1 = [1.0 if e is None else e[1] for e in self.efficiency] if self.efficiency else [1.0] * (links + 1)
         self.alone = (self.capacity * eff1).tolist()  # a link's capacity for a flow alone on it
         self.host_efficiency = net.host_efficiency
+        self.host_table = np.array(net.host_efficiency if net.host_efficiency is not None else [])
         self.nic = np.zeros(links + 1, dtype=bool)
         self.nic[net.nic_links] = True
         # per flow
@@ -368,9 +369,7 @@ class MaxMin:
             counts = np.asarray(self.nflows)
             cap = cap * np.array([1.0 if e is None else e[min(c, len(e) - 1)] for e, c in zip(self.efficiency, counts)])
         if self.host_efficiency is not None:
-            total = self.active + len(self.isolated)
-            factor = self.host_efficiency[min(total, len(self.host_efficiency) - 1)]
-            cap = np.where(self.nic, cap * factor, cap)
+            cap = host_scaled(cap, self.nic, self.host_table, self.active + len(self.isolated), np.empty(len(cap)))
         return cap
 
     def _warm(self, c: int) -> bool:
