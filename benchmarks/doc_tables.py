@@ -38,8 +38,9 @@ fusion-strategies, fusion-degrees (docs/fusion.md: docs/fusion-data/timeline-*.j
 `zensim iteration --strategy` runs on a 128-worker capture that is not shipped);
 trace-scale-heldout (docs/trace-scale.md: docs/trace-scale-heldout.json.gz of benchmarks/trace_scale.py
 --json); exdyna-diagnostics (docs/replay.md: the committed docs/exdyna-diagnostics/*.csv of
-benchmarks/exdyna_claims.py with --permute 0 / --equalize on the wide model's warm capture, not shipped). Tables typed from runs whose
-output is not committed carry a line
+benchmarks/exdyna_claims.py with --permute 0 / --equalize on the wide model's warm capture, not shipped);
+replay-exdyna-gpt (docs/replay.md: docs/replay-exdyna-gpt.csv.gz, the page's `zensim simulate --csv` on a
+16-worker gpt-topk capture, not shipped). Tables typed from runs whose output is not committed carry a line
 `<!-- typed table: WHAT PRODUCED IT; ... -->` instead.
 (docs/results.md's Fig. 8 tables come from benchmarks/fig8.py, docs/claims.md from benchmarks/claims.py.)
 """
@@ -320,6 +321,33 @@ def exdyna_diagnostics() -> list[str]:
                               (("k'/k", ".2f"), ("f dyn", ".2f"), ("f static", ".2f"), ("f workers", ".2f"),
                                ("f poisson", ".2f"), ("hit blocks", ".0f")))])
     return markdown_table(["gradients replayed", "k'/k", "f dyn", "f static", "f workers", "f poisson", "hit blocks"], rows)
+
+
+def replay_exdyna_gpt() -> list[str]:
+    """docs/replay.md, ExDyna on a larger captured model: density, f(t) and errors of each method, from the
+    committed per-iteration CSV docs/replay-exdyna-gpt.csv.gz of the page's `zensim simulate --csv` on a
+    16-worker gpt-topk capture that is not shipped (2.4 GB)."""
+    import csv
+    import gzip
+
+    import numpy as np
+
+    with gzip.open(ROOT / "docs" / "replay-exdyna-gpt.csv.gz", "rt", newline="") as f:
+        methods: dict[str, list[dict]] = {}
+        for r in csv.DictReader(f):
+            methods.setdefault(r["method"], []).append(r)
+    iterations = [int(r["iteration"]) for r in next(iter(methods.values()))]
+    first, last = iterations[0], iterations[-1]
+    rows = []
+    for method, mine in methods.items():
+        d, f = (np.array([float(r[c]) for r in mine]) for c in ("actual_density", "padding"))
+        rows.append([method, f"{d[0]:#.3g}", f"{d[-1]:#.3g}", f"{d.mean():#.3g}", f"{f.mean():#.3g}",
+                     f"{f[20:].mean():#.3g}", f"{f[-10:].mean():#.3g}",
+                     f"{np.mean([float(r['global_error']) for r in mine]):#.3g}",
+                     _tiny(float(np.percentile([float(r["conservation"]) for r in mine], 99)))])
+    return markdown_table(["method", f"d' it {first}", f"d' it {last}", "d' mean", "f(t) mean",
+                           f"f(t) mean it {iterations[20]}-{last}", "f(t) last 10", "global error mean",
+                           "kept error p99"], rows)
 
 
 def exdyna_wide_first() -> list[str]:
@@ -805,6 +833,7 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "trace-scale-heldout": ("docs/trace-scale.md", trace_scale_heldout),
     "exdyna-claims-wide": ("docs/replay.md", exdyna_wide_first),
     "exdyna-diagnostics": ("docs/replay.md", exdyna_diagnostics),
+    "replay-exdyna-gpt": ("docs/replay.md", replay_exdyna_gpt),
     "exdyna-loop": ("docs/replay.md", exdyna_loop),
     "exdyna-loop-partitions": ("docs/replay.md", exdyna_loop_partitions),
 }

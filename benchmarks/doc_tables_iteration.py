@@ -1,7 +1,7 @@
 """docs/iteration.md's figure tables rendered from committed run records (benchmarks/doc_tables.py's registry).
 
-The runs behind them take minutes (ZEN-size models: up to 8 min and 4.6 GB here, 22 min and 9 GB at 16
-machines), need network namespaces (the emulated DDP runs) or are timings of a shared machine, so a test
+The runs behind them take minutes (ZEN-size models: up to 8 min and 4.6 GB here at 2-8 machines, 8.4 GB
+at 16), need network namespaces (the emulated DDP runs) or are timings of a shared machine, so a test
 cannot re-run them; each was run once through `benchmarks/record_run.py`, which keeps the command's output with its
 commit, machine, load, wall and CPU time and peak memory under docs/iteration-data/, and the page's table
 is what these functions render from that record (tests/test_doc_tables.py). The tables of runs whose raw
@@ -106,9 +106,26 @@ def zen_size_scaled() -> list[str]:
          for model in ("LSTM", "DeepFM") for preset, nic in NICS.items()])
 
 
-# the scale-1 runs at 2-8 machines, one record per benchmarks/zen_figures.py command (16 machines, 9.1 GB: not
-# re-run, docs/iteration-data/history.json)
-ZEN_SIZE_1 = ("zen-size-1-m2-4", "zen-size-1-m8")
+# the scale-1 runs at 2-16 machines, one record per benchmarks/zen_figures.py command (the 16 machines alone: 8.4 GB)
+ZEN_SIZE_1 = ("zen-size-1-m2-4", "zen-size-1-m8", "zen-size-1-m16")
+
+
+def _samples(runs: dict, model: str, preset: str, machines: int) -> str:
+    """Samples/s of dense / SparCML / OmniReduce / ZEN in thousands (three digits)."""
+    return " / ".join(f"{runs[model, preset, machines, s]['samples_per_s'] / 1e3:.3g}k" for s in SCHEMES)
+
+
+def zen_size_16() -> list[str]:
+    """Both ZEN-size models at scale 1 and 16 machines (docs/iteration-data/zen-size-1-m16.json): samples/s,
+    iteration ms and ZEN's speedups, beside the paper's."""
+    runs = zen_runs("zen-size-1-m16")
+    compute = " / ".join(f"{runs[model, 'p3.16xlarge', 16, 'zen']['compute_ms']:.1f}" for model in ("LSTM", "DeepFM"))
+    return markdown_table(
+        ["model", "machine", "samples/s: dense / SparCML / OmniReduce / ZEN", f"iteration ms (compute {compute})",
+         "ZEN over dense / SparCML / OmniReduce", "ZEN's paper"],
+        [[model, f"{preset}, {nic}", _samples(runs, model, preset, 16), _iteration_ms(runs, model, preset, 16),
+          " / ".join(_speedups(runs, model, preset, [16], 2)), _paper(model, preset)]
+         for model in ("LSTM", "DeepFM") for preset, nic in NICS.items()])
 
 
 def zen_size_machines() -> list[str]:
@@ -193,7 +210,7 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "zen-size-deepfm": (PAGE, zen_size_deepfm),
     "zen-size-gap": (PAGE, zen_size_gap),
     "zen-size-scaled": (PAGE, zen_size_scaled),
-    "zen-size-16-first-run": (PAGE, lambda: history("zen-size-16-first-run")),
+    "zen-size-16": (PAGE, zen_size_16),
     "zen-size-machines": (PAGE, zen_size_machines),
     "emulated": (PAGE, emulated),
     "emulated-first-run": (PAGE, lambda: history("emulated-first-run")),
