@@ -146,7 +146,8 @@ def _run_replay(task: PointTask) -> list[ReplayIterationRecord]:
     simulate --replay` (the invariant asserted every iteration)."""
     from zensim.sim.replay import run_replay
 
-    return run_replay(task.point.replay, task.trace, task.schemes, task.options)[0]
+    p = task.point
+    return run_replay(p.replay, task.trace, task.schemes, task.options, costs=Costs.of(p.cluster, p.profile))[0]
 
 
 def point_key(task: PointTask, trace_sha256: str) -> str:
