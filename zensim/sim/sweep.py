@@ -154,8 +154,8 @@ def point_key(task: PointTask, trace_sha256: str) -> str:
     """The store key of a point: everything its records depend on (trace content, iteration, cluster,
     profile, model, layout, schemes and their options, code version); not the provenance or timings."""
     p = task.point
-    return content_key({"trace": trace_sha256, "cluster": p.cluster, "profile": p.profile, "layout": p.layout,
-                        "model": p.model, "iteration": p.iteration, "maxmin_batch": p.maxmin_batch,
+    return content_key({"trace": trace_sha256, "cluster": p.cluster, "profile": p.profile, "layout": p.request.layout,
+                        "model": p.request.model, "iteration": p.iteration, "maxmin_batch": p.request.maxmin_batch,
                         "schemes": task.schemes, "options": task.options, "values": task.values,
                         "training": p.training, "replay": p.replay, "layers": task.layers, "code": code_version()})
 
