@@ -13,13 +13,13 @@
 
 Steps 1 and 2 run for the n workers on the method's thread pool of one thread per core (numpy's array work
 releases the GIL), started at its first step and stopped by `close()`; the methods of one `make_methods`
-share one pool (they step one at a time); results do not depend on it (each worker's state is its own). The applied gradient is rank 0's result (every rank's, bit-identical). Without a sparsifier
+share one pool (they step one at a time); results do not depend on it (each worker's state is its own).
+The applied gradient is rank 0's result (every rank's, bit-identical). Without a sparsifier
 (`sparsifier=None`, the dense baseline) a worker's chunk is its whole gradient. Each scheme names the
 sparsifier it is built for (`DEFAULT_SPARSIFIER`): SparDL selects per block (blocktopk, one block per
 rank of a team), ExDyna's exchange takes ExDyna's proposals, Ok-Topk its local threshold re-use, the
-rest take top-k. ExDyna's exchange
-always sends the values at the union of the proposals, whatever sparsifier made them (as the
-authors' code does for top-k and the hard threshold too).
+rest take top-k. ExDyna's exchange always sends the values at the union of the proposals, whatever
+sparsifier made them (as the authors' code does for top-k and the hard threshold too).
 """
 
 from __future__ import annotations
