@@ -19,6 +19,7 @@ from emulate.netns import LocalCluster, rank_addr
 from zensim.ddp.hook import check_hook_arguments
 from zensim.errors import ConfigError
 from zensim.report.table import format_table
+from zensim.request import at_least
 
 
 def torchrun_env(rank: int, world: int, run_id: str) -> dict[str, str]:
@@ -45,8 +46,7 @@ def emulate_script(script: str, args: list[str], ranks: int, rate_bps: float, wa
     """
     if not Path(script).is_file():
         raise ConfigError(f"--script {script}: no such file")
-    if warmup < 0:
-        raise ConfigError(f"--warmup {warmup}: must be at least 0")
+    at_least("--warmup", warmup, 0)
     if hook is not None:
         try:
             check_hook_arguments(hook, None, None, None, {})

@@ -139,6 +139,13 @@ def test_a_bad_hook_is_one_line_before_any_rank(extra, message, tmp_path, capsys
     assert not list(tmp_path.glob("*.pt"))
 
 
+def test_a_negative_warmup_is_one_line_before_any_rank(tmp_path, capsys):
+    script = tmp_path / "train.py"
+    script.write_text(SPARSE_SCRIPT)
+    assert main(["emulate", "--ranks", "2", "--bandwidth", "16mbit", "--script", str(script), "--warmup", "-1"]) == 2
+    assert capsys.readouterr().err == "zensim: error: --warmup -1: must be at least 0\n"
+
+
 def test_hook_without_script_is_refused(tmp_path, capsys):
     trace = tmp_path / "t.zt"
     assert main(["emulate", "--ranks", "2", "--bandwidth", "16mbit", "--trace", str(trace), "--hook", "zen"]) == 2

@@ -294,7 +294,8 @@ def test_command_writes_csv_and_json(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--seconds", "0"], "--seconds 0"), (["--ranks", "0"], "--ranks 0"), (["--density", "2"], "--density 2"),
+    (["--seconds", "0"], "--seconds 0"), (["--ranks", "0"], "--ranks 0: must be at least 1"),
+    (["--threads", "0"], "--threads 0: must be at least 1"), (["--density", "2"], "--density 2"),
     (["--device", "tpu"], "--device tpu"), (["--embed", "0"], "--embed 0"),
     (["--csv", "nowhere/x.csv"], "--csv: directory of nowhere/x.csv does not exist"),
     (["--corpus", "missing.txt"], "--corpus missing.txt: no such file"), (["--model", "nope"], "--model nope"),

@@ -144,3 +144,28 @@ def test_the_workers_threads_start_at_the_first_step_and_stop_with_the_run() -> 
     assert workers() == before
     replay_iterations(source, [Method("topka", "topk", 0.05, 4, 4096)], 0, 2, Costs(ClusterSpec.parse(4, 1, "10Gbps")))
     assert workers() == before
+
+
+def test_the_methods_of_a_replay_share_one_pool_of_a_thread_per_core() -> None:
+    """make_methods' methods step one at a time on one pool: never more threads than cores, all stopped at
+    once (by close() or at the end of a replay)."""
+    import os
+    import threading
+
+    from zensim.replay import make_methods
+
+    def workers() -> int:
+        return sum(t.name.startswith("zensim-worker") and t.is_alive() for t in threading.enumerate())
+
+    source = SyntheticGradients(8, 2, 4096, seed=1)
+    methods = make_methods("topka,gtopk,exdyna", None, 0.05, 8, 4096, 0, {}, default=[])
+    assert all(m.pool is methods[0].pool for m in methods)
+    before = workers()
+    for m in methods:
+        m.step([source.gradient(0, w) for w in range(8)])
+    assert 0 < workers() - before <= (os.cpu_count() or 1)
+    methods[0].close()  # the pool of them all
+    assert workers() == before
+    methods = make_methods("topka,gtopk,exdyna", None, 0.05, 8, 4096, 0, {}, default=[])
+    replay_iterations(source, methods, 0, 2, Costs(ClusterSpec.parse(8, 1, "10Gbps")))
+    assert workers() == before

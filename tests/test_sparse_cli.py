@@ -48,3 +48,5 @@ def test_partition_command_errors(tmp_path, capsys) -> None:
     assert "--partitioners" in capsys.readouterr().err
     assert main(["partition", str(tmp_path / "missing.zt")]) == 2
     assert "missing.zt" in capsys.readouterr().err
+    assert main(["partition", str(tmp_path / "t.zt"), "--iterations", "0"]) == 2
+    assert capsys.readouterr().err == "zensim: error: --iterations 0: must be at least 1\n"

@@ -43,6 +43,11 @@ def test_record_estimate_show_deepfm(tmp_path, capsys) -> None:
     (["layers", "record", "--workload", "deepfm", "-o", "{tmp}"], "is a directory"),
     (["layers", "show", "{tmp}/missing.json"], "not found"),
     (["layers", "import", "{tmp}/missing.json", "-o", "{tmp}/x.json"], "Chrome trace not found"),
+    (["layers", "import", "{tmp}/t.json", "--warmup", "-1", "-o", "{tmp}/x.json"], "--warmup -1: must be at least 0"),
+    (["layers", "import", "{tmp}/t.json", "--batch-size", "0", "-o", "{tmp}/x.json"],
+     "--batch-size 0: must be at least 1"),
+    (["layers", "estimate", "--workload", "deepfm", "--device", "v100", "--batch-size", "0", "-o", "{tmp}/x.json"],
+     "--batch-size 0: must be at least 1"),
 ])
 def test_errors(tmp_path, capsys, argv, message) -> None:
     argv = [a.format(tmp=tmp_path) for a in argv]
@@ -137,6 +142,7 @@ def test_report_renders_iteration_records(small_trace, tmp_path, capsys) -> None
     (["--scheme", "nope"], "unknown scheme"),
     (["--machines", "0"], "--machines 0"),
     (["--iterations", "0"], "--iterations 0"),
+    (["--timeline-gpus", "0"], "--timeline-gpus 0: must be at least 1"),
     (["--plot", "{tmp}/x.txt"], "extension .txt"),
     (["--csv", "{tmp}/no/x.csv"], "x.csv"),
     (["--host-others", "2"], "--host-others: only with --shared-host"),

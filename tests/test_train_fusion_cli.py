@@ -42,6 +42,12 @@ def test_strategies_json(capsys):
     assert main(["fusion", "strategies", "--model", "resnet"]) == 2
 
 
+@pytest.mark.parametrize("flag", ["--machines", "--gpus-per-machine", "--tokens", "--batch-size"])
+def test_strategies_name_the_count_that_is_not_positive(capsys, flag):
+    assert main(["fusion", "strategies", flag, "0"]) == 2
+    assert capsys.readouterr().err == f"zensim: error: {flag} 0: must be at least 1\n"
+
+
 @pytest.fixture
 def digits_layers(tmp_path):
     """A layer profile of the digits CNN (the dense trace's model) with made-up times."""

@@ -8,6 +8,7 @@ import argparse
 from zensim.cli import results
 from zensim.errors import ConfigError
 from zensim.net.models import MODELS
+from zensim.request import at_least
 
 DEFAULT_SCHEMES = "dense-allreduce,topka,spardl,exdyna"
 
@@ -59,8 +60,7 @@ def cmd_converge(args: argparse.Namespace) -> int:
 
     for name, value, low in (("--ranks", args.workers, 1), ("--iterations", args.iterations, 1),
                              ("--eval-every", args.eval_every, 1)):
-        if value < low:
-            raise ConfigError(f"{name} {value}: must be at least {low}")
+        at_least(name, value, low)
     if not 0 < args.density <= 1:
         raise ConfigError(f"--density {args.density}: must be in (0, 1]")
     if args.compute < 0:

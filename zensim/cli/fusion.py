@@ -11,6 +11,7 @@ from zensim.errors import ConfigError
 from zensim.net.units import parse_bandwidth
 from zensim.report.outputs import OutputFiles, plot_format
 from zensim.report.table import format_table
+from zensim.request import at_least
 
 DEGREES = "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1"
 
@@ -110,8 +111,9 @@ def cmd_strategies(args: argparse.Namespace) -> int:
         raise ConfigError(f"--workload {args.model}: choose from {', '.join(MODELS)}")
     if args.device not in DEVICES:
         raise ConfigError(f"--device {args.device}: choose from {', '.join(DEVICES)}")
-    if args.machines < 1 or args.gpus_per_machine < 1 or args.tokens < 1 or args.batch < 1:
-        raise ConfigError("--machines, --gpus-per-machine, --tokens and --batch-size must be positive")
+    for flag, value in (("--machines", args.machines), ("--gpus-per-machine", args.gpus_per_machine),
+                        ("--tokens", args.tokens), ("--batch-size", args.batch)):
+        at_least(flag, value, 1)
     if not 0 < args.density <= 1:
         raise ConfigError(f"--density {args.density}: must be in (0, 1]")
     outs = OutputFiles()

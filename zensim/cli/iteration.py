@@ -9,7 +9,7 @@ import sys
 from emulate.options import parse_options
 from zensim.cli import results
 from zensim.errors import ConfigError
-from zensim.request import add_arguments, requests_from_args
+from zensim.request import add_arguments, at_least, requests_from_args
 from zensim.sim.request import IterationRequest
 
 LISTS = ("machines", "strategy", "fusion_degree")  # comma lists: every combination runs (--strategy all: each)
@@ -72,8 +72,8 @@ def cmd_iteration(args: argparse.Namespace) -> int:
         args.strategy = ",".join(STRATEGIES)
     reqs = requests_from_args(IterationRequest, args, tuple(LISTS))
     check_schemes(reqs, schemes, args.trace)
-    if args.timeline_gpus is not None and args.timeline_gpus < 1:
-        raise ConfigError(f"--timeline-gpus {args.timeline_gpus}: must be at least 1")
+    if args.timeline_gpus is not None:
+        at_least("--timeline-gpus", args.timeline_gpus, 1)
     ranks = _chakra_ranks(args, schemes, reqs) if args.chakra else 0
     outs, paths = results.plan(args, inputs=[args.trace, args.layers, args.profile], ranks=ranks)
     profile = layer_profile(reqs[0], args.trace)

@@ -9,6 +9,7 @@ import sys
 from zensim.atomic import check_output
 from zensim.errors import ConfigError
 from zensim.report.table import format_table
+from zensim.request import at_least
 from zensim.trace.capture.names import WORKLOADS
 
 MS = 1e3
@@ -99,9 +100,14 @@ def _device(args: argparse.Namespace):
 def _workload(args: argparse.Namespace):
     from zensim.trace.capture.workloads import make_workload
 
-    if args.batch_size is not None and args.batch_size < 1:
-        raise ConfigError(f"--batch-size {args.batch_size}: must be at least 1")
-    return make_workload(args.workload, args.batch_size, args.seed, args.corpus)
+    return make_workload(args.workload, _batch_size(args), args.seed, args.corpus)
+
+
+def _batch_size(args: argparse.Namespace) -> int | None:
+    """--batch-size, checked to be at least 1 (None: the workload's, the script's or the trace's own)."""
+    if args.batch_size is not None:
+        at_least("--batch-size", args.batch_size, 1)
+    return args.batch_size
 
 
 def _finish(args: argparse.Namespace, profile) -> int:
@@ -135,9 +141,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     for flag in ("device", "corpus"):
         if getattr(args, flag) is not None:
             raise ConfigError(f"--{flag}: not with --script (the script decides)")
-    if args.batch_size is not None and args.batch_size < 1:
-        raise ConfigError(f"--batch-size {args.batch_size}: must be at least 1")
-    return _finish(args, record_script(args.script, script_args, args.iterations, args.warmup, args.batch_size))
+    return _finish(args, record_script(args.script, script_args, args.iterations, args.warmup, _batch_size(args)))
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
@@ -162,11 +166,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     from zensim.train.kineto import import_trace
 
     check_output(args.output, "-o")
-    if args.warmup < 0:
-        raise ConfigError(f"--warmup {args.warmup}: must be >= 0")
-    if args.batch_size is not None and args.batch_size < 1:
-        raise ConfigError(f"--batch-size {args.batch_size}: must be at least 1")
-    return _finish(args, import_trace(args.trace, args.warmup, workload=args.workload, batch_size=args.batch_size))
+    at_least("--warmup", args.warmup, 0)
+    return _finish(args, import_trace(args.trace, args.warmup, workload=args.workload, batch_size=_batch_size(args)))
 
 
 def summary(profile) -> str:

@@ -15,6 +15,7 @@ from zensim.report.export import to_csv
 from zensim.report.provenance import provenance, trace_info
 from zensim.report.outputs import table_files
 from zensim.report.table import format_table
+from zensim.request import at_least
 from zensim.sparse.chunk import SparseChunk
 from zensim.sparse.imbalance import imbalance_report
 from zensim.sparse.partition import Partitioner, PartitionStats
@@ -75,8 +76,8 @@ def cmd_partition(args: argparse.Namespace) -> int:
     bad = [n for n in names if n not in PARTITIONERS]
     if bad or not names:
         raise ConfigError(f"--partitioners {args.partitioners!r}: expected names from {', '.join(PARTITIONERS)}")
-    if args.iterations is not None and args.iterations < 1:
-        raise ConfigError(f"--iterations {args.iterations}: must be positive")
+    if args.iterations is not None:
+        at_least("--iterations", args.iterations, 1)
     if args.k < 1:  # the library keeps k = 0 (every id serial) as a strawman; ZEN's first level needs one
         raise ConfigError(f"--k {args.k}: must be at least 1 (ZEN's first level places ids with k hash functions)")
     outs, paths = results.plan(args, inputs=[args.path])

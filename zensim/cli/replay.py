@@ -32,8 +32,8 @@ def check_mode(args: argparse.Namespace) -> None:
                           "iterations A..B-1)")
 
 
-def cmd_replay(args: argparse.Namespace, req: ReplayRequest, outs, paths) -> int:  # type: ignore[no-untyped-def]
-    """Run the replay and print / write its results."""
+def cmd_replay(args: argparse.Namespace, req: ReplayRequest, costs, outs, paths) -> int:  # type: ignore[no-untyped-def]
+    """Run the replay on the request's cluster (`costs`) and print / write its results."""
     from emulate.options import parse_options
     from zensim.replay import summarize
     from zensim.replay.document import REPLAY_SCHEMA
@@ -47,7 +47,7 @@ def cmd_replay(args: argparse.Namespace, req: ReplayRequest, outs, paths) -> int
         if getattr(args, option, None):
             raise ConfigError(f"--{option.replace('_', '-')}: not with --replay")
     records, methods, (first, last), costs = run_replay(req, args.trace, args.scheme, parse_options(args.options),
-                                                        default=ITERATION_SET, progress=True)
+                                                        costs=costs, default=ITERATION_SET, progress=True)
     summary = summarize(records)
     title = f"{args.trace}: {costs.cluster.describe()}, d = {req.density}, iterations {first}:{last}"
     with Trace.open(args.trace) as trace:

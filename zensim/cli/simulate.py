@@ -41,12 +41,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                               "figures (use fifo or maxmin)")
     if args.chakra:
         check_chakra(args)
-    cluster, profile = req.build()
-    outs, paths = results.plan(args, inputs=[args.trace, args.profile], ranks=cluster.gpus)
+    costs = Costs.of(*req.build())
+    outs, paths = results.plan(args, inputs=[args.trace, args.profile], ranks=costs.cluster.gpus)
     if isinstance(req, ReplayRequest):
         from zensim.cli.replay import cmd_replay
-        return cmd_replay(args, req, outs, paths)
-    costs = Costs.of(cluster, profile)
+        return cmd_replay(args, req, costs, outs, paths)
     records = req.run(args.trace, args.scheme, options=parse_options(args.options), costs=costs, progress=True,
                       provenance=provenance(args.command_line))
     results.finish(args, records, outs, paths, work=costs.work)

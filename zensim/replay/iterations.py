@@ -104,15 +104,14 @@ def replay_iterations(source, methods: Sequence[Method], first: int, last: int, 
                       model_options: Mapping[str, object] | None = None) -> list[ReplayIterationRecord]:
     """Every method on iterations first..last-1 of `source`, timed on `costs` (the cluster and its
     work costs, zensim.net.costs) with sharing model `model` and its `model_options` (see the module
-    docstring). The run's
-    threads and the methods' stop on return (a method's start again at its next step)."""
+    docstring). The norms run on the first method's threads (make_methods' methods share theirs); the
+    methods' threads stop on return (a method's start again at its next step)."""
     if costs.cluster.gpus != methods[0].n:
         raise ConfigError(f"cluster of {costs.cluster.gpus} GPUs for {methods[0].n} workers")
-    pool = WorkerPool()
     try:
-        return _replay(source, methods, first, last, costs, model, model_options or {}, check, progress, pool)
+        return _replay(source, methods, first, last, costs, model, model_options or {}, check, progress,
+                       methods[0].pool)
     finally:
-        pool.close()
         for method in methods:
             method.close()
 

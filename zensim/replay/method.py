@@ -12,14 +12,14 @@
 4. every worker observes every worker's proposal size (ExDyna's block moves and threshold).
 
 Steps 1 and 2 run for the n workers on the method's thread pool of one thread per core (numpy's array work
-releases the GIL), started at its first step and stopped by `close()`; results do not depend on it (each
-worker's state is its own). The applied gradient is rank 0's result (every rank's, bit-identical). Without a sparsifier
+releases the GIL), started at its first step and stopped by `close()`; the methods of one `make_methods`
+share one pool (they step one at a time); results do not depend on it (each worker's state is its own).
+The applied gradient is rank 0's result (every rank's, bit-identical). Without a sparsifier
 (`sparsifier=None`, the dense baseline) a worker's chunk is its whole gradient. Each scheme names the
 sparsifier it is built for (`DEFAULT_SPARSIFIER`): SparDL selects per block (blocktopk, one block per
 rank of a team), ExDyna's exchange takes ExDyna's proposals, Ok-Topk its local threshold re-use, the
-rest take top-k. ExDyna's exchange
-always sends the values at the union of the proposals, whatever sparsifier made them (as the
-authors' code does for top-k and the hard threshold too).
+rest take top-k. ExDyna's exchange always sends the values at the union of the proposals, whatever
+sparsifier made them (as the authors' code does for top-k and the hard threshold too).
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ class Method:
         return StepResult(run.results[0], counts, run, dropped)
 
     def close(self) -> None:
-        """Stop the workers' threads (a later step starts them again)."""
+        """Stop the workers' threads (a later step starts them again; a shared pool's for every method)."""
         self.pool.close()
 
     def _propose(self, rank: int, grad: np.ndarray) -> tuple[np.ndarray, SparseChunk | None]:
@@ -206,11 +206,11 @@ def make_methods(spec: str, sparsifier: str | None, density: float, n: int, nume
     if unknown:
         raise ConfigError(f"--options: {unknown[0]!r} is accepted by none of {', '.join(names)} "
                           f"(theirs: {', '.join(sorted(known)) or 'none'})")
-    methods = []
+    methods, pool = [], WorkerPool()  # one pool for them all: a replay or a training steps them one at a time
     for item in items:
         name, _, kind = item.partition("+")
         kind = kind or (default_sparsifier(name) if sparsifier is None else sparsifier)
         accepted = {o.name for o in scheme_options(name)}
         methods.append(Method(name, None if kind == "none" else kind, density, n, numel, seed=seed,
-                              scheme_options={k: v for k, v in options.items() if k in accepted}))
+                              scheme_options={k: v for k, v in options.items() if k in accepted}, pool=pool))
     return methods

@@ -1,8 +1,7 @@
 """Replays over iterations from requests: what `zensim simulate --replay A:B` and a scenario's
 `iterations:` points run (zensim.replay: sparsifier + scheme methods, state carried).
 
-    source, first, last = open_replay(request, trace)
-    records = run_replay(request, source, first, last, "topka,exdyna+cltk", options={})
+    records, methods, (first, last), costs = run_replay(request, trace, "topka,exdyna+cltk", options={})
 """
 
 from __future__ import annotations
@@ -34,15 +33,18 @@ def replay_methods(req: ReplayRequest, gpus: int, numel: int, schemes: str | Seq
 
 
 def run_replay(req: ReplayRequest, trace: str | Path, schemes: str | Sequence[str], options: dict[str, Any] | None,
-               *, default: Sequence[str] = (), progress: bool = False, place: Callable[[str], str] | None = None):
-    """The replay of the request on `trace`: (records, methods, (first, last), costs), every value
-    applied or kept asserted each iteration (zensim.replay.iterations.replay_iterations)."""
+               *, costs: Costs | None = None, default: Sequence[str] = (), progress: bool = False,
+               place: Callable[[str], str] | None = None):
+    """The replay of the request on `trace` (`costs`: its cluster's, if built already): (records, methods,
+    (first, last), costs), every value applied or kept asserted each iteration
+    (zensim.replay.iterations.replay_iterations)."""
     from zensim.replay import replay_iterations
     from zensim.trace import Trace
     from zensim.trace.gradients import TraceGradients
 
     place = place or (lambda name: req.place(name))
-    cluster, profile = req.build()
+    costs = costs if costs is not None else Costs.of(*req.build())
+    cluster = costs.cluster
     req.check_layout(cluster.gpus_per_machine, place)
     with Trace.open(trace) as opened:
         source = TraceGradients(opened)
@@ -50,7 +52,6 @@ def run_replay(req: ReplayRequest, trace: str | Path, schemes: str | Sequence[st
             raise ConfigError(f"{trace}: trace has {source.workers} workers, the cluster asks for {cluster.gpus} GPUs")
         first, last = replay_range(req, source.iterations)
         methods = replay_methods(req, cluster.gpus, source.numel, schemes, options, default)
-        costs = Costs.of(cluster, profile)
         records = replay_iterations(source, methods, first, last, costs, req.model, progress=progress,
                                     model_options=req.model_options)
     return records, methods, (first, last), costs

@@ -56,18 +56,36 @@ GPU_KEYS = ("machines", "gpus_per_machine", "preset")  # what a throughput-again
 
 @dataclass(frozen=True)
 class Point:
-    """One simulate() call: the swept values that define it and everything it needs to run."""
+    """One simulate() call: the swept values that define it, its request (everything it needs to run) and
+    the cluster and profile the request builds."""
 
     values: dict[str, Any]
+    request: SimulateRequest | IterationRequest | ReplayRequest  # a training's with its strategy's degree only
     cluster: ClusterSpec
     profile: Profile | None
-    layout: str
-    model: str
-    iteration: int
-    maxmin_batch: float
-    training: IterationRequest | None = None  # training iterations instead of one synchronization
-    replay: ReplayRequest | None = None  # a replay over iterations instead of one synchronization
-    simulate: SimulateRequest | None = None  # one synchronization (neither of the above)
+
+    @property
+    def training(self) -> IterationRequest | None:
+        """The request of training iterations (instead of one synchronization), else None."""
+        return self.request if isinstance(self.request, IterationRequest) else None
+
+    @property
+    def replay(self) -> ReplayRequest | None:
+        """The request of a replay over iterations (instead of one synchronization), else None."""
+        return self.request if isinstance(self.request, ReplayRequest) else None
+
+    @property
+    def simulate(self) -> SimulateRequest | None:
+        """The request of one synchronization (neither of the above), else None."""
+        return self.request if isinstance(self.request, SimulateRequest) else None
+
+    @property
+    def iteration(self) -> int:
+        """The trace iteration it synchronizes, or its training's first (a replay's range is checked apart: 0)."""
+        req = self.request
+        if isinstance(req, IterationRequest):
+            return req.first_iteration
+        return req.iteration if isinstance(req, SimulateRequest) else 0
 
     def label(self) -> str:
         """'machines=8, model=fifo' (empty for a scenario without a sweep)."""
@@ -353,12 +371,11 @@ class _Loader:
         cluster, profile = req.build(place)
         if self.replaying:
             req.check_layout(cluster.gpus_per_machine, place)
-        training = req.one_point() if self.training else None
-        if training is not None and training.fusion_degree is None:  # a degree its strategy does not have
-            values = {k: v for k, v in values.items() if k != "fusion_degree"}
-        iteration = req.first_iteration if self.training else 0 if self.replaying else req.iteration
-        return Point(values, cluster, profile, req.layout, req.model, iteration, req.maxmin_batch, training,
-                     req if self.replaying else None, req if kind is SimulateRequest else None)
+        if self.training:
+            req = req.one_point()
+            if req.fusion_degree is None:  # a degree its strategy does not have
+                values = {k: v for k, v in values.items() if k != "fusion_degree"}
+        return Point(values, req, cluster, profile)
 
     def check_trace(self, trace: Path, points: list[Point]) -> None:
         """Every point fits the trace: enough workers for its GPUs, an iteration the trace has."""
@@ -377,7 +394,7 @@ class _Loader:
             if not isinstance(value, str) or not value:
                 raise self.fail(f"outputs.{key}", f"expected a file path, got {value!r}")
         for key in ("timeline", "links", "traffic", "link_plot"):
-            if key in out and any(p.model == "analytic" for p in points):
+            if key in out and any(p.request.model == "analytic" for p in points):
                 raise self.fail(f"outputs.{key}", "the analytic model has no timeline nor per-link figures "
                                 "(use fifo or maxmin)")
         for key in ("timeline", "links", "traffic", "link_plot"):

@@ -17,6 +17,7 @@ from zensim.atomic import check_output, write_atomic
 from zensim.errors import ConfigError
 from zensim.extras import require_parquet
 from zensim.net.models import MODELS
+from zensim.request import at_least
 
 HELP = "ExDyna's selection statistics inside LSTM language-model training, dynamic vs static"
 DESCRIPTION = (
@@ -102,8 +103,7 @@ def command(args: argparse.Namespace) -> int:
     """Build the workload and the loop, run it within the budget, write CSV, JSON and plot."""
     began = time.monotonic()
     for name, value in (("--ranks", args.workers), ("--iterations", args.iterations), ("--threads", args.threads)):
-        if value < 1:
-            raise ConfigError(f"{name} {value}: must be at least 1")
+        at_least(name, value, 1)
     if not 0 < args.density <= 1:
         raise ConfigError(f"--density {args.density}: must be in (0, 1]")
     if args.seconds is not None and not args.seconds > 0:

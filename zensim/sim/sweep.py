@@ -146,15 +146,16 @@ def _run_replay(task: PointTask) -> list[ReplayIterationRecord]:
     simulate --replay` (the invariant asserted every iteration)."""
     from zensim.sim.replay import run_replay
 
-    return run_replay(task.point.replay, task.trace, task.schemes, task.options)[0]
+    p = task.point
+    return run_replay(p.replay, task.trace, task.schemes, task.options, costs=Costs.of(p.cluster, p.profile))[0]
 
 
 def point_key(task: PointTask, trace_sha256: str) -> str:
     """The store key of a point: everything its records depend on (trace content, iteration, cluster,
     profile, model, layout, schemes and their options, code version); not the provenance or timings."""
     p = task.point
-    return content_key({"trace": trace_sha256, "cluster": p.cluster, "profile": p.profile, "layout": p.layout,
-                        "model": p.model, "iteration": p.iteration, "maxmin_batch": p.maxmin_batch,
+    return content_key({"trace": trace_sha256, "cluster": p.cluster, "profile": p.profile, "layout": p.request.layout,
+                        "model": p.request.model, "iteration": p.iteration, "maxmin_batch": p.request.maxmin_batch,
                         "schemes": task.schemes, "options": task.options, "values": task.values,
                         "training": p.training, "replay": p.replay, "layers": task.layers, "code": code_version()})
 

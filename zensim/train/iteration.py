@@ -27,6 +27,7 @@ from zensim.net.profile import WorkCost
 from zensim.net.links import LinkKind
 from zensim.report.iteration import SimulatedIterationRecord
 from zensim.report.provenance import trace_info
+from zensim.request import at_least
 from zensim.schemes import build_scheme, needs_profile, scheme_names
 from zensim.train.buckets import DDPBuckets
 from zensim.train.layers import LayerProfile
@@ -92,8 +93,7 @@ def simulate_iteration(profile: LayerProfile, scheme: str, costs: Costs, *, trac
         raise ConfigError(f"--layout: unknown layout {layout!r} (choose from {', '.join(LAYOUTS)})")
     if sparse_buckets not in SPARSE_BUCKETS:
         raise ConfigError(f"--sparse-buckets {sparse_buckets}: choose from {', '.join(SPARSE_BUCKETS)}")
-    if iterations < 1:
-        raise ConfigError(f"--iterations {iterations}: must be at least 1")
+    at_least("--iterations", iterations, 1)
     if dense_work not in DENSE_WORK:
         raise ConfigError(f"--dense-work {dense_work}: choose from {', '.join(DENSE_WORK)}")
     check_dense_algorithm(dense_algorithm)

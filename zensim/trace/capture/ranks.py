@@ -29,6 +29,7 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook
 from torch.utils.data import DataLoader, DistributedSampler, Sampler
 
 from zensim.errors import ConfigError
+from zensim.request import at_least
 from zensim.script import batch_size_of, check_script, one_rank_world, run_script
 from zensim.trace.capture.hook import check_shard_path, environment, select_params
 from zensim.trace.capture.record import Recorded, tensor_specs, to_chunk, write_chunks
@@ -181,8 +182,7 @@ def capture_script(script: str, script_args: list[str], path: str, ranks: int, i
     write their natural-sparsity trace of steps warmup .. warmup + iterations - 1 to `path` (with the
     sent values in `value_dtype` if `values`)."""
     check_script(script, "--script")
-    if ranks < 1:
-        raise ConfigError(f"--ranks {ranks}: must be at least 1")
+    at_least("--ranks", ranks, 1)
     check_steps(iterations, warmup)
     if "{rank}" in path:
         raise ConfigError(f"{path}: one trace holds every virtual rank; no {{rank}} in -o")

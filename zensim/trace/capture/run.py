@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from zensim.errors import ConfigError
+from zensim.request import at_least
 from zensim.torchcache import optimizer_of
 from zensim.trace.capture.record import tensor_specs, write_chunks
 from zensim.trace.capture.sparsify import make_sparsifier
@@ -22,8 +22,7 @@ def virtual_runner(workload: Workload, workers: int, sparsifier: str | None, den
                    dense: bool = False) -> VirtualWorkers:
     """Virtual workers training `workload`, each with its own sparsifier (workload defaults if None);
     `dense` records whole gradients before selection."""
-    if workers < 1:
-        raise ConfigError(f"--ranks {workers}: must be at least 1")
+    at_least("--ranks", workers, 1)
     kind = sparsifier or workload.sparsifier
     density = workload.density if density is None and kind != "natural" else density
     sparsifiers = [make_sparsifier(kind, density, workload.seed + w) for w in range(workers)]
@@ -32,9 +31,8 @@ def virtual_runner(workload: Workload, workers: int, sparsifier: str | None, den
 
 def check_steps(iterations: int, warmup: int) -> None:
     """ConfigError unless at least one iteration is recorded after a non-negative warm-up."""
-    for name, value, low in (("--iterations", iterations, 1), ("--warmup", warmup, 0)):
-        if value < low:
-            raise ConfigError(f"{name} {value}: must be at least {low}")
+    at_least("--iterations", iterations, 1)
+    at_least("--warmup", warmup, 0)
 
 
 def step_batches(workload: Workload, step: int, workers: int) -> list[Any]:
