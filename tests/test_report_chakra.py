@@ -181,7 +181,7 @@ def test_simulate_writes_one_file_per_rank_through_the_cli(trace, tmp_path, caps
     ("x", ["--scheme", "zen", "--replay", "0:1"], "--chakra: exports one synchronization, not with --replay"),
     ("-", ["--scheme", "zen"], "--chakra: '-' (standard output) is not an output here"),
     ("", ["--scheme", "zen"], "is a folder; give a file prefix"),
-    ("nosuch/x", ["--scheme", "zen"], "--chakra: folder"),
+    ("nosuch/x", ["--scheme", "zen"], "--chakra: directory of"),
 ])
 def test_refused_before_any_work(trace, tmp_path, capsys, monkeypatch, prefix, extra, message):
     monkeypatch.chdir(tmp_path)
