@@ -165,7 +165,7 @@ def _loop(routes, nbytes, capacity, latency, pad, host, rank, messages, prog, st
     scheduling) order. Returns the time of the last event. At most one event is pending per message,
     per rank and per node of the program, so the heap is sized once; but for shared host processors'
     events (fastloop.CORE_EVENTS), stale ones included: one step schedules at most one per rank and one more."""
-    ranks = len(rank[6])
+    ranks = len(rank.stages)
     size = len(nbytes) + ranks + len(prog[0]) + 1
     heap = np.empty((size, fastloop.ROW))
     free = np.zeros(len(capacity))

@@ -26,6 +26,7 @@ one comparison of (time, order) gives Clock's (time, priority, sequence) order.
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -50,6 +51,14 @@ _LATE = float(2**52)
 ROW = 6
 TIMER, RANK = 0, 1  # node kinds
 _WAIT, _DONE = -1, -2  # a rank waits for work or messages / has ended its last stage
+
+# The ranks' stage program as the compiled loops take it (`schedule`), its arrays read by name: per network
+# message id in stage order, slot by slot (`order`), and each slot's run of it (`bounds`); per slot the
+# messages still to be delivered (`pending`, counted down), whether its sends are injected (`sent`), its
+# pre, post and exchange-CPU seconds; per rank its stages, first slot and program node; per slot its rank;
+# the rendezvous state (`held`) and the shared host processors' state (`cores`). A named tuple: numba
+# compiles `rank.pending` as it does a position, and NUMBA_DISABLE_JIT=1 runs the same code as Python.
+Ranks = namedtuple("Ranks", "order bounds pending sent pre post stages slot_base slot_rank node_of exchange held cores")
 
 
 def alone(net: Network, model: str, host_efficiency: bool) -> bool:
@@ -120,10 +129,9 @@ class Program:
                 np.full(count, np.nan))
 
 
-def schedule(net: Network, clients: Sequence, program: Program) -> tuple[tuple, tuple, dict, tuple]:
+def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, tuple, dict, tuple]:
     """The clients' schedules (LogReplay.arrays) as one, ranks and slots numbered across clients: `rank`
-    (order, bounds, pending, sent, pre, post, stages, slot_base, slot_rank, node_of, exchange, held, cores),
-    `messages` (stage, src, dst) per network message id, and `sizes` (ranks, slots, widest: the most
+    (`Ranks`), `messages` (stage, src, dst) per network message id, and `sizes` (ranks, slots, widest: the most
     messages one slot injects at once, linked); with the program's arrays. `held`: with rendezvous
     (Costs.rendezvous) the messages held for their receiver's slot (`sends`): per message its receiver
     and the next message held for the same slot, per slot the first and last held, and room for one
@@ -192,8 +200,8 @@ def schedule(net: Network, clients: Sequence, program: Program) -> tuple[tuple, 
                  np.zeros(ranks, np.int64), np.zeros(ranks, np.int64))
     node_of = np.full(len(stages), -1, np.int64)
     node_of[prog[2][prog[0] == RANK]] = np.flatnonzero(prog[0] == RANK)
-    rank = (order, bounds, pending, np.zeros(int(slots[-1]), np.bool_), pre, post, stages, slot_base.astype(np.int64),
-            slot_rank.astype(np.int64), node_of, exchange, held, cores)
+    rank = Ranks(order, bounds, pending, np.zeros(int(slots[-1]), np.bool_), pre, post, stages,
+                 slot_base.astype(np.int64), slot_rank.astype(np.int64), node_of, exchange, held, cores)
     widest = len(held[4]) if net.costs.rendezvous else int(np.diff(bounds).max()) if len(bounds) > 1 else 0
     sizes = {"ranks": len(stages), "slots": int(slots[-1]), "widest": widest, "linked": len(prog[4]) > 0}
     return rank, (stage_of, src_of, dst_of), sizes, prog
@@ -404,8 +412,8 @@ def _stages(r, s, step, now, rank, heap, st, out):  # pragma: no cover (compiled
     its post work done) until it waits for work or messages (_WAIT), has ended its last stage (_DONE),
     or has sends to inject now: their slot, after marking it sent (LogReplay._begin/_post/_send/_finish/
     _end)."""
-    pending, sent, pre, post, stages_of, slot_base = rank[2], rank[3], rank[4], rank[5], rank[6], rank[7]
-    exchange, cores = rank[10], rank[12]
+    pending, sent, pre, post = rank.pending, rank.sent, rank.pre, rank.post
+    stages_of, slot_base, exchange, cores = rank.stages, rank.slot_base, rank.exchange, rank.cores
     stages = stages_of[r]
     while True:
         slot = slot_base[r] + s
@@ -459,7 +467,7 @@ def _start(x, now, rank, prog, heap, st):  # pragma: no cover (compiled)
             _done(x, now, prog, st)
         return -1
     r = target[x]
-    if rank[6][r] == 0:
+    if rank.stages[r] == 0:
         _done(x, now, prog, st)
         return -1
     return r
@@ -475,7 +483,7 @@ def advance(r, s, step, now, rank, prog, heap, st, out):  # pragma: no cover (co
     fastloop.schedule's; out: per slot the stage start, transfer start, transfer end and stage end
     times; prog: Program.arrays."""
     succ_start, succ, join, stack_node, stack_pos = prog[3], prog[4], prog[5], prog[7], prog[8]
-    node_of, cores = rank[9], rank[12]
+    node_of, cores = rank.node_of, rank.cores
     while True:
         if step == NODE:
             _done(r, now, prog, st)
@@ -520,11 +528,11 @@ def sends(slot, rank):  # pragma: no cover (compiled)
     own sends, order[bounds[slot]:bounds[slot + 1]]; with rendezvous (LogReplay._send) those of them
     whose receiver has injected its own sends of the stage, then the ones held for this slot, while
     the others are held for their receiver's slot."""
-    order, bounds, sent, slot_base = rank[0], rank[1], rank[3], rank[7]
-    dst, first, last, following, group = rank[11]
+    order, bounds, sent, slot_base = rank.order, rank.bounds, rank.sent, rank.slot_base
+    dst, first, last, following, group = rank.held
     if len(group) == 0:
         return order, bounds[slot], bounds[slot + 1]
-    s = slot - slot_base[rank[8][slot]]
+    s = slot - slot_base[rank.slot_rank[slot]]
     size = 0
     for j in range(bounds[slot], bounds[slot + 1]):
         m = order[j]
@@ -551,8 +559,8 @@ def sends(slot, rank):  # pragma: no cover (compiled)
 def arrived(r, s, rank):  # pragma: no cover (compiled)
     """A message of rank r's stage s was delivered (LogReplay._delivered): whether the stage now has
     all its messages and its own sends injected (then advance it from FINISH)."""
-    pending, sent = rank[2], rank[3]
-    slot = rank[7][r] + s
+    pending, sent = rank.pending, rank.sent
+    slot = rank.slot_base[r] + s
     pending[slot] -= 1
     return pending[slot] == 0 and sent[slot]
 
@@ -560,5 +568,5 @@ def arrived(r, s, rank):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def resume(slot, rank):  # pragma: no cover (compiled)
     """The (rank, stage) of a slot `advance` returned."""
-    r = rank[8][slot]
-    return r, slot - rank[7][r]
+    r = rank.slot_rank[slot]
+    return r, slot - rank.slot_base[r]

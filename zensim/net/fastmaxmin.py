@@ -697,7 +697,7 @@ def _loop(model, rank, messages, prog, widest, extra, st, out, sent_at, delivere
     segments[7].append(np.empty((64, 2)))
     mm = (wire, flow, link, comp, segments, scratch, ms, fs, host)
     stage_of, src_of, dst_of = messages
-    heap = np.empty((len(sent_at) + len(rank[6]) + len(prog[0]) + 16, fastloop.ROW))
+    heap = np.empty((len(sent_at) + len(rank.stages) + len(prog[0]) + 16, fastloop.ROW))
     now = 0.0
     for x in prog[6]:
         heap = grow(heap, st[fastloop.SIZE] + extra + 2)
