@@ -59,6 +59,10 @@ _WAIT, _DONE = -1, -2  # a rank waits for work or messages / has ended its last 
 # the rendezvous state (`held`) and the shared host processors' state (`cores`). A named tuple: numba
 # compiles `rank.pending` as it does a position, and NUMBA_DISABLE_JIT=1 runs the same code as Python.
 Ranks = namedtuple("Ranks", "order bounds pending sent pre post stages slot_base slot_rank node_of exchange held cores")
+# With rendezvous (Costs.rendezvous) the messages held for their receiver's slot (`sends`): per message its
+# receiver (`dst`) and the next message held for the same slot (`following`), per slot the first and last
+# held, and room for one slot's injection (`group`); without, arrays of length 0.
+Held = namedtuple("Held", "dst first last following group")
 
 
 def alone(net: Network, model: str, host_efficiency: bool) -> bool:
@@ -131,14 +135,12 @@ class Program:
 
 def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, tuple, dict, tuple]:
     """The clients' schedules (LogReplay.arrays) as one, ranks and slots numbered across clients: `rank`
-    (`Ranks`), `messages` (stage, src, dst) per network message id, and `sizes` (ranks, slots, widest: the most
-    messages one slot injects at once, linked); with the program's arrays. `held`: with rendezvous
-    (Costs.rendezvous) the messages held for their receiver's slot (`sends`): per message its receiver
-    and the next message held for the same slot, per slot the first and last held, and room for one
-    slot's injection; without, arrays of length 0. `cores`: with shared host processors
-    (Costs.host_cores) their state (`_run`); without, arrays of length 0. ValueError unless the
-    clients' messages are all the network's. One client (a replay) lends its own arrays, read only,
-    where no renumbering is needed: no copies per message but `pending`, which the loop counts down."""
+    (`Ranks`, its `held` a `Held`), `messages` (stage, src, dst) per network message id, and `sizes`
+    (ranks, slots, widest: the most messages one slot injects at once, linked); with the program's
+    arrays. `cores`: with shared host processors (Costs.host_cores) their state (`_run`); without,
+    arrays of length 0. ValueError unless the clients' messages are all the network's. One client (a
+    replay) lends its own arrays, read only, where no renumbering is needed: no copies per message but
+    `pending`, which the loop counts down."""
     base = np.cumsum([0] + [c.log.n for c in clients]).astype(np.int64)
     slots = np.cumsum([0] + [c.log.n * c.stages for c in clients]).astype(np.int64)
     covered = 0
@@ -178,12 +180,12 @@ def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, 
     slot_base = np.repeat(slots[:-1], [c.log.n for c in clients]) + np.concatenate(
         [np.arange(c.log.n) * c.stages for c in clients] + [np.zeros(0, np.int64)])
     slot_rank = np.repeat(np.arange(len(stages)), stages)
-    held = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
-            np.zeros(0, np.int64))
+    held = Held(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                np.zeros(0, np.int64))
     if net.costs.rendezvous:  # a slot injects at most its own sends and the ones it receives
-        held = (np.ascontiguousarray(dst_of, np.int64), np.full(int(slots[-1]), -1, np.int64),
-                np.full(int(slots[-1]), -1, np.int64), np.full(net.count, -1, np.int64),
-                np.empty(int(pending.max(initial=0)), np.int64))
+        held = Held(np.ascontiguousarray(dst_of, np.int64), np.full(int(slots[-1]), -1, np.int64),
+                    np.full(int(slots[-1]), -1, np.int64), np.full(net.count, -1, np.int64),
+                    np.empty(int(pending.max(initial=0)), np.int64))
     prog = program.arrays(base)
     ranks = len(stages)
     cores = (np.zeros(0), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64),
@@ -202,7 +204,7 @@ def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, 
     node_of[prog[2][prog[0] == RANK]] = np.flatnonzero(prog[0] == RANK)
     rank = Ranks(order, bounds, pending, np.zeros(int(slots[-1]), np.bool_), pre, post, stages,
                  slot_base.astype(np.int64), slot_rank.astype(np.int64), node_of, exchange, held, cores)
-    widest = len(held[4]) if net.costs.rendezvous else int(np.diff(bounds).max()) if len(bounds) > 1 else 0
+    widest = len(held.group) if net.costs.rendezvous else int(np.diff(bounds).max()) if len(bounds) > 1 else 0
     sizes = {"ranks": len(stages), "slots": int(slots[-1]), "widest": widest, "linked": len(prog[4]) > 0}
     return rank, (stage_of, src_of, dst_of), sizes, prog
 
@@ -529,7 +531,8 @@ def sends(slot, rank):  # pragma: no cover (compiled)
     whose receiver has injected its own sends of the stage, then the ones held for this slot, while
     the others are held for their receiver's slot."""
     order, bounds, sent, slot_base = rank.order, rank.bounds, rank.sent, rank.slot_base
-    dst, first, last, following, group = rank.held
+    held = rank.held
+    dst, first, last, following, group = held.dst, held.first, held.last, held.following, held.group
     if len(group) == 0:
         return order, bounds[slot], bounds[slot + 1]
     s = slot - slot_base[rank.slot_rank[slot]]
