@@ -63,6 +63,12 @@ Ranks = namedtuple("Ranks", "order bounds pending sent pre post stages slot_base
 # receiver (`dst`) and the next message held for the same slot (`following`), per slot the first and last
 # held, and room for one slot's injection (`group`); without, arrays of length 0.
 Held = namedtuple("Held", "dst first last following group")
+# With shared host processors (Costs.host_cores; zensim.net.cores.SharedCores, one per host): the cores and
+# other processes (`setting`), per rank its host; per host the time of its last advance, the version of
+# its last armed event, its jobs' count and their first place in `jobs`; the jobs (ranks, a run per host,
+# in the order they came); per rank (its one job) the seconds of work `left`, the step (`then`) and stage
+# to resume it at; the ranks whose jobs the last CORES event retired (`done`). Without, arrays of length 0.
+Cores = namedtuple("Cores", "setting host time version count first jobs left then stage done")
 
 
 def alone(net: Network, model: str, host_efficiency: bool) -> bool:
@@ -135,12 +141,11 @@ class Program:
 
 def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, tuple, dict, tuple]:
     """The clients' schedules (LogReplay.arrays) as one, ranks and slots numbered across clients: `rank`
-    (`Ranks`, its `held` a `Held`), `messages` (stage, src, dst) per network message id, and `sizes`
-    (ranks, slots, widest: the most messages one slot injects at once, linked); with the program's
-    arrays. `cores`: with shared host processors (Costs.host_cores) their state (`_run`); without,
-    arrays of length 0. ValueError unless the clients' messages are all the network's. One client (a
-    replay) lends its own arrays, read only, where no renumbering is needed: no copies per message but
-    `pending`, which the loop counts down."""
+    (`Ranks`, its `held` a `Held`, its `cores` a `Cores`), `messages` (stage, src, dst) per network
+    message id, and `sizes` (ranks, slots, widest: the most messages one slot injects at once, linked);
+    with the program's arrays. ValueError unless the clients' messages are all the network's. One
+    client (a replay) lends its own arrays, read only, where no renumbering is needed: no copies per
+    message but `pending`, which the loop counts down."""
     base = np.cumsum([0] + [c.log.n for c in clients]).astype(np.int64)
     slots = np.cumsum([0] + [c.log.n * c.stages for c in clients]).astype(np.int64)
     covered = 0
@@ -188,18 +193,18 @@ def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, 
                     np.empty(int(pending.max(initial=0)), np.int64))
     prog = program.arrays(base)
     ranks = len(stages)
-    cores = (np.zeros(0), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64),
-             np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64),
-             np.zeros(0, np.int64))
+    cores = Cores(np.zeros(0), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                  np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64),
+                  np.zeros(0, np.int64), np.zeros(0, np.int64))
     if net.costs.host_cores is not None:
         host = np.concatenate([np.asarray(c.host, np.int64) for c in clients] + [np.zeros(0, np.int64)])
         # per host its jobs (at most one per rank: a rank waits for its work) in a run of `jobs`
         on_host = np.bincount(host, minlength=1)
         first_job = np.concatenate(([0], np.cumsum(on_host)[:-1])).astype(np.int64)
-        cores = (np.array([net.costs.host_cores, net.costs.host_others], np.float64), host,
-                 np.zeros(len(on_host)), np.zeros(len(on_host), np.int64), np.zeros(len(on_host), np.int64),
-                 first_job, np.zeros(ranks, np.int64), np.zeros(ranks), np.zeros(ranks, np.int64),
-                 np.zeros(ranks, np.int64), np.zeros(ranks, np.int64))
+        cores = Cores(np.array([net.costs.host_cores, net.costs.host_others], np.float64), host,
+                      np.zeros(len(on_host)), np.zeros(len(on_host), np.int64), np.zeros(len(on_host), np.int64),
+                      first_job, np.zeros(ranks, np.int64), np.zeros(ranks), np.zeros(ranks, np.int64),
+                      np.zeros(ranks, np.int64), np.zeros(ranks, np.int64))
     node_of = np.full(len(stages), -1, np.int64)
     node_of[prog[2][prog[0] == RANK]] = np.flatnonzero(prog[0] == RANK)
     rank = Ranks(order, bounds, pending, np.zeros(int(slots[-1]), np.bool_), pre, post, stages,
@@ -308,16 +313,12 @@ def grow(heap, need):  # pragma: no cover (compiled)
     return bigger
 
 
-# -- shared host processors (zensim.net.cores.SharedCores, one per host). `cores`: (cores and other
-# processes, per rank its host; per host the time of its last advance, the version of its last armed
-# event, its jobs' count and their first place in `jobs`; jobs (ranks, a run per host, in the order they
-# came); per rank (its one job) the seconds of work left, the step and stage to resume it at; the ranks
-# whose jobs the last CORES event retired)
+# -- shared host processors (zensim.net.cores.SharedCores, one per host); `cores`: a `Cores`
 
 @numba.njit(cache=True)
 def _speed(h, cores):  # pragma: no cover (compiled)
     """SharedCores._speed of host h."""
-    setting, count = cores[0], cores[4]
+    setting, count = cores.setting, cores.count
     if count[h] == 0:
         return 0.0
     speed = setting[0] / (count[h] + setting[1])
@@ -327,7 +328,7 @@ def _speed(h, cores):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _advance(h, now, cores):  # pragma: no cover (compiled)
     """SharedCores._advance: charge host h's jobs the work done since its last change."""
-    time, count, first, jobs, left = cores[2], cores[4], cores[5], cores[6], cores[7]
+    time, count, first, jobs, left = cores.time, cores.count, cores.first, cores.jobs, cores.left
     done = (now - time[h]) * _speed(h, cores)
     if done > 0:
         for i in range(first[h], first[h] + count[h]):
@@ -338,7 +339,7 @@ def _advance(h, now, cores):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _least(h, cores):  # pragma: no cover (compiled)
     """max(least work left of host h's jobs, 0) (it has jobs)."""
-    count, first, jobs, left = cores[4], cores[5], cores[6], cores[7]
+    count, first, jobs, left = cores.count, cores.first, cores.jobs, cores.left
     least = np.inf
     for i in range(first[h], first[h] + count[h]):
         if left[jobs[i]] < least:
@@ -349,9 +350,9 @@ def _least(h, cores):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _arm(h, now, cores, heap, st):  # pragma: no cover (compiled)
     """SharedCores._arm: one CORES event at host h's next completion; older ones become stale."""
-    version = cores[3]
+    version = cores.version
     version[h] += 1
-    if cores[4][h] == 0:
+    if cores.count[h] == 0:
         return
     st[CORE_EVENTS] += 1
     push(heap, st, now + _least(h, cores) / _speed(h, cores), CORES, h, version[h], 0.0)
@@ -360,8 +361,9 @@ def _arm(h, now, cores, heap, st):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _run(r, seconds, then, s, now, cores, heap, st):  # pragma: no cover (compiled)
     """SharedCores.run: rank r's `seconds` of work on its host, then resume it at step `then`, stage s."""
-    h = cores[1][r]
-    count, first, jobs, left, then_of, stage_of = cores[4], cores[5], cores[6], cores[7], cores[8], cores[9]
+    h = cores.host[r]
+    count, first, jobs, left = cores.count, cores.first, cores.jobs, cores.left
+    then_of, stage_of = cores.then, cores.stage
     _advance(h, now, cores)
     jobs[first[h] + count[h]] = r
     count[h] += 1
@@ -374,9 +376,9 @@ def _cores_due(h, version, now, cores, heap, st):  # pragma: no cover (compiled)
     """SharedCores._due: unless stale, retire host h's jobs finished now and re-arm; the ranks to resume,
     in the order their jobs came, go to the `done` list that `advance` works through."""
     st[CORE_EVENTS] -= 1
-    if version != cores[3][h]:
+    if version != cores.version[h]:
         return
-    count, first, jobs, left, done = cores[4], cores[5], cores[6], cores[7], cores[10]
+    count, first, jobs, left, done = cores.count, cores.first, cores.jobs, cores.left, cores.done
     _advance(h, now, cores)
     least = _least(h, cores)
     kept, finished = first[h], 0
@@ -399,7 +401,7 @@ def _work(heap, st, out, column, slot, now, seconds, then, r, s, cores):  # prag
     a job on the host's shared processors (Network.compute)."""
     out[column, slot] = now
     if seconds > 0:
-        if len(cores[0]):
+        if len(cores.setting):
             _run(r, seconds, then, s, now, cores, heap, st)
         else:
             push(heap, st, now + seconds, then, r, s, 0.0)
@@ -517,9 +519,9 @@ def advance(r, s, step, now, rank, prog, heap, st, out):  # pragma: no cover (co
         if r >= 0:
             s, step = 0, BEGIN
         elif st[RESUMED] < st[DONE_JOBS]:  # the next job done at this CORES event
-            r = cores[10][st[RESUMED]]
+            r = cores.done[st[RESUMED]]
             st[RESUMED] += 1
-            s, step = cores[9][r], cores[8][r]
+            s, step = cores.stage[r], cores.then[r]
         else:
             return -1
 
