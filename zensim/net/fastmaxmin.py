@@ -25,6 +25,7 @@ finish times, the sorted head taken so far and the positions not yet sorted, in 
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,13 @@ _DELIVER, _ISOLATED, _DEPART, _CHECK, _FLUSH = MODEL, MODEL + 1, MODEL + 2, MODE
 # ms: the model's integer state
 _STAMP, _VERSION, _ARMED, _ACTIVE, _SOLVES, _COMPS, _JOINED, _HEADS, _DUE, _STACK, _WARM = range(11)
 COMPILE_S = 40  # about this many seconds of CPU compile _loop (zensim.jit.announce)
+# Per component id (the module docstring's state): its union-find parent; its flow list (first, last,
+# size) and pieces; its flows alive; its check time and solve count (`epoch`); whether it exists and is
+# due; its segment list (seg_first, seg_last); its deferred departures' time; its flows joined since its
+# last solve (the first, `fresh`, and how many, `nnew`); whether freed capacity or a merge made it due
+# (`full`: then no _warm). Read by name (comp.due); NUMBA_DISABLE_JIT=1 runs the same code as Python.
+Comps = namedtuple("Comps", "parent first last size nparts living check epoch exists due seg_first seg_last deferred "
+                            "fresh nnew full")
 
 
 def applies(net: Network) -> bool:
@@ -76,10 +84,11 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     comps = count + 1
     # per component id: the fields not zero at its creation are set by _join when it makes the id, so no
     # page of these arrays is touched beyond the components made (a few per instant, not one per flow)
-    comp = (np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps, np.int64), np.zeros(comps, np.int64),
-            np.zeros(comps, np.int64), np.zeros(comps, np.int64), np.empty(comps), np.zeros(comps, np.int64),
-            np.zeros(comps, np.bool_), np.zeros(comps, np.bool_), np.empty(comps, np.int64), np.empty(comps, np.int64),
-            np.empty(comps), np.empty(comps, np.int64), np.zeros(comps, np.int64), np.zeros(comps, np.bool_))
+    comp = Comps(np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps, np.int64),
+                 np.zeros(comps, np.int64), np.zeros(comps, np.int64), np.zeros(comps, np.int64), np.empty(comps),
+                 np.zeros(comps, np.int64), np.zeros(comps, np.bool_), np.zeros(comps, np.bool_),
+                 np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps), np.empty(comps, np.int64),
+                 np.zeros(comps, np.int64), np.zeros(comps, np.bool_))
     scratch = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(comps, np.int64),
                np.empty(comps, np.int64), np.empty(comps, np.int64))
     host = (np.zeros(0), np.zeros(0, np.bool_), np.zeros(0))
@@ -128,7 +137,7 @@ def _concat(first, last, following, a, b):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _due(c, comp, scratch, ms):  # pragma: no cover (compiled)
     """Component c is to be re-solved at the end of this instant (MaxMin.due.add)."""
-    due = comp[9]
+    due = comp.due
     if not due[c]:
         due[c] = True
         ms[_DUE] += 1
@@ -139,7 +148,7 @@ def _due(c, comp, scratch, ms):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _all_due(comp, scratch, ms):  # pragma: no cover (compiled)
     """Every component is due (MaxMin.due.update(comps)): a host efficiency's flow count changed."""
-    exists = comp[8]
+    exists = comp.exists
     for c in range(ms[_COMPS]):
         if exists[c]:
             _due(c, comp, scratch, ms)
@@ -148,7 +157,7 @@ def _all_due(comp, scratch, ms):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _undue(c, comp, ms):  # pragma: no cover (compiled)
     """MaxMin.due.discard(c)."""
-    due = comp[9]
+    due = comp.due
     if due[c]:
         due[c] = False
         ms[_DUE] -= 1
@@ -366,7 +375,9 @@ def _join(mm):  # pragma: no cover (compiled)
     croutes, pad = wire[0], wire[5]
     comp_of, alive, following = flow[5], flow[4], flow[9]
     comp_on = link[1]
-    parent, first, last, size, nparts, living, check, epoch, exists, due, seg_first, seg_last, deferred, fresh, nnew, full = comp
+    parent, first, last, size, nparts, living = comp.parent, comp.first, comp.last, comp.size, comp.nparts, comp.living
+    check, exists, seg_first, seg_last, deferred = comp.check, comp.exists, comp.seg_first, comp.seg_last, comp.deferred
+    fresh, nnew, full = comp.fresh, comp.nnew, comp.full
     seg_next = segments[6]
     joined, touched = scratch[0], scratch[4]
     width = croutes.shape[1]
@@ -458,7 +469,8 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
     croutes, routes, nbytes, capacity, latency, pad, batch = wire
     left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
     nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
-    first, tail, size, nparts, check, epoch, seg_first = comp[1], comp[2], comp[3], comp[4], comp[6], comp[7], comp[10]
+    first, tail, size, nparts, nnew = comp.first, comp.last, comp.size, comp.nparts, comp.nnew
+    check, epoch, seg_first = comp.check, comp.epoch, comp.seg_first
     seg_next = segments[6]
     flows = np.empty(size[c], np.int64)
     m = first[c]
@@ -467,7 +479,7 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
         m = following[m]
     s = seg_first[c]
     table, nic, scaled = host
-    partial = s >= 0 and s == comp[11][c] and not len(table)  # one segment: MaxMin._solve's partial re-solve
+    partial = s >= 0 and s == comp.seg_last[c] and not len(table)  # one segment: MaxMin._solve's partial re-solve
     while s >= 0:
         _drop(s, segments)
         s = seg_next[s]
@@ -478,7 +490,7 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
     for i in range(keep.size - 1):
         following[keep[i]] = keep[i + 1]
     following[keep[keep.size - 1]] = -1
-    first[c], tail[c], size[c], nparts[c], comp[14][c] = keep[0], keep[keep.size - 1], keep.size, 1, 0
+    first[c], tail[c], size[c], nparts[c], nnew[c] = keep[0], keep[keep.size - 1], keep.size, 1, 0
     check[c] = np.inf
     epoch[c] += 1
     ms[_SOLVES] += 1
@@ -494,7 +506,7 @@ def _warm(c, now, mm):  # pragma: no cover (compiled)
     croutes, routes, nbytes, capacity, latency, pad, batch = wire
     left, base_time, rate, following = flow[0], flow[1], flow[2], flow[9]
     nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
-    fresh, nnew = comp[13], comp[14]
+    fresh, nnew = comp.fresh, comp.nnew
     new = np.empty(nnew[c], np.int64)
     m = fresh[c]
     for i in range(new.size):
@@ -504,7 +516,7 @@ def _warm(c, now, mm):  # pragma: no cover (compiled)
                                  freed, freed_t, last, slot, used, peak, level)
     if not fits:
         return False
-    comp[4][c], nnew[c] = 1, 0
+    comp.nparts[c], nnew[c] = 1, 0
     ms[_WARM] += 1
     _segment(c, new, finish, mm)
     return True
@@ -538,7 +550,7 @@ def _flush(now, mm, heap, st):  # pragma: no cover (compiled)
     efficiency: every one), in id order (where only flows joined it, and no component merged into it,
     first try _warm; not with a host efficiency)."""
     comp, scratch, ms, batch, scaled = mm[3], mm[5], mm[6], mm[0][6], len(mm[8][0]) > 0
-    parent, living, exists, due, nnew, full = comp[0], comp[5], comp[8], comp[9], comp[14], comp[15]
+    parent, living, exists, due, nnew, full = comp.parent, comp.living, comp.exists, comp.due, comp.nnew, comp.full
     ms[_ARMED] = 0
     _join(mm)
     if scaled and ms[_ACTIVE]:
@@ -588,7 +600,8 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
     croutes, routes, nbytes, capacity, latency, pad, batch = wire
     left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
     nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
-    parent, living, check, epoch, exists, due, deferred = comp[0], comp[5], comp[6], comp[7], comp[8], comp[9], comp[12]
+    parent, living, check, epoch = comp.parent, comp.living, comp.check, comp.epoch
+    exists, due, deferred = comp.exists, comp.due, comp.deferred
     gone, waiting = scratch[1], scratch[4]
     if version != ms[_VERSION]:
         return
@@ -633,7 +646,7 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
                 when = ((allowance - lost) * DEFER + free_t) / free
                 if batch == 0 or when <= now:
                     _due(c, comp, scratch, ms)
-                    comp[15][c] = True
+                    comp.full[c] = True
                 else:
                     if deferred[c] == np.inf:
                         waiting[nwait] = c
@@ -661,9 +674,9 @@ def _check(c, mark, now, mm, heap, st):  # pragma: no cover (compiled)
     """A deferred departure's idle capacity has used up its allowance: re-solve component c, unless it
     was solved (or merged into another) since."""
     comp, scratch, ms = mm[3], mm[5], mm[6]
-    if comp[8][c] and comp[7][c] == mark:
+    if comp.exists[c] and comp.epoch[c] == mark:
         _due(c, comp, scratch, ms)
-        comp[15][c] = True
+        comp.full[c] = True
         _later(now, heap, st, ms)
 
 
