@@ -59,7 +59,7 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     now = _loop(fastloop.compact_routes(net), *floats, net.num_links, host, rank, messages, prog, st, out, sent_at,
                 delivered_at)
     fastloop.finish(net, now, st, sent_at, delivered_at)
-    return out, prog[9], prog[10]
+    return out, prog.began, prog.ended
 
 
 # -- a host efficiency h(f) (Fifo._in_flight, Fifo._rate): `host` is the table h(0..), per link whether it
@@ -166,13 +166,13 @@ def _loop(routes, nbytes, capacity, latency, pad, host, rank, messages, prog, st
     per rank and per node of the program, so the heap is sized once; but for shared host processors'
     events (fastloop.CORE_EVENTS), stale ones included: one step schedules at most one per rank and one more."""
     ranks = len(rank.stages)
-    size = len(nbytes) + ranks + len(prog[0]) + 1
+    size = len(nbytes) + ranks + len(prog.kind) + 1
     heap = np.empty((size, fastloop.ROW))
     free = np.zeros(len(capacity))
     net = (routes, nbytes, capacity, latency, pad, host)
     stage_of, src_of, dst_of = messages
     now = 0.0
-    for x in prog[6]:
+    for x in prog.roots:
         _rank(x, 0, START, now, net, rank, prog, free, heap, st, out, sent_at)
     while st[fastloop.SIZE] > 0:
         if st[fastloop.CORE_EVENTS]:

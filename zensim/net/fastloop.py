@@ -69,6 +69,12 @@ Held = namedtuple("Held", "dst first last following group")
 # in the order they came); per rank (its one job) the seconds of work `left`, the step (`then`) and stage
 # to resume it at; the ranks whose jobs the last CORES event retired (`done`). Without, arrays of length 0.
 Cores = namedtuple("Cores", "setting host time version count first jobs left then stage done")
+# A Program as the compiled loops take it (Program.arrays): per node its kind, seconds (a timer) and
+# target (a rank: its global number, else -1); its successors succ[succ_start[x]:succ_start[x + 1]] and
+# its predecessors not yet done (`join`, counted down); the nodes without predecessors (`roots`); the
+# stack of nodes done whose successors are being started (node and next position); per node when it
+# began and when it was done.
+Nodes = namedtuple("Nodes", "kind seconds target succ_start succ join roots stack_node stack_pos began ended")
 
 
 def alone(net: Network, model: str, host_efficiency: bool) -> bool:
@@ -115,10 +121,9 @@ class Program:
         self.links[before].append(after)
         self.join[after] += 1
 
-    def arrays(self, base: np.ndarray) -> tuple:
-        """The program as the compiled loop takes it, with `base` per client its first global rank (and
-        the number of ranks last): (kind, seconds, target, succ_start, succ, join, roots, stack_node,
-        stack_pos, began, ended). ValueError if a node names no rank of the clients, or a rank twice."""
+    def arrays(self, base: np.ndarray) -> Nodes:
+        """The program as the compiled loop takes it (`Nodes`), with `base` per client its first global
+        rank (and the number of ranks last). ValueError if a node names no rank of the clients, or a rank twice."""
         count = len(self.kind)
         target = np.full(count, -1, np.int64)
         ranks = np.array(self.kind, np.int64) == RANK
@@ -134,12 +139,12 @@ class Program:
         succ = np.array([y for x in self.links for y in x], np.int64)
         join = np.array(self.join, np.int64)
         roots = np.flatnonzero(join == 0).astype(np.int64)
-        return (np.array(self.kind, np.int64), np.array(self.seconds, np.float64), target, succ_start, succ, join,
-                roots, np.zeros(count, np.int64), np.zeros(count, np.int64), np.full(count, np.nan),
-                np.full(count, np.nan))
+        return Nodes(np.array(self.kind, np.int64), np.array(self.seconds, np.float64), target, succ_start, succ, join,
+                     roots, np.zeros(count, np.int64), np.zeros(count, np.int64), np.full(count, np.nan),
+                     np.full(count, np.nan))
 
 
-def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, tuple, dict, tuple]:
+def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, tuple, dict, Nodes]:
     """The clients' schedules (LogReplay.arrays) as one, ranks and slots numbered across clients: `rank`
     (`Ranks`, its `held` a `Held`, its `cores` a `Cores`), `messages` (stage, src, dst) per network
     message id, and `sizes` (ranks, slots, widest: the most messages one slot injects at once, linked);
@@ -206,11 +211,11 @@ def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, 
                       first_job, np.zeros(ranks, np.int64), np.zeros(ranks), np.zeros(ranks, np.int64),
                       np.zeros(ranks, np.int64), np.zeros(ranks, np.int64))
     node_of = np.full(len(stages), -1, np.int64)
-    node_of[prog[2][prog[0] == RANK]] = np.flatnonzero(prog[0] == RANK)
+    node_of[prog.target[prog.kind == RANK]] = np.flatnonzero(prog.kind == RANK)
     rank = Ranks(order, bounds, pending, np.zeros(int(slots[-1]), np.bool_), pre, post, stages,
                  slot_base.astype(np.int64), slot_rank.astype(np.int64), node_of, exchange, held, cores)
     widest = len(held.group) if net.costs.rendezvous else int(np.diff(bounds).max()) if len(bounds) > 1 else 0
-    sizes = {"ranks": len(stages), "slots": int(slots[-1]), "widest": widest, "linked": len(prog[4]) > 0}
+    sizes = {"ranks": len(stages), "slots": int(slots[-1]), "widest": widest, "linked": len(prog.succ) > 0}
     return rank, (stage_of, src_of, dst_of), sizes, prog
 
 
@@ -451,10 +456,10 @@ def _stages(r, s, step, now, rank, heap, st, out):  # pragma: no cover (compiled
 @numba.njit(cache=True)
 def _done(x, now, prog, st):  # pragma: no cover (compiled)
     """Node x is done now: its successors are to be started next (a frame on the stack)."""
-    stack_node, stack_pos, ended = prog[7], prog[8], prog[10]
+    stack_node, stack_pos, ended = prog.stack_node, prog.stack_pos, prog.ended
     ended[x] = now
     stack_node[st[DEPTH]] = x
-    stack_pos[st[DEPTH]] = prog[3][x]
+    stack_pos[st[DEPTH]] = prog.succ_start[x]
     st[DEPTH] += 1
 
 
@@ -462,7 +467,7 @@ def _done(x, now, prog, st):  # pragma: no cover (compiled)
 def _start(x, now, rank, prog, heap, st):  # pragma: no cover (compiled)
     """Node x starts now: a timer is scheduled (or done at once); a client rank that has stages is
     returned, to run (else -1)."""
-    kind, seconds, target, began = prog[0], prog[1], prog[2], prog[9]
+    kind, seconds, target, began = prog.kind, prog.seconds, prog.target, prog.began
     began[x] = now
     if kind[x] == TIMER:
         if seconds[x] > 0:
@@ -485,8 +490,9 @@ def advance(r, s, step, now, rank, prog, heap, st, out):  # pragma: no cover (co
     host r's shared processors' event of version s (their finished jobs' ranks resumed in turn, each
     with all that follows from it first, as SharedCores._due's continuations). `rank`:
     fastloop.schedule's; out: per slot the stage start, transfer start, transfer end and stage end
-    times; prog: Program.arrays."""
-    succ_start, succ, join, stack_node, stack_pos = prog[3], prog[4], prog[5], prog[7], prog[8]
+    times; prog: Program.arrays (`Nodes`)."""
+    succ_start, succ, join = prog.succ_start, prog.succ, prog.join
+    stack_node, stack_pos = prog.stack_node, prog.stack_pos
     node_of, cores = rank.node_of, rank.cores
     while True:
         if step == NODE:

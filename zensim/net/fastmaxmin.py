@@ -98,12 +98,12 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     st = np.zeros(fastloop.STATE, np.int64)
     out = np.zeros((4, sizes["slots"]))
     sent_at, delivered_at = flow[10], np.full(count, np.nan)  # a flow's start: sent_at
-    extra = sizes["ranks"] + len(prog[0])  # the ranks' and the program's events a step may schedule
+    extra = sizes["ranks"] + len(prog.kind)  # the ranks' and the program's events a step may schedule
     announce(_loop, "the maxmin network loop (zensim.net.fastmaxmin)", COMPILE_S)
     now = _loop(model, rank, messages, prog, sizes["widest"], extra, st, out, sent_at, delivered_at)
     fastloop.finish(net, now, st, sent_at, delivered_at)
     net.model.solves, net.model.warm = int(model[5][_SOLVES]), int(model[5][_WARM])
-    return out, prog[9], prog[10]
+    return out, prog.began, prog.ended
 
 
 # -- components and segments ------------------------------------------------------------------
@@ -710,9 +710,9 @@ def _loop(model, rank, messages, prog, widest, extra, st, out, sent_at, delivere
     segments[7].append(np.empty((64, 2)))
     mm = (wire, flow, link, comp, segments, scratch, ms, fs, host)
     stage_of, src_of, dst_of = messages
-    heap = np.empty((len(sent_at) + len(rank.stages) + len(prog[0]) + 16, fastloop.ROW))
+    heap = np.empty((len(sent_at) + len(rank.stages) + len(prog.kind) + 16, fastloop.ROW))
     now = 0.0
-    for x in prog[6]:
+    for x in prog.roots:
         heap = grow(heap, st[fastloop.SIZE] + extra + 2)
         heap = _rank(x, 0, START, now, rank, prog, extra, mm, heap, st, out, sent_at)
     while st[fastloop.SIZE] > 0:
