@@ -55,6 +55,11 @@ COMPILE_S = 40  # about this many seconds of CPU compile _loop (zensim.jit.annou
 # (`full`: then no _warm). Read by name (comp.due); NUMBA_DISABLE_JIT=1 runs the same code as Python.
 Comps = namedtuple("Comps", "parent first last size nparts living check epoch exists due seg_first seg_last deferred "
                             "fresh nnew full")
+# Per departure segment (typed lists, in solve order): its flows' finish times and ids, the positions not
+# yet sorted (`rest`), the sorted head taken so far and how far (`taken`), whether it is live, the next
+# segment of its component (`following`, -1 last); and the heap of the segments' earliest finishes
+# (`heads`: one (finish, segment) array, grown in place). Made in _loop.
+Segments = namedtuple("Segments", "finish flows rest head taken live following heads")
 
 
 def applies(net: Network) -> bool:
@@ -169,13 +174,13 @@ def _refill(s, segments):  # pragma: no cover (compiled)
     left (the first head a `FIRST`th), whichever is more, earliest first, ties to the first in solve order. The first head is
     made when a departure first needs it, not at the solve as the Python model does (the order taken
     is the same): a segment replaced by the next solve before any departure costs no sort."""
-    finish, rest = segments[0][s], segments[2][s]
+    finish, rest = segments.finish[s], segments.rest[s]
     left = rest.size
-    head = max(HEAD, left // (FIRST if segments[3][s].size == 0 else 8))
+    head = max(HEAD, left // (FIRST if segments.head[s].size == 0 else 8))
     values = finish[rest]
     if left <= head:
-        segments[3][s] = rest[np.argsort(values, kind="mergesort")]
-        segments[2][s] = rest[:0].copy()
+        segments.head[s] = rest[np.argsort(values, kind="mergesort")]
+        segments.rest[s] = rest[:0].copy()
     else:
         cut = np.partition(values, head - 1)[head - 1]
         ties = head
@@ -193,19 +198,19 @@ def _refill(s, segments):  # pragma: no cover (compiled)
             else:
                 keep[kept] = rest[i]
                 kept += 1
-        segments[3][s] = take[np.argsort(finish[take], kind="mergesort")]
-        segments[2][s] = keep
-    segments[4][s] = 0
+        segments.head[s] = take[np.argsort(finish[take], kind="mergesort")]
+        segments.rest[s] = keep
+    segments.taken[s] = 0
 
 
 @numba.njit(cache=True)
 def _next(s, segments):  # pragma: no cover (compiled)
     """The earliest finish of segment s not yet taken (-1 when all are)."""
-    if segments[4][s] == segments[3][s].size:
-        if segments[2][s].size == 0:
+    if segments.taken[s] == segments.head[s].size:
+        if segments.rest[s].size == 0:
             return -1.0
         _refill(s, segments)
-    return segments[0][s][segments[3][s][segments[4][s]]]
+    return segments.finish[s][segments.head[s][segments.taken[s]]]
 
 
 @numba.njit(cache=True)
@@ -217,35 +222,35 @@ def _take(s, horizon, segments, flow, gone, count):  # pragma: no cover (compile
         first = _next(s, segments)
         if first < 0 or first > horizon:
             return count
-        finish, flows, head = segments[0][s], segments[1][s], segments[3][s]
-        pos = segments[4][s]
+        finish, flows, head = segments.finish[s], segments.flows[s], segments.head[s]
+        pos = segments.taken[s]
         while pos < head.size and finish[head[pos]] <= horizon:
             m = flows[head[pos]]
             if segment_of[m] == s and alive[m]:
                 gone[count] = m
                 count += 1
             pos += 1
-        segments[4][s] = pos
+        segments.taken[s] = pos
 
 
 @numba.njit(cache=True)
 def _drop(s, segments):  # pragma: no cover (compiled)
     """Segment s is gone (used up, or its component re-solved): free its arrays."""
-    segments[5][s] = False
-    segments[0][s] = segments[0][s][:0].copy()
-    segments[1][s] = segments[1][s][:0].copy()
-    segments[2][s] = segments[2][s][:0].copy()
-    segments[3][s] = segments[3][s][:0].copy()
+    segments.live[s] = False
+    segments.finish[s] = segments.finish[s][:0].copy()
+    segments.flows[s] = segments.flows[s][:0].copy()
+    segments.rest[s] = segments.rest[s][:0].copy()
+    segments.head[s] = segments.head[s][:0].copy()
 
 
 @numba.njit(cache=True)
 def _push_head(segments, ms, finish, s):  # pragma: no cover (compiled)
     """heappush(heads, (finish, s))."""
-    heads = segments[7][0]
+    heads = segments.heads[0]
     size = ms[_HEADS]
     if size == heads.shape[0]:
         heads = grow(heads, size + 1)
-        segments[7][0] = heads
+        segments.heads[0] = heads
     i = fastloop.sift_up(heads, size, finish, s)
     heads[i, 0] = finish
     heads[i, 1] = s
@@ -255,7 +260,7 @@ def _push_head(segments, ms, finish, s):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _pop_head(segments, ms):  # pragma: no cover (compiled)
     """heappop(heads): the earliest (finish, segment)."""
-    heads = segments[7][0]
+    heads = segments.heads[0]
     finish, s = heads[0, 0], int(heads[0, 1])
     ms[_HEADS] -= 1
     fastloop.sift_down(heads, ms[_HEADS])
@@ -378,7 +383,7 @@ def _join(mm):  # pragma: no cover (compiled)
     parent, first, last, size, nparts, living = comp.parent, comp.first, comp.last, comp.size, comp.nparts, comp.living
     check, exists, seg_first, seg_last, deferred = comp.check, comp.exists, comp.seg_first, comp.seg_last, comp.deferred
     fresh, nnew, full = comp.fresh, comp.nnew, comp.full
-    seg_next = segments[6]
+    seg_next = segments.following
     joined, touched = scratch[0], scratch[4]
     width = croutes.shape[1]
     root = -1
@@ -471,7 +476,7 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
     nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
     first, tail, size, nparts, nnew = comp.first, comp.last, comp.size, comp.nparts, comp.nnew
     check, epoch, seg_first = comp.check, comp.epoch, comp.seg_first
-    seg_next = segments[6]
+    seg_next = segments.following
     flows = np.empty(size[c], np.int64)
     m = first[c]
     for i in range(size[c]):
@@ -526,20 +531,20 @@ def _warm(c, now, mm):  # pragma: no cover (compiled)
 def _segment(c, flows, finish, mm):  # pragma: no cover (compiled)
     """A departure segment of `flows` (finishing at `finish`) appended to component c's."""
     segments, ms, segment_of, seg_first, seg_last = mm[4], mm[6], mm[1][3], mm[3][10], mm[3][11]
-    sid = len(segments[0])
-    segments[0].append(finish)
-    segments[1].append(flows)
-    segments[2].append(np.arange(flows.size))
-    segments[3].append(flows[:0].copy())
-    segments[4].append(0)
-    segments[5].append(True)
-    segments[6].append(-1)
+    sid = len(segments.finish)
+    segments.finish.append(finish)
+    segments.flows.append(flows)
+    segments.rest.append(np.arange(flows.size))
+    segments.head.append(flows[:0].copy())
+    segments.taken.append(0)
+    segments.live.append(True)
+    segments.following.append(-1)
     for i in range(flows.size):
         segment_of[flows[i]] = sid
     if seg_first[c] < 0:
         seg_first[c] = sid
     else:
-        segments[6][seg_last[c]] = sid
+        segments.following[seg_last[c]] = sid
     seg_last[c] = sid
     _push_head(segments, ms, finish.min(), sid)  # its first head is sorted when a departure first needs it
 
@@ -580,12 +585,12 @@ def _flush(now, mm, heap, st):  # pragma: no cover (compiled)
 def _arm(now, mm, heap, st):  # pragma: no cover (compiled)
     """One event at the earliest finish among the segments (older events become stale)."""
     segments, ms, fs = mm[4], mm[6], mm[7]
-    live = segments[5]
-    while ms[_HEADS] and not live[int(segments[7][0][0, 1])]:
+    live = segments.live
+    while ms[_HEADS] and not live[int(segments.heads[0][0, 1])]:
         _pop_head(segments, ms)
     if not ms[_HEADS]:
         return
-    due = segments[7][0][0, 0]
+    due = segments.heads[0][0, 0]
     if due != fs[0]:
         fs[0] = due
         ms[_VERSION] += 1
@@ -608,9 +613,9 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
     fs[0] = np.inf
     horizon = now * (1 + TIE)
     count = 0
-    while ms[_HEADS] and segments[7][0][0, 0] <= horizon:
+    while ms[_HEADS] and segments.heads[0][0, 0] <= horizon:
         _, s = _pop_head(segments, ms)
-        if not segments[5][s]:
+        if not segments.live[s]:
             continue
         count = _take(s, horizon, segments, flow, gone, count)
         upcoming = _next(s, segments)
@@ -703,11 +708,11 @@ def _loop(model, rank, messages, prog, widest, extra, st, out, sent_at, delivere
     of scheduling) order. Returns the time of the last event. `model`: the model's arrays (run()); the
     segments' typed lists are made here (compiled with the loop, so cached)."""
     wire, flow, link, comp, scratch, ms, fs, host = model
-    segments = (List.empty_list(types.float64[::1]), List.empty_list(types.int64[::1]),
-                List.empty_list(types.int64[::1]), List.empty_list(types.int64[::1]), List.empty_list(types.int64),
-                List.empty_list(types.boolean), List.empty_list(types.int64),
-                List.empty_list(types.float64[:, ::1]))
-    segments[7].append(np.empty((64, 2)))
+    segments = Segments(List.empty_list(types.float64[::1]), List.empty_list(types.int64[::1]),
+                        List.empty_list(types.int64[::1]), List.empty_list(types.int64[::1]),
+                        List.empty_list(types.int64), List.empty_list(types.boolean), List.empty_list(types.int64),
+                        List.empty_list(types.float64[:, ::1]))
+    segments.heads.append(np.empty((64, 2)))
     mm = (wire, flow, link, comp, segments, scratch, ms, fs, host)
     stage_of, src_of, dst_of = messages
     heap = np.empty((len(sent_at) + len(rank.stages) + len(prog.kind) + 16, fastloop.ROW))
