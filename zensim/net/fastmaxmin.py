@@ -60,6 +60,10 @@ Comps = namedtuple("Comps", "parent first last size nparts living check epoch ex
 # segment of its component (`following`, -1 last); and the heap of the segments' earliest finishes
 # (`heads`: one (finish, segment) array, grown in place). Made in _loop.
 Segments = namedtuple("Segments", "finish flows rest head taken live following heads")
+# The model's state as the loop's functions take it (`mm`): the network's arrays (`wire`), per flow, per
+# link, per component (`Comps`), per segment (`Segments`), scratch arrays, the integer state (`ms`: _STAMP..),
+# the time of the armed departure event (`fs`) and the host efficiency (`host`).
+Model = namedtuple("Model", "wire flow link comp segments scratch ms fs host")
 
 
 def applies(net: Network) -> bool:
@@ -99,15 +103,16 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     host = (np.zeros(0), np.zeros(0, np.bool_), np.zeros(0))
     if net.host_efficiency is not None:
         host = (net.model.host_table, net.model.nic, np.empty(links))
-    model = (wire, flow, link, comp, scratch, np.zeros(11, np.int64), np.full(1, np.inf), host)
+    ms = np.zeros(11, np.int64)
     st = np.zeros(fastloop.STATE, np.int64)
     out = np.zeros((4, sizes["slots"]))
     sent_at, delivered_at = flow[10], np.full(count, np.nan)  # a flow's start: sent_at
     extra = sizes["ranks"] + len(prog.kind)  # the ranks' and the program's events a step may schedule
     announce(_loop, "the maxmin network loop (zensim.net.fastmaxmin)", COMPILE_S)
-    now = _loop(model, rank, messages, prog, sizes["widest"], extra, st, out, sent_at, delivered_at)
+    now = _loop(wire, flow, link, comp, scratch, ms, np.full(1, np.inf), host, rank, messages, prog, sizes["widest"],
+                extra, st, out, sent_at, delivered_at)
     fastloop.finish(net, now, st, sent_at, delivered_at)
-    net.model.solves, net.model.warm = int(model[5][_SOLVES]), int(model[5][_WARM])
+    net.model.solves, net.model.warm = int(ms[_SOLVES]), int(ms[_WARM])
     return out, prog.began, prog.ended
 
 
@@ -282,7 +287,7 @@ def _later(now, heap, st, ms):  # pragma: no cover (compiled)
 def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (compiled)
     """Network.start and MaxMin.inject of the sends order[b0:b1] (fastloop.sends): flows alone on their links isolated,
     the others (and the isolated flows they meet, promoted) shared from the end of this instant."""
-    wire, flow, link, comp, segments, scratch, ms, fs, host = mm
+    wire, flow, link, scratch, ms, host = mm.wire, mm.flow, mm.link, mm.scratch, mm.ms, mm.host
     croutes, routes, nbytes, capacity, latency, pad, batch = wire
     left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
     nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
@@ -357,7 +362,7 @@ def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (com
 @numba.njit(cache=True)
 def _isolated_done(m, mark, now, mm, heap, st):  # pragma: no cover (compiled)
     """An isolated flow finished (unless it was promoted meanwhile)."""
-    wire, flow, link = mm[0], mm[1], mm[2]
+    wire, flow, link = mm.wire, mm.flow, mm.link
     croutes, pad, latency = wire[0], wire[5], wire[4]
     stamp, nflows, isolated_on = flow[6], link[0], link[2]
     if stamp[m] != mark:
@@ -376,7 +381,8 @@ def _isolated_done(m, mark, now, mm, heap, st):  # pragma: no cover (compiled)
 def _join(mm):  # pragma: no cover (compiled)
     """MaxMin._join: the flows that became shared this instant into components, merging the ones each
     touches into the one with the most pieces (ties: the lowest id), the others in id order."""
-    wire, flow, link, comp, segments, scratch, ms, fs, host = mm
+    wire, flow, link, comp, segments = mm.wire, mm.flow, mm.link, mm.comp, mm.segments
+    scratch, ms = mm.scratch, mm.ms
     croutes, pad = wire[0], wire[5]
     comp_of, alive, following = flow[5], flow[4], flow[9]
     comp_on = link[1]
@@ -470,7 +476,8 @@ def _join(mm):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _solve(c, now, mm):  # pragma: no cover (compiled)
     """MaxMin._solve: max-min rates of component c's flows from now on; a new departure segment."""
-    wire, flow, link, comp, segments, scratch, ms, fs, host = mm
+    wire, flow, link, comp, segments = mm.wire, mm.flow, mm.link, mm.comp, mm.segments
+    ms, host = mm.ms, mm.host
     croutes, routes, nbytes, capacity, latency, pad, batch = wire
     left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
     nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
@@ -507,7 +514,7 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
 def _warm(c, now, mm):  # pragma: no cover (compiled)
     """MaxMin._warm: rates for component c's flows that joined this instant, the others kept, where that
     is still max-min (waterfill.warm_compiled); a departure segment of their own. False: solve c."""
-    wire, flow, link, comp, segments, scratch, ms, fs, host = mm
+    wire, flow, link, comp, ms = mm.wire, mm.flow, mm.link, mm.comp, mm.ms
     croutes, routes, nbytes, capacity, latency, pad, batch = wire
     left, base_time, rate, following = flow[0], flow[1], flow[2], flow[9]
     nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
@@ -530,7 +537,8 @@ def _warm(c, now, mm):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _segment(c, flows, finish, mm):  # pragma: no cover (compiled)
     """A departure segment of `flows` (finishing at `finish`) appended to component c's."""
-    segments, ms, segment_of, seg_first, seg_last = mm[4], mm[6], mm[1][3], mm[3][10], mm[3][11]
+    segments, ms, segment_of = mm.segments, mm.ms, mm.flow[3]
+    seg_first, seg_last = mm.comp.seg_first, mm.comp.seg_last
     sid = len(segments.finish)
     segments.finish.append(finish)
     segments.flows.append(flows)
@@ -554,7 +562,7 @@ def _flush(now, mm, heap, st):  # pragma: no cover (compiled)
     """End of an instant: place new shared flows, then solve every component that is due (with a host
     efficiency: every one), in id order (where only flows joined it, and no component merged into it,
     first try _warm; not with a host efficiency)."""
-    comp, scratch, ms, batch, scaled = mm[3], mm[5], mm[6], mm[0][6], len(mm[8][0]) > 0
+    comp, scratch, ms, batch, scaled = mm.comp, mm.scratch, mm.ms, mm.wire[6], len(mm.host[0]) > 0
     parent, living, exists, due, nnew, full = comp.parent, comp.living, comp.exists, comp.due, comp.nnew, comp.full
     ms[_ARMED] = 0
     _join(mm)
@@ -584,7 +592,7 @@ def _flush(now, mm, heap, st):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _arm(now, mm, heap, st):  # pragma: no cover (compiled)
     """One event at the earliest finish among the segments (older events become stale)."""
-    segments, ms, fs = mm[4], mm[6], mm[7]
+    segments, ms, fs = mm.segments, mm.ms, mm.fs
     live = segments.live
     while ms[_HEADS] and not live[int(segments.heads[0][0, 1])]:
         _pop_head(segments, ms)
@@ -601,7 +609,8 @@ def _arm(now, mm, heap, st):  # pragma: no cover (compiled)
 def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
     """MaxMin._depart: retire the shared flows that finish now; mark their components due where freed
     capacity exceeds the allowance, or schedule a check when it will; deliver them."""
-    wire, flow, link, comp, segments, scratch, ms, fs, host = mm
+    wire, flow, link, comp, segments = mm.wire, mm.flow, mm.link, mm.comp, mm.segments
+    scratch, ms, fs, host = mm.scratch, mm.ms, mm.fs, mm.host
     croutes, routes, nbytes, capacity, latency, pad, batch = wire
     left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
     nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
@@ -678,7 +687,7 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
 def _check(c, mark, now, mm, heap, st):  # pragma: no cover (compiled)
     """A deferred departure's idle capacity has used up its allowance: re-solve component c, unless it
     was solved (or merged into another) since."""
-    comp, scratch, ms = mm[3], mm[5], mm[6]
+    comp, scratch, ms = mm.comp, mm.scratch, mm.ms
     if comp.exists[c] and comp.epoch[c] == mark:
         _due(c, comp, scratch, ms)
         comp.full[c] = True
@@ -703,17 +712,17 @@ def _rank(r, s, step, now, rank, prog, extra, mm, heap, st, out, sent_at):  # pr
 
 
 @numba.njit(cache=True)
-def _loop(model, rank, messages, prog, widest, extra, st, out, sent_at, delivered_at):  # pragma: no cover (compiled)
+def _loop(wire, flow, link, comp, scratch, ms, fs, host, rank, messages, prog, widest, extra, st, out, sent_at,
+          delivered_at):  # pragma: no cover (compiled)
     """The program's roots start at time 0, in order, then Clock.run(): events in (time, priority, order
-    of scheduling) order. Returns the time of the last event. `model`: the model's arrays (run()); the
-    segments' typed lists are made here (compiled with the loop, so cached)."""
-    wire, flow, link, comp, scratch, ms, fs, host = model
+    of scheduling) order. Returns the time of the last event. wire..host: the model's arrays (run(), a
+    `Model`'s fields); the segments' typed lists are made here (compiled with the loop, so cached)."""
     segments = Segments(List.empty_list(types.float64[::1]), List.empty_list(types.int64[::1]),
                         List.empty_list(types.int64[::1]), List.empty_list(types.int64[::1]),
                         List.empty_list(types.int64), List.empty_list(types.boolean), List.empty_list(types.int64),
                         List.empty_list(types.float64[:, ::1]))
     segments.heads.append(np.empty((64, 2)))
-    mm = (wire, flow, link, comp, segments, scratch, ms, fs, host)
+    mm = Model(wire, flow, link, comp, segments, scratch, ms, fs, host)
     stage_of, src_of, dst_of = messages
     heap = np.empty((len(sent_at) + len(rank.stages) + len(prog.kind) + 16, fastloop.ROW))
     now = 0.0
