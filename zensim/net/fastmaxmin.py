@@ -64,6 +64,10 @@ Segments = namedtuple("Segments", "finish flows rest head taken live following h
 # link, per component (`Comps`), per segment (`Segments`), scratch arrays, the integer state (`ms`: _STAMP..),
 # the time of the armed departure event (`fs`) and the host efficiency (`host`).
 Model = namedtuple("Model", "wire flow link comp segments scratch ms fs host")
+# The network as the loop reads it: per message its route with the padding last (`croutes`) and as the
+# network holds it, its bytes and route latency; per link its capacity (and infinity for the padding
+# link `pad`); the re-solve allowance (MaxMin.batch).
+Wire = namedtuple("Wire", "croutes routes nbytes capacity latency pad batch")
 
 
 def applies(net: Network) -> bool:
@@ -83,7 +87,7 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     routes = np.ascontiguousarray(net.routes[:count], dtype=np.int64)
     nbytes = np.ascontiguousarray(net.nbytes[:count], dtype=np.float64)
     latency = np.ascontiguousarray(net.route_latency[:count], dtype=np.float64)
-    wire = (fastloop.compact_routes(net), routes, nbytes, capacity, latency, net.num_links, float(net.model.batch))
+    wire = Wire(fastloop.compact_routes(net), routes, nbytes, capacity, latency, net.num_links, float(net.model.batch))
     flow = (np.zeros(count), np.zeros(count), np.zeros(count), np.full(count, -1), np.zeros(count, np.bool_),
             np.full(count, -1), np.zeros(count, np.int64), np.zeros(count), np.zeros(count), np.full(count, -1),
             np.full(count, np.nan))
@@ -288,7 +292,7 @@ def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (com
     """Network.start and MaxMin.inject of the sends order[b0:b1] (fastloop.sends): flows alone on their links isolated,
     the others (and the isolated flows they meet, promoted) shared from the end of this instant."""
     wire, flow, link, scratch, ms, host = mm.wire, mm.flow, mm.link, mm.scratch, mm.ms, mm.host
-    croutes, routes, nbytes, capacity, latency, pad, batch = wire
+    croutes, nbytes, capacity, latency, pad = wire.croutes, wire.nbytes, wire.capacity, wire.latency, wire.pad
     left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
     nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
     joined = scratch[0]
@@ -363,7 +367,7 @@ def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (com
 def _isolated_done(m, mark, now, mm, heap, st):  # pragma: no cover (compiled)
     """An isolated flow finished (unless it was promoted meanwhile)."""
     wire, flow, link = mm.wire, mm.flow, mm.link
-    croutes, pad, latency = wire[0], wire[5], wire[4]
+    croutes, pad, latency = wire.croutes, wire.pad, wire.latency
     stamp, nflows, isolated_on = flow[6], link[0], link[2]
     if stamp[m] != mark:
         return
@@ -383,7 +387,7 @@ def _join(mm):  # pragma: no cover (compiled)
     touches into the one with the most pieces (ties: the lowest id), the others in id order."""
     wire, flow, link, comp, segments = mm.wire, mm.flow, mm.link, mm.comp, mm.segments
     scratch, ms = mm.scratch, mm.ms
-    croutes, pad = wire[0], wire[5]
+    croutes, pad = wire.croutes, wire.pad
     comp_of, alive, following = flow[5], flow[4], flow[9]
     comp_on = link[1]
     parent, first, last, size, nparts, living = comp.parent, comp.first, comp.last, comp.size, comp.nparts, comp.living
@@ -478,7 +482,7 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
     """MaxMin._solve: max-min rates of component c's flows from now on; a new departure segment."""
     wire, flow, link, comp, segments = mm.wire, mm.flow, mm.link, mm.comp, mm.segments
     ms, host = mm.ms, mm.host
-    croutes, routes, nbytes, capacity, latency, pad, batch = wire
+    routes, capacity, batch = wire.routes, wire.capacity, wire.batch
     left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
     nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
     first, tail, size, nparts, nnew = comp.first, comp.last, comp.size, comp.nparts, comp.nnew
@@ -515,7 +519,7 @@ def _warm(c, now, mm):  # pragma: no cover (compiled)
     """MaxMin._warm: rates for component c's flows that joined this instant, the others kept, where that
     is still max-min (waterfill.warm_compiled); a departure segment of their own. False: solve c."""
     wire, flow, link, comp, ms = mm.wire, mm.flow, mm.link, mm.comp, mm.ms
-    croutes, routes, nbytes, capacity, latency, pad, batch = wire
+    routes, capacity, batch = wire.routes, wire.capacity, wire.batch
     left, base_time, rate, following = flow[0], flow[1], flow[2], flow[9]
     nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
     fresh, nnew = comp.fresh, comp.nnew
@@ -562,7 +566,7 @@ def _flush(now, mm, heap, st):  # pragma: no cover (compiled)
     """End of an instant: place new shared flows, then solve every component that is due (with a host
     efficiency: every one), in id order (where only flows joined it, and no component merged into it,
     first try _warm; not with a host efficiency)."""
-    comp, scratch, ms, batch, scaled = mm.comp, mm.scratch, mm.ms, mm.wire[6], len(mm.host[0]) > 0
+    comp, scratch, ms, batch, scaled = mm.comp, mm.scratch, mm.ms, mm.wire.batch, len(mm.host[0]) > 0
     parent, living, exists, due, nnew, full = comp.parent, comp.living, comp.exists, comp.due, comp.nnew, comp.full
     ms[_ARMED] = 0
     _join(mm)
@@ -611,7 +615,7 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
     capacity exceeds the allowance, or schedule a check when it will; deliver them."""
     wire, flow, link, comp, segments = mm.wire, mm.flow, mm.link, mm.comp, mm.segments
     scratch, ms, fs, host = mm.scratch, mm.ms, mm.fs, mm.host
-    croutes, routes, nbytes, capacity, latency, pad, batch = wire
+    croutes, latency, pad, batch = wire.croutes, wire.latency, wire.pad, wire.batch
     left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
     nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
     parent, living, check, epoch = comp.parent, comp.living, comp.check, comp.epoch
