@@ -68,6 +68,13 @@ Model = namedtuple("Model", "wire flow link comp segments scratch ms fs host")
 # network holds it, its bytes and route latency; per link its capacity (and infinity for the padding
 # link `pad`); the re-solve allowance (MaxMin.batch).
 Wire = namedtuple("Wire", "croutes routes nbytes capacity latency pad batch")
+# Per flow (network message id): its bytes left at `base_time`, its rate, segment and component (-1:
+# none), whether it is alive (shared, not yet departed), its isolation stamp (0: not isolated) and an
+# isolated flow's start and rate, the next flow of its component, its start (the network's sent_at).
+Flows = namedtuple("Flows", "left base_time rate segment_of alive comp_of stamp iso_start iso_rate following born")
+# Per link (and the padding link): its flows, its component, its isolated flow (-1: none), and
+# waterfill.LinkState's arrays (the allowance and the last solve's rates on it).
+Links = namedtuple("Links", "nflows comp_on isolated_on busy_from room spent freed freed_t last slot used peak level")
 
 
 def applies(net: Network) -> bool:
@@ -88,12 +95,12 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     nbytes = np.ascontiguousarray(net.nbytes[:count], dtype=np.float64)
     latency = np.ascontiguousarray(net.route_latency[:count], dtype=np.float64)
     wire = Wire(fastloop.compact_routes(net), routes, nbytes, capacity, latency, net.num_links, float(net.model.batch))
-    flow = (np.zeros(count), np.zeros(count), np.zeros(count), np.full(count, -1), np.zeros(count, np.bool_),
-            np.full(count, -1), np.zeros(count, np.int64), np.zeros(count), np.zeros(count), np.full(count, -1),
-            np.full(count, np.nan))
+    flow = Flows(np.zeros(count), np.zeros(count), np.zeros(count), np.full(count, -1), np.zeros(count, np.bool_),
+                 np.full(count, -1), np.zeros(count, np.int64), np.zeros(count), np.zeros(count), np.full(count, -1),
+                 np.full(count, np.nan))
     state = LinkState(links)
-    link = (np.zeros(links, np.int64), np.full(links, -1), np.full(links, -1), state.busy_from, state.room,
-            state.spent, state.freed, state.freed_t, state.last, state.slot, state.used, state.peak, state.level)
+    link = Links(np.zeros(links, np.int64), np.full(links, -1), np.full(links, -1), state.busy_from, state.room,
+                 state.spent, state.freed, state.freed_t, state.last, state.slot, state.used, state.peak, state.level)
     comps = count + 1
     # per component id: the fields not zero at its creation are set by _join when it makes the id, so no
     # page of these arrays is touched beyond the components made (a few per instant, not one per flow)
@@ -110,7 +117,7 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     ms = np.zeros(11, np.int64)
     st = np.zeros(fastloop.STATE, np.int64)
     out = np.zeros((4, sizes["slots"]))
-    sent_at, delivered_at = flow[10], np.full(count, np.nan)  # a flow's start: sent_at
+    sent_at, delivered_at = flow.born, np.full(count, np.nan)  # a flow's start: sent_at
     extra = sizes["ranks"] + len(prog.kind)  # the ranks' and the program's events a step may schedule
     announce(_loop, "the maxmin network loop (zensim.net.fastmaxmin)", COMPILE_S)
     now = _loop(wire, flow, link, comp, scratch, ms, np.full(1, np.inf), host, rank, messages, prog, sizes["widest"],
@@ -226,7 +233,7 @@ def _next(s, segments):  # pragma: no cover (compiled)
 def _take(s, horizon, segments, flow, gone, count):  # pragma: no cover (compiled)
     """Append to gone[count:] the flows of segment s finishing by `horizon`, in time order, that are
     still alive and in it (_Segment.take and MaxMin._depart's filter); the new count."""
-    segment_of, alive = flow[3], flow[4]
+    segment_of, alive = flow.segment_of, flow.alive
     while True:
         first = _next(s, segments)
         if first < 0 or first > horizon:
@@ -293,8 +300,10 @@ def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (com
     the others (and the isolated flows they meet, promoted) shared from the end of this instant."""
     wire, flow, link, scratch, ms, host = mm.wire, mm.flow, mm.link, mm.scratch, mm.ms, mm.host
     croutes, nbytes, capacity, latency, pad = wire.croutes, wire.nbytes, wire.capacity, wire.latency, wire.pad
-    left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
-    nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
+    left, base_time, rate, stamp, iso_start = flow.left, flow.base_time, flow.rate, flow.stamp, flow.iso_start
+    iso_rate = flow.iso_rate
+    nflows, isolated_on, busy_from, spent = link.nflows, link.isolated_on, link.busy_from, link.spent
+    freed, freed_t, used, peak, level = link.freed, link.freed_t, link.used, link.peak, link.level
     joined = scratch[0]
     width = croutes.shape[1]
     for j in range(b0, b1):
@@ -368,7 +377,7 @@ def _isolated_done(m, mark, now, mm, heap, st):  # pragma: no cover (compiled)
     """An isolated flow finished (unless it was promoted meanwhile)."""
     wire, flow, link = mm.wire, mm.flow, mm.link
     croutes, pad, latency = wire.croutes, wire.pad, wire.latency
-    stamp, nflows, isolated_on = flow[6], link[0], link[2]
+    stamp, nflows, isolated_on = flow.stamp, link.nflows, link.isolated_on
     if stamp[m] != mark:
         return
     stamp[m] = 0
@@ -388,8 +397,8 @@ def _join(mm):  # pragma: no cover (compiled)
     wire, flow, link, comp, segments = mm.wire, mm.flow, mm.link, mm.comp, mm.segments
     scratch, ms = mm.scratch, mm.ms
     croutes, pad = wire.croutes, wire.pad
-    comp_of, alive, following = flow[5], flow[4], flow[9]
-    comp_on = link[1]
+    comp_of, alive, following = flow.comp_of, flow.alive, flow.following
+    comp_on = link.comp_on
     parent, first, last, size, nparts, living = comp.parent, comp.first, comp.last, comp.size, comp.nparts, comp.living
     check, exists, seg_first, seg_last, deferred = comp.check, comp.exists, comp.seg_first, comp.seg_last, comp.deferred
     fresh, nnew, full = comp.fresh, comp.nnew, comp.full
@@ -483,8 +492,10 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
     wire, flow, link, comp, segments = mm.wire, mm.flow, mm.link, mm.comp, mm.segments
     ms, host = mm.ms, mm.host
     routes, capacity, batch = wire.routes, wire.capacity, wire.batch
-    left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
-    nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
+    left, base_time, rate, alive, following = flow.left, flow.base_time, flow.rate, flow.alive, flow.following
+    born = flow.born
+    busy_from, room, spent, freed, freed_t = link.busy_from, link.room, link.spent, link.freed, link.freed_t
+    last, slot, used, peak, level = link.last, link.slot, link.used, link.peak, link.level
     first, tail, size, nparts, nnew = comp.first, comp.last, comp.size, comp.nparts, comp.nnew
     check, epoch, seg_first = comp.check, comp.epoch, comp.seg_first
     seg_next = segments.following
@@ -520,8 +531,9 @@ def _warm(c, now, mm):  # pragma: no cover (compiled)
     is still max-min (waterfill.warm_compiled); a departure segment of their own. False: solve c."""
     wire, flow, link, comp, ms = mm.wire, mm.flow, mm.link, mm.comp, mm.ms
     routes, capacity, batch = wire.routes, wire.capacity, wire.batch
-    left, base_time, rate, following = flow[0], flow[1], flow[2], flow[9]
-    nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
+    left, base_time, rate, following = flow.left, flow.base_time, flow.rate, flow.following
+    busy_from, room, spent, freed, freed_t = link.busy_from, link.room, link.spent, link.freed, link.freed_t
+    last, slot, used, peak, level = link.last, link.slot, link.used, link.peak, link.level
     fresh, nnew = comp.fresh, comp.nnew
     new = np.empty(nnew[c], np.int64)
     m = fresh[c]
@@ -541,7 +553,7 @@ def _warm(c, now, mm):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _segment(c, flows, finish, mm):  # pragma: no cover (compiled)
     """A departure segment of `flows` (finishing at `finish`) appended to component c's."""
-    segments, ms, segment_of = mm.segments, mm.ms, mm.flow[3]
+    segments, ms, segment_of = mm.segments, mm.ms, mm.flow.segment_of
     seg_first, seg_last = mm.comp.seg_first, mm.comp.seg_last
     sid = len(segments.finish)
     segments.finish.append(finish)
@@ -616,8 +628,9 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
     wire, flow, link, comp, segments = mm.wire, mm.flow, mm.link, mm.comp, mm.segments
     scratch, ms, fs, host = mm.scratch, mm.ms, mm.fs, mm.host
     croutes, latency, pad, batch = wire.croutes, wire.latency, wire.pad, wire.batch
-    left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
-    nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
+    left, rate, alive, comp_of = flow.left, flow.rate, flow.alive, flow.comp_of
+    nflows, comp_on, room, spent, freed = link.nflows, link.comp_on, link.room, link.spent, link.freed
+    freed_t, last, used = link.freed_t, link.last, link.used
     parent, living, check, epoch = comp.parent, comp.living, comp.check, comp.epoch
     exists, due, deferred = comp.exists, comp.due, comp.deferred
     gone, waiting = scratch[1], scratch[4]
