@@ -75,6 +75,13 @@ Flows = namedtuple("Flows", "left base_time rate segment_of alive comp_of stamp 
 # Per link (and the padding link): its flows, its component, its isolated flow (-1: none), and
 # waterfill.LinkState's arrays (the allowance and the last solve's rates on it).
 Links = namedtuple("Links", "nflows comp_on isolated_on busy_from room spent freed freed_t last slot used peak level")
+# Scratch arrays of one step: the flows joined this instant, the flows departing, the stack of due
+# components, their roots, and the components one step works through (a flow's in _join, the ones
+# waiting for a check in _depart).
+Scratch = namedtuple("Scratch", "joined gone stack roots comps")
+# A host efficiency h(f) (MaxMin._capacities): the table h(0..), per link whether it is a NIC's, and the
+# scaled capacities (waterfill.host_scaled's `out`); without one, arrays of length 0.
+Host = namedtuple("Host", "table nic scaled")
 
 
 def applies(net: Network) -> bool:
@@ -109,11 +116,11 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
                  np.zeros(comps, np.int64), np.zeros(comps, np.bool_), np.zeros(comps, np.bool_),
                  np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps), np.empty(comps, np.int64),
                  np.zeros(comps, np.int64), np.zeros(comps, np.bool_))
-    scratch = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(comps, np.int64),
-               np.empty(comps, np.int64), np.empty(comps, np.int64))
-    host = (np.zeros(0), np.zeros(0, np.bool_), np.zeros(0))
+    scratch = Scratch(np.empty(count, np.int64), np.empty(count, np.int64), np.empty(comps, np.int64),
+                      np.empty(comps, np.int64), np.empty(comps, np.int64))
+    host = Host(np.zeros(0), np.zeros(0, np.bool_), np.zeros(0))
     if net.host_efficiency is not None:
-        host = (net.model.host_table, net.model.nic, np.empty(links))
+        host = Host(net.model.host_table, net.model.nic, np.empty(links))
     ms = np.zeros(11, np.int64)
     st = np.zeros(fastloop.STATE, np.int64)
     out = np.zeros((4, sizes["slots"]))
@@ -162,7 +169,7 @@ def _due(c, comp, scratch, ms):  # pragma: no cover (compiled)
     if not due[c]:
         due[c] = True
         ms[_DUE] += 1
-        scratch[2][ms[_STACK]] = c
+        scratch.stack[ms[_STACK]] = c
         ms[_STACK] += 1
 
 
@@ -304,7 +311,7 @@ def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (com
     iso_rate = flow.iso_rate
     nflows, isolated_on, busy_from, spent = link.nflows, link.isolated_on, link.busy_from, link.spent
     freed, freed_t, used, peak, level = link.freed, link.freed_t, link.used, link.peak, link.level
-    joined = scratch[0]
+    joined = scratch.joined
     width = croutes.shape[1]
     for j in range(b0, b1):
         sent_at[order[j]] = now
@@ -313,7 +320,7 @@ def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (com
         if croutes[m, 0] == pad or nbytes[m] == 0:
             push(heap, st, now + latency[m], _DELIVER, m, 0, 0.0)
             continue
-        idle = len(host[0]) == 0  # with a host efficiency no flow is isolated
+        idle = len(host.table) == 0  # with a host efficiency no flow is isolated
         for i in range(width):
             k = croutes[m, i]
             if k == pad:
@@ -403,7 +410,7 @@ def _join(mm):  # pragma: no cover (compiled)
     check, exists, seg_first, seg_last, deferred = comp.check, comp.exists, comp.seg_first, comp.seg_last, comp.deferred
     fresh, nnew, full = comp.fresh, comp.nnew, comp.full
     seg_next = segments.following
-    joined, touched = scratch[0], scratch[4]
+    joined, touched = scratch.joined, scratch.comps
     width = croutes.shape[1]
     root = -1
     for j in range(ms[_JOINED]):
@@ -505,7 +512,7 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
         flows[i] = m
         m = following[m]
     s = seg_first[c]
-    table, nic, scaled = host
+    table, nic, scaled = host.table, host.nic, host.scaled
     partial = s >= 0 and s == comp.seg_last[c] and not len(table)  # one segment: MaxMin._solve's partial re-solve
     while s >= 0:
         _drop(s, segments)
@@ -578,13 +585,13 @@ def _flush(now, mm, heap, st):  # pragma: no cover (compiled)
     """End of an instant: place new shared flows, then solve every component that is due (with a host
     efficiency: every one), in id order (where only flows joined it, and no component merged into it,
     first try _warm; not with a host efficiency)."""
-    comp, scratch, ms, batch, scaled = mm.comp, mm.scratch, mm.ms, mm.wire.batch, len(mm.host[0]) > 0
+    comp, scratch, ms, batch, scaled = mm.comp, mm.scratch, mm.ms, mm.wire.batch, len(mm.host.table) > 0
     parent, living, exists, due, nnew, full = comp.parent, comp.living, comp.exists, comp.due, comp.nnew, comp.full
     ms[_ARMED] = 0
     _join(mm)
     if scaled and ms[_ACTIVE]:
         _all_due(comp, scratch, ms)
-    stack, roots = scratch[2], scratch[3]
+    stack, roots = scratch.stack, scratch.roots
     count = 0
     for i in range(ms[_STACK]):
         if due[stack[i]]:
@@ -633,7 +640,7 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
     freed_t, last, used = link.freed_t, link.last, link.used
     parent, living, check, epoch = comp.parent, comp.living, comp.check, comp.epoch
     exists, due, deferred = comp.exists, comp.due, comp.deferred
-    gone, waiting = scratch[1], scratch[4]
+    gone, waiting = scratch.gone, scratch.comps
     if version != ms[_VERSION]:
         return
     fs[0] = np.inf
@@ -690,7 +697,7 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
         if exists[c] and not due[c] and when < check[c]:
             check[c] = when
             push(heap, st, now + (when - now), _CHECK, c, epoch[c], 0.0)
-    if len(host[0]) and count and ms[_ACTIVE]:
+    if len(host.table) and count and ms[_ACTIVE]:
         _all_due(comp, scratch, ms)
     if ms[_DUE]:
         _later(now, heap, st, ms)
