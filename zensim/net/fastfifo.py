@@ -178,7 +178,7 @@ def _loop(routes, nbytes, capacity, latency, pad, host, rank, messages, prog, st
     heap = np.empty((size, fastloop.ROW))
     free = np.zeros(len(capacity))
     net = Wire(routes, nbytes, capacity, latency, pad, host)
-    stage_of, src_of, dst_of = messages
+    stage_of, src_of, dst_of = messages.stage, messages.src, messages.dst
     now = 0.0
     for x in prog.roots:
         _rank(x, 0, START, now, net, rank, prog, free, heap, st, out, sent_at)

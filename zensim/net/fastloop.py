@@ -75,6 +75,8 @@ Cores = namedtuple("Cores", "setting host time version count first jobs left the
 # stack of nodes done whose successors are being started (node and next position); per node when it
 # began and when it was done.
 Nodes = namedtuple("Nodes", "kind seconds target succ_start succ join roots stack_node stack_pos began ended")
+# Per network message id its stage and its sender's and receiver's global ranks.
+Messages = namedtuple("Messages", "stage src dst")
 
 
 def alone(net: Network, model: str, host_efficiency: bool) -> bool:
@@ -144,13 +146,13 @@ class Program:
                      np.full(count, np.nan))
 
 
-def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, tuple, dict, Nodes]:
+def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, Messages, dict, Nodes]:
     """The clients' schedules (LogReplay.arrays) as one, ranks and slots numbered across clients: `rank`
-    (`Ranks`, its `held` a `Held`, its `cores` a `Cores`), `messages` (stage, src, dst) per network
-    message id, and `sizes` (ranks, slots, widest: the most messages one slot injects at once, linked);
-    with the program's arrays. ValueError unless the clients' messages are all the network's. One
-    client (a replay) lends its own arrays, read only, where no renumbering is needed: no copies per
-    message but `pending`, which the loop counts down."""
+    (`Ranks`, its `held` a `Held`, its `cores` a `Cores`), `messages` (`Messages`) and `sizes` (ranks,
+    slots, widest: the most messages one slot injects at once, linked), with the program's arrays
+    (`Nodes`). ValueError unless the clients' messages are all the network's. One client (a replay)
+    lends its own arrays, read only, where no renumbering is needed: no copies per message but
+    `pending`, which the loop counts down."""
     base = np.cumsum([0] + [c.log.n for c in clients]).astype(np.int64)
     slots = np.cumsum([0] + [c.log.n * c.stages for c in clients]).astype(np.int64)
     covered = 0
@@ -216,7 +218,7 @@ def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, 
                  slot_base.astype(np.int64), slot_rank.astype(np.int64), node_of, exchange, held, cores)
     widest = len(held.group) if net.costs.rendezvous else int(np.diff(bounds).max()) if len(bounds) > 1 else 0
     sizes = {"ranks": len(stages), "slots": int(slots[-1]), "widest": widest, "linked": len(prog.succ) > 0}
-    return rank, (stage_of, src_of, dst_of), sizes, prog
+    return rank, Messages(stage_of, src_of, dst_of), sizes, prog
 
 
 def compact_routes(net: Network) -> np.ndarray:

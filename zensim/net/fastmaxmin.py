@@ -747,7 +747,7 @@ def _loop(wire, flow, link, comp, scratch, ms, fs, host, rank, messages, prog, w
                         List.empty_list(types.float64[:, ::1]))
     segments.heads.append(np.empty((64, 2)))
     mm = Model(wire, flow, link, comp, segments, scratch, ms, fs, host)
-    stage_of, src_of, dst_of = messages
+    stage_of, src_of, dst_of = messages.stage, messages.src, messages.dst
     heap = np.empty((len(sent_at) + len(rank.stages) + len(prog.kind) + 16, fastloop.ROW))
     now = 0.0
     for x in prog.roots:
