@@ -15,19 +15,22 @@ ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT / "traces" / "lstm-lm-16w.zt"
 
 
-def zensim(*args: str, cache: Path | None = None) -> subprocess.Popen:
-    """`zensim args` in a new process, with numba's cache in `cache` (None: its default place)."""
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+def zensim(*args: str, cache: Path | None = None, jit: bool = True) -> subprocess.Popen:
+    """`zensim args` in a new process, with numba's cache in `cache` (None: its default place); with `jit`
+    false, NUMBA_DISABLE_JIT=1 (the loops run as Python)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "NUMBA_DISABLE_JIT")}
     if cache is not None:
         env["NUMBA_CACHE_DIR"] = str(cache)
+    if not jit:
+        env["NUMBA_DISABLE_JIT"] = "1"
     return subprocess.Popen([sys.executable, "-m", "zensim.cli", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
 
 
-def simulate(model: str, cache: Path | None = None) -> subprocess.Popen:
+def simulate(model: str, cache: Path | None = None, jit: bool = True) -> subprocess.Popen:
     """`zensim simulate` of zen and the dense baseline on a shipped trace, 16 machines."""
     return zensim("simulate", "--trace", str(TRACE), "--scheme", "zen,dense-allreduce", "--machines", "16",
-                  "--nic", "25Gbps", "--model", model, cache=cache)
+                  "--nic", "25Gbps", "--model", model, cache=cache, jit=jit)
 
 
 @pytest.mark.parametrize("model", ["fifo", "maxmin"])
@@ -74,3 +77,17 @@ def test_warmup_compiles_what_a_simulation_uses():
     for model in ("fifo", "maxmin"):
         out, err = simulate(model).communicate(timeout=120)
         assert "zen" in out and "compiling" not in err, err
+
+
+def test_disabled_jit_runs_the_loops_as_python(tmp_path):
+    """NUMBA_DISABLE_JIT=1, for debugging the compiled loops (their state is named, docs/simulator.md):
+    the same code runs as Python, announces nothing, compiles nothing and prints the compiled run's
+    output to the last digit (the fifo loop, zen and the dense baseline)."""
+    python = simulate("fifo", tmp_path, jit=False)
+    out, err = python.communicate(timeout=600)
+    assert python.returncode == 0 and "compiling" not in err, err
+    assert list(tmp_path.rglob("*.nbc")) == []
+    compiled = simulate("fifo")
+    want, err = compiled.communicate(timeout=600)
+    assert compiled.returncode == 0, err
+    assert out == want and "zen" in out

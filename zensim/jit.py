@@ -23,8 +23,9 @@ def cached(dispatcher) -> bool:  # type: ignore[no-untyped-def]
     """Whether calling `dispatcher` (a numba.njit(cache=True) function) runs without compiling: it has
     been compiled in this process, or numba's cache holds it for its current source file. The index is
     read through numba's internals (tests/test_jit.py fails if they change); should they be missing,
-    True: a wrong silence is better than a crash."""
-    if dispatcher.overloads:
+    True: a wrong silence is better than a crash. A plain function (NUMBA_DISABLE_JIT=1: njit gives the
+    Python function back) never compiles."""
+    if not hasattr(dispatcher, "overloads") or dispatcher.overloads:
         return True
     try:
         return bool(dispatcher._cache._cache_file._load_index())

@@ -16,6 +16,7 @@ most one event pending, each rank and each timer at most one, so the heap is siz
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,14 @@ if TYPE_CHECKING:
 
 _HOP, _DELIVER = MODEL, MODEL + 1
 COMPILE_S = 15  # about this many seconds of CPU compile _loop (zensim.jit.announce)
+# A host efficiency h(f) (Fifo._in_flight, Fifo._rate): the table h(0..), per link whether it is a NIC's,
+# per message when its first link is done, and the heap of those times for the messages in flight (a
+# min-heap of its first size[0] values); without one, arrays of length 0. Read by name (host.flight);
+# NUMBA_DISABLE_JIT=1 runs the same code as Python.
+Host = namedtuple("Host", "table nic first_end flight size")
+# The network as the loop reads it: per message its route with the padding (`pad`) last, its bytes; per
+# link its capacity and latency; the host efficiency (`Host`).
+Wire = namedtuple("Wire", "routes nbytes capacity latency pad host")
 
 
 def applies(net: Network) -> bool:
@@ -50,27 +59,26 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     out = np.zeros((4, sizes["slots"]))
     sent_at, delivered_at = net.sent_at[:net.count], net.delivered_at[:net.count]  # NaN: nothing sent yet (applies)
     floats = [np.ascontiguousarray(x, dtype=np.float64) for x in (net.nbytes[:net.count], net.capacity, net.latency)]
-    host = (np.zeros(0), np.zeros(0, np.bool_), np.zeros(0), np.zeros(0), np.zeros(1, np.int64))
+    host = Host(np.zeros(0), np.zeros(0, np.bool_), np.zeros(0), np.zeros(0), np.zeros(1, np.int64))
     if net.host_efficiency is not None:
         nic = np.zeros(net.num_links, np.bool_)
         nic[net.nic_links] = True
-        host = (np.array(net.host_efficiency), nic, np.zeros(net.count), np.zeros(net.count), np.zeros(1, np.int64))
+        host = Host(np.array(net.host_efficiency), nic, np.zeros(net.count), np.zeros(net.count),
+                    np.zeros(1, np.int64))
     announce(_loop, "the fifo network loop (zensim.net.fastfifo)", COMPILE_S)
     now = _loop(fastloop.compact_routes(net), *floats, net.num_links, host, rank, messages, prog, st, out, sent_at,
                 delivered_at)
     fastloop.finish(net, now, st, sent_at, delivered_at)
-    return out, prog[9], prog[10]
+    return out, prog.began, prog.ended
 
 
-# -- a host efficiency h(f) (Fifo._in_flight, Fifo._rate): `host` is the table h(0..), per link whether it
-# is a NIC's, per message when its first link is done, and the heap of those times for the messages in
-# flight (a min-heap of its first size[0] values); without one, arrays of length 0
+# -- a host efficiency h(f) (Fifo._in_flight, Fifo._rate): `host` a `Host`
 
 @numba.njit(cache=True)
 def _in_flight(now, m, first_hop, later, host):  # pragma: no cover (compiled)
     """Fifo._in_flight: the messages in flight now (injected, first link not yet done), m included once,
     plus `later` more that its sender injects at this instant after it."""
-    first_end, flight, size = host[2], host[3], host[4]
+    first_end, flight, size = host.first_end, host.flight, host.size
     n = size[0]
     while n and flight[0] <= now:  # heapq.heappop
         n -= 1
@@ -92,7 +100,7 @@ def _in_flight(now, m, first_hop, later, host):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _started(m, end, host):  # pragma: no cover (compiled)
     """Message m's first link is done at `end`: in flight until then (heapq.heappush)."""
-    first_end, flight, size = host[2], host[3], host[4]
+    first_end, flight, size = host.first_end, host.flight, host.size
     first_end[m] = end
     i = size[0]
     size[0] += 1
@@ -108,7 +116,7 @@ def _hop(m, i, prev_end, later, now, routes, nbytes, capacity, latency, pad, fre
     """Fifo._hop without NIC efficiency: the head of m reaches hop i now (and the hops after it at once
     while their heads arrive at this instant); `later`: messages its sender injects after it now."""
     width = routes.shape[1]
-    table, nic = host[0], host[1]
+    table, nic = host.table, host.nic
     while True:
         k = routes[m, i]
         start = free[k] if free[k] >= now else now  # max(free[k], now)
@@ -138,7 +146,7 @@ def _hop(m, i, prev_end, later, now, routes, nbytes, capacity, latency, pad, fre
 def _rank(r, s, step, now, net, rank, prog, free, heap, st, out, sent_at):  # pragma: no cover (compiled)
     """Advance the ranks and the program from rank r's (or node r's) `step`, injecting (Network.start,
     Fifo.inject) where they send."""
-    routes, nbytes, capacity, latency, pad, host = net
+    routes, nbytes, capacity, latency, pad, host = net.routes, net.nbytes, net.capacity, net.latency, net.pad, net.host
     slot = advance(r, s, step, now, rank, prog, heap, st, out)
     while slot >= 0:
         ids, first, stop = sends(slot, rank)
@@ -165,14 +173,14 @@ def _loop(routes, nbytes, capacity, latency, pad, host, rank, messages, prog, st
     scheduling) order. Returns the time of the last event. At most one event is pending per message,
     per rank and per node of the program, so the heap is sized once; but for shared host processors'
     events (fastloop.CORE_EVENTS), stale ones included: one step schedules at most one per rank and one more."""
-    ranks = len(rank[6])
-    size = len(nbytes) + ranks + len(prog[0]) + 1
+    ranks = len(rank.stages)
+    size = len(nbytes) + ranks + len(prog.kind) + 1
     heap = np.empty((size, fastloop.ROW))
     free = np.zeros(len(capacity))
-    net = (routes, nbytes, capacity, latency, pad, host)
-    stage_of, src_of, dst_of = messages
+    net = Wire(routes, nbytes, capacity, latency, pad, host)
+    stage_of, src_of, dst_of = messages.stage, messages.src, messages.dst
     now = 0.0
-    for x in prog[6]:
+    for x in prog.roots:
         _rank(x, 0, START, now, net, rank, prog, free, heap, st, out, sent_at)
     while st[fastloop.SIZE] > 0:
         if st[fastloop.CORE_EVENTS]:

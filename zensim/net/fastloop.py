@@ -26,6 +26,7 @@ one comparison of (time, order) gives Clock's (time, priority, sequence) order.
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -50,6 +51,32 @@ _LATE = float(2**52)
 ROW = 6
 TIMER, RANK = 0, 1  # node kinds
 _WAIT, _DONE = -1, -2  # a rank waits for work or messages / has ended its last stage
+
+# The ranks' stage program as the compiled loops take it (`schedule`), its arrays read by name: per network
+# message id in stage order, slot by slot (`order`), and each slot's run of it (`bounds`); per slot the
+# messages still to be delivered (`pending`, counted down), whether its sends are injected (`sent`), its
+# pre, post and exchange-CPU seconds; per rank its stages, first slot and program node; per slot its rank;
+# the rendezvous state (`held`) and the shared host processors' state (`cores`). A named tuple: numba
+# compiles `rank.pending` as it does a position, and NUMBA_DISABLE_JIT=1 runs the same code as Python.
+Ranks = namedtuple("Ranks", "order bounds pending sent pre post stages slot_base slot_rank node_of exchange held cores")
+# With rendezvous (Costs.rendezvous) the messages held for their receiver's slot (`sends`): per message its
+# receiver (`dst`) and the next message held for the same slot (`following`), per slot the first and last
+# held, and room for one slot's injection (`group`); without, arrays of length 0.
+Held = namedtuple("Held", "dst first last following group")
+# With shared host processors (Costs.host_cores; zensim.net.cores.SharedCores, one per host): the cores and
+# other processes (`setting`), per rank its host; per host the time of its last advance, the version of
+# its last armed event, its jobs' count and their first place in `jobs`; the jobs (ranks, a run per host,
+# in the order they came); per rank (its one job) the seconds of work `left`, the step (`then`) and stage
+# to resume it at; the ranks whose jobs the last CORES event retired (`done`). Without, arrays of length 0.
+Cores = namedtuple("Cores", "setting host time version count first jobs left then stage done")
+# A Program as the compiled loops take it (Program.arrays): per node its kind, seconds (a timer) and
+# target (a rank: its global number, else -1); its successors succ[succ_start[x]:succ_start[x + 1]] and
+# its predecessors not yet done (`join`, counted down); the nodes without predecessors (`roots`); the
+# stack of nodes done whose successors are being started (node and next position); per node when it
+# began and when it was done.
+Nodes = namedtuple("Nodes", "kind seconds target succ_start succ join roots stack_node stack_pos began ended")
+# Per network message id its stage and its sender's and receiver's global ranks.
+Messages = namedtuple("Messages", "stage src dst")
 
 
 def alone(net: Network, model: str, host_efficiency: bool) -> bool:
@@ -96,10 +123,9 @@ class Program:
         self.links[before].append(after)
         self.join[after] += 1
 
-    def arrays(self, base: np.ndarray) -> tuple:
-        """The program as the compiled loop takes it, with `base` per client its first global rank (and
-        the number of ranks last): (kind, seconds, target, succ_start, succ, join, roots, stack_node,
-        stack_pos, began, ended). ValueError if a node names no rank of the clients, or a rank twice."""
+    def arrays(self, base: np.ndarray) -> Nodes:
+        """The program as the compiled loop takes it (`Nodes`), with `base` per client its first global
+        rank (and the number of ranks last). ValueError if a node names no rank of the clients, or a rank twice."""
         count = len(self.kind)
         target = np.full(count, -1, np.int64)
         ranks = np.array(self.kind, np.int64) == RANK
@@ -115,22 +141,18 @@ class Program:
         succ = np.array([y for x in self.links for y in x], np.int64)
         join = np.array(self.join, np.int64)
         roots = np.flatnonzero(join == 0).astype(np.int64)
-        return (np.array(self.kind, np.int64), np.array(self.seconds, np.float64), target, succ_start, succ, join,
-                roots, np.zeros(count, np.int64), np.zeros(count, np.int64), np.full(count, np.nan),
-                np.full(count, np.nan))
+        return Nodes(np.array(self.kind, np.int64), np.array(self.seconds, np.float64), target, succ_start, succ, join,
+                     roots, np.zeros(count, np.int64), np.zeros(count, np.int64), np.full(count, np.nan),
+                     np.full(count, np.nan))
 
 
-def schedule(net: Network, clients: Sequence, program: Program) -> tuple[tuple, tuple, dict, tuple]:
+def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, Messages, dict, Nodes]:
     """The clients' schedules (LogReplay.arrays) as one, ranks and slots numbered across clients: `rank`
-    (order, bounds, pending, sent, pre, post, stages, slot_base, slot_rank, node_of, exchange, held, cores),
-    `messages` (stage, src, dst) per network message id, and `sizes` (ranks, slots, widest: the most
-    messages one slot injects at once, linked); with the program's arrays. `held`: with rendezvous
-    (Costs.rendezvous) the messages held for their receiver's slot (`sends`): per message its receiver
-    and the next message held for the same slot, per slot the first and last held, and room for one
-    slot's injection; without, arrays of length 0. `cores`: with shared host processors
-    (Costs.host_cores) their state (`_run`); without, arrays of length 0. ValueError unless the
-    clients' messages are all the network's. One client (a replay) lends its own arrays, read only,
-    where no renumbering is needed: no copies per message but `pending`, which the loop counts down."""
+    (`Ranks`, its `held` a `Held`, its `cores` a `Cores`), `messages` (`Messages`) and `sizes` (ranks,
+    slots, widest: the most messages one slot injects at once, linked), with the program's arrays
+    (`Nodes`). ValueError unless the clients' messages are all the network's. One client (a replay)
+    lends its own arrays, read only, where no renumbering is needed: no copies per message but
+    `pending`, which the loop counts down."""
     base = np.cumsum([0] + [c.log.n for c in clients]).astype(np.int64)
     slots = np.cumsum([0] + [c.log.n * c.stages for c in clients]).astype(np.int64)
     covered = 0
@@ -170,33 +192,33 @@ def schedule(net: Network, clients: Sequence, program: Program) -> tuple[tuple, 
     slot_base = np.repeat(slots[:-1], [c.log.n for c in clients]) + np.concatenate(
         [np.arange(c.log.n) * c.stages for c in clients] + [np.zeros(0, np.int64)])
     slot_rank = np.repeat(np.arange(len(stages)), stages)
-    held = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
-            np.zeros(0, np.int64))
+    held = Held(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                np.zeros(0, np.int64))
     if net.costs.rendezvous:  # a slot injects at most its own sends and the ones it receives
-        held = (np.ascontiguousarray(dst_of, np.int64), np.full(int(slots[-1]), -1, np.int64),
-                np.full(int(slots[-1]), -1, np.int64), np.full(net.count, -1, np.int64),
-                np.empty(int(pending.max(initial=0)), np.int64))
+        held = Held(np.ascontiguousarray(dst_of, np.int64), np.full(int(slots[-1]), -1, np.int64),
+                    np.full(int(slots[-1]), -1, np.int64), np.full(net.count, -1, np.int64),
+                    np.empty(int(pending.max(initial=0)), np.int64))
     prog = program.arrays(base)
     ranks = len(stages)
-    cores = (np.zeros(0), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64),
-             np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64),
-             np.zeros(0, np.int64))
+    cores = Cores(np.zeros(0), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                  np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64),
+                  np.zeros(0, np.int64), np.zeros(0, np.int64))
     if net.costs.host_cores is not None:
         host = np.concatenate([np.asarray(c.host, np.int64) for c in clients] + [np.zeros(0, np.int64)])
         # per host its jobs (at most one per rank: a rank waits for its work) in a run of `jobs`
         on_host = np.bincount(host, minlength=1)
         first_job = np.concatenate(([0], np.cumsum(on_host)[:-1])).astype(np.int64)
-        cores = (np.array([net.costs.host_cores, net.costs.host_others], np.float64), host,
-                 np.zeros(len(on_host)), np.zeros(len(on_host), np.int64), np.zeros(len(on_host), np.int64),
-                 first_job, np.zeros(ranks, np.int64), np.zeros(ranks), np.zeros(ranks, np.int64),
-                 np.zeros(ranks, np.int64), np.zeros(ranks, np.int64))
+        cores = Cores(np.array([net.costs.host_cores, net.costs.host_others], np.float64), host,
+                      np.zeros(len(on_host)), np.zeros(len(on_host), np.int64), np.zeros(len(on_host), np.int64),
+                      first_job, np.zeros(ranks, np.int64), np.zeros(ranks), np.zeros(ranks, np.int64),
+                      np.zeros(ranks, np.int64), np.zeros(ranks, np.int64))
     node_of = np.full(len(stages), -1, np.int64)
-    node_of[prog[2][prog[0] == RANK]] = np.flatnonzero(prog[0] == RANK)
-    rank = (order, bounds, pending, np.zeros(int(slots[-1]), np.bool_), pre, post, stages, slot_base.astype(np.int64),
-            slot_rank.astype(np.int64), node_of, exchange, held, cores)
-    widest = len(held[4]) if net.costs.rendezvous else int(np.diff(bounds).max()) if len(bounds) > 1 else 0
-    sizes = {"ranks": len(stages), "slots": int(slots[-1]), "widest": widest, "linked": len(prog[4]) > 0}
-    return rank, (stage_of, src_of, dst_of), sizes, prog
+    node_of[prog.target[prog.kind == RANK]] = np.flatnonzero(prog.kind == RANK)
+    rank = Ranks(order, bounds, pending, np.zeros(int(slots[-1]), np.bool_), pre, post, stages,
+                 slot_base.astype(np.int64), slot_rank.astype(np.int64), node_of, exchange, held, cores)
+    widest = len(held.group) if net.costs.rendezvous else int(np.diff(bounds).max()) if len(bounds) > 1 else 0
+    sizes = {"ranks": len(stages), "slots": int(slots[-1]), "widest": widest, "linked": len(prog.succ) > 0}
+    return rank, Messages(stage_of, src_of, dst_of), sizes, prog
 
 
 def compact_routes(net: Network) -> np.ndarray:
@@ -298,16 +320,12 @@ def grow(heap, need):  # pragma: no cover (compiled)
     return bigger
 
 
-# -- shared host processors (zensim.net.cores.SharedCores, one per host). `cores`: (cores and other
-# processes, per rank its host; per host the time of its last advance, the version of its last armed
-# event, its jobs' count and their first place in `jobs`; jobs (ranks, a run per host, in the order they
-# came); per rank (its one job) the seconds of work left, the step and stage to resume it at; the ranks
-# whose jobs the last CORES event retired)
+# -- shared host processors (zensim.net.cores.SharedCores, one per host); `cores`: a `Cores`
 
 @numba.njit(cache=True)
 def _speed(h, cores):  # pragma: no cover (compiled)
     """SharedCores._speed of host h."""
-    setting, count = cores[0], cores[4]
+    setting, count = cores.setting, cores.count
     if count[h] == 0:
         return 0.0
     speed = setting[0] / (count[h] + setting[1])
@@ -317,7 +335,7 @@ def _speed(h, cores):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _advance(h, now, cores):  # pragma: no cover (compiled)
     """SharedCores._advance: charge host h's jobs the work done since its last change."""
-    time, count, first, jobs, left = cores[2], cores[4], cores[5], cores[6], cores[7]
+    time, count, first, jobs, left = cores.time, cores.count, cores.first, cores.jobs, cores.left
     done = (now - time[h]) * _speed(h, cores)
     if done > 0:
         for i in range(first[h], first[h] + count[h]):
@@ -328,7 +346,7 @@ def _advance(h, now, cores):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _least(h, cores):  # pragma: no cover (compiled)
     """max(least work left of host h's jobs, 0) (it has jobs)."""
-    count, first, jobs, left = cores[4], cores[5], cores[6], cores[7]
+    count, first, jobs, left = cores.count, cores.first, cores.jobs, cores.left
     least = np.inf
     for i in range(first[h], first[h] + count[h]):
         if left[jobs[i]] < least:
@@ -339,9 +357,9 @@ def _least(h, cores):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _arm(h, now, cores, heap, st):  # pragma: no cover (compiled)
     """SharedCores._arm: one CORES event at host h's next completion; older ones become stale."""
-    version = cores[3]
+    version = cores.version
     version[h] += 1
-    if cores[4][h] == 0:
+    if cores.count[h] == 0:
         return
     st[CORE_EVENTS] += 1
     push(heap, st, now + _least(h, cores) / _speed(h, cores), CORES, h, version[h], 0.0)
@@ -350,8 +368,9 @@ def _arm(h, now, cores, heap, st):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _run(r, seconds, then, s, now, cores, heap, st):  # pragma: no cover (compiled)
     """SharedCores.run: rank r's `seconds` of work on its host, then resume it at step `then`, stage s."""
-    h = cores[1][r]
-    count, first, jobs, left, then_of, stage_of = cores[4], cores[5], cores[6], cores[7], cores[8], cores[9]
+    h = cores.host[r]
+    count, first, jobs, left = cores.count, cores.first, cores.jobs, cores.left
+    then_of, stage_of = cores.then, cores.stage
     _advance(h, now, cores)
     jobs[first[h] + count[h]] = r
     count[h] += 1
@@ -364,9 +383,9 @@ def _cores_due(h, version, now, cores, heap, st):  # pragma: no cover (compiled)
     """SharedCores._due: unless stale, retire host h's jobs finished now and re-arm; the ranks to resume,
     in the order their jobs came, go to the `done` list that `advance` works through."""
     st[CORE_EVENTS] -= 1
-    if version != cores[3][h]:
+    if version != cores.version[h]:
         return
-    count, first, jobs, left, done = cores[4], cores[5], cores[6], cores[7], cores[10]
+    count, first, jobs, left, done = cores.count, cores.first, cores.jobs, cores.left, cores.done
     _advance(h, now, cores)
     least = _least(h, cores)
     kept, finished = first[h], 0
@@ -389,7 +408,7 @@ def _work(heap, st, out, column, slot, now, seconds, then, r, s, cores):  # prag
     a job on the host's shared processors (Network.compute)."""
     out[column, slot] = now
     if seconds > 0:
-        if len(cores[0]):
+        if len(cores.setting):
             _run(r, seconds, then, s, now, cores, heap, st)
         else:
             push(heap, st, now + seconds, then, r, s, 0.0)
@@ -404,8 +423,8 @@ def _stages(r, s, step, now, rank, heap, st, out):  # pragma: no cover (compiled
     its post work done) until it waits for work or messages (_WAIT), has ended its last stage (_DONE),
     or has sends to inject now: their slot, after marking it sent (LogReplay._begin/_post/_send/_finish/
     _end)."""
-    pending, sent, pre, post, stages_of, slot_base = rank[2], rank[3], rank[4], rank[5], rank[6], rank[7]
-    exchange, cores = rank[10], rank[12]
+    pending, sent, pre, post = rank.pending, rank.sent, rank.pre, rank.post
+    stages_of, slot_base, exchange, cores = rank.stages, rank.slot_base, rank.exchange, rank.cores
     stages = stages_of[r]
     while True:
         slot = slot_base[r] + s
@@ -439,10 +458,10 @@ def _stages(r, s, step, now, rank, heap, st, out):  # pragma: no cover (compiled
 @numba.njit(cache=True)
 def _done(x, now, prog, st):  # pragma: no cover (compiled)
     """Node x is done now: its successors are to be started next (a frame on the stack)."""
-    stack_node, stack_pos, ended = prog[7], prog[8], prog[10]
+    stack_node, stack_pos, ended = prog.stack_node, prog.stack_pos, prog.ended
     ended[x] = now
     stack_node[st[DEPTH]] = x
-    stack_pos[st[DEPTH]] = prog[3][x]
+    stack_pos[st[DEPTH]] = prog.succ_start[x]
     st[DEPTH] += 1
 
 
@@ -450,7 +469,7 @@ def _done(x, now, prog, st):  # pragma: no cover (compiled)
 def _start(x, now, rank, prog, heap, st):  # pragma: no cover (compiled)
     """Node x starts now: a timer is scheduled (or done at once); a client rank that has stages is
     returned, to run (else -1)."""
-    kind, seconds, target, began = prog[0], prog[1], prog[2], prog[9]
+    kind, seconds, target, began = prog.kind, prog.seconds, prog.target, prog.began
     began[x] = now
     if kind[x] == TIMER:
         if seconds[x] > 0:
@@ -459,7 +478,7 @@ def _start(x, now, rank, prog, heap, st):  # pragma: no cover (compiled)
             _done(x, now, prog, st)
         return -1
     r = target[x]
-    if rank[6][r] == 0:
+    if rank.stages[r] == 0:
         _done(x, now, prog, st)
         return -1
     return r
@@ -473,9 +492,10 @@ def advance(r, s, step, now, rank, prog, heap, st, out):  # pragma: no cover (co
     host r's shared processors' event of version s (their finished jobs' ranks resumed in turn, each
     with all that follows from it first, as SharedCores._due's continuations). `rank`:
     fastloop.schedule's; out: per slot the stage start, transfer start, transfer end and stage end
-    times; prog: Program.arrays."""
-    succ_start, succ, join, stack_node, stack_pos = prog[3], prog[4], prog[5], prog[7], prog[8]
-    node_of, cores = rank[9], rank[12]
+    times; prog: Program.arrays (`Nodes`)."""
+    succ_start, succ, join = prog.succ_start, prog.succ, prog.join
+    stack_node, stack_pos = prog.stack_node, prog.stack_pos
+    node_of, cores = rank.node_of, rank.cores
     while True:
         if step == NODE:
             _done(r, now, prog, st)
@@ -507,9 +527,9 @@ def advance(r, s, step, now, rank, prog, heap, st, out):  # pragma: no cover (co
         if r >= 0:
             s, step = 0, BEGIN
         elif st[RESUMED] < st[DONE_JOBS]:  # the next job done at this CORES event
-            r = cores[10][st[RESUMED]]
+            r = cores.done[st[RESUMED]]
             st[RESUMED] += 1
-            s, step = cores[9][r], cores[8][r]
+            s, step = cores.stage[r], cores.then[r]
         else:
             return -1
 
@@ -520,11 +540,12 @@ def sends(slot, rank):  # pragma: no cover (compiled)
     own sends, order[bounds[slot]:bounds[slot + 1]]; with rendezvous (LogReplay._send) those of them
     whose receiver has injected its own sends of the stage, then the ones held for this slot, while
     the others are held for their receiver's slot."""
-    order, bounds, sent, slot_base = rank[0], rank[1], rank[3], rank[7]
-    dst, first, last, following, group = rank[11]
+    order, bounds, sent, slot_base = rank.order, rank.bounds, rank.sent, rank.slot_base
+    held = rank.held
+    dst, first, last, following, group = held.dst, held.first, held.last, held.following, held.group
     if len(group) == 0:
         return order, bounds[slot], bounds[slot + 1]
-    s = slot - slot_base[rank[8][slot]]
+    s = slot - slot_base[rank.slot_rank[slot]]
     size = 0
     for j in range(bounds[slot], bounds[slot + 1]):
         m = order[j]
@@ -551,8 +572,8 @@ def sends(slot, rank):  # pragma: no cover (compiled)
 def arrived(r, s, rank):  # pragma: no cover (compiled)
     """A message of rank r's stage s was delivered (LogReplay._delivered): whether the stage now has
     all its messages and its own sends injected (then advance it from FINISH)."""
-    pending, sent = rank[2], rank[3]
-    slot = rank[7][r] + s
+    pending, sent = rank.pending, rank.sent
+    slot = rank.slot_base[r] + s
     pending[slot] -= 1
     return pending[slot] == 0 and sent[slot]
 
@@ -560,5 +581,5 @@ def arrived(r, s, rank):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def resume(slot, rank):  # pragma: no cover (compiled)
     """The (rank, stage) of a slot `advance` returned."""
-    r = rank[8][slot]
-    return r, slot - rank[7][r]
+    r = rank.slot_rank[slot]
+    return r, slot - rank.slot_base[r]

@@ -25,6 +25,7 @@ finish times, the sorted head taken so far and the positions not yet sorted, in 
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,40 @@ _DELIVER, _ISOLATED, _DEPART, _CHECK, _FLUSH = MODEL, MODEL + 1, MODEL + 2, MODE
 # ms: the model's integer state
 _STAMP, _VERSION, _ARMED, _ACTIVE, _SOLVES, _COMPS, _JOINED, _HEADS, _DUE, _STACK, _WARM = range(11)
 COMPILE_S = 40  # about this many seconds of CPU compile _loop (zensim.jit.announce)
+# Per component id (the module docstring's state): its union-find parent; its flow list (first, last,
+# size) and pieces; its flows alive; its check time and solve count (`epoch`); whether it exists and is
+# due; its segment list (seg_first, seg_last); its deferred departures' time; its flows joined since its
+# last solve (the first, `fresh`, and how many, `nnew`); whether freed capacity or a merge made it due
+# (`full`: then no _warm). Read by name (comp.due); NUMBA_DISABLE_JIT=1 runs the same code as Python.
+Comps = namedtuple("Comps", "parent first last size nparts living check epoch exists due seg_first seg_last deferred "
+                            "fresh nnew full")
+# Per departure segment (typed lists, in solve order): its flows' finish times and ids, the positions not
+# yet sorted (`rest`), the sorted head taken so far and how far (`taken`), whether it is live, the next
+# segment of its component (`following`, -1 last); and the heap of the segments' earliest finishes
+# (`heads`: one (finish, segment) array, grown in place). Made in _loop.
+Segments = namedtuple("Segments", "finish flows rest head taken live following heads")
+# The model's state as the loop's functions take it (`mm`): the network's arrays (`wire`), per flow, per
+# link, per component (`Comps`), per segment (`Segments`), scratch arrays, the integer state (`ms`: _STAMP..),
+# the time of the armed departure event (`fs`) and the host efficiency (`host`).
+Model = namedtuple("Model", "wire flow link comp segments scratch ms fs host")
+# The network as the loop reads it: per message its route with the padding last (`croutes`) and as the
+# network holds it, its bytes and route latency; per link its capacity (and infinity for the padding
+# link `pad`); the re-solve allowance (MaxMin.batch).
+Wire = namedtuple("Wire", "croutes routes nbytes capacity latency pad batch")
+# Per flow (network message id): its bytes left at `base_time`, its rate, segment and component (-1:
+# none), whether it is alive (shared, not yet departed), its isolation stamp (0: not isolated) and an
+# isolated flow's start and rate, the next flow of its component, its start (the network's sent_at).
+Flows = namedtuple("Flows", "left base_time rate segment_of alive comp_of stamp iso_start iso_rate following born")
+# Per link (and the padding link): its flows, its component, its isolated flow (-1: none), and
+# waterfill.LinkState's arrays (the allowance and the last solve's rates on it).
+Links = namedtuple("Links", "nflows comp_on isolated_on busy_from room spent freed freed_t last slot used peak level")
+# Scratch arrays of one step: the flows joined this instant, the flows departing, the stack of due
+# components, their roots, and the components one step works through (a flow's in _join, the ones
+# waiting for a check in _depart).
+Scratch = namedtuple("Scratch", "joined gone stack roots comps")
+# A host efficiency h(f) (MaxMin._capacities): the table h(0..), per link whether it is a NIC's, and the
+# scaled capacities (waterfill.host_scaled's `out`); without one, arrays of length 0.
+Host = namedtuple("Host", "table nic scaled")
 
 
 def applies(net: Network) -> bool:
@@ -66,35 +101,37 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     routes = np.ascontiguousarray(net.routes[:count], dtype=np.int64)
     nbytes = np.ascontiguousarray(net.nbytes[:count], dtype=np.float64)
     latency = np.ascontiguousarray(net.route_latency[:count], dtype=np.float64)
-    wire = (fastloop.compact_routes(net), routes, nbytes, capacity, latency, net.num_links, float(net.model.batch))
-    flow = (np.zeros(count), np.zeros(count), np.zeros(count), np.full(count, -1), np.zeros(count, np.bool_),
-            np.full(count, -1), np.zeros(count, np.int64), np.zeros(count), np.zeros(count), np.full(count, -1),
-            np.full(count, np.nan))
+    wire = Wire(fastloop.compact_routes(net), routes, nbytes, capacity, latency, net.num_links, float(net.model.batch))
+    flow = Flows(np.zeros(count), np.zeros(count), np.zeros(count), np.full(count, -1), np.zeros(count, np.bool_),
+                 np.full(count, -1), np.zeros(count, np.int64), np.zeros(count), np.zeros(count), np.full(count, -1),
+                 np.full(count, np.nan))
     state = LinkState(links)
-    link = (np.zeros(links, np.int64), np.full(links, -1), np.full(links, -1), state.busy_from, state.room,
-            state.spent, state.freed, state.freed_t, state.last, state.slot, state.used, state.peak, state.level)
+    link = Links(np.zeros(links, np.int64), np.full(links, -1), np.full(links, -1), state.busy_from, state.room,
+                 state.spent, state.freed, state.freed_t, state.last, state.slot, state.used, state.peak, state.level)
     comps = count + 1
     # per component id: the fields not zero at its creation are set by _join when it makes the id, so no
     # page of these arrays is touched beyond the components made (a few per instant, not one per flow)
-    comp = (np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps, np.int64), np.zeros(comps, np.int64),
-            np.zeros(comps, np.int64), np.zeros(comps, np.int64), np.empty(comps), np.zeros(comps, np.int64),
-            np.zeros(comps, np.bool_), np.zeros(comps, np.bool_), np.empty(comps, np.int64), np.empty(comps, np.int64),
-            np.empty(comps), np.empty(comps, np.int64), np.zeros(comps, np.int64), np.zeros(comps, np.bool_))
-    scratch = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(comps, np.int64),
-               np.empty(comps, np.int64), np.empty(comps, np.int64))
-    host = (np.zeros(0), np.zeros(0, np.bool_), np.zeros(0))
+    comp = Comps(np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps, np.int64),
+                 np.zeros(comps, np.int64), np.zeros(comps, np.int64), np.zeros(comps, np.int64), np.empty(comps),
+                 np.zeros(comps, np.int64), np.zeros(comps, np.bool_), np.zeros(comps, np.bool_),
+                 np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps), np.empty(comps, np.int64),
+                 np.zeros(comps, np.int64), np.zeros(comps, np.bool_))
+    scratch = Scratch(np.empty(count, np.int64), np.empty(count, np.int64), np.empty(comps, np.int64),
+                      np.empty(comps, np.int64), np.empty(comps, np.int64))
+    host = Host(np.zeros(0), np.zeros(0, np.bool_), np.zeros(0))
     if net.host_efficiency is not None:
-        host = (net.model.host_table, net.model.nic, np.empty(links))
-    model = (wire, flow, link, comp, scratch, np.zeros(11, np.int64), np.full(1, np.inf), host)
+        host = Host(net.model.host_table, net.model.nic, np.empty(links))
+    ms = np.zeros(11, np.int64)
     st = np.zeros(fastloop.STATE, np.int64)
     out = np.zeros((4, sizes["slots"]))
-    sent_at, delivered_at = flow[10], np.full(count, np.nan)  # a flow's start: sent_at
-    extra = sizes["ranks"] + len(prog[0])  # the ranks' and the program's events a step may schedule
+    sent_at, delivered_at = flow.born, np.full(count, np.nan)  # a flow's start: sent_at
+    extra = sizes["ranks"] + len(prog.kind)  # the ranks' and the program's events a step may schedule
     announce(_loop, "the maxmin network loop (zensim.net.fastmaxmin)", COMPILE_S)
-    now = _loop(model, rank, messages, prog, sizes["widest"], extra, st, out, sent_at, delivered_at)
+    now = _loop(wire, flow, link, comp, scratch, ms, np.full(1, np.inf), host, rank, messages, prog, sizes["widest"],
+                extra, st, out, sent_at, delivered_at)
     fastloop.finish(net, now, st, sent_at, delivered_at)
-    net.model.solves, net.model.warm = int(model[5][_SOLVES]), int(model[5][_WARM])
-    return out, prog[9], prog[10]
+    net.model.solves, net.model.warm = int(ms[_SOLVES]), int(ms[_WARM])
+    return out, prog.began, prog.ended
 
 
 # -- components and segments ------------------------------------------------------------------
@@ -128,18 +165,18 @@ def _concat(first, last, following, a, b):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _due(c, comp, scratch, ms):  # pragma: no cover (compiled)
     """Component c is to be re-solved at the end of this instant (MaxMin.due.add)."""
-    due = comp[9]
+    due = comp.due
     if not due[c]:
         due[c] = True
         ms[_DUE] += 1
-        scratch[2][ms[_STACK]] = c
+        scratch.stack[ms[_STACK]] = c
         ms[_STACK] += 1
 
 
 @numba.njit(cache=True)
 def _all_due(comp, scratch, ms):  # pragma: no cover (compiled)
     """Every component is due (MaxMin.due.update(comps)): a host efficiency's flow count changed."""
-    exists = comp[8]
+    exists = comp.exists
     for c in range(ms[_COMPS]):
         if exists[c]:
             _due(c, comp, scratch, ms)
@@ -148,7 +185,7 @@ def _all_due(comp, scratch, ms):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _undue(c, comp, ms):  # pragma: no cover (compiled)
     """MaxMin.due.discard(c)."""
-    due = comp[9]
+    due = comp.due
     if due[c]:
         due[c] = False
         ms[_DUE] -= 1
@@ -160,13 +197,13 @@ def _refill(s, segments):  # pragma: no cover (compiled)
     left (the first head a `FIRST`th), whichever is more, earliest first, ties to the first in solve order. The first head is
     made when a departure first needs it, not at the solve as the Python model does (the order taken
     is the same): a segment replaced by the next solve before any departure costs no sort."""
-    finish, rest = segments[0][s], segments[2][s]
+    finish, rest = segments.finish[s], segments.rest[s]
     left = rest.size
-    head = max(HEAD, left // (FIRST if segments[3][s].size == 0 else 8))
+    head = max(HEAD, left // (FIRST if segments.head[s].size == 0 else 8))
     values = finish[rest]
     if left <= head:
-        segments[3][s] = rest[np.argsort(values, kind="mergesort")]
-        segments[2][s] = rest[:0].copy()
+        segments.head[s] = rest[np.argsort(values, kind="mergesort")]
+        segments.rest[s] = rest[:0].copy()
     else:
         cut = np.partition(values, head - 1)[head - 1]
         ties = head
@@ -184,59 +221,59 @@ def _refill(s, segments):  # pragma: no cover (compiled)
             else:
                 keep[kept] = rest[i]
                 kept += 1
-        segments[3][s] = take[np.argsort(finish[take], kind="mergesort")]
-        segments[2][s] = keep
-    segments[4][s] = 0
+        segments.head[s] = take[np.argsort(finish[take], kind="mergesort")]
+        segments.rest[s] = keep
+    segments.taken[s] = 0
 
 
 @numba.njit(cache=True)
 def _next(s, segments):  # pragma: no cover (compiled)
     """The earliest finish of segment s not yet taken (-1 when all are)."""
-    if segments[4][s] == segments[3][s].size:
-        if segments[2][s].size == 0:
+    if segments.taken[s] == segments.head[s].size:
+        if segments.rest[s].size == 0:
             return -1.0
         _refill(s, segments)
-    return segments[0][s][segments[3][s][segments[4][s]]]
+    return segments.finish[s][segments.head[s][segments.taken[s]]]
 
 
 @numba.njit(cache=True)
 def _take(s, horizon, segments, flow, gone, count):  # pragma: no cover (compiled)
     """Append to gone[count:] the flows of segment s finishing by `horizon`, in time order, that are
     still alive and in it (_Segment.take and MaxMin._depart's filter); the new count."""
-    segment_of, alive = flow[3], flow[4]
+    segment_of, alive = flow.segment_of, flow.alive
     while True:
         first = _next(s, segments)
         if first < 0 or first > horizon:
             return count
-        finish, flows, head = segments[0][s], segments[1][s], segments[3][s]
-        pos = segments[4][s]
+        finish, flows, head = segments.finish[s], segments.flows[s], segments.head[s]
+        pos = segments.taken[s]
         while pos < head.size and finish[head[pos]] <= horizon:
             m = flows[head[pos]]
             if segment_of[m] == s and alive[m]:
                 gone[count] = m
                 count += 1
             pos += 1
-        segments[4][s] = pos
+        segments.taken[s] = pos
 
 
 @numba.njit(cache=True)
 def _drop(s, segments):  # pragma: no cover (compiled)
     """Segment s is gone (used up, or its component re-solved): free its arrays."""
-    segments[5][s] = False
-    segments[0][s] = segments[0][s][:0].copy()
-    segments[1][s] = segments[1][s][:0].copy()
-    segments[2][s] = segments[2][s][:0].copy()
-    segments[3][s] = segments[3][s][:0].copy()
+    segments.live[s] = False
+    segments.finish[s] = segments.finish[s][:0].copy()
+    segments.flows[s] = segments.flows[s][:0].copy()
+    segments.rest[s] = segments.rest[s][:0].copy()
+    segments.head[s] = segments.head[s][:0].copy()
 
 
 @numba.njit(cache=True)
 def _push_head(segments, ms, finish, s):  # pragma: no cover (compiled)
     """heappush(heads, (finish, s))."""
-    heads = segments[7][0]
+    heads = segments.heads[0]
     size = ms[_HEADS]
     if size == heads.shape[0]:
         heads = grow(heads, size + 1)
-        segments[7][0] = heads
+        segments.heads[0] = heads
     i = fastloop.sift_up(heads, size, finish, s)
     heads[i, 0] = finish
     heads[i, 1] = s
@@ -246,7 +283,7 @@ def _push_head(segments, ms, finish, s):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _pop_head(segments, ms):  # pragma: no cover (compiled)
     """heappop(heads): the earliest (finish, segment)."""
-    heads = segments[7][0]
+    heads = segments.heads[0]
     finish, s = heads[0, 0], int(heads[0, 1])
     ms[_HEADS] -= 1
     fastloop.sift_down(heads, ms[_HEADS])
@@ -268,11 +305,13 @@ def _later(now, heap, st, ms):  # pragma: no cover (compiled)
 def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (compiled)
     """Network.start and MaxMin.inject of the sends order[b0:b1] (fastloop.sends): flows alone on their links isolated,
     the others (and the isolated flows they meet, promoted) shared from the end of this instant."""
-    wire, flow, link, comp, segments, scratch, ms, fs, host = mm
-    croutes, routes, nbytes, capacity, latency, pad, batch = wire
-    left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
-    nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
-    joined = scratch[0]
+    wire, flow, link, scratch, ms, host = mm.wire, mm.flow, mm.link, mm.scratch, mm.ms, mm.host
+    croutes, nbytes, capacity, latency, pad = wire.croutes, wire.nbytes, wire.capacity, wire.latency, wire.pad
+    left, base_time, rate, stamp, iso_start = flow.left, flow.base_time, flow.rate, flow.stamp, flow.iso_start
+    iso_rate = flow.iso_rate
+    nflows, isolated_on, busy_from, spent = link.nflows, link.isolated_on, link.busy_from, link.spent
+    freed, freed_t, used, peak, level = link.freed, link.freed_t, link.used, link.peak, link.level
+    joined = scratch.joined
     width = croutes.shape[1]
     for j in range(b0, b1):
         sent_at[order[j]] = now
@@ -281,7 +320,7 @@ def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (com
         if croutes[m, 0] == pad or nbytes[m] == 0:
             push(heap, st, now + latency[m], _DELIVER, m, 0, 0.0)
             continue
-        idle = len(host[0]) == 0  # with a host efficiency no flow is isolated
+        idle = len(host.table) == 0  # with a host efficiency no flow is isolated
         for i in range(width):
             k = croutes[m, i]
             if k == pad:
@@ -343,9 +382,9 @@ def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (com
 @numba.njit(cache=True)
 def _isolated_done(m, mark, now, mm, heap, st):  # pragma: no cover (compiled)
     """An isolated flow finished (unless it was promoted meanwhile)."""
-    wire, flow, link = mm[0], mm[1], mm[2]
-    croutes, pad, latency = wire[0], wire[5], wire[4]
-    stamp, nflows, isolated_on = flow[6], link[0], link[2]
+    wire, flow, link = mm.wire, mm.flow, mm.link
+    croutes, pad, latency = wire.croutes, wire.pad, wire.latency
+    stamp, nflows, isolated_on = flow.stamp, link.nflows, link.isolated_on
     if stamp[m] != mark:
         return
     stamp[m] = 0
@@ -362,13 +401,16 @@ def _isolated_done(m, mark, now, mm, heap, st):  # pragma: no cover (compiled)
 def _join(mm):  # pragma: no cover (compiled)
     """MaxMin._join: the flows that became shared this instant into components, merging the ones each
     touches into the one with the most pieces (ties: the lowest id), the others in id order."""
-    wire, flow, link, comp, segments, scratch, ms, fs, host = mm
-    croutes, pad = wire[0], wire[5]
-    comp_of, alive, following = flow[5], flow[4], flow[9]
-    comp_on = link[1]
-    parent, first, last, size, nparts, living, check, epoch, exists, due, seg_first, seg_last, deferred, fresh, nnew, full = comp
-    seg_next = segments[6]
-    joined, touched = scratch[0], scratch[4]
+    wire, flow, link, comp, segments = mm.wire, mm.flow, mm.link, mm.comp, mm.segments
+    scratch, ms = mm.scratch, mm.ms
+    croutes, pad = wire.croutes, wire.pad
+    comp_of, alive, following = flow.comp_of, flow.alive, flow.following
+    comp_on = link.comp_on
+    parent, first, last, size, nparts, living = comp.parent, comp.first, comp.last, comp.size, comp.nparts, comp.living
+    check, exists, seg_first, seg_last, deferred = comp.check, comp.exists, comp.seg_first, comp.seg_last, comp.deferred
+    fresh, nnew, full = comp.fresh, comp.nnew, comp.full
+    seg_next = segments.following
+    joined, touched = scratch.joined, scratch.comps
     width = croutes.shape[1]
     root = -1
     for j in range(ms[_JOINED]):
@@ -454,20 +496,24 @@ def _join(mm):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _solve(c, now, mm):  # pragma: no cover (compiled)
     """MaxMin._solve: max-min rates of component c's flows from now on; a new departure segment."""
-    wire, flow, link, comp, segments, scratch, ms, fs, host = mm
-    croutes, routes, nbytes, capacity, latency, pad, batch = wire
-    left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
-    nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
-    first, tail, size, nparts, check, epoch, seg_first = comp[1], comp[2], comp[3], comp[4], comp[6], comp[7], comp[10]
-    seg_next = segments[6]
+    wire, flow, link, comp, segments = mm.wire, mm.flow, mm.link, mm.comp, mm.segments
+    ms, host = mm.ms, mm.host
+    routes, capacity, batch = wire.routes, wire.capacity, wire.batch
+    left, base_time, rate, alive, following = flow.left, flow.base_time, flow.rate, flow.alive, flow.following
+    born = flow.born
+    busy_from, room, spent, freed, freed_t = link.busy_from, link.room, link.spent, link.freed, link.freed_t
+    last, slot, used, peak, level = link.last, link.slot, link.used, link.peak, link.level
+    first, tail, size, nparts, nnew = comp.first, comp.last, comp.size, comp.nparts, comp.nnew
+    check, epoch, seg_first = comp.check, comp.epoch, comp.seg_first
+    seg_next = segments.following
     flows = np.empty(size[c], np.int64)
     m = first[c]
     for i in range(size[c]):
         flows[i] = m
         m = following[m]
     s = seg_first[c]
-    table, nic, scaled = host
-    partial = s >= 0 and s == comp[11][c] and not len(table)  # one segment: MaxMin._solve's partial re-solve
+    table, nic, scaled = host.table, host.nic, host.scaled
+    partial = s >= 0 and s == comp.seg_last[c] and not len(table)  # one segment: MaxMin._solve's partial re-solve
     while s >= 0:
         _drop(s, segments)
         s = seg_next[s]
@@ -478,7 +524,7 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
     for i in range(keep.size - 1):
         following[keep[i]] = keep[i + 1]
     following[keep[keep.size - 1]] = -1
-    first[c], tail[c], size[c], nparts[c], comp[14][c] = keep[0], keep[keep.size - 1], keep.size, 1, 0
+    first[c], tail[c], size[c], nparts[c], nnew[c] = keep[0], keep[keep.size - 1], keep.size, 1, 0
     check[c] = np.inf
     epoch[c] += 1
     ms[_SOLVES] += 1
@@ -490,11 +536,12 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
 def _warm(c, now, mm):  # pragma: no cover (compiled)
     """MaxMin._warm: rates for component c's flows that joined this instant, the others kept, where that
     is still max-min (waterfill.warm_compiled); a departure segment of their own. False: solve c."""
-    wire, flow, link, comp, segments, scratch, ms, fs, host = mm
-    croutes, routes, nbytes, capacity, latency, pad, batch = wire
-    left, base_time, rate, following = flow[0], flow[1], flow[2], flow[9]
-    nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
-    fresh, nnew = comp[13], comp[14]
+    wire, flow, link, comp, ms = mm.wire, mm.flow, mm.link, mm.comp, mm.ms
+    routes, capacity, batch = wire.routes, wire.capacity, wire.batch
+    left, base_time, rate, following = flow.left, flow.base_time, flow.rate, flow.following
+    busy_from, room, spent, freed, freed_t = link.busy_from, link.room, link.spent, link.freed, link.freed_t
+    last, slot, used, peak, level = link.last, link.slot, link.used, link.peak, link.level
+    fresh, nnew = comp.fresh, comp.nnew
     new = np.empty(nnew[c], np.int64)
     m = fresh[c]
     for i in range(new.size):
@@ -504,7 +551,7 @@ def _warm(c, now, mm):  # pragma: no cover (compiled)
                                  freed, freed_t, last, slot, used, peak, level)
     if not fits:
         return False
-    comp[4][c], nnew[c] = 1, 0
+    comp.nparts[c], nnew[c] = 1, 0
     ms[_WARM] += 1
     _segment(c, new, finish, mm)
     return True
@@ -513,21 +560,22 @@ def _warm(c, now, mm):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _segment(c, flows, finish, mm):  # pragma: no cover (compiled)
     """A departure segment of `flows` (finishing at `finish`) appended to component c's."""
-    segments, ms, segment_of, seg_first, seg_last = mm[4], mm[6], mm[1][3], mm[3][10], mm[3][11]
-    sid = len(segments[0])
-    segments[0].append(finish)
-    segments[1].append(flows)
-    segments[2].append(np.arange(flows.size))
-    segments[3].append(flows[:0].copy())
-    segments[4].append(0)
-    segments[5].append(True)
-    segments[6].append(-1)
+    segments, ms, segment_of = mm.segments, mm.ms, mm.flow.segment_of
+    seg_first, seg_last = mm.comp.seg_first, mm.comp.seg_last
+    sid = len(segments.finish)
+    segments.finish.append(finish)
+    segments.flows.append(flows)
+    segments.rest.append(np.arange(flows.size))
+    segments.head.append(flows[:0].copy())
+    segments.taken.append(0)
+    segments.live.append(True)
+    segments.following.append(-1)
     for i in range(flows.size):
         segment_of[flows[i]] = sid
     if seg_first[c] < 0:
         seg_first[c] = sid
     else:
-        segments[6][seg_last[c]] = sid
+        segments.following[seg_last[c]] = sid
     seg_last[c] = sid
     _push_head(segments, ms, finish.min(), sid)  # its first head is sorted when a departure first needs it
 
@@ -537,13 +585,13 @@ def _flush(now, mm, heap, st):  # pragma: no cover (compiled)
     """End of an instant: place new shared flows, then solve every component that is due (with a host
     efficiency: every one), in id order (where only flows joined it, and no component merged into it,
     first try _warm; not with a host efficiency)."""
-    comp, scratch, ms, batch, scaled = mm[3], mm[5], mm[6], mm[0][6], len(mm[8][0]) > 0
-    parent, living, exists, due, nnew, full = comp[0], comp[5], comp[8], comp[9], comp[14], comp[15]
+    comp, scratch, ms, batch, scaled = mm.comp, mm.scratch, mm.ms, mm.wire.batch, len(mm.host.table) > 0
+    parent, living, exists, due, nnew, full = comp.parent, comp.living, comp.exists, comp.due, comp.nnew, comp.full
     ms[_ARMED] = 0
     _join(mm)
     if scaled and ms[_ACTIVE]:
         _all_due(comp, scratch, ms)
-    stack, roots = scratch[2], scratch[3]
+    stack, roots = scratch.stack, scratch.roots
     count = 0
     for i in range(ms[_STACK]):
         if due[stack[i]]:
@@ -567,13 +615,13 @@ def _flush(now, mm, heap, st):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _arm(now, mm, heap, st):  # pragma: no cover (compiled)
     """One event at the earliest finish among the segments (older events become stale)."""
-    segments, ms, fs = mm[4], mm[6], mm[7]
-    live = segments[5]
-    while ms[_HEADS] and not live[int(segments[7][0][0, 1])]:
+    segments, ms, fs = mm.segments, mm.ms, mm.fs
+    live = segments.live
+    while ms[_HEADS] and not live[int(segments.heads[0][0, 1])]:
         _pop_head(segments, ms)
     if not ms[_HEADS]:
         return
-    due = segments[7][0][0, 0]
+    due = segments.heads[0][0, 0]
     if due != fs[0]:
         fs[0] = due
         ms[_VERSION] += 1
@@ -584,20 +632,23 @@ def _arm(now, mm, heap, st):  # pragma: no cover (compiled)
 def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
     """MaxMin._depart: retire the shared flows that finish now; mark their components due where freed
     capacity exceeds the allowance, or schedule a check when it will; deliver them."""
-    wire, flow, link, comp, segments, scratch, ms, fs, host = mm
-    croutes, routes, nbytes, capacity, latency, pad, batch = wire
-    left, base_time, rate, segment_of, alive, comp_of, stamp, iso_start, iso_rate, following, born = flow
-    nflows, comp_on, isolated_on, busy_from, room, spent, freed, freed_t, last, slot, used, peak, level = link
-    parent, living, check, epoch, exists, due, deferred = comp[0], comp[5], comp[6], comp[7], comp[8], comp[9], comp[12]
-    gone, waiting = scratch[1], scratch[4]
+    wire, flow, link, comp, segments = mm.wire, mm.flow, mm.link, mm.comp, mm.segments
+    scratch, ms, fs, host = mm.scratch, mm.ms, mm.fs, mm.host
+    croutes, latency, pad, batch = wire.croutes, wire.latency, wire.pad, wire.batch
+    left, rate, alive, comp_of = flow.left, flow.rate, flow.alive, flow.comp_of
+    nflows, comp_on, room, spent, freed = link.nflows, link.comp_on, link.room, link.spent, link.freed
+    freed_t, last, used = link.freed_t, link.last, link.used
+    parent, living, check, epoch = comp.parent, comp.living, comp.check, comp.epoch
+    exists, due, deferred = comp.exists, comp.due, comp.deferred
+    gone, waiting = scratch.gone, scratch.comps
     if version != ms[_VERSION]:
         return
     fs[0] = np.inf
     horizon = now * (1 + TIE)
     count = 0
-    while ms[_HEADS] and segments[7][0][0, 0] <= horizon:
+    while ms[_HEADS] and segments.heads[0][0, 0] <= horizon:
         _, s = _pop_head(segments, ms)
-        if not segments[5][s]:
+        if not segments.live[s]:
             continue
         count = _take(s, horizon, segments, flow, gone, count)
         upcoming = _next(s, segments)
@@ -633,7 +684,7 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
                 when = ((allowance - lost) * DEFER + free_t) / free
                 if batch == 0 or when <= now:
                     _due(c, comp, scratch, ms)
-                    comp[15][c] = True
+                    comp.full[c] = True
                 else:
                     if deferred[c] == np.inf:
                         waiting[nwait] = c
@@ -646,7 +697,7 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
         if exists[c] and not due[c] and when < check[c]:
             check[c] = when
             push(heap, st, now + (when - now), _CHECK, c, epoch[c], 0.0)
-    if len(host[0]) and count and ms[_ACTIVE]:
+    if len(host.table) and count and ms[_ACTIVE]:
         _all_due(comp, scratch, ms)
     if ms[_DUE]:
         _later(now, heap, st, ms)
@@ -660,10 +711,10 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
 def _check(c, mark, now, mm, heap, st):  # pragma: no cover (compiled)
     """A deferred departure's idle capacity has used up its allowance: re-solve component c, unless it
     was solved (or merged into another) since."""
-    comp, scratch, ms = mm[3], mm[5], mm[6]
-    if comp[8][c] and comp[7][c] == mark:
+    comp, scratch, ms = mm.comp, mm.scratch, mm.ms
+    if comp.exists[c] and comp.epoch[c] == mark:
         _due(c, comp, scratch, ms)
-        comp[15][c] = True
+        comp.full[c] = True
         _later(now, heap, st, ms)
 
 
@@ -685,21 +736,21 @@ def _rank(r, s, step, now, rank, prog, extra, mm, heap, st, out, sent_at):  # pr
 
 
 @numba.njit(cache=True)
-def _loop(model, rank, messages, prog, widest, extra, st, out, sent_at, delivered_at):  # pragma: no cover (compiled)
+def _loop(wire, flow, link, comp, scratch, ms, fs, host, rank, messages, prog, widest, extra, st, out, sent_at,
+          delivered_at):  # pragma: no cover (compiled)
     """The program's roots start at time 0, in order, then Clock.run(): events in (time, priority, order
-    of scheduling) order. Returns the time of the last event. `model`: the model's arrays (run()); the
-    segments' typed lists are made here (compiled with the loop, so cached)."""
-    wire, flow, link, comp, scratch, ms, fs, host = model
-    segments = (List.empty_list(types.float64[::1]), List.empty_list(types.int64[::1]),
-                List.empty_list(types.int64[::1]), List.empty_list(types.int64[::1]), List.empty_list(types.int64),
-                List.empty_list(types.boolean), List.empty_list(types.int64),
-                List.empty_list(types.float64[:, ::1]))
-    segments[7].append(np.empty((64, 2)))
-    mm = (wire, flow, link, comp, segments, scratch, ms, fs, host)
-    stage_of, src_of, dst_of = messages
-    heap = np.empty((len(sent_at) + len(rank[6]) + len(prog[0]) + 16, fastloop.ROW))
+    of scheduling) order. Returns the time of the last event. wire..host: the model's arrays (run(), a
+    `Model`'s fields); the segments' typed lists are made here (compiled with the loop, so cached)."""
+    segments = Segments(List.empty_list(types.float64[::1]), List.empty_list(types.int64[::1]),
+                        List.empty_list(types.int64[::1]), List.empty_list(types.int64[::1]),
+                        List.empty_list(types.int64), List.empty_list(types.boolean), List.empty_list(types.int64),
+                        List.empty_list(types.float64[:, ::1]))
+    segments.heads.append(np.empty((64, 2)))
+    mm = Model(wire, flow, link, comp, segments, scratch, ms, fs, host)
+    stage_of, src_of, dst_of = messages.stage, messages.src, messages.dst
+    heap = np.empty((len(sent_at) + len(rank.stages) + len(prog.kind) + 16, fastloop.ROW))
     now = 0.0
-    for x in prog[6]:
+    for x in prog.roots:
         heap = grow(heap, st[fastloop.SIZE] + extra + 2)
         heap = _rank(x, 0, START, now, rank, prog, extra, mm, heap, st, out, sent_at)
     while st[fastloop.SIZE] > 0:
