@@ -35,7 +35,8 @@ _HOP, _DELIVER = MODEL, MODEL + 1
 COMPILE_S = 15  # about this many seconds of CPU compile _loop (zensim.jit.announce)
 # A host efficiency h(f) (Fifo._in_flight, Fifo._rate): the table h(0..), per link whether it is a NIC's,
 # per message when its first link is done, and the heap of those times for the messages in flight (a
-# min-heap of its first size[0] values); without one, arrays of length 0. Read by name (host.flight);
+# min-heap of its first size[0] rows, keyed by column 0, kept by fastloop.sift_up and sift_down); without one,
+# arrays of length 0. Read by name (host.flight);
 # NUMBA_DISABLE_JIT=1 runs the same code as Python.
 Host = namedtuple("Host", "table nic first_end flight size")
 # The network as the loop reads it: per message its route with the padding (`pad`) last, its bytes; per
@@ -59,11 +60,11 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     out = np.zeros((4, sizes["slots"]))
     sent_at, delivered_at = net.sent_at[:net.count], net.delivered_at[:net.count]  # NaN: nothing sent yet (applies)
     floats = [np.ascontiguousarray(x, dtype=np.float64) for x in (net.nbytes[:net.count], net.capacity, net.latency)]
-    host = Host(np.zeros(0), np.zeros(0, np.bool_), np.zeros(0), np.zeros(0), np.zeros(1, np.int64))
+    host = Host(np.zeros(0), np.zeros(0, np.bool_), np.zeros(0), np.zeros((0, 2)), np.zeros(1, np.int64))
     if net.host_efficiency is not None:
         nic = np.zeros(net.num_links, np.bool_)
         nic[net.nic_links] = True
-        host = Host(np.array(net.host_efficiency), nic, np.zeros(net.count), np.zeros(net.count),
+        host = Host(np.array(net.host_efficiency), nic, np.zeros(net.count), np.zeros((net.count, 2)),
                     np.zeros(1, np.int64))
     announce(_loop, "the fifo network loop (zensim.net.fastfifo)", COMPILE_S)
     now = _loop(fastloop.compact_routes(net), *floats, net.num_links, host, rank, messages, prog, st, out, sent_at,
@@ -78,36 +79,21 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
 def _in_flight(now, m, first_hop, later, host):  # pragma: no cover (compiled)
     """Fifo._in_flight: the messages in flight now (injected, first link not yet done), m included once,
     plus `later` more that its sender injects at this instant after it."""
-    first_end, flight, size = host.first_end, host.flight, host.size
-    n = size[0]
-    while n and flight[0] <= now:  # heapq.heappop
-        n -= 1
-        last, i = flight[n], 0
-        while 2 * i + 1 < n:
-            child = 2 * i + 1
-            if child + 1 < n and flight[child + 1] < flight[child]:
-                child += 1
-            if last <= flight[child]:
-                break
-            flight[i] = flight[child]
-            i = child
-        flight[i] = last
-    size[0] = n
-    mine = 1 if first_hop or first_end[m] <= now else 0
-    return n + mine + later
+    flight, size = host.flight, host.size
+    while size[0] and flight[0, 0] <= now:  # heapq.heappop
+        size[0] -= 1
+        fastloop.sift_down(flight, size[0])
+    mine = 1 if first_hop or host.first_end[m] <= now else 0
+    return size[0] + mine + later
 
 
 @numba.njit(cache=True)
 def _started(m, end, host):  # pragma: no cover (compiled)
     """Message m's first link is done at `end`: in flight until then (heapq.heappush)."""
-    first_end, flight, size = host.first_end, host.flight, host.size
-    first_end[m] = end
-    i = size[0]
-    size[0] += 1
-    while i > 0 and flight[(i - 1) >> 1] > end:
-        flight[i] = flight[(i - 1) >> 1]
-        i = (i - 1) >> 1
-    flight[i] = end
+    host.first_end[m] = end
+    i = fastloop.sift_up(host.flight, host.size[0], end, 0.0)
+    host.flight[i, 0], host.flight[i, 1] = end, 0.0
+    host.size[0] += 1
 
 
 @numba.njit(cache=True)
