@@ -26,7 +26,11 @@ from collections.abc import Iterator
 from typing import Any
 
 VARIABLE = "TORCHINDUCTOR_CACHE_DIR"
-_named: str | None = None  # the folder `run_folder` named, while its run lasts
+
+
+def _prefix() -> str:
+    """The path every folder `run_folder` names in this process begins with."""
+    return os.path.join(tempfile.gettempdir(), f"zensim-torch-{os.getpid()}-")
 
 
 @contextlib.contextmanager
@@ -37,17 +41,15 @@ def run_folder() -> Iterator[None]:
     made: torch makes it if something imports torch._dynamo, so a run killed before (SIGKILL runs no code of
     ours) leaves nothing. A TORCHINDUCTOR_CACHE_DIR set by the user is kept; child processes (ranks, workers)
     inherit the variable."""
-    global _named
     if VARIABLE in os.environ:
         yield
         return
-    folder = os.path.join(tempfile.gettempdir(), f"zensim-torch-{os.getpid()}-{secrets.token_hex(4)}")
-    os.environ[VARIABLE] = _named = folder
+    folder = _prefix() + secrets.token_hex(4)
+    os.environ[VARIABLE] = folder
     try:
         yield
     finally:
         os.environ.pop(VARIABLE, None)  # torch sets it too, to the same folder
-        _named = None
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -56,7 +58,7 @@ def for_children(folder: str) -> dict[str, str]:
     removes `folder` (module docstring): {VARIABLE: folder}, or {} if the user set TORCHINDUCTOR_CACHE_DIR
     (then it is theirs, kept as `run_folder` keeps it)."""
     current = os.environ.get(VARIABLE)
-    return {} if current is not None and current != _named else {VARIABLE: folder}
+    return {} if current is not None and not current.startswith(_prefix()) else {VARIABLE: folder}
 
 
 def import_dynamo() -> None:
