@@ -33,6 +33,8 @@ benchmarks/capture.py --json and benchmarks/capture_virtual.py --json); ddp-hook
 docs/ddp-data/hooks.json of benchmarks/ddp_hooks.py, emulated); validation-runs (docs/validation.md: the
 two 16-rank `zensim validate` runs' records of benchmarks/record_run.py --lock and their sampled load).
 Records of runs too long for a test:
+maxmin-bound (docs/simulator.md: docs/simulator-data/bound.json, benchmarks/simulate.py --scale --exact
+--json runs of the default maxmin mode against exact max-min);
 fusion-gemini (docs/fusion.md: docs/fusion-data/gemini.json of benchmarks/fusion.py gemini);
 fusion-strategies, fusion-degrees (docs/fusion.md: docs/fusion-data/timeline-*.json.gz, the --json of the page's
 `zensim iteration --strategy` runs on a 128-worker capture that is not shipped);
@@ -595,6 +597,23 @@ def growth_memory() -> list[str]:
                            "peak RSS GiB, before -> after", "replay bytes / message, before -> after"], rows)
 
 
+def maxmin_bound() -> list[str]:
+    """docs/simulator.md, The stated bound: the default maxmin mode against exact max-min on the benchmark
+    logs, from the committed record docs/simulator-data/bound.json (benchmarks/simulate.py --scale --exact
+    --json runs; the exact replays take minutes: not re-run by the test)."""
+    record = _json("simulator-data/bound.json")
+    rows = []
+    for run in record["runs"]:
+        for r in run["rows"]:
+            fast, exact = r["maxmin"], r["maxmin-exact"]
+            rows.append([run["shape"], r["scheme"], f"{r['messages']:,}", f"{exact['makespan_err']:+.4%}",
+                         f"{exact['stage_err']:.4%}", f"{exact['stage_err_own']:.4%}",
+                         f"{fast['cpu_s']:.2f} / {exact['cpu_s']:.2f}"])
+    return markdown_table(["shape", "scheme", "messages", "makespan, default against exact",
+                           "worst stage end, of the makespan", "of its own time", "replay CPU s, default / exact"],
+                          rows)
+
+
 def replay_speed_history() -> list[str]:
     """docs/replay.md, History: the before/after rounds of the selection scan's change (7e03f59 and after), from
     the committed record docs/replay-speed/history-select-scan.json (typed from the page of the time: the run's
@@ -824,6 +843,7 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "replay-speed": ("docs/replay.md", replay_speed),
     "replay-speed-history": ("docs/replay.md", replay_speed_history),
     "growth-memory": ("docs/simulator.md", growth_memory),
+    "maxmin-bound": ("docs/simulator.md", maxmin_bound),
     "capture-speed": ("docs/capture.md", capture_speed),
     "capture-virtual": ("docs/capture.md", capture_virtual),
     "ddp-hooks": ("docs/ddp.md", ddp_hooks),

@@ -25,7 +25,9 @@ from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.topology import ClusterSpec
 from zensim.run.log import Message, MessageLog
 
-MODES = {"batched": None, "exact": {"batch": 0}}
+# the allowance alone (every component batched), the default (components of at most MaxMin.exact_flows
+# flows exact), exact max-min
+MODES = {"batched": {"exact_flows": 0}, "default": None, "exact": {"batch": 0}}
 
 
 WARM = {}  # per test, the arrivals given rates without a solve (both loops alike): tested to happen

@@ -1,5 +1,7 @@
 """The maxmin model's own properties: fair shares, freed capacity, both solvers, batching, options."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -8,7 +10,8 @@ from zensim.layout import place, prepare_trace
 from zensim.net.costs import Costs
 from zensim.net.models import maxmin as mm
 from zensim.net.profile import NicEfficiency, WorkCost
-from zensim.net.replay import replay
+from zensim.net.network import Network
+from zensim.net.replay import LogReplay, replay
 from zensim.net.topology import ClusterSpec
 from zensim.net.waterfill import LinkState, solve_flows, warm_flows, waterfill
 from zensim.run import Tables
@@ -26,7 +29,9 @@ def cluster(n, gpus=1, **kw):
 
 
 def run(log, spec, batch=1 / 64, **costs):
-    return replay(log, Costs(spec, WorkCost.zero(), **costs), NAME, options={"batch": batch})
+    """The log on maxmin with allowance `batch` on every component (exact_flows 0: none solved exactly for
+    its size)."""
+    return replay(log, Costs(spec, WorkCost.zero(), **costs), NAME, options={"batch": batch, "exact_flows": 0})
 
 
 def test_two_flows_share_a_link_equally():
@@ -151,14 +156,16 @@ ADVERSARIAL = {"another component": (_freed_in_another_component, lambda: cluste
                "fan-in 4094 x 1 kB": (lambda: _fan_in(4094, 1000), lambda: cluster(4096))}
 
 
+@pytest.mark.parametrize("options", [{}, {"exact_flows": 0}], ids=["default", "allowance-alone"])
 @pytest.mark.parametrize("case", list(ADVERSARIAL))
-def test_fast_default_within_half_a_percent_of_exact(case):
-    """The default (batched) mode gives the makespan within 0.5% of exact max-min, and every rank's finish
-    time within 1% of the makespan, also on logs built to leave freed capacity idle."""
+def test_fast_default_within_half_a_percent_of_exact(case, options):
+    """The default mode, and the allowance alone (every component batched, however small), give the
+    makespan within 0.5% of exact max-min, and every rank's finish time within 1% of the makespan, also
+    on logs built to leave freed capacity idle."""
     make_log, spec = ADVERSARIAL[case]
     log, topo = make_log(), spec()
     exact = replay(log, Costs(topo, WorkCost.zero()), NAME, options={"batch": 0}).stage_end[:, -1]
-    fast = replay(log, Costs(topo, WorkCost.zero()), NAME).stage_end[:, -1]
+    fast = replay(log, Costs(topo, WorkCost.zero()), NAME, options=options).stage_end[:, -1]
     assert abs(fast.max() - exact.max()) <= 0.005 * exact.max()
     assert np.abs(fast - exact).max() <= 0.01 * exact.max()
 
@@ -317,7 +324,8 @@ def test_warm_flows_keep_max_min_or_change_nothing():
 @pytest.mark.parametrize("k", [126, 510, 1022, 4094])
 def test_fan_in_default_late_by_its_bound_whatever_k(k, small):
     """A large flow and k small ones into one link (_fan_in). Exact mode: the closed form to round-off.
-    Default: the small flows' departure leaves b k/(k+1) idle; the allowance is ε x the bytes the link
+    The default solves the component exactly once the small flows are gone (one flow left, at most
+    MaxMin.exact_flows): the exact times to the bit. The allowance alone (exact_flows 0): the small flows' departure leaves b k/(k+1) idle; the allowance is ε x the bytes the link
     has to carry (L + k small) x the share of the link's rates still alive, 1/(k+1), of which the
     deferred check lets 1/64 go: the large flow ends at exactly (1 + ε/(64 (k+1))) x its exact time
     (unscaled it was (1 + ε/64), whatever k; counted against the first solve's projection of the busy
@@ -328,17 +336,14 @@ def test_fan_in_default_late_by_its_bound_whatever_k(k, small):
     exact = replay(log, costs, NAME, options={"batch": 0})
     assert exact.msg_end[1:] == pytest.approx(np.full(k, (k + 1) * small / B), rel=1e-12)
     assert exact.msg_end[0] == pytest.approx(end, rel=1e-12) and large == int(large)
-    fast = replay(log, costs, NAME)
+    assert replay(log, costs, NAME).msg_end.tolist() == exact.msg_end.tolist()
+    fast = replay(log, costs, NAME, options={"exact_flows": 0})
     assert fast.msg_end[1:].tolist() == exact.msg_end[1:].tolist()
     assert fast.msg_end[0] == pytest.approx(end * (1 + mm.MaxMin.options["batch"] * mm.DEFER / (k + 1)), rel=1e-11)
     assert abs(fast.makespan - exact.makespan) <= 0.005 * exact.makespan
     assert np.abs(fast.stage_end[:, -1] - exact.stage_end[:, -1]).max() <= 0.01 * exact.makespan
 
 
-# the stated bound of the default against exact (docs/simulator.md, maxmin item 5): the makespan within
-# 0.5%; every (rank, stage) end within 1% of the makespan flat, 4% where several GPUs' flows share a NIC
-# in ZEN's layout with latency (under the default H200 work model these logs measure 0.8-3.7%)
-ZEN_LAYOUT_STAGE_BOUND = 0.04
 
 
 @pytest.fixture(scope="module")
@@ -350,18 +355,43 @@ def zen_layout_trace(tmp_path_factory):
     return str(path)
 
 
+def _zen_layout_log(trace_path, name):
+    """Scheme `name`'s log on 16 x 8 from the benchmark trace's first iteration."""
+    with Trace.open(trace_path) as trace:
+        prep = prepare_trace(trace, 0, 16, 8, "zen")
+    return place(prep, lambda n, size, part: build_scheme(name, n, size, tables=tables), tables := Tables()).log
+
+
 @pytest.mark.parametrize("name", ["ring-incr-central", "ring-incr-parallel-imbalanced", "ring-incr-parallel-balanced",
                                   "hier-oneshot-parallel-balanced", "agsparse-ring"])
-def test_default_within_its_stated_bound_at_16x8_with_latency(zen_layout_trace, name):
+def test_default_exact_on_small_components_at_16x8_with_latency(zen_layout_trace, name):
     """The benchmark logs whose stage ends were furthest from exact (16 x 8, 5 us NIC latency, where the
-    eight shard instances' ring flows share each NIC): the default's makespan within 0.5% of exact and
-    every stage end within the bound docs/simulator.md states (ring-incr-central was 2.18% of the
-    makespan and ring-incr-parallel-imbalanced 1.11% before the allowance was scaled by the share of the
-    link's rates still alive and its credit counted from its oldest flow's start)."""
-    with Trace.open(zen_layout_trace) as trace:
-        prep = prepare_trace(trace, 0, 16, 8, "zen")
-    log = place(prep, lambda n, size, part: build_scheme(name, n, size, tables=tables), tables := Tables()).log
-    costs = Costs(cluster(16, 8, nic_latency=5e-6))
-    fast, exact = replay(log, costs, NAME), replay(log, costs, NAME, options={"batch": 0})
-    assert abs(fast.makespan / exact.makespan - 1) <= 0.005
-    assert np.abs(fast.stage_end - exact.stage_end).max() <= ZEN_LAYOUT_STAGE_BOUND * exact.makespan
+    eight shard instances' ring flows share each NIC; the allowance alone moved stage ends by up to 3.7%
+    of the makespan): their components never hold more than MaxMin.exact_flows flows, so the default
+    replays them as exact max-min does, every time to the bit, and makes as many solves."""
+    log, costs = _zen_layout_log(zen_layout_trace, name), Costs(cluster(16, 8, nic_latency=5e-6))
+    fast, exact = Network(costs, NAME), Network(costs, NAME, {"batch": 0})
+    timings = []
+    for net in (fast, exact):
+        client = LogReplay(net, log)
+        client.run_compiled()
+        timings.append(client.timing())
+    assert timings[0].stage_end.tolist() == timings[1].stage_end.tolist()
+    assert timings[0].msg_end.tolist() == timings[1].msg_end.tolist()
+    assert fast.model.solves == exact.model.solves
+
+
+def test_stage_ends_at_16x8_move_with_the_bytes_under_exact_max_min(zen_layout_trace):
+    """Why no batched mode can promise 1% on every stage end of these logs: exact max-min itself moves a
+    stage end of ring-incr-parallel-balanced at 16 x 8 with latency by more than 1% of the makespan when
+    every message's bytes change by at most 1e-5 of themselves (random, seeded), while the makespan stays
+    within 0.5% (docs/simulator.md: the allowance alone measured 3.7% there)."""
+    log, costs = _zen_layout_log(zen_layout_trace, "ring-incr-parallel-balanced"), Costs(cluster(16, 8, nic_latency=5e-6))
+    exact = replay(log, costs, NAME, options={"batch": 0})
+    noisy = copy.deepcopy(log)
+    noisy.nbytes[:] = np.round(log.nbytes * (1 + 1e-5 * np.random.default_rng(0).uniform(-1, 1, len(log)))).astype(
+        log.nbytes.dtype)
+    moved = replay(noisy, costs, NAME, options={"batch": 0})
+    assert np.abs(noisy.nbytes - log.nbytes).max() <= 1e-5 * log.nbytes.max()
+    assert np.abs(moved.stage_end - exact.stage_end).max() > 0.01 * exact.makespan
+    assert abs(moved.makespan / exact.makespan - 1) <= 0.005

@@ -27,7 +27,7 @@ from zensim.trace.format import Trace
 RUN_FIELDS = ("iteration_start", "backward_start", "backward_end", "optimizer_start", "iteration_end", "bucket_ready",
               "bucket_start", "bucket_end", "compression")
 CLIENT_FIELDS = ("stage_start", "stage_end", "transfer_start", "transfer_end")
-MODELS = {"fifo": None, "maxmin": None, "maxmin-exact": {"batch": 0}}
+MODELS = {"fifo": None, "maxmin": {"exact_flows": 0}, "maxmin-exact": {"batch": 0}}  # maxmin: every component batched
 
 
 def profile(compute: float) -> LayerProfile:

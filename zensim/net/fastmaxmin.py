@@ -66,8 +66,8 @@ Segments = namedtuple("Segments", "finish flows rest head taken live following h
 Model = namedtuple("Model", "wire flow link comp segments scratch ms fs host")
 # The network as the loop reads it: per message its route with the padding last (`croutes`) and as the
 # network holds it, its bytes and route latency; per link its capacity (and infinity for the padding
-# link `pad`); the re-solve allowance (MaxMin.batch).
-Wire = namedtuple("Wire", "croutes routes nbytes capacity latency pad batch")
+# link `pad`); the re-solve allowance (MaxMin.batch) and the size of component solved exactly (MaxMin.exact_flows).
+Wire = namedtuple("Wire", "croutes routes nbytes capacity latency pad batch exact_flows")
 # Per flow (network message id): its bytes left at `base_time`, its rate, segment and component (-1:
 # none), whether it is alive (shared, not yet departed), its isolation stamp (0: not isolated) and an
 # isolated flow's start and rate, the next flow of its component, its start (the network's sent_at).
@@ -101,7 +101,8 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     routes = np.ascontiguousarray(net.routes[:count], dtype=np.int64)
     nbytes = np.ascontiguousarray(net.nbytes[:count], dtype=np.float64)
     latency = np.ascontiguousarray(net.route_latency[:count], dtype=np.float64)
-    wire = Wire(fastloop.compact_routes(net), routes, nbytes, capacity, latency, net.num_links, float(net.model.batch))
+    wire = Wire(fastloop.compact_routes(net), routes, nbytes, capacity, latency, net.num_links, float(net.model.batch),
+                int(net.model.exact_flows))
     flow = Flows(np.zeros(count), np.zeros(count), np.zeros(count), np.full(count, -1), np.zeros(count, np.bool_),
                  np.full(count, -1), np.zeros(count, np.int64), np.zeros(count), np.zeros(count), np.full(count, -1),
                  np.full(count, np.nan))
@@ -601,7 +602,8 @@ def _flush(now, mm, heap, st):  # pragma: no cover (compiled)
     for i in range(count):
         c = roots[i]
         if (i == 0 or c != roots[i - 1]) and exists[c]:
-            if batch == 0 or scaled or full[c] or not 0 < nnew[c] < living[c] or not _warm(c, now, mm):
+            if (batch == 0 or living[c] <= mm.wire.exact_flows or scaled or full[c] or not 0 < nnew[c] < living[c]
+                    or not _warm(c, now, mm)):
                 _solve(c, now, mm)
     for i in range(ms[_STACK]):
         due[stack[i]] = full[stack[i]] = False
@@ -669,6 +671,7 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
         if not living[c]:  # its last flow: nothing left to re-solve
             exists[c] = False
             _undue(c, comp, ms)
+        exact = batch == 0 or living[c] <= wire.exact_flows
         for h in range(width):
             k = croutes[m, h]
             if k == pad:
@@ -680,9 +683,11 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
             freed[k] = free = freed[k] + r
             freed_t[k] = free_t = freed_t[k] + r * now
             lost, allowance = spent[k], share_of_room(room[k], used[k], free)
+            if exact and allowance < np.inf:  # a saturated link: its freed capacity is taken up at once
+                allowance = 0.0
             if lost + free * last[k] - free_t > allowance and living[c]:
                 when = ((allowance - lost) * DEFER + free_t) / free
-                if batch == 0 or when <= now:
+                if exact or when <= now:
                     _due(c, comp, scratch, ms)
                     comp.full[c] = True
                 else:
