@@ -36,8 +36,8 @@ from numba.typed import List
 
 from zensim.jit import announce
 from zensim.net import fastloop
-from zensim.net.fastloop import (FINISH, MODEL, SENT, START, Program, advance, arrived, grow, pop, push, push_late,
-                                 resume, sends)
+from zensim.net.fastloop import (FINISH, IDS, MODEL, SENT, START, Program, advance, arrived, grow, pop, push,
+                                 push_late, resume, sends)
 from zensim.net.models.maxmin import DEFER, FIRST, HEAD, TIE
 from zensim.net.waterfill import LinkState, host_scaled, share_of_room, solve_compiled, warm_compiled
 
@@ -104,9 +104,11 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     wire = Wire(fastloop.compact_routes(net), routes, nbytes, capacity, latency, net.num_links, float(net.model.batch))
     # a flow's start is the network's sent_at (NaN: nothing sent yet, applies), written in place
     sent_at, delivered_at = net.sent_at[:count], net.delivered_at[:count]
-    flow = Flows(np.zeros(count), np.zeros(count), np.zeros(count), np.full(count, -1), np.zeros(count, np.bool_),
-                 np.full(count, -1), np.zeros(count, np.int64), np.zeros(count), np.zeros(count), np.full(count, -1),
-                 sent_at)
+    # segment, component and next-flow ids int32 (fastloop.IDS: fewer than 2**31 messages, so components;
+    # a segment per solve: 2**31 solves would take days)
+    flow = Flows(np.zeros(count), np.zeros(count), np.zeros(count), np.full(count, -1, IDS), np.zeros(count, np.bool_),
+                 np.full(count, -1, IDS), np.zeros(count, np.int64), np.zeros(count), np.zeros(count),
+                 np.full(count, -1, IDS), sent_at)
     state = LinkState(links)
     link = Links(np.zeros(links, np.int64), np.full(links, -1), np.full(links, -1), state.busy_from, state.room,
                  state.spent, state.freed, state.freed_t, state.last, state.slot, state.used, state.peak, state.level)
@@ -665,7 +667,7 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
     for i in range(count):
         m = gone[i]
         r = rate[m]
-        c = _find(parent, comp_of[m])
+        c = _find(parent, int(comp_of[m]))
         living[c] -= 1
         if not living[c]:  # its last flow: nothing left to re-solve
             exists[c] = False
