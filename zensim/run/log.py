@@ -6,8 +6,8 @@ and tests; the network models read the columns (`arrays()`, `work_arrays()`).
 
 Compact dtypes: ranks and stages are int32 (`IDS`), the phase int8, the format and kind codes int16;
 bytes and element counts stay int64. A log whose ranks x stages reach 2**31 (`LIMIT`, the (rank,
-stage) slots the replay numbers) is refused with a ValueError. A message of a dense ring at 4096 ranks
-so takes 14 B of columns, not 34, and each of its 2.5 work records 15 B less.
+stage) slots the replay numbers) is refused with a ValueError. A message so takes 22 B of columns, not
+34, and a work record 20 B, not 35.
 """
 
 from __future__ import annotations
