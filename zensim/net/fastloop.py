@@ -585,5 +585,5 @@ def arrived(r, s, rank):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def resume(slot, rank):  # pragma: no cover (compiled)
     """The (rank, stage) of a slot `advance` returned."""
-    r = int(rank.slot_rank[slot])
+    r = np.int64(rank.slot_rank[slot])
     return r, slot - rank.slot_base[r]

@@ -319,7 +319,7 @@ def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (com
     for j in range(b0, b1):
         sent_at[order[j]] = now
     for j in range(b0, b1):
-        m = int(order[j])
+        m = np.int64(order[j])
         if croutes[m, 0] == pad or nbytes[m] == 0:
             push(heap, st, now + latency[m], _DELIVER, m, 0, 0.0)
             continue
@@ -667,7 +667,7 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
     for i in range(count):
         m = gone[i]
         r = rate[m]
-        c = _find(parent, int(comp_of[m]))
+        c = _find(parent, np.int64(comp_of[m]))
         living[c] -= 1
         if not living[c]:  # its last flow: nothing left to re-solve
             exists[c] = False
@@ -761,8 +761,8 @@ def _loop(wire, flow, link, comp, scratch, ms, fs, host, rank, messages, prog, w
         now, kind, a, b, c = pop(heap, st)
         if kind == _DELIVER:  # Network._delivered, LogReplay._delivered
             delivered_at[a] = now
-            s = int(stage_of[a])  # int32 columns (fastloop.IDS): one compiled signature
-            for r in (int(src_of[a]), int(dst_of[a])):
+            s = np.int64(stage_of[a])  # int32 columns (fastloop.IDS), read as int64: one signature
+            for r in (np.int64(src_of[a]), np.int64(dst_of[a])):
                 if arrived(r, s, rank):
                     heap = _rank(r, s, FINISH, now, rank, prog, extra, mm, heap, st, out, sent_at)
         elif kind == _ISOLATED:
