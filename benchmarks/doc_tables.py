@@ -577,18 +577,18 @@ def _json(path: str):
     return json.loads(gzip.decompress(data) if path.endswith(".gz") else data)
 
 
-def growth_memory() -> list[str]:
-    """docs/simulator.md, memory per message: the compact replay set-up against 0a639bc, from the committed
-    `benchmarks/growth.py --vs` record docs/simulator-data/growth-memory.json (minutes of CPU at 2048 ranks:
-    not re-run by the test)."""
-    record = _json("simulator-data/growth-memory.json")
+def growth_memory(path: str = "simulator-data/growth-memory.json") -> list[str]:
+    """docs/simulator.md, memory per message: a committed `benchmarks/growth.py --vs` record (minutes of CPU
+    at 2048 ranks: not re-run by the test): docs/simulator-data/growth-memory.json, the compact replay set-up
+    against 0a639bc; growth-compact.json, compact dtypes against 61053c0."""
+    record = _json(path)
     side = {(r["machines"], r["scheme"], r["model"], record["code"][r["code"]]): r for r in record["rows"]}
     keys = sorted({k[:3] for k in side}, key=lambda k: (k[1] != "zen", k[1], k[2], k[0]))
     rows = []
     for key in keys:
         before, after = side[key + ("before",)], side[key + ("after",)]
         if (before["events"], before["makespan_s"]) != (after["events"], after["makespan_s"]):
-            raise ValueError(f"growth-memory: {key} changed events or makespan")
+            raise ValueError(f"{path}: {key} changed events or makespan")
         rows.append([key[0], key[1], key[2], f"{before['messages']:,}", f"{before['events']:,}",
                      f"{before['cpu_s']:.2f} -> {after['cpu_s']:.2f}",
                      f"{before['peak_rss'] / 2**30:.2f} -> {after['peak_rss'] / 2**30:.2f}",
@@ -844,6 +844,7 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "replay-speed-history": ("docs/replay.md", replay_speed_history),
     "growth-memory": ("docs/simulator.md", growth_memory),
     "maxmin-bound": ("docs/simulator.md", maxmin_bound),
+    "growth-compact": ("docs/simulator.md", lambda: growth_memory("simulator-data/growth-compact.json")),
     "capture-speed": ("docs/capture.md", capture_speed),
     "capture-virtual": ("docs/capture.md", capture_virtual),
     "ddp-hooks": ("docs/ddp.md", ddp_hooks),

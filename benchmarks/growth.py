@@ -4,7 +4,7 @@ cluster grows (issue 27, item 3).
 For each shape - one GPU per machine at each of `--flat` ranks (default 256,512,1024,2048), and
 ZEN's layout at `--layout` MACHINESxGPUS (default 128x8,256x8) - and each of `--schemes` (default
 zen,dense-allreduce), the driver makes the message log once in a process of its own (saved to a
-temporary .npz, not timed), then each of `--models` (default maxmin, the batched default, and fifo)
+temporary .npz, not timed; its CPU seconds and peak RSS printed), then each of `--models` (default maxmin, the batched default, and fifo)
 replays it alone in a fresh process: the log loaded and the compiled loop loaded (a two-rank replay)
 before the clock starts, so what is timed and measured is the replay. Printed per replay: messages,
 events, CPU and wall seconds, events per CPU second, the process's peak RSS, and the replay's own
@@ -71,7 +71,8 @@ def drive(trace: str, machines: int, gpus: int, scheme: str, out: str) -> dict:
              fmt=log.fmt, fmt_names=np.array(log.fmt_names), w_stage=log.w_stage, w_rank=log.w_rank,
              w_phase=log.w_phase, w_elements=log.w_elements, w_kind=log.w_kind, kind_names=np.array(log.kind_names),
              w_launches=log.w_launches)
-    return {"messages": len(log), "driver_wall_s": time.perf_counter() - t0, "driver_cpu_s": time.process_time() - c0}
+    return {"messages": len(log), "driver_wall_s": time.perf_counter() - t0, "driver_cpu_s": time.process_time() - c0,
+            "driver_peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
 
 
 def load(path: str) -> MessageLog:
@@ -171,6 +172,8 @@ def main() -> None:
                 if isinstance(made, str):
                     print(f"{machines}x{gpus} {scheme}: driver {made}", flush=True)
                 else:
+                    print(f"{machines}x{gpus} {scheme}: driver {made['messages']} messages, {made['driver_cpu_s']:.1f} s "
+                          f"CPU, peak RSS {made['driver_peak_rss'] / 2**30:.2f} GiB", flush=True)
                     logs.append((machines, gpus, scheme, path, made))
         with locked(args.lock) if args.lock else nullcontext():
             for machines, gpus, scheme, path, made in logs:

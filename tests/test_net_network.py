@@ -81,6 +81,26 @@ def test_bad_messages():
         net.send(0, 4, 5)
 
 
+def test_int32_ids_and_their_limits():
+    """Ranks, stages, routes and message ids are int32 (bytes int64); what would overflow them is refused
+    with one line: ranks x stages of a log, a rank that does not fit, the network's 2**31st message."""
+    log = MessageLog(4, 2, [Message(1, 0, 3, 2**40, "coo")], [Work(1, 3, "post", "merge", 2**40)])
+    assert [c.dtype for c in (log.stage, log.src, log.dst, log.w_stage, log.w_rank, log.w_phase)] == \
+        [np.int32] * 5 + [np.int8]
+    assert log.nbytes.tolist() == log.w_elements.tolist() == [2**40]
+    with pytest.raises(ValueError, match=r"^message log: 65536 ranks x 32768 stages reach 2\*\*31"):
+        MessageLog(2**16, 2**15)
+    with pytest.raises(ValueError, match="does not fit int32"):
+        MessageLog.from_columns(4, 2, (np.zeros(1), np.array([2**31]), np.zeros(1), np.ones(1)), np.zeros(1),
+                                ["coo"], (np.zeros(0),) * 4, np.zeros(0), [])
+    net = Network(costs(), "fifo")
+    net.add_messages([0], [1], [10])
+    assert net.routes.dtype == np.int32
+    net.count = 2**31 - 1  # as if that many were declared: the next one is refused before anything grows
+    with pytest.raises(ValueError, match=r"^network: 2147483648 messages reach 2\*\*31"):
+        net.add_messages([0], [1], [10])
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_two_logs_share_one_network(model):
     """Two copies of a one-message log on the same link: alone 1 ms, together 2 ms (makespan of both);

@@ -142,7 +142,7 @@ def _rank(r, s, step, now, net, rank, prog, free, heap, st, out, sent_at):  # pr
             if routes[ids[j], 0] != pad:
                 later += 1
         for j in range(first, stop):
-            m = ids[j]
+            m = np.int64(ids[j])
             if routes[m, 0] == pad:
                 push(heap, st, now + 0.0, _DELIVER, m, 0, 0.0)
             else:
@@ -176,8 +176,8 @@ def _loop(routes, nbytes, capacity, latency, pad, host, rank, messages, prog, st
             _hop(a, b, c, 0, now, routes, nbytes, capacity, latency, pad, free, host, heap, st)
         elif kind == _DELIVER:  # Network._delivered, LogReplay._delivered
             delivered_at[a] = now
-            s = stage_of[a]
-            for r in (src_of[a], dst_of[a]):
+            s = np.int64(stage_of[a])  # int32 columns (fastloop.IDS), read as int64: one signature
+            for r in (np.int64(src_of[a]), np.int64(dst_of[a])):
                 if arrived(r, s, rank):
                     _rank(r, s, FINISH, now, net, rank, prog, free, heap, st, out, sent_at)
         else:

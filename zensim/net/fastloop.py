@@ -50,6 +50,9 @@ STATE = 7
 _LATE = float(2**52)
 ROW = 6
 TIMER, RANK = 0, 1  # node kinds
+# message ids, (rank, stage) slots and per-slot message counts: int32, so a network of 2**31 messages or
+# slots is refused (`schedule`); bytes, times and global event counts stay int64 / float64
+IDS = np.int32
 _WAIT, _DONE = -1, -2  # a rank waits for work or messages / has ended its last stage
 
 # The ranks' stage program as the compiled loops take it (`schedule`), its arrays read by name: per network
@@ -163,13 +166,16 @@ def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, 
     if covered != net.count:
         raise ValueError("the compiled replay runs its clients alone on their network: it carries messages of "
                          "no client given")
+    if max(net.count, int(slots[-1])) >= 2**31:
+        raise ValueError(f"the compiled replay numbers messages and slots with int32: {net.count} messages, "
+                         f"{int(slots[-1])} slots reach 2**31")
     alone = len(clients) == 1
 
     def by_message(field: str, shift: np.ndarray) -> np.ndarray:
         """Per network message id the clients' column `field` plus `shift[client]`."""
         if alone:
-            return clients[0].arrays[field] + shift[0] if shift[0] else clients[0].arrays[field]
-        out = np.empty(net.count, np.int64)
+            return clients[0].arrays[field] + int(shift[0]) if shift[0] else clients[0].arrays[field]
+        out = np.empty(net.count, IDS)
         for client, by in zip(clients, shift.tolist()):
             out[client.first: client.ids.stop] = client.arrays[field] + by
         return out
@@ -181,23 +187,21 @@ def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, 
 
     stage_of = by_message("stage", np.zeros(len(clients), np.int64))
     src_of, dst_of = by_message("src", base), by_message("dst", base)
-    order = joined([c.arrays["order"] + c.first if c.first else c.arrays["order"] for c in clients], np.int64)
+    order = joined([c.arrays["order"] + c.first if c.first else c.arrays["order"] for c in clients], IDS)
     offsets = np.cumsum([0] + [len(c.ids) for c in clients]).tolist()
-    bounds = joined([np.zeros(1, np.int64)] + [c.arrays["bounds"][1:] + at for c, at in zip(clients, offsets)]
-                    if not alone else [clients[0].arrays["bounds"]], np.int64)
-    pending = np.array(joined([c.arrays["pending"] for c in clients], np.int64))  # a copy: the loop counts down
+    bounds = joined([np.zeros(1, IDS)] + [c.arrays["bounds"][1:] + at for c, at in zip(clients, offsets)]
+                    if not alone else [clients[0].arrays["bounds"]], IDS)
+    pending = np.array(joined([c.arrays["pending"] for c in clients], IDS))  # a copy: the loop counts down
     pre, post, exchange = (joined([c.arrays[name] for c in clients], np.float64)
                            for name in ("pre", "post", "exchange"))
     stages = joined([np.full(c.log.n, c.stages, np.int64) for c in clients], np.int64)
     slot_base = np.repeat(slots[:-1], [c.log.n for c in clients]) + np.concatenate(
         [np.arange(c.log.n) * c.stages for c in clients] + [np.zeros(0, np.int64)])
-    slot_rank = np.repeat(np.arange(len(stages)), stages)
-    held = Held(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                np.zeros(0, np.int64))
+    slot_rank = np.repeat(np.arange(len(stages), dtype=IDS), stages)
+    held = Held(np.zeros(0, IDS), np.zeros(0, IDS), np.zeros(0, IDS), np.zeros(0, IDS), np.zeros(0, IDS))
     if net.costs.rendezvous:  # a slot injects at most its own sends and the ones it receives
-        held = Held(np.ascontiguousarray(dst_of, np.int64), np.full(int(slots[-1]), -1, np.int64),
-                    np.full(int(slots[-1]), -1, np.int64), np.full(net.count, -1, np.int64),
-                    np.empty(int(pending.max(initial=0)), np.int64))
+        held = Held(dst_of, np.full(int(slots[-1]), -1, IDS), np.full(int(slots[-1]), -1, IDS),
+                    np.full(net.count, -1, IDS), np.empty(int(pending.max(initial=0)), IDS))
     prog = program.arrays(base)
     ranks = len(stages)
     cores = Cores(np.zeros(0), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64),
@@ -215,21 +219,21 @@ def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, 
     node_of = np.full(len(stages), -1, np.int64)
     node_of[prog.target[prog.kind == RANK]] = np.flatnonzero(prog.kind == RANK)
     rank = Ranks(order, bounds, pending, np.zeros(int(slots[-1]), np.bool_), pre, post, stages,
-                 slot_base.astype(np.int64), slot_rank.astype(np.int64), node_of, exchange, held, cores)
+                 slot_base.astype(np.int64), slot_rank, node_of, exchange, held, cores)
     widest = len(held.group) if net.costs.rendezvous else int(np.diff(bounds).max()) if len(bounds) > 1 else 0
     sizes = {"ranks": len(stages), "slots": int(slots[-1]), "widest": widest, "linked": len(prog.succ) > 0}
     return rank, Messages(stage_of, src_of, dst_of), sizes, prog
 
 
 def compact_routes(net: Network) -> np.ndarray:
-    """Every message's route with the padding last (Network.route_tuples' order), int64: the network's
-    own rows where they are so already (every fabric's routes are)."""
+    """Every message's route with the padding last (Network.route_tuples' order), in the network's dtype
+    (int32): the network's own rows where they are so already (every fabric's routes are)."""
     routes = net.routes[:net.count]
     pad = routes == net.num_links
     if not (pad[:, :-1] & ~pad[:, 1:]).any():
         return routes
     order = np.argsort(pad, axis=1, kind="stable")
-    return np.ascontiguousarray(np.take_along_axis(routes, order, axis=1), dtype=np.int64)
+    return np.ascontiguousarray(np.take_along_axis(routes, order, axis=1))
 
 
 def finish(net: Network, now: float, st: np.ndarray, sent_at: np.ndarray, delivered_at: np.ndarray) -> None:
@@ -581,5 +585,5 @@ def arrived(r, s, rank):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def resume(slot, rank):  # pragma: no cover (compiled)
     """The (rank, stage) of a slot `advance` returned."""
-    r = rank.slot_rank[slot]
+    r = np.int64(rank.slot_rank[slot])
     return r, slot - rank.slot_base[r]

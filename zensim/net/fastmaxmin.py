@@ -36,8 +36,8 @@ from numba.typed import List
 
 from zensim.jit import announce
 from zensim.net import fastloop
-from zensim.net.fastloop import (FINISH, MODEL, SENT, START, Program, advance, arrived, grow, pop, push, push_late,
-                                 resume, sends)
+from zensim.net.fastloop import (FINISH, IDS, MODEL, SENT, START, Program, advance, arrived, grow, pop, push,
+                                 push_late, resume, sends)
 from zensim.net.models.maxmin import DEFER, FIRST, HEAD, TIE
 from zensim.net.waterfill import LinkState, host_scaled, share_of_room, solve_compiled, warm_compiled
 
@@ -98,14 +98,18 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     rank, messages, sizes, prog = fastloop.schedule(net, clients, program)
     count, links = net.count, net.num_links + 1
     capacity = np.append(net.capacity, np.inf)
-    routes = np.ascontiguousarray(net.routes[:count], dtype=np.int64)
+    routes = net.routes[:count]  # int32, C-contiguous: not copied
     nbytes = np.ascontiguousarray(net.nbytes[:count], dtype=np.float64)
     latency = np.ascontiguousarray(net.route_latency[:count], dtype=np.float64)
     wire = Wire(fastloop.compact_routes(net), routes, nbytes, capacity, latency, net.num_links, float(net.model.batch),
                 int(net.model.exact_flows))
-    flow = Flows(np.zeros(count), np.zeros(count), np.zeros(count), np.full(count, -1), np.zeros(count, np.bool_),
-                 np.full(count, -1), np.zeros(count, np.int64), np.zeros(count), np.zeros(count), np.full(count, -1),
-                 np.full(count, np.nan))
+    # a flow's start is the network's sent_at (NaN: nothing sent yet, applies), written in place
+    sent_at, delivered_at = net.sent_at[:count], net.delivered_at[:count]
+    # segment, component and next-flow ids int32 (fastloop.IDS: fewer than 2**31 messages, so components;
+    # a segment per solve: 2**31 solves would take days)
+    flow = Flows(np.zeros(count), np.zeros(count), np.zeros(count), np.full(count, -1, IDS), np.zeros(count, np.bool_),
+                 np.full(count, -1, IDS), np.zeros(count, np.int64), np.zeros(count), np.zeros(count),
+                 np.full(count, -1, IDS), sent_at)
     state = LinkState(links)
     link = Links(np.zeros(links, np.int64), np.full(links, -1), np.full(links, -1), state.busy_from, state.room,
                  state.spent, state.freed, state.freed_t, state.last, state.slot, state.used, state.peak, state.level)
@@ -125,7 +129,6 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     ms = np.zeros(11, np.int64)
     st = np.zeros(fastloop.STATE, np.int64)
     out = np.zeros((4, sizes["slots"]))
-    sent_at, delivered_at = flow.born, np.full(count, np.nan)  # a flow's start: sent_at
     extra = sizes["ranks"] + len(prog.kind)  # the ranks' and the program's events a step may schedule
     announce(_loop, "the maxmin network loop (zensim.net.fastmaxmin)", COMPILE_S)
     now = _loop(wire, flow, link, comp, scratch, ms, np.full(1, np.inf), host, rank, messages, prog, sizes["widest"],
@@ -317,7 +320,7 @@ def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (com
     for j in range(b0, b1):
         sent_at[order[j]] = now
     for j in range(b0, b1):
-        m = order[j]
+        m = np.int64(order[j])
         if croutes[m, 0] == pad or nbytes[m] == 0:
             push(heap, st, now + latency[m], _DELIVER, m, 0, 0.0)
             continue
@@ -666,7 +669,7 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
     for i in range(count):
         m = gone[i]
         r = rate[m]
-        c = _find(parent, comp_of[m])
+        c = _find(parent, np.int64(comp_of[m]))
         living[c] -= 1
         if not living[c]:  # its last flow: nothing left to re-solve
             exists[c] = False
@@ -763,8 +766,8 @@ def _loop(wire, flow, link, comp, scratch, ms, fs, host, rank, messages, prog, w
         now, kind, a, b, c = pop(heap, st)
         if kind == _DELIVER:  # Network._delivered, LogReplay._delivered
             delivered_at[a] = now
-            s = stage_of[a]
-            for r in (src_of[a], dst_of[a]):
+            s = np.int64(stage_of[a])  # int32 columns (fastloop.IDS), read as int64: one signature
+            for r in (np.int64(src_of[a]), np.int64(dst_of[a])):
                 if arrived(r, s, rank):
                     heap = _rank(r, s, FINISH, now, rank, prog, extra, mm, heap, st, out, sent_at)
         elif kind == _ISOLATED:

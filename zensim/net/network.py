@@ -59,7 +59,9 @@ class Network:
         host = costs.host_efficiency
         self.host_efficiency: list[float] | None = host.table(host.points[-1][0]) if host is not None else None
         self.count = 0
-        self.routes = np.empty((0, topo.route_width), dtype=np.int64)
+        if topo.num_links >= 2**31:
+            raise ValueError(f"network: {topo.num_links} links reach 2**31 (int32 link ids)")
+        self.routes = np.empty((0, topo.route_width), dtype=np.int32)  # link ids: int32, the compiled loops' dtype
         self.nbytes = np.empty(0)
         self._route_latency = np.empty(0)  # of the first _latency_rows messages (route_latency)
         self._latency_rows = 0
@@ -123,6 +125,8 @@ class Network:
             raise ValueError("message sizes must be finite and >= 0 bytes")
         routes = self.topology.route_matrix(src, dst)
         first, k = self.count, len(size)
+        if first + k >= 2**31:
+            raise ValueError(f"network: {first + k} messages reach 2**31 (int32 message ids)")
         self._reserve(first + k)
         self.routes[first: first + k] = routes
         self.nbytes[first: first + k] = size

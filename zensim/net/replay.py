@@ -29,7 +29,7 @@ import numpy as np
 
 from zensim.net import fastfifo, fastmaxmin
 from zensim.net.costs import Costs
-from zensim.net.fastloop import RANK, Program
+from zensim.net.fastloop import IDS, RANK, Program
 from zensim.net.network import Network
 from zensim.net.profile import WorkCost
 from zensim.run.log import PHASES, MessageLog
@@ -93,7 +93,7 @@ def work_seconds(log: MessageLog, costs: Costs, work: WorkCost | None = None) ->
     cols = log.work_arrays()
     phases = len(PHASES)
     # each (rank, stage, phase)'s pieces summed from 0 in the log's order (as np.add.at would, faster)
-    total = np.bincount((cols["rank"] * log.num_stages + cols["stage"]) * phases + cols["phase"], seconds,
+    total = np.bincount((cols["rank"].astype(np.int64) * log.num_stages + cols["stage"]) * phases + cols["phase"], seconds,
                         minlength=log.n * log.num_stages * phases).reshape(log.n, log.num_stages, phases)
     return np.ascontiguousarray(total[:, :, 0]), np.ascontiguousarray(total[:, :, 1])
 
@@ -139,12 +139,14 @@ class LogReplay:
         net.add_messages(self.gpu[src], self.gpu[dst], nbytes, self._delivered)
         self.ids = range(self.first, net.count)  # its messages' ids on the network
         # sends of (rank, stage) as slices of one ordering (by slot, then dst - src mod n: the rotated
-        # order); pending = messages a (rank, stage) waits for
-        sends = np.bincount(src * stages + stage, minlength=n * stages)
-        order = np.argsort((src * stages + stage) * max(n, 1) + (dst - src) % max(n, 1), kind="stable")
+        # order); pending = messages a (rank, stage) waits for. Message ids, slots and counts of messages
+        # are int32 (fastloop.IDS; fastloop.schedule refuses a network of 2**31 messages or more)
+        slot = src * stages + stage  # < 2**31: MessageLog refuses more slots
+        sends = np.bincount(slot, minlength=n * stages)
+        order = np.argsort(slot.astype(np.int64) * max(n, 1) + (dst - src) % max(n, 1), kind="stable").astype(IDS)
         # the schedule as arrays (message ids relative to `first`), for the compiled loops (COMPILED)
-        self.arrays = {"order": order, "bounds": np.concatenate(([0], np.cumsum(sends))),
-                       "pending": sends + np.bincount(dst * stages + stage, minlength=n * stages),
+        self.arrays = {"order": order, "bounds": np.concatenate(([0], np.cumsum(sends))).astype(IDS),
+                       "pending": (sends + np.bincount(dst * stages + stage, minlength=n * stages)).astype(IDS),
                        "stage": stage, "src": src, "dst": dst, "pre": pre.ravel(), "post": post.ravel(),
                        "exchange": exchange.ravel()}
         self.stages = stages

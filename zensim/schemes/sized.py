@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from zensim.run.context import Meter, RunContext, Tables
-from zensim.run.log import MessageLog
+from zensim.run.log import IDS, MessageLog
 from zensim.schemes import wire
 from zensim.schemes.workkinds import format_work, merge_work
 from zensim.sparse.chunk import SparseChunk
@@ -317,7 +317,7 @@ class CountedLog:
 
     def messages(self, stage: int, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, fmt: str) -> None:
         """A stage's messages, in the order the driver makes them."""
-        self.cols.append((np.full(len(src), stage, np.int64), src, dst, nbytes, fmt))
+        self.cols.append((stage, src, dst, nbytes, fmt))
 
     def work(self, stage: int, phase: int, kind: str, elements: np.ndarray) -> None:
         """Every rank's `kind` work at (stage, phase): elements[r] for rank r."""
@@ -338,26 +338,44 @@ class CountedLog:
             self.work(stage, phase, kind, value)
 
     def build(self) -> MessageLog:
-        """The columnar log."""
+        """The columnar log (its columns in MessageLog's compact dtypes, each made once, without the
+        int64 rows and sort of every record: the driver's peak at 4096 ranks); empties this one."""
         fmts = list(dict.fromkeys(c[4] for c in self.cols))
-        cols = [np.concatenate([c[i] for c in self.cols]).astype(np.int64) for i in range(4)]
-        fmt = np.concatenate([np.full(len(c[1]), fmts.index(c[4]), np.int16) for c in self.cols])
+        stage = np.concatenate([np.full(len(c[1]), c[0], IDS) for c in self.cols] + [np.zeros(0, IDS)])
+        src, dst = (np.concatenate([c[i] for c in self.cols] + [np.zeros(0, IDS)], dtype=IDS) for i in (1, 2))
+        nbytes = np.concatenate([c[3] for c in self.cols] + [np.zeros(0, np.int64)], dtype=np.int64)
+        fmt = np.concatenate([np.full(len(c[1]), fmts.index(c[4]), np.int16) for c in self.cols] + [np.zeros(0, np.int16)])
+        self.cols = []
+        # the meter's order: by stage, phase, rank, then the order counted; every step kind covers every
+        # rank, so each (stage, phase) is a (kinds x ranks) block read rank by rank, written into columns
+        # sized first (each block dropped once written)
         kinds = list(dict.fromkeys(w[2] for w in self.wcols))
-        n, ranks = self.n, np.arange(self.n)
-        stage = np.repeat([w[0] for w in self.wcols], n)
-        phase = np.repeat([w[1] for w in self.wcols], n)
-        kind = np.repeat([kinds.index(w[2]) for w in self.wcols], n).astype(np.int16)
-        seq = np.repeat(np.arange(len(self.wcols)), n)
-        rank = np.tile(ranks, len(self.wcols))
-        elements = np.concatenate([w[3] for w in self.wcols])
-        keep = elements != 0
-        order = np.lexsort((seq[keep], rank[keep], phase[keep], stage[keep]))
-        stage, rank, phase, elements, kind = (a[keep][order] for a in (stage, rank, phase, elements, kind))
-        used = list(dict.fromkeys(kind.tolist()))  # kind codes in first-seen order, as the meter's
+        steps: dict[tuple[int, int], list[tuple[int, np.ndarray]]] = {}
+        for st, phase, kind, elements in self.wcols:
+            steps.setdefault((st, phase), []).append((kinds.index(kind), elements))
+        self.wcols = []
+        keys = sorted(steps)
+        sizes = [sum(np.count_nonzero(e) for _, e in steps[key]) for key in keys]
+        wstage = np.repeat(np.array([key[0] for key in keys], IDS), sizes)
+        wphase = np.repeat(np.array([key[1] for key in keys], np.int8), sizes)
+        total = sum(sizes)
+        rank, elements, kind = np.empty(total, IDS), np.empty(total, np.int64), np.empty(total, np.int16)
+        n, at = self.n, 0
+        for key, size in zip(keys, sizes):
+            block = steps.pop(key)
+            values = np.stack([e for _, e in block], axis=1).ravel()  # [rank, step]
+            keep = values != 0
+            rank[at:at + size] = np.repeat(np.arange(n, dtype=IDS), len(block))[keep]
+            elements[at:at + size] = values[keep]
+            kind[at:at + size] = np.tile(np.array([k for k, _ in block], np.int16), n)[keep]
+            at += size
+        # kind codes in first-seen order, as the meter's
+        first = {k: int(np.argmax(kind == k)) for k in range(len(kinds)) if (kind == k).any()}
+        used = sorted(first, key=first.get)
         recode = np.zeros(len(kinds), np.int16)
         recode[used] = np.arange(len(used))
-        return MessageLog.from_columns(self.n, self.num_stages, cols, fmt, fmts, (stage, rank, phase, elements),
-                                       recode[kind], tuple(kinds[k] for k in used))
+        return MessageLog.from_columns(self.n, self.num_stages, (stage, src, dst, nbytes), fmt, fmts,
+                                       (wstage, rank, wphase, elements), recode[kind], tuple(kinds[k] for k in used))
 
 
 def _ring_gather(log: CountedLog, nnz: np.ndarray, size: Sizer) -> None:
