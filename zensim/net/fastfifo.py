@@ -25,6 +25,7 @@ import numpy as np
 
 from zensim.jit import announce
 from zensim.net import fastloop
+from zensim.net.efficiency import factor
 from zensim.net.fastloop import (FINISH, MODEL, SENT, START, Program, advance, arrived, grow, pop, push, resume,
                                  sends)
 
@@ -64,7 +65,7 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     if net.host_efficiency is not None:
         nic = np.zeros(net.num_links, np.bool_)
         nic[net.nic_links] = True
-        host = Host(np.array(net.host_efficiency), nic, np.zeros(net.count), np.zeros((net.count, 2)),
+        host = Host(net.model.host_table, nic, np.zeros(net.count), np.zeros((net.count, 2)),
                     np.zeros(1, np.int64))
     announce(_loop, "the fifo network loop (zensim.net.fastfifo)", COMPILE_S)
     now = _loop(fastloop.compact_routes(net), *floats, net.num_links, host, rank, messages, prog, st, out, sent_at,
@@ -110,7 +111,7 @@ def _hop(m, i, prev_end, later, now, routes, nbytes, capacity, latency, pad, fre
         if len(table):
             flows = _in_flight(now, m, i == 0, later, host)
             if nic[k]:
-                rate *= table[min(flows, len(table) - 1)]
+                rate *= factor(table, flows)
         end = start + nbytes[m] / rate
         if prev_end > end:
             end = prev_end

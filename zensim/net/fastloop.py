@@ -85,7 +85,7 @@ def alone(net: Network, model: str, host_efficiency: bool) -> bool:
     nothing sent or scheduled yet, the network's own clock (not a SimPy environment's, which other
     processes share). The exchange's own CPU (Costs.exchange), rendezvous (Costs.rendezvous) and
     shared host processors (Costs.host_cores, host_others) are covered."""
-    return (isinstance(net.clock, Clock) and net.model.name == model and net.link_efficiency is None
+    return (isinstance(net.clock, Clock) and net.model.name == model and net.nic_efficiency is None
             and (host_efficiency or net.host_efficiency is None) and net.clock.events == 0)
 
 

@@ -39,7 +39,8 @@ from zensim.net import fastloop
 from zensim.net.fastloop import (FINISH, MODEL, SENT, START, Program, advance, arrived, grow, pop, push, push_late,
                                  resume, sends)
 from zensim.net.models.maxmin import DEFER, FIRST, HEAD, TIE
-from zensim.net.waterfill import LinkState, host_scaled, share_of_room, solve_compiled, warm_compiled
+from zensim.net.efficiency import capacities
+from zensim.net.waterfill import LinkState, share_of_room, solve_compiled, warm_compiled
 
 if TYPE_CHECKING:
     from zensim.net.network import Network
@@ -80,7 +81,7 @@ Links = namedtuple("Links", "nflows comp_on isolated_on busy_from room spent fre
 # waiting for a check in _depart).
 Scratch = namedtuple("Scratch", "joined gone stack roots comps")
 # A host efficiency h(f) (MaxMin._capacities): the table h(0..), per link whether it is a NIC's, and the
-# scaled capacities (waterfill.host_scaled's `out`); without one, arrays of length 0.
+# scaled capacities (efficiency.capacities's `out`); without one, arrays of length 0.
 Host = namedtuple("Host", "table nic scaled")
 
 
@@ -518,7 +519,7 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
         _drop(s, segments)
         s = seg_next[s]
     if len(table):  # MaxMin._capacities (no flow is isolated)
-        capacity = host_scaled(capacity, nic, table, ms[_ACTIVE], scaled)
+        capacity = capacities(capacity, nic, table[:0], link.nflows, table, ms[_ACTIVE], scaled)
     keep, finish = solve_compiled(flows, alive, left, base_time, rate, born, routes, capacity, now, batch, busy_from, room,
                                   spent, freed, freed_t, last, slot, used, peak, level, partial)
     for i in range(keep.size - 1):
