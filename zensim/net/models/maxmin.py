@@ -163,9 +163,10 @@ class MaxMin:
         self.host_table = np.array(net.host_efficiency or [], dtype=np.float64)
         self.nic = np.zeros(links + 1, dtype=bool)
         self.nic[net.nic_links] = True
-        # a link's capacity for a flow alone on it: eff(1) on NIC links (no flow is alone under a host efficiency)
-        self.alone = capacities(self.capacity, self.nic, self.nic_table, np.ones(links + 1, np.int64), _NO_TABLE, 0,
-                                np.empty(links + 1)).tolist()
+        # a link's capacity for a flow alone on it: eff(1) on NIC links (no flow is alone under a host efficiency);
+        # compiled code only with a table (a plain run's first compile is its loop's, announced: zensim.jit)
+        self.alone = (capacities(self.capacity, self.nic, self.nic_table, np.ones(links + 1, np.int64), _NO_TABLE, 0,
+                                 np.empty(links + 1)) if len(self.nic_table) else self.capacity).tolist()
         # per flow
         self.left = np.zeros(0)  # bytes left at base_time
         self.base_time = np.zeros(0)
