@@ -6,7 +6,8 @@ maxmin with the local work as measured and at the profile's costs per element, a
 (emulate.simulate.sim_parts, as emulate.validate does): exchange CPU, rendezvous, shared host
 processors and the host efficiency all on. Prints per part the CPU seconds of the replays alone,
 whether a compiled loop applied to each model, the sum of the makespans (the same on every code
-version that gives the same times) and the load averages.
+version that gives the same times) and the load averages. `--nic-efficiency 1:0.95,15:0.6` adds a NIC
+efficiency table (eff by flows on a NIC, zensim.net.profile.NicEfficiency) to the profile.
 
 The logs are built once and kept in `--logs` (a pickle, made if absent, not timed), so that code
 versions compared A B A B replay the very same logs (measured work differs from one build to the next).
@@ -23,13 +24,14 @@ import argparse
 import os
 import pickle
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from emulate.simulate import scheme_logs, sim_parts
 from zensim.net.costs import Costs
 from zensim.net.models import MODELS
 from zensim.net.network import Network
-from zensim.net.profile import load_profile
+from zensim.net.profile import NicEfficiency, load_profile
 from zensim.net.replay import compiled
 from zensim.net.topology import ClusterSpec
 from zensim.schemes import all_schemes
@@ -45,7 +47,14 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, default=16)
     ap.add_argument("--iteration", type=int, default=0)
     ap.add_argument("--schemes", default="all", help="all, or a comma list (when the logs are built)")
+    ap.add_argument("--nic-efficiency", help="K:EFF,... a NIC efficiency table added to the profile")
     args = ap.parse_args()
+    nic = None
+    if args.nic_efficiency:
+        try:
+            nic = NicEfficiency(tuple((int(k), float(e)) for k, e in (p.split(":") for p in args.nic_efficiency.split(","))))
+        except ValueError as err:
+            ap.error(f"--nic-efficiency {args.nic_efficiency}: {err} (K:EFF,..., K >= 1, 0 < EFF <= 1)")
     path = Path(args.logs)
     if path.exists():
         logs = pickle.loads(path.read_bytes())
@@ -54,6 +63,8 @@ def main() -> None:
         logs = scheme_logs(Trace.open(args.trace), args.iteration, args.ranks, names, {}, repeats=1)
         path.write_bytes(pickle.dumps(logs))
     profile = load_profile(args.profile)
+    if nic is not None:
+        profile = replace(profile, nic_efficiency=nic)
     print(f"load before: {os.getloadavg()}")
     cluster = ClusterSpec(args.ranks, 1, profile.links["nic_bandwidth"], nic_latency=profile.links["nic_latency"])
     for measured in (True, False):

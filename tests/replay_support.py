@@ -32,10 +32,12 @@ LAYOUTS = [(7, 1), (4, 3)]  # (machines, GPUs per machine): one GPU per machine,
 
 WORK = WorkCost({"hash": 2e-9, "merge": 1e-9, "encode": 0.0, "decode": 0.0, "copy": 5e-10})
 # what a calibrated profile (zensim-profile/1) sets beside links and work, one feature at a time and all
-# together, at sizes that matter on the random logs (messages of up to 1 MB at 25 Gbit/s: ~300 us)
+# together, at sizes that matter on the random logs (messages of up to 1 MB at 25 Gbit/s: ~300 us); no
+# calibration writes a NIC efficiency table, but a profile may set one
 CALIBRATED = {"exchange": {"exchange": ExchangeCost(3e-6, 1e-6, 1e-10)}, "rendezvous": {"rendezvous": True},
               "cores": {"host_cores": 1, "host_others": 0.5},
-              "host-efficiency": {"host_efficiency": NicEfficiency(((1, 1.0), (4, 0.8), (16, 0.5)))}}
+              "host-efficiency": {"host_efficiency": NicEfficiency(((1, 1.0), (4, 0.8), (16, 0.5)))},
+              "nic-efficiency": {"nic_efficiency": NicEfficiency(((1, 0.95), (3, 0.7), (8, 0.5)))}}
 CALIBRATED["all"] = {k: v for features in CALIBRATED.values() for k, v in features.items()}
 
 
@@ -186,3 +188,12 @@ def assert_program_same(logs: list[MessageLog], costs: Costs, model: str, progra
     assert (net.events, net.clock.now) == (ref_net.events, ref_net.clock.now)
     assert np.isfinite(ended).all()  # every node ran
     return net, ref_net
+
+
+def moved(spec: ClusterSpec, model: str, features: str) -> float:
+    """The share of the message ends of the calibrated tests' random log on `spec` (seed 7) that the
+    CALIBRATED case `features` moves, against the same costs without it."""
+    rng = np.random.default_rng(7)
+    log = random_log(rng, spec.machines * spec.gpus_per_machine, 4, 40 * spec.machines * spec.gpus_per_machine)
+    plain = replay(log, Costs(spec, WORK), model).msg_end
+    return np.count_nonzero(replay(log, Costs(spec, WORK, **CALIBRATED[features]), model).msg_end != plain) / len(plain)

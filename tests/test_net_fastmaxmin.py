@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from replay_support import (B, CALIBRATED, LAYOUTS, SCHEMES, SPECS, WORK, assert_program_same, assert_same, general,
-                            long_job_log, random_log, random_program, scheme_costs, spec_id)
+                            long_job_log, moved, random_log, random_program, scheme_costs, spec_id)
 from test_net_maxmin import ADVERSARIAL
 from zensim.layout import dense_ring_log
 from zensim.net import fastmaxmin
@@ -21,7 +21,7 @@ from zensim.net.fastloop import Program
 from zensim.net.models.maxmin import HEAD, _Segment
 from zensim.net.network import Network
 from zensim.net.replay import LogReplay, run_compiled
-from zensim.net.profile import NicEfficiency, WorkCost
+from zensim.net.profile import WorkCost
 from zensim.net.topology import ClusterSpec
 from zensim.run.log import Message, MessageLog
 
@@ -99,11 +99,12 @@ def test_segments_take_the_stable_order():
 
 
 def test_general_path_where_the_compiled_loop_does_not_apply():
-    """A NIC efficiency table is left to the general path."""
+    """Another model, or a network that has run, is left to the general path."""
     spec = ClusterSpec(4, 1, B)
-    eff = NicEfficiency(((1, 1.0), (4, 0.5)))
-    assert not fastmaxmin.applies(Network(Costs(spec, nic_efficiency=eff), "maxmin"))
     assert not fastmaxmin.applies(Network(Costs(spec), "fifo"))
+    net = Network(Costs(spec), "maxmin")
+    net.schedule(1.0, lambda: None)
+    assert not fastmaxmin.applies(net)
 
 
 @pytest.mark.parametrize("mode", list(MODES))
@@ -180,6 +181,14 @@ def test_calibrated_costs_same_times(spec, mode, features):
     logs = [random_log(rng, n, 3, 20 * n) for _ in range(3)]
     fast, slow = assert_program_same(logs, costs, "maxmin", random_program(rng, logs), MODES[mode])
     assert fast.model.solves == slow.model.solves
+
+
+@pytest.mark.parametrize("features", list(CALIBRATED))
+@pytest.mark.parametrize("spec", SPECS, ids=spec_id)
+def test_calibrated_costs_are_exercised(spec, features):
+    """Each calibrated case moves more than a quarter of the message ends of the random log above
+    (replay_support.moved): the bit-identity tests above test what it changes."""
+    assert moved(spec, "maxmin", features) > 0.25
 
 
 @pytest.mark.parametrize("mode", list(MODES))

@@ -25,6 +25,7 @@ import numpy as np
 
 from zensim.jit import announce
 from zensim.net import fastloop
+from zensim.net.efficiency import factor
 from zensim.net.fastloop import (FINISH, MODEL, SENT, START, Program, advance, arrived, grow, pop, push, resume,
                                  sends)
 
@@ -33,21 +34,24 @@ if TYPE_CHECKING:
 
 _HOP, _DELIVER = MODEL, MODEL + 1
 COMPILE_S = 15  # about this many seconds of CPU compile _loop (zensim.jit.announce)
-# A host efficiency h(f) (Fifo._in_flight, Fifo._rate): the table h(0..), per link whether it is a NIC's,
-# per message when its first link is done, and the heap of those times for the messages in flight (a
-# min-heap of its first size[0] rows, keyed by column 0, kept by fastloop.sift_up and sift_down); without one,
-# arrays of length 0. Read by name (host.flight);
-# NUMBA_DISABLE_JIT=1 runs the same code as Python.
-Host = namedtuple("Host", "table nic first_end flight size")
+# The efficiency tables (Fifo._rate, zensim.net.efficiency), both scaling NIC links: per link whether it is
+# a NIC's; a host efficiency (Fifo._in_flight): the table h(0..) (`table`), per message when its first link
+# is done, and the heap of those times for the messages in flight (a min-heap of its first size[0] rows,
+# keyed by column 0, kept by fastloop.sift_up and sift_down); a NIC efficiency: the table eff(0..) (`eff`),
+# the end times each NIC link took (Fifo.taken: link k's run of `ends` from its first hop's place, the ones
+# before popped[k] dropped, the next at pushed[k]) and per link the messages of the injection under way
+# whose first link it is, not yet through _hop (Fifo.inject's `on_first`). Without a table, its arrays of
+# length 0. Read by name (host.flight); NUMBA_DISABLE_JIT=1 runs the same code as Python.
+Host = namedtuple("Host", "table nic first_end flight size eff ends popped pushed joining")
 # The network as the loop reads it: per message its route with the padding (`pad`) last, its bytes; per
-# link its capacity and latency; the host efficiency (`Host`).
+# link its capacity and latency; the efficiency tables (`Host`).
 Wire = namedtuple("Wire", "routes nbytes capacity latency pad host")
 
 
 def applies(net: Network) -> bool:
     """Whether the compiled loop gives the general path's times on this network: the fifo model, with
-    what fastloop.alone says the compiled loops cover, and a host efficiency."""
-    return fastloop.alone(net, "fifo", host_efficiency=True)
+    what fastloop.alone says the compiled loops cover."""
+    return fastloop.alone(net, "fifo")
 
 
 def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -60,12 +64,7 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     out = np.zeros((4, sizes["slots"]))
     sent_at, delivered_at = net.sent_at[:net.count], net.delivered_at[:net.count]  # NaN: nothing sent yet (applies)
     floats = [np.ascontiguousarray(x, dtype=np.float64) for x in (net.nbytes[:net.count], net.capacity, net.latency)]
-    host = Host(np.zeros(0), np.zeros(0, np.bool_), np.zeros(0), np.zeros((0, 2)), np.zeros(1, np.int64))
-    if net.host_efficiency is not None:
-        nic = np.zeros(net.num_links, np.bool_)
-        nic[net.nic_links] = True
-        host = Host(np.array(net.host_efficiency), nic, np.zeros(net.count), np.zeros((net.count, 2)),
-                    np.zeros(1, np.int64))
+    host = _host(net)
     announce(_loop, "the fifo network loop (zensim.net.fastfifo)", COMPILE_S)
     now = _loop(fastloop.compact_routes(net), *floats, net.num_links, host, rank, messages, prog, st, out, sent_at,
                 delivered_at)
@@ -73,7 +72,21 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     return out, prog.began, prog.ended
 
 
-# -- a host efficiency h(f) (Fifo._in_flight, Fifo._rate): `host` a `Host`
+def _host(net: Network) -> Host:
+    """The efficiency tables' state (`Host`) at the start of a replay of the network's messages."""
+    model, links = net.model, net.num_links
+    nic = np.zeros(links, np.bool_)
+    nic[net.nic_links] = True
+    flights = net.count if len(model.host_table) else 0
+    hops = np.zeros(links, np.int64)  # per NIC link the messages crossing it (with a NIC efficiency)
+    if len(model.nic_table):
+        hops = np.bincount(net.routes[:net.count].ravel(), minlength=links + 1)[:links] * nic
+    popped = np.cumsum(hops) - hops
+    return Host(model.host_table, nic, np.zeros(flights), np.zeros((flights, 2)), np.zeros(1, np.int64),
+                model.nic_table, np.empty(hops.sum()), popped, popped.copy(), np.zeros(links, np.int64))
+
+
+# -- the efficiency tables (Fifo._in_flight, Fifo._rate): `host` a `Host`
 
 @numba.njit(cache=True)
 def _in_flight(now, m, first_hop, later, host):  # pragma: no cover (compiled)
@@ -97,24 +110,42 @@ def _started(m, end, host):  # pragma: no cover (compiled)
 
 
 @numba.njit(cache=True)
+def _taken(k, now, host):  # pragma: no cover (compiled)
+    """Fifo._rate's count of the messages NIC link k took that end after now (the earlier ones popped)."""
+    ends, popped, pushed = host.ends, host.popped, host.pushed
+    while popped[k] < pushed[k] and ends[popped[k]] <= now:
+        popped[k] += 1
+    return pushed[k] - popped[k]
+
+
+@numba.njit(cache=True)
 def _hop(m, i, prev_end, later, now, routes, nbytes, capacity, latency, pad, free, host, heap,
          st):  # pragma: no cover (compiled)
-    """Fifo._hop without NIC efficiency: the head of m reaches hop i now (and the hops after it at once
-    while their heads arrive at this instant); `later`: messages its sender injects after it now."""
+    """Fifo._hop: the head of m reaches hop i now (and the hops after it at once while their heads
+    arrive at this instant); `later`: messages its sender injects after it now."""
     width = routes.shape[1]
-    table, nic = host.table, host.nic
+    table, nic, eff = host.table, host.nic, host.eff
     while True:
         k = routes[m, i]
         start = free[k] if free[k] >= now else now  # max(free[k], now)
         rate = capacity[k]
-        if len(table):
-            flows = _in_flight(now, m, i == 0, later, host)
-            if nic[k]:
-                rate *= table[min(flows, len(table) - 1)]
+        flows = _in_flight(now, m, i == 0, later, host) if len(table) else 0
+        joining = 0
+        if i == 0 and len(eff):  # Fifo.inject's on_first
+            host.joining[k] -= 1
+            joining = host.joining[k]
+        if nic[k]:  # Fifo._rate
+            if len(eff):
+                rate *= factor(eff, _taken(k, now, host) + 1 + joining)
+            if len(table):
+                rate *= factor(table, flows)
         end = start + nbytes[m] / rate
         if prev_end > end:
             end = prev_end
         free[k] = end
+        if nic[k] and len(eff):
+            host.ends[host.pushed[k]] = end
+            host.pushed[k] += 1
         if i == 0 and len(table):
             _started(m, end, host)
         head, end = start + latency[k], end + latency[k]
@@ -141,6 +172,8 @@ def _rank(r, s, step, now, net, rank, prog, free, heap, st, out, sent_at):  # pr
             sent_at[ids[j]] = now
             if routes[ids[j], 0] != pad:
                 later += 1
+                if len(host.eff):
+                    host.joining[routes[ids[j], 0]] += 1
         for j in range(first, stop):
             m = np.int64(ids[j])
             if routes[m, 0] == pad:

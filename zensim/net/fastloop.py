@@ -82,14 +82,13 @@ Nodes = namedtuple("Nodes", "kind seconds target succ_start succ join roots stac
 Messages = namedtuple("Messages", "stage src dst")
 
 
-def alone(net: Network, model: str, host_efficiency: bool) -> bool:
-    """Whether a compiled loop gives the general path's times on this network: the `model` model, no
-    NIC efficiency table, no host efficiency table unless the loop covers one (`host_efficiency`),
+def alone(net: Network, model: str) -> bool:
+    """Whether a compiled loop gives the general path's times on this network: the `model` model,
     nothing sent or scheduled yet, the network's own clock (not a SimPy environment's, which other
-    processes share). The exchange's own CPU (Costs.exchange), rendezvous (Costs.rendezvous) and
-    shared host processors (Costs.host_cores, host_others) are covered."""
-    return (isinstance(net.clock, Clock) and net.model.name == model and net.link_efficiency is None
-            and (host_efficiency or net.host_efficiency is None) and net.clock.events == 0)
+    processes share). Every cost a calibrated profile sets is covered: the exchange's own CPU
+    (Costs.exchange), rendezvous (Costs.rendezvous), shared host processors (Costs.host_cores,
+    host_others) and the NIC and host efficiency tables."""
+    return isinstance(net.clock, Clock) and net.model.name == model and net.clock.events == 0
 
 
 class Program:

@@ -39,7 +39,8 @@ from zensim.net import fastloop
 from zensim.net.fastloop import (FINISH, IDS, MODEL, SENT, START, Program, advance, arrived, grow, pop, push,
                                  push_late, resume, sends)
 from zensim.net.models.maxmin import DEFER, FIRST, HEAD, TIE
-from zensim.net.waterfill import LinkState, host_scaled, share_of_room, solve_compiled, warm_compiled
+from zensim.net.efficiency import capacities
+from zensim.net.waterfill import LinkState, share_of_room, solve_compiled, warm_compiled
 
 if TYPE_CHECKING:
     from zensim.net.network import Network
@@ -62,7 +63,7 @@ Comps = namedtuple("Comps", "parent first last size nparts living check epoch ex
 Segments = namedtuple("Segments", "finish flows rest head taken live following heads")
 # The model's state as the loop's functions take it (`mm`): the network's arrays (`wire`), per flow, per
 # link, per component (`Comps`), per segment (`Segments`), scratch arrays, the integer state (`ms`: _STAMP..),
-# the time of the armed departure event (`fs`) and the host efficiency (`host`).
+# the time of the armed departure event (`fs`) and the efficiency tables (`host`).
 Model = namedtuple("Model", "wire flow link comp segments scratch ms fs host")
 # The network as the loop reads it: per message its route with the padding last (`croutes`) and as the
 # network holds it, its bytes and route latency; per link its capacity (and infinity for the padding
@@ -79,15 +80,17 @@ Links = namedtuple("Links", "nflows comp_on isolated_on busy_from room spent fre
 # components, their roots, and the components one step works through (a flow's in _join, the ones
 # waiting for a check in _depart).
 Scratch = namedtuple("Scratch", "joined gone stack roots comps")
-# A host efficiency h(f) (MaxMin._capacities): the table h(0..), per link whether it is a NIC's, and the
-# scaled capacities (waterfill.host_scaled's `out`); without one, arrays of length 0.
-Host = namedtuple("Host", "table nic scaled")
+# The efficiency tables (MaxMin._capacities, zensim.net.efficiency): the host efficiency h(0..) (`table`)
+# and the NIC efficiency eff(0..) (`eff`), each of length 0 without; per link whether it is a NIC's, its
+# capacity for a flow alone on it (MaxMin.alone: x eff(1) on NICs) and the capacities of a solve
+# (efficiency.capacities's `out`).
+Host = namedtuple("Host", "table nic scaled eff alone")
 
 
 def applies(net: Network) -> bool:
     """Whether the compiled loop gives the general path's times on this network: the maxmin model, with
-    what fastloop.alone says the compiled loops cover, and a host efficiency."""
-    return fastloop.alone(net, "maxmin", host_efficiency=True)
+    what fastloop.alone says the compiled loops cover."""
+    return fastloop.alone(net, "maxmin")
 
 
 def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -123,9 +126,8 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
                  np.zeros(comps, np.int64), np.zeros(comps, np.bool_))
     scratch = Scratch(np.empty(count, np.int64), np.empty(count, np.int64), np.empty(comps, np.int64),
                       np.empty(comps, np.int64), np.empty(comps, np.int64))
-    host = Host(np.zeros(0), np.zeros(0, np.bool_), np.zeros(0))
-    if net.host_efficiency is not None:
-        host = Host(net.model.host_table, net.model.nic, np.empty(links))
+    model = net.model
+    host = Host(model.host_table, model.nic, np.empty(links), model.nic_table, np.array(model.alone))
     ms = np.zeros(11, np.int64)
     st = np.zeros(fastloop.STATE, np.int64)
     out = np.zeros((4, sizes["slots"]))
@@ -338,8 +340,8 @@ def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (com
                 k = croutes[m, i]
                 if k == pad:
                     break
-                if capacity[k] < fastest:
-                    fastest = capacity[k]
+                if host.alone[k] < fastest:
+                    fastest = host.alone[k]
             ms[_STAMP] += 1
             stamp[m], iso_start[m], iso_rate[m] = ms[_STAMP], now, fastest
             for i in range(width):
@@ -516,13 +518,13 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
         flows[i] = m
         m = following[m]
     s = seg_first[c]
-    table, nic, scaled = host.table, host.nic, host.scaled
-    partial = s >= 0 and s == comp.seg_last[c] and not len(table)  # one segment: MaxMin._solve's partial re-solve
+    tables = len(host.table) > 0 or len(host.eff) > 0
+    partial = s >= 0 and s == comp.seg_last[c] and not tables  # one segment: MaxMin._solve's partial re-solve
     while s >= 0:
         _drop(s, segments)
         s = seg_next[s]
-    if len(table):  # MaxMin._capacities (no flow is isolated)
-        capacity = host_scaled(capacity, nic, table, ms[_ACTIVE], scaled)
+    if tables:  # MaxMin._capacities (h counts the active and isolated flows: no flow is isolated under a table h)
+        capacity = capacities(capacity, host.nic, host.eff, link.nflows, host.table, ms[_ACTIVE], host.scaled)
     keep, finish = solve_compiled(flows, alive, left, base_time, rate, born, routes, capacity, now, batch, busy_from, room,
                                   spent, freed, freed_t, last, slot, used, peak, level, partial)
     for i in range(keep.size - 1):
@@ -588,8 +590,9 @@ def _segment(c, flows, finish, mm):  # pragma: no cover (compiled)
 def _flush(now, mm, heap, st):  # pragma: no cover (compiled)
     """End of an instant: place new shared flows, then solve every component that is due (with a host
     efficiency: every one), in id order (where only flows joined it, and no component merged into it,
-    first try _warm; not with a host efficiency)."""
-    comp, scratch, ms, batch, scaled = mm.comp, mm.scratch, mm.ms, mm.wire.batch, len(mm.host.table) > 0
+    first try _warm; not with an efficiency table)."""
+    comp, scratch, ms, batch, host = mm.comp, mm.scratch, mm.ms, mm.wire.batch, mm.host
+    scaled, tables = len(host.table) > 0, len(host.table) > 0 or len(host.eff) > 0
     parent, living, exists, due, nnew, full = comp.parent, comp.living, comp.exists, comp.due, comp.nnew, comp.full
     ms[_ARMED] = 0
     _join(mm)
@@ -605,7 +608,7 @@ def _flush(now, mm, heap, st):  # pragma: no cover (compiled)
     for i in range(count):
         c = roots[i]
         if (i == 0 or c != roots[i - 1]) and exists[c]:
-            if (batch == 0 or living[c] <= mm.wire.exact_flows or scaled or full[c] or not 0 < nnew[c] < living[c]
+            if (batch == 0 or living[c] <= mm.wire.exact_flows or tables or full[c] or not 0 < nnew[c] < living[c]
                     or not _warm(c, now, mm)):
                 _solve(c, now, mm)
     for i in range(ms[_STACK]):

@@ -51,11 +51,7 @@ class Network:
         self.latency = topo.latency
         self.nic_links = topo.links_of_kind(LinkKind.NIC)
         eff = costs.nic_efficiency
-        table = eff.table(eff.points[-1][0]) if eff is not None else None
-        nics = set(self.nic_links.tolist())
-        # per link eff(0..K) where it applies (NICs), None elsewhere; None overall without a NIC efficiency
-        self.link_efficiency: list[list[float] | None] | None = (
-            [table if k in nics else None for k in range(self.num_links)] if table is not None else None)
+        self.nic_efficiency: list[float] | None = eff.table(eff.points[-1][0]) if eff is not None else None
         host = costs.host_efficiency
         self.host_efficiency: list[float] | None = host.table(host.points[-1][0]) if host is not None else None
         self.count = 0

@@ -326,18 +326,6 @@ def share_of_room(room: float, used: float, freed: float) -> float:  # pragma: n
 
 
 @numba.njit(cache=True)
-def host_scaled(capacity: np.ndarray, nic: np.ndarray, table: np.ndarray, flows: int,
-                out: np.ndarray) -> np.ndarray:  # pragma: no cover (compiled)
-    """Link capacities under a host efficiency h (an emulator's: every NIC runs on one host), into `out`:
-    NIC links' (`nic`) x h(flows), `flows` the flows active in the whole network (`table`: h(0), h(1), ...,
-    its last entry for any more), the others as they are."""
-    factor = table[min(flows, len(table) - 1)]
-    for k in range(len(capacity)):
-        out[k] = capacity[k] * factor if nic[k] else capacity[k]
-    return out
-
-
-@numba.njit(cache=True)
 def warm_compiled(new: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray, routes: np.ndarray,
                   capacity: np.ndarray, now: float, batch: float, busy_from: np.ndarray, room: np.ndarray,
                   spent: np.ndarray, freed: np.ndarray, freed_t: np.ndarray, last: np.ndarray, slot: np.ndarray,

@@ -46,8 +46,8 @@ backward, delaying the rest of it, as in Cupcake's timeline (thesis Fig. 5.1c); 
 when its last compression is done.
 
 The whole run (every GPU, bucket and iteration) is one zensim.net.fastloop.Program where a compiled
-loop applies to the network (fifo or maxmin without a NIC efficiency table; a calibrated profile's
-costs included) and neither `hosts` nor background traffic is given: the same times, bit
+loop applies to the network (fifo or maxmin; a calibrated profile's costs and a NIC efficiency
+table included) and neither `hosts` nor background traffic is given: the same times, bit
 for bit, as the callbacks of the general path (`_run_general`), which runs everything else.
 
 Limits: the scheme's local work on the communication stream does not slow the backward kernels (no

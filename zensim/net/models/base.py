@@ -2,7 +2,7 @@
 
 A sharing model decides when each message in flight has crossed its route. It is constructed on a
 `zensim.net.network.Network`, seen through `NetworkView`: per link `capacity`, `latency`,
-`link_efficiency` (eff(k) tables on NICs, or None), `host_efficiency` (h(f) table, or None),
+`nic_efficiency` (eff(k) table of NIC links, or None), `host_efficiency` (h(f) table, or None),
 `nic_links`; per message `route_tuples[m]`, `routes[m]` (padded with `num_links`), `nbytes[m]`,
 `route_latency[m]`; and the clock (`clock.now`, `clock.at`, `clock.late`). When a message's last
 byte has left its last link the model calls `deliver_after(latency, m)`.
@@ -31,7 +31,7 @@ class NetworkView(Protocol):
     capacity: np.ndarray  # bytes/s per link
     latency: np.ndarray  # seconds per link
     nic_links: np.ndarray  # ids of the links of kind NIC
-    link_efficiency: list[list[float] | None] | None  # per link eff(0..K) (NICs), None without a NIC efficiency
+    nic_efficiency: list[float] | None  # eff(0..K) of NIC links, None without a NIC efficiency
     host_efficiency: list[float] | None  # h(0..F), None without a host efficiency
     routes: np.ndarray  # (messages, width) link ids, padded with num_links
     route_tuples: list[tuple[int, ...]]

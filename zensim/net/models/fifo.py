@@ -20,6 +20,9 @@ from __future__ import annotations
 import heapq
 from collections import Counter, deque
 
+import numpy as np
+
+from zensim.net.efficiency import factor
 from zensim.net.models.base import NetworkView
 
 
@@ -36,10 +39,11 @@ class Fifo:
         self.capacity = net.capacity.tolist()
         self.latency = net.latency.tolist()
         self.free = [0.0] * len(self.capacity)
-        self.efficiency = net.link_efficiency
-        self.taken: list[deque[float]] = [deque() for _ in self.capacity]  # end times of messages on each link
-        self.host_efficiency = net.host_efficiency
-        self.scaled_links = frozenset(net.nic_links.tolist())
+        # the efficiency tables (zensim.net.efficiency), empty without, and the NIC links they scale (none without)
+        self.nic_table = np.array(net.nic_efficiency or [], dtype=np.float64)
+        self.host_table = np.array(net.host_efficiency or [], dtype=np.float64)
+        self.nic = frozenset(net.nic_links.tolist() if len(self.nic_table) or len(self.host_table) else ())
+        self.taken: list[deque[float]] = [deque() for _ in self.capacity]  # end times of messages on each NIC link
         self.inflight: list[float] = []  # heap: first-link end times of the messages in flight
 
     def reserve(self, size: int) -> None:
@@ -49,7 +53,7 @@ class Fifo:
         """Send messages `ids` now, in this order."""
         routes, now = self.net.route_tuples, self.clock.now
         moving = [m for m in ids if routes[m]]
-        on_first = Counter(routes[m][0] for m in moving) if self.efficiency else None
+        on_first = Counter(routes[m][0] for m in moving) if len(self.nic_table) else None
         later = len(moving)  # messages of this group not yet through _hop: in flight from this instant too
         for m in ids:
             route = routes[m]
@@ -66,21 +70,21 @@ class Fifo:
     def _rate(self, k: int, now: float, joining: int, flows: int) -> float:
         """Bandwidth of link k for a message whose head reaches it now, `joining` more messages reaching
         it at this instant, `flows` messages in flight in the network (for the host efficiency)."""
-        eff = self.efficiency[k] if self.efficiency else None
         rate = self.capacity[k]
-        if eff is not None:
-            taken = self.taken[k]
-            while taken and taken[0] <= now:
-                taken.popleft()
-            rate *= eff[min(len(taken) + 1 + joining, len(eff) - 1)]
-        if self.host_efficiency is not None and k in self.scaled_links:
-            rate *= self.host_efficiency[min(flows, len(self.host_efficiency) - 1)]
+        if k in self.nic:
+            if len(self.nic_table):
+                taken = self.taken[k]
+                while taken and taken[0] <= now:
+                    taken.popleft()
+                rate *= factor(self.nic_table, len(taken) + 1 + joining)
+            if len(self.host_table):
+                rate *= factor(self.host_table, flows)
         return rate
 
     def _in_flight(self, now: float, first_end: float, first_hop: bool, later: int) -> int:
         """Messages in flight now (injected, first link not yet done), this one included once, plus
         `later` more that its sender injects at this instant after it."""
-        if self.host_efficiency is None:
+        if not len(self.host_table):
             return 0
         while self.inflight and self.inflight[0] <= now:
             heapq.heappop(self.inflight)
@@ -98,11 +102,11 @@ class Fifo:
         rate = self._rate(k, now, joining, self._in_flight(now, first_end, i == 0, later))
         end = max(start + self.net.nbytes[m] / rate, prev_end)
         self.free[k] = end
-        if self.efficiency:
+        if k in self.nic and len(self.nic_table):
             self.taken[k].append(end)
         if i == 0:
             first_end = end
-            if self.host_efficiency is not None:
+            if len(self.host_table):
                 heapq.heappush(self.inflight, end)
         head, end = start + self.latency[k], end + self.latency[k]
         if i + 1 == len(route):

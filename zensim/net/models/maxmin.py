@@ -74,7 +74,8 @@ import numpy as np
 
 from zensim.errors import ConfigError
 from zensim.net.models.base import NetworkView
-from zensim.net.waterfill import LinkState, host_scaled, share_of_room, solve_flows, warm_flows
+from zensim.net.efficiency import capacities
+from zensim.net.waterfill import LinkState, share_of_room, solve_flows, warm_flows
 
 TIE = 1e-12  # relative tolerance: flows finishing "now"
 EXACT_FLOWS = 2048  # a component of at most this many flows is solved at every change, as with batch 0
@@ -84,6 +85,7 @@ FIRST = 64  # its first head: 1/FIRST of its flows (it is often replaced by the 
 
 
 _NONE = np.empty(0, dtype=np.int64)
+_NO_TABLE = np.empty(0)  # an efficiency table's place where there is none (zensim.net.efficiency)
 
 
 class _Component:
@@ -168,13 +170,15 @@ class MaxMin:
         links = net.num_links
         self.dummy = links
         self.capacity = np.append(net.capacity, np.inf)
-        self.efficiency = list(net.link_efficiency) + [None] if net.link_efficiency is not None else None
-        eff1 = [1.0 if e is None else e[1] for e in self.efficiency] if self.efficiency else [1.0] * (links + 1)
-        self.alone = (self.capacity * eff1).tolist()  # a link's capacity for a flow alone on it
-        self.host_efficiency = net.host_efficiency
-        self.host_table = np.array(net.host_efficiency if net.host_efficiency is not None else [])
+        # the efficiency tables (zensim.net.efficiency), empty without; they scale the NIC links
+        self.nic_table = np.array(net.nic_efficiency or [], dtype=np.float64)
+        self.host_table = np.array(net.host_efficiency or [], dtype=np.float64)
         self.nic = np.zeros(links + 1, dtype=bool)
         self.nic[net.nic_links] = True
+        # a link's capacity for a flow alone on it: eff(1) on NIC links (no flow is alone under a host efficiency);
+        # compiled code only with a table (a plain run's first compile is its loop's, announced: zensim.jit)
+        self.alone = (capacities(self.capacity, self.nic, self.nic_table, np.ones(links + 1, np.int64), _NO_TABLE, 0,
+                                 np.empty(links + 1)) if len(self.nic_table) else self.capacity).tolist()
         # per flow
         self.left = np.zeros(0)  # bytes left at base_time
         self.base_time = np.zeros(0)
@@ -251,7 +255,7 @@ class MaxMin:
             if not route or size == 0:
                 self.net.deliver_after(self.net.route_latency[m], m)
                 continue
-            idle = self.host_efficiency is None
+            idle = not len(self.host_table)
             for k in route:
                 if nflows[k]:
                     idle = False
@@ -364,7 +368,7 @@ class MaxMin:
         """End of an instant: place new shared flows, then solve every component that is due."""
         self.flush_armed = False
         self._join()
-        if self.host_efficiency is not None and self.active:
+        if len(self.host_table) and self.active:
             self.due.update(self.comps)
         for c in sorted({self._find(c) for c in self.due}):
             if c in self.comps and not self._warm(c):
@@ -375,14 +379,11 @@ class MaxMin:
 
     def _capacities(self) -> np.ndarray:
         """Link capacities now: bandwidth x eff(flows on it) on NIC links, x h(active flows) with a host
-        efficiency."""
-        cap = self.capacity
-        if self.efficiency:
-            counts = np.asarray(self.nflows)
-            cap = cap * np.array([1.0 if e is None else e[min(c, len(e) - 1)] for e, c in zip(self.efficiency, counts)])
-        if self.host_efficiency is not None:
-            cap = host_scaled(cap, self.nic, self.host_table, self.active + len(self.isolated), np.empty(len(cap)))
-        return cap
+        efficiency (zensim.net.efficiency.capacities)."""
+        if not len(self.nic_table) and not len(self.host_table):
+            return self.capacity
+        return capacities(self.capacity, self.nic, self.nic_table, np.asarray(self.nflows, dtype=np.int64),
+                          self.host_table, self.active + len(self.isolated), np.empty(len(self.capacity)))
 
     def _warm(self, c: int) -> bool:
         """Rates for the flows that joined component c this instant, the others keeping theirs, where that
@@ -393,9 +394,8 @@ class MaxMin:
         freed capacity or a merge made c due. False: solve c."""
         comp = self.comps[c]
         new = comp.parts[-1]
-        if (self.batch == 0 or comp.alive <= self.exact_flows or self.efficiency
-                or self.host_efficiency is not None or c in self.stale
-                or not isinstance(new, list) or comp.alive == len(new)):
+        if (self.batch == 0 or comp.alive <= self.exact_flows or len(self.nic_table) or len(self.host_table)
+                or c in self.stale or not isinstance(new, list) or comp.alive == len(new)):
             return False
         flows = np.asarray(new, dtype=np.int64)
         finish = warm_flows(flows, self.left, self.base_time, self.rate, self.net.routes, self.capacity,
@@ -413,7 +413,7 @@ class MaxMin:
         flows = np.concatenate([np.asarray(part, dtype=np.int64) for part in comp.parts])
         # only departures since its last solve (one segment: no _warm, no merge; a joined flow has no rate
         # yet), capacities that do not follow the flow counts: a partial re-solve
-        partial = len(comp.segments) == 1 and not self.efficiency and self.host_efficiency is None
+        partial = len(comp.segments) == 1 and not len(self.nic_table) and not len(self.host_table)
         for s in comp.segments:
             self.segments.pop(s, None)
         comp.segments = []
@@ -509,7 +509,7 @@ class MaxMin:
             if comp is not None and c not in self.due and when < comp.check:
                 comp.check = when
                 self.clock.at(when - now, self._check, c, comp.epoch)
-        if self.host_efficiency is not None and gone and self.active:
+        if len(self.host_table) and gone and self.active:
             self.due.update(self.comps)
         if self.due:
             self._later()
