@@ -26,7 +26,7 @@ import numpy as np
 from zensim.jit import announce
 from zensim.net import fastloop
 from zensim.net.fastloop import (FINISH, MODEL, SENT, START, Program, advance, arrived, grow, pop, push, resume,
-                                 sends)
+                                 sends, uncounted)
 
 if TYPE_CHECKING:
     from zensim.net.network import Network
@@ -56,7 +56,7 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     numbering) the stage start, transfer start, transfer end and stage end times (4, slots), and per node
     of the program when it began and when it was done."""
     rank, messages, sizes, prog = fastloop.schedule(net, clients, program)
-    st = np.zeros(fastloop.STATE, np.int64)
+    st = fastloop.state(net.count)
     out = np.zeros((4, sizes["slots"]))
     sent_at, delivered_at = net.sent_at[:net.count], net.delivered_at[:net.count]  # NaN: nothing sent yet (applies)
     floats = [np.ascontiguousarray(x, dtype=np.float64) for x in (net.nbytes[:net.count], net.capacity, net.latency)]
@@ -128,14 +128,14 @@ def _hop(m, i, prev_end, later, now, routes, nbytes, capacity, latency, pad, fre
         prev_end = end
 
 
-@numba.njit(cache=True)
+@uncounted
 def _rank(r, s, step, now, net, rank, prog, free, heap, st, out, sent_at):  # pragma: no cover (compiled)
     """Advance the ranks and the program from rank r's (or node r's) `step`, injecting (Network.start,
     Fifo.inject) where they send."""
     routes, nbytes, capacity, latency, pad, host = net.routes, net.nbytes, net.capacity, net.latency, net.pad, net.host
     slot = advance(r, s, step, now, rank, prog, heap, st, out)
     while slot >= 0:
-        ids, first, stop = sends(slot, rank)
+        ids, first, stop = sends(slot, rank, st)
         later = 0  # the group's messages not yet through _hop
         for j in range(first, stop):
             sent_at[ids[j]] = now
