@@ -26,7 +26,7 @@ import numpy as np
 from zensim.jit import announce
 from zensim.net import fastloop
 from zensim.net.fastloop import (FINISH, MODEL, SENT, START, Program, advance, arrived, grow, pop, push, resume,
-                                 sends, uncounted)
+                                 inlined, sends, uncounted)
 
 if TYPE_CHECKING:
     from zensim.net.network import Network
@@ -75,7 +75,7 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
 
 # -- a host efficiency h(f) (Fifo._in_flight, Fifo._rate): `host` a `Host`
 
-@numba.njit(cache=True)
+@uncounted
 def _in_flight(now, m, first_hop, later, host):  # pragma: no cover (compiled)
     """Fifo._in_flight: the messages in flight now (injected, first link not yet done), m included once,
     plus `later` more that its sender injects at this instant after it."""
@@ -87,7 +87,7 @@ def _in_flight(now, m, first_hop, later, host):  # pragma: no cover (compiled)
     return size[0] + mine + later
 
 
-@numba.njit(cache=True)
+@uncounted
 def _started(m, end, host):  # pragma: no cover (compiled)
     """Message m's first link is done at `end`: in flight until then (heapq.heappush)."""
     host.first_end[m] = end
@@ -96,7 +96,7 @@ def _started(m, end, host):  # pragma: no cover (compiled)
     host.size[0] += 1
 
 
-@numba.njit(cache=True)
+@uncounted
 def _hop(m, i, prev_end, later, now, routes, nbytes, capacity, latency, pad, free, host, heap,
          st):  # pragma: no cover (compiled)
     """Fifo._hop without NIC efficiency: the head of m reaches hop i now (and the hops after it at once
@@ -128,13 +128,15 @@ def _hop(m, i, prev_end, later, now, routes, nbytes, capacity, latency, pad, fre
         prev_end = end
 
 
-@uncounted
+@inlined
 def _rank(r, s, step, now, net, rank, prog, free, heap, st, out, sent_at):  # pragma: no cover (compiled)
     """Advance the ranks and the program from rank r's (or node r's) `step`, injecting (Network.start,
-    Fifo.inject) where they send."""
+    Fifo.inject) where they send. (Inlined: one call of advance.)"""
     routes, nbytes, capacity, latency, pad, host = net.routes, net.nbytes, net.capacity, net.latency, net.pad, net.host
-    slot = advance(r, s, step, now, rank, prog, heap, st, out)
-    while slot >= 0:
+    while True:
+        slot = advance(r, s, step, now, rank, prog, heap, st, out)
+        if slot < 0:
+            return
         ids, first, stop = sends(slot, rank, st)
         later = 0  # the group's messages not yet through _hop
         for j in range(first, stop):
@@ -149,37 +151,58 @@ def _rank(r, s, step, now, net, rank, prog, free, heap, st, out, sent_at):  # pr
                 later -= 1
                 _hop(m, 0, now, later, now, routes, nbytes, capacity, latency, pad, free, host, heap, st)
         r, s = resume(slot, rank)
-        slot = advance(r, s, SENT, now, rank, prog, heap, st, out)
+        step = SENT
+
+
+@uncounted
+def _events(now, start, net, rank, prog, messages, free, heap, st, out, sent_at, delivered_at,
+            room):  # pragma: no cover (compiled)
+    """With `start`, start the program's roots at time 0, in order; then run the heap's events until it
+    is empty or, with CORES events pending, it may need more rows than it has (`room` and one per
+    CORES event); returns the time of the last one run."""
+    routes, nbytes, capacity, latency, pad, host = net.routes, net.nbytes, net.capacity, net.latency, net.pad, net.host
+    stage_of, src_of, dst_of = messages.stage, messages.src, messages.dst
+    roots = prog.roots
+    i = 0 if start else len(roots)
+    while i < len(roots) or st[fastloop.SIZE] > 0:
+        if i < len(roots):  # a root starts (one call of _rank, inlined, for every step)
+            r, s, step, count, kind, i = roots[i], 0, START, 1, START, i + 1
+        else:
+            if st[fastloop.CORE_EVENTS] and room + st[fastloop.CORE_EVENTS] > heap.shape[0]:
+                break
+            now, kind, a, b, c = pop(heap, st)
+            if kind == _HOP:
+                _hop(a, b, c, 0, now, routes, nbytes, capacity, latency, pad, free, host, heap, st)
+                continue
+            r, s, step, count = a, b, kind, 1
+            if kind == _DELIVER:  # Network._delivered, LogReplay._delivered: the sender's stage, then the
+                delivered_at[a] = now  # receiver's, each where it has all its messages now
+                s, step, count = stage_of[a], FINISH, 2
+        for j in range(count):
+            if kind == _DELIVER:
+                r = src_of[a] if j == 0 else dst_of[a]
+                if not arrived(r, s, rank):
+                    continue
+            _rank(r, s, step, now, net, rank, prog, free, heap, st, out, sent_at)
+    return now
 
 
 @numba.njit(cache=True)
 def _loop(routes, nbytes, capacity, latency, pad, host, rank, messages, prog, st, out, sent_at,
           delivered_at):  # pragma: no cover (compiled)
     """The program's roots start at time 0, in order, then Clock.run(): events in (time, order of
-    scheduling) order. Returns the time of the last event. At most one event is pending per message,
-    per rank and per node of the program, so the heap is sized once; but for shared host processors'
-    events (fastloop.CORE_EVENTS), stale ones included: one step schedules at most one per rank and one more."""
+    scheduling) order (_events). Returns the time of the last event. At most one event is pending per
+    message, per rank and per node of the program, so the heap is sized once; but for shared host
+    processors' events (fastloop.CORE_EVENTS), stale ones included: one step schedules at most one per
+    rank and one more, so the heap grows here before _events would lack room."""
     ranks = len(rank.stages)
     size = len(nbytes) + ranks + len(prog.kind) + 1
     heap = np.empty((size, fastloop.ROW))
     free = np.zeros(len(capacity))
     net = Wire(routes, nbytes, capacity, latency, pad, host)
-    stage_of, src_of, dst_of = messages.stage, messages.src, messages.dst
-    now = 0.0
-    for x in prog.roots:
-        _rank(x, 0, START, now, net, rank, prog, free, heap, st, out, sent_at)
+    room = size + ranks + 1
+    now = _events(0.0, True, net, rank, prog, messages, free, heap, st, out, sent_at, delivered_at, room)
     while st[fastloop.SIZE] > 0:
-        if st[fastloop.CORE_EVENTS]:
-            heap = grow(heap, size + st[fastloop.CORE_EVENTS] + ranks + 1)
-        now, kind, a, b, c = pop(heap, st)
-        if kind == _HOP:
-            _hop(a, b, c, 0, now, routes, nbytes, capacity, latency, pad, free, host, heap, st)
-        elif kind == _DELIVER:  # Network._delivered, LogReplay._delivered
-            delivered_at[a] = now
-            s = stage_of[a]
-            for r in (src_of[a], dst_of[a]):
-                if arrived(r, s, rank):
-                    _rank(r, s, FINISH, now, net, rank, prog, free, heap, st, out, sent_at)
-        else:
-            _rank(a, b, kind, now, net, rank, prog, free, heap, st, out, sent_at)
+        heap = grow(heap, room + st[fastloop.CORE_EVENTS])
+        now = _events(now, False, net, rank, prog, messages, free, heap, st, out, sent_at, delivered_at, room)
     return now

@@ -60,6 +60,10 @@ _WAIT, _DONE = -1, -2  # a rank waits for work or messages / has ended its last 
 # array to a caller that counts references (`sends` returns one of the schedule's arrays, to callers
 # compiled this way only); the arrays it reads are kept alive by the loop that made them.
 uncounted = numba.njit(cache=True, _nrt=False)
+# The same, and inlined into its callers (numba's inlining, in their code, which must be uncounted too): a
+# call passes every array of its tuple arguments as separate machine words, a few hundred for the
+# loops' state, pushed on the stack at each call. For the per-event steps, each called from one or two places.
+inlined = numba.njit(cache=True, _nrt=False, inline="always")
 
 # The ranks' stage program as the compiled loops take it (`schedule`), its arrays read by name: per network
 # message id in stage order, slot by slot (`order`), and each slot's run of it (`bounds`); per slot the
@@ -422,7 +426,7 @@ def _cores_due(h, version, now, cores, heap, st):  # pragma: no cover (compiled)
     _arm(h, now, cores, heap, st)
 
 
-@uncounted
+@inlined
 def _work(heap, st, out, column, slot, now, seconds, then, r, s, cores):  # pragma: no cover (compiled)
     """Stamp out[column, slot] now; with local work to do, resume at `then` after it (True): an event, or
     a job on the host's shared processors (Network.compute)."""
@@ -436,7 +440,7 @@ def _work(heap, st, out, column, slot, now, seconds, then, r, s, cores):  # prag
     return False
 
 
-@uncounted
+@inlined
 def _stages(r, s, step, now, rank, heap, st, out):  # pragma: no cover (compiled)
     """Rank r at stage s from `step` on (BEGIN: the stage begins; POST: its pre work done, the exchange's
     own CPU begins; SEND: that done; SENT: its sends injected; FINISH: its messages all delivered; END:
@@ -504,7 +508,7 @@ def _start(x, now, rank, prog, heap, st):  # pragma: no cover (compiled)
     return r
 
 
-@uncounted
+@inlined
 def advance(r, s, step, now, rank, prog, heap, st, out):  # pragma: no cover (compiled)
     """Run the ranks and the program from one step until all wait, or a rank has sends to inject now:
     their (rank, stage) slot (then call again with SENT for that rank and stage). Steps: those of
@@ -554,7 +558,7 @@ def advance(r, s, step, now, rank, prog, heap, st, out):  # pragma: no cover (co
             return -1
 
 
-@uncounted
+@inlined
 def sends(slot, rank, st):  # pragma: no cover (compiled)
     """The messages that the slot `advance` returned injects now, in order, as (ids, first, stop): its
     own sends, order[bounds[slot]:bounds[slot + 1]]; with rendezvous (LogReplay._send) those of them
@@ -590,7 +594,7 @@ def sends(slot, rank, st):  # pragma: no cover (compiled)
     return group, 0, size
 
 
-@uncounted
+@inlined
 def arrived(r, s, rank):  # pragma: no cover (compiled)
     """A message of rank r's stage s was delivered (LogReplay._delivered): whether the stage now has
     all its messages and its own sends injected (then advance it from FINISH)."""
@@ -600,7 +604,7 @@ def arrived(r, s, rank):  # pragma: no cover (compiled)
     return pending[slot] == 0 and sent[slot]
 
 
-@uncounted
+@inlined
 def resume(slot, rank):  # pragma: no cover (compiled)
     """The (rank, stage) of a slot `advance` returned."""
     r = rank.slot_rank[slot]

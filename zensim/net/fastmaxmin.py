@@ -37,7 +37,7 @@ from numba.typed import List
 from zensim.jit import announce
 from zensim.net import fastloop
 from zensim.net.fastloop import (FINISH, MODEL, SENT, START, Program, advance, arrived, grow, pop, push, push_late,
-                                 resume, sends, uncounted)
+                                 inlined, resume, sends, uncounted)
 from zensim.net.models.maxmin import DEFER, FIRST, HEAD, TIE
 from zensim.net.waterfill import LinkState, host_scaled, share_of_room, solve_compiled, warm_compiled
 
@@ -302,7 +302,7 @@ def _later(now, heap, st, ms):  # pragma: no cover (compiled)
         push_late(heap, st, now, _FLUSH, 0)
 
 
-@uncounted
+@inlined
 def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (compiled)
     """Network.start and MaxMin.inject of the sends order[b0:b1] (fastloop.sends): flows alone on their links isolated,
     the others (and the isolated flows they meet, promoted) shared from the end of this instant."""
@@ -380,7 +380,7 @@ def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (com
         _later(now, heap, st, ms)
 
 
-@uncounted
+@inlined
 def _isolated_done(m, mark, now, mm, heap, st):  # pragma: no cover (compiled)
     """An isolated flow finished (unless it was promoted meanwhile)."""
     wire, flow, link = mm.wire, mm.flow, mm.link
@@ -720,17 +720,60 @@ def _check(c, mark, now, mm, heap, st):  # pragma: no cover (compiled)
 # -- the loop ---------------------------------------------------------------------------------
 
 
-@uncounted
+@inlined
 def _rank(r, s, step, now, rank, prog, mm, heap, st, out, sent_at):  # pragma: no cover (compiled)
     """Advance the ranks and the program from rank r's (or node r's) `step`, injecting where they send.
-    Schedules at most one event per message injected, rank and node, and two more: the heap has room
-    for st[UNSENT] + `extra` + 2 more rows (_loop)."""
-    slot = advance(r, s, step, now, rank, prog, heap, st, out)
-    while slot >= 0:
+    Schedules at most one event per message injected, rank and node, and two more. (Inlined: one call
+    of advance, of _inject.)"""
+    while True:
+        slot = advance(r, s, step, now, rank, prog, heap, st, out)
+        if slot < 0:
+            return
         ids, first, stop = sends(slot, rank, st)
         _inject(first, stop, ids, now, mm, heap, st, sent_at)
         r, s = resume(slot, rank)
-        slot = advance(r, s, SENT, now, rank, prog, heap, st, out)
+        step = SENT
+
+
+@uncounted
+def _room(st, ms, extra):  # pragma: no cover (compiled)
+    """The heap rows the next event's step may need: a model's step schedules at most two events per
+    shared flow and eight more, a rank's step (_rank, twice for a delivery) one per message not yet
+    injected, one per rank and node (`extra`) and two more."""
+    return st[fastloop.SIZE] + max(2 * ms[_ACTIVE] + 8, st[fastloop.UNSENT] + 2 * extra + 4)
+
+
+@uncounted
+def _events(now, rank, prog, messages, mm, extra, heap, st, out, sent_at, delivered_at):  # pragma: no cover (compiled)
+    """Run the heap's events (the ranks', isolated flows' ends, deliveries, checks) until it is empty, the
+    next is a departure or a flush (_loop runs those: they allocate) or the heap is too small for the
+    next step (_room); returns the time of the last one run."""
+    stage_of, src_of, dst_of = messages.stage, messages.src, messages.dst
+    while st[fastloop.SIZE] > 0:
+        kind = int(heap[0, 2])
+        if kind == _DEPART or kind == _FLUSH or _room(st, mm.ms, extra) > heap.shape[0]:
+            break
+        now, kind, a, b, c = pop(heap, st)
+        if kind == _ISOLATED:
+            _isolated_done(a, b, now, mm, heap, st)
+        elif kind == _CHECK:
+            _check(a, b, now, mm, heap, st)
+        else:  # a rank's step, or a delivery (Network._delivered, LogReplay._delivered): then the sender's
+            s, step, count = b, kind, 1  # stage, then the receiver's, each where it has all its messages now
+            if kind == _DELIVER:
+                delivered_at[a] = now
+                s, step, count = stage_of[a], FINISH, 2
+            for i in range(count):  # one call of _rank (inlined)
+                r = a if kind != _DELIVER else src_of[a] if i == 0 else dst_of[a]
+                if kind != _DELIVER or arrived(r, s, rank):
+                    _rank(r, s, step, now, rank, prog, mm, heap, st, out, sent_at)
+    return now
+
+
+@uncounted
+def _root(x, rank, prog, mm, heap, st, out, sent_at):  # pragma: no cover (compiled)
+    """Start node x of the program at time 0 (a root)."""
+    _rank(x, 0, START, 0.0, rank, prog, mm, heap, st, out, sent_at)
 
 
 @numba.njit(cache=True)
@@ -739,42 +782,30 @@ def _loop(wire, flow, link, comp, scratch, ms, fs, host, rank, messages, prog, e
     """The program's roots start at time 0, in order, then Clock.run(): events in (time, priority, order
     of scheduling) order. Returns the time of the last event. wire..host: the model's arrays (run(), a
     `Model`'s fields); the segments' typed lists are made here (compiled with the loop, so cached). The
-    heap grows before an event's step where it might run out of room: a model's step schedules at most
-    two events per shared flow and eight more, a rank's step (_rank, twice for a delivery) one per
-    message not yet injected, one per rank and node (`extra`) and two more."""
+    events that allocate (departures, flushes) run here, the others in _events; the heap grows here."""
     segments = Segments(List.empty_list(types.float64[::1]), List.empty_list(types.int64[::1]),
                         List.empty_list(types.int64[::1]), List.empty_list(types.int64[::1]),
                         List.empty_list(types.int64), List.empty_list(types.boolean), List.empty_list(types.int64),
                         List.empty_list(types.float64[:, ::1]))
     segments.heads.append(np.empty((64, 2)))
     mm = Model(wire, flow, link, comp, scratch, ms, fs, host)
-    stage_of, src_of, dst_of = messages.stage, messages.src, messages.dst
     heap = np.empty((len(sent_at) + 3 * extra + 16, fastloop.ROW))
     now = 0.0
     for x in prog.roots:
         need = st[fastloop.SIZE] + st[fastloop.UNSENT] + extra + 2
         if need > heap.shape[0]:
             heap = grow(heap, need)
-        _rank(x, 0, START, now, rank, prog, mm, heap, st, out, sent_at)
+        _root(x, rank, prog, mm, heap, st, out, sent_at)
     while st[fastloop.SIZE] > 0:
-        need = st[fastloop.SIZE] + max(2 * ms[_ACTIVE] + 8, st[fastloop.UNSENT] + 2 * extra + 4)
+        need = _room(st, ms, extra)
         if need > heap.shape[0]:
             heap = grow(heap, need)
+        now = _events(now, rank, prog, messages, mm, extra, heap, st, out, sent_at, delivered_at)
+        if st[fastloop.SIZE] == 0 or _room(st, ms, extra) > heap.shape[0]:
+            continue
         now, kind, a, b, c = pop(heap, st)
-        if kind == _DELIVER:  # Network._delivered, LogReplay._delivered
-            delivered_at[a] = now
-            s = stage_of[a]
-            for r in (src_of[a], dst_of[a]):
-                if arrived(r, s, rank):
-                    _rank(r, s, FINISH, now, rank, prog, mm, heap, st, out, sent_at)
-        elif kind == _ISOLATED:
-            _isolated_done(a, b, now, mm, heap, st)
-        elif kind == _DEPART:
+        if kind == _DEPART:
             _depart(a, now, mm, segments, heap, st)
-        elif kind == _CHECK:
-            _check(a, b, now, mm, heap, st)
-        elif kind == _FLUSH:
-            _flush(now, mm, segments, heap, st)
         else:
-            _rank(a, b, kind, now, rank, prog, mm, heap, st, out, sent_at)
+            _flush(now, mm, segments, heap, st)
     return now
