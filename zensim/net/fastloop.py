@@ -259,7 +259,7 @@ def finish(net: Network, now: float, st: np.ndarray, sent_at: np.ndarray, delive
     net.clock.events = int(st[EVENTS])
 
 
-@uncounted
+@inlined
 def _move(heap, to, row):  # pragma: no cover (compiled)
     """heap[to] = heap[row], column by column."""
     for j in range(heap.shape[1]):
@@ -281,10 +281,11 @@ def sift_up(heap, i, key, order):  # pragma: no cover (compiled)
 
 @uncounted
 def sift_down(heap, size):  # pragma: no cover (compiled)
-    """Remove row 0 of a heap of `size` + 1 rows: its last row (index `size`) takes the place."""
+    """Remove row 0 of a heap of `size` + 1 rows: its last row (index `size`) takes the place. Floyd's way,
+    as C++'s std::pop_heap: the hole goes down to a leaf by the earlier child (one comparison a level),
+    then the last row up from there (rarely far: it is among the latest)."""
     if size == 0:
         return
-    key, order = heap[size, 0], heap[size, 1]
     i = 0
     while True:
         child = 2 * i + 1
@@ -294,10 +295,9 @@ def sift_down(heap, size):  # pragma: no cover (compiled)
         if right < size and (heap[right, 0] < heap[child, 0]
                              or (heap[right, 0] == heap[child, 0] and heap[right, 1] < heap[child, 1])):
             child = right
-        if key < heap[child, 0] or (key == heap[child, 0] and order < heap[child, 1]):
-            break
         _move(heap, i, child)
         i = child
+    i = sift_up(heap, i, heap[size, 0], heap[size, 1])
     _move(heap, i, size)
 
 
