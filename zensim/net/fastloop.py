@@ -62,7 +62,7 @@ _WAIT, _DONE = -1, -2  # a rank waits for work or messages / has ended its last 
 uncounted = numba.njit(cache=True, _nrt=False)
 # The same, and inlined into its callers (numba's inlining, in their code, which must be uncounted too): a
 # call passes every array of its tuple arguments as separate machine words, a few hundred for the
-# loops' state, pushed on the stack at each call. For the per-event steps, each called from one or two places.
+# loops' state, pushed on the stack at each call. For the per-event steps, each called from a few places.
 inlined = numba.njit(cache=True, _nrt=False, inline="always")
 
 # The ranks' stage program as the compiled loops take it (`schedule`), its arrays read by name: per network
