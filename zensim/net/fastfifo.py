@@ -27,7 +27,7 @@ from zensim.jit import announce
 from zensim.net import fastloop
 from zensim.net.efficiency import factor
 from zensim.net.fastloop import (FINISH, MODEL, SENT, START, Program, advance, arrived, grow, pop, push, resume,
-                                 sends)
+                                 inlined, sends, uncounted)
 
 if TYPE_CHECKING:
     from zensim.net.network import Network
@@ -60,7 +60,7 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     numbering) the stage start, transfer start, transfer end and stage end times (4, slots), and per node
     of the program when it began and when it was done."""
     rank, messages, sizes, prog = fastloop.schedule(net, clients, program)
-    st = np.zeros(fastloop.STATE, np.int64)
+    st = fastloop.state(net.count)
     out = np.zeros((4, sizes["slots"]))
     sent_at, delivered_at = net.sent_at[:net.count], net.delivered_at[:net.count]  # NaN: nothing sent yet (applies)
     floats = [np.ascontiguousarray(x, dtype=np.float64) for x in (net.nbytes[:net.count], net.capacity, net.latency)]
@@ -88,7 +88,7 @@ def _host(net: Network) -> Host:
 
 # -- the efficiency tables (Fifo._in_flight, Fifo._rate): `host` a `Host`
 
-@numba.njit(cache=True)
+@uncounted
 def _in_flight(now, m, first_hop, later, host):  # pragma: no cover (compiled)
     """Fifo._in_flight: the messages in flight now (injected, first link not yet done), m included once,
     plus `later` more that its sender injects at this instant after it."""
@@ -100,7 +100,7 @@ def _in_flight(now, m, first_hop, later, host):  # pragma: no cover (compiled)
     return size[0] + mine + later
 
 
-@numba.njit(cache=True)
+@uncounted
 def _started(m, end, host):  # pragma: no cover (compiled)
     """Message m's first link is done at `end`: in flight until then (heapq.heappush)."""
     host.first_end[m] = end
@@ -109,7 +109,7 @@ def _started(m, end, host):  # pragma: no cover (compiled)
     host.size[0] += 1
 
 
-@numba.njit(cache=True)
+@uncounted
 def _taken(k, now, host):  # pragma: no cover (compiled)
     """Fifo._rate's count of the messages NIC link k took that end after now (the earlier ones popped)."""
     ends, popped, pushed = host.ends, host.popped, host.pushed
@@ -118,7 +118,7 @@ def _taken(k, now, host):  # pragma: no cover (compiled)
     return pushed[k] - popped[k]
 
 
-@numba.njit(cache=True)
+@uncounted
 def _hop(m, i, prev_end, later, now, routes, nbytes, capacity, latency, pad, free, host, heap,
          st):  # pragma: no cover (compiled)
     """Fifo._hop: the head of m reaches hop i now (and the hops after it at once while their heads
@@ -159,14 +159,16 @@ def _hop(m, i, prev_end, later, now, routes, nbytes, capacity, latency, pad, fre
         prev_end = end
 
 
-@numba.njit(cache=True)
+@inlined
 def _rank(r, s, step, now, net, rank, prog, free, heap, st, out, sent_at):  # pragma: no cover (compiled)
     """Advance the ranks and the program from rank r's (or node r's) `step`, injecting (Network.start,
-    Fifo.inject) where they send."""
+    Fifo.inject) where they send. (Inlined: one call of advance.)"""
     routes, nbytes, capacity, latency, pad, host = net.routes, net.nbytes, net.capacity, net.latency, net.pad, net.host
-    slot = advance(r, s, step, now, rank, prog, heap, st, out)
-    while slot >= 0:
-        ids, first, stop = sends(slot, rank)
+    while True:
+        slot = advance(r, s, step, now, rank, prog, heap, st, out)
+        if slot < 0:
+            return
+        ids, first, stop = sends(slot, rank, st)
         later = 0  # the group's messages not yet through _hop
         for j in range(first, stop):
             sent_at[ids[j]] = now
@@ -182,37 +184,58 @@ def _rank(r, s, step, now, net, rank, prog, free, heap, st, out, sent_at):  # pr
                 later -= 1
                 _hop(m, 0, now, later, now, routes, nbytes, capacity, latency, pad, free, host, heap, st)
         r, s = resume(slot, rank)
-        slot = advance(r, s, SENT, now, rank, prog, heap, st, out)
+        step = SENT
+
+
+@uncounted
+def _events(now, start, net, rank, prog, messages, free, heap, st, out, sent_at, delivered_at,
+            room):  # pragma: no cover (compiled)
+    """With `start`, start the program's roots at time 0, in order; then run the heap's events until it
+    is empty or, with CORES events pending, it may need more rows than it has (`room` and one per
+    CORES event); returns the time of the last one run."""
+    routes, nbytes, capacity, latency, pad, host = net.routes, net.nbytes, net.capacity, net.latency, net.pad, net.host
+    stage_of, src_of, dst_of = messages.stage, messages.src, messages.dst
+    roots = prog.roots
+    i = 0 if start else len(roots)
+    while i < len(roots) or st[fastloop.SIZE] > 0:
+        if i < len(roots):  # a root starts (one call of _rank, inlined, for every step)
+            r, s, step, count, kind, i = roots[i], 0, START, 1, START, i + 1
+        else:
+            if st[fastloop.CORE_EVENTS] and room + st[fastloop.CORE_EVENTS] > heap.shape[0]:
+                break
+            now, kind, a, b, c = pop(heap, st)
+            if kind == _HOP:
+                _hop(a, b, c, 0, now, routes, nbytes, capacity, latency, pad, free, host, heap, st)
+                continue
+            r, s, step, count = a, b, kind, 1
+            if kind == _DELIVER:  # Network._delivered, LogReplay._delivered: the sender's stage, then the
+                delivered_at[a] = now  # receiver's, each where it has all its messages now
+                s, step, count = np.int64(stage_of[a]), FINISH, 2  # int32 columns (fastloop.IDS), read as int64
+        for j in range(count):
+            if kind == _DELIVER:
+                r = np.int64(src_of[a]) if j == 0 else np.int64(dst_of[a])
+                if not arrived(r, s, rank):
+                    continue
+            _rank(r, s, step, now, net, rank, prog, free, heap, st, out, sent_at)
+    return now
 
 
 @numba.njit(cache=True)
 def _loop(routes, nbytes, capacity, latency, pad, host, rank, messages, prog, st, out, sent_at,
           delivered_at):  # pragma: no cover (compiled)
     """The program's roots start at time 0, in order, then Clock.run(): events in (time, order of
-    scheduling) order. Returns the time of the last event. At most one event is pending per message,
-    per rank and per node of the program, so the heap is sized once; but for shared host processors'
-    events (fastloop.CORE_EVENTS), stale ones included: one step schedules at most one per rank and one more."""
+    scheduling) order (_events). Returns the time of the last event. At most one event is pending per
+    message, per rank and per node of the program, so the heap is sized once; but for shared host
+    processors' events (fastloop.CORE_EVENTS), stale ones included: one step schedules at most one per
+    rank and one more, so the heap grows here before _events would lack room."""
     ranks = len(rank.stages)
     size = len(nbytes) + ranks + len(prog.kind) + 1
     heap = np.empty((size, fastloop.ROW))
     free = np.zeros(len(capacity))
     net = Wire(routes, nbytes, capacity, latency, pad, host)
-    stage_of, src_of, dst_of = messages.stage, messages.src, messages.dst
-    now = 0.0
-    for x in prog.roots:
-        _rank(x, 0, START, now, net, rank, prog, free, heap, st, out, sent_at)
+    room = size + ranks + 1
+    now = _events(0.0, True, net, rank, prog, messages, free, heap, st, out, sent_at, delivered_at, room)
     while st[fastloop.SIZE] > 0:
-        if st[fastloop.CORE_EVENTS]:
-            heap = grow(heap, size + st[fastloop.CORE_EVENTS] + ranks + 1)
-        now, kind, a, b, c = pop(heap, st)
-        if kind == _HOP:
-            _hop(a, b, c, 0, now, routes, nbytes, capacity, latency, pad, free, host, heap, st)
-        elif kind == _DELIVER:  # Network._delivered, LogReplay._delivered
-            delivered_at[a] = now
-            s = np.int64(stage_of[a])  # int32 columns (fastloop.IDS), read as int64: one signature
-            for r in (np.int64(src_of[a]), np.int64(dst_of[a])):
-                if arrived(r, s, rank):
-                    _rank(r, s, FINISH, now, net, rank, prog, free, heap, st, out, sent_at)
-        else:
-            _rank(a, b, kind, now, net, rank, prog, free, heap, st, out, sent_at)
+        heap = grow(heap, room + st[fastloop.CORE_EVENTS])
+        now = _events(now, False, net, rank, prog, messages, free, heap, st, out, sent_at, delivered_at, room)
     return now

@@ -44,9 +44,9 @@ if TYPE_CHECKING:
 SEND, END, BEGIN, SENT, FINISH, NODE, START, POST, CORES, MODEL = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
 # st: the loop's integer state (STATE of them): the heap's size, the scheduling sequence, events so far, the
 # program's stack depth; the jobs of shared processors done at the last CORES event (those resumed so far,
-# how many) and the CORES events in the heap
-SIZE, SEQ, EVENTS, DEPTH, RESUMED, DONE_JOBS, CORE_EVENTS = range(7)
-STATE = 7
+# how many), the CORES events in the heap, and the messages not yet injected (`sends` counts them down)
+SIZE, SEQ, EVENTS, DEPTH, RESUMED, DONE_JOBS, CORE_EVENTS, UNSENT = range(8)
+STATE = 8
 _LATE = float(2**52)
 ROW = 6
 TIMER, RANK = 0, 1  # node kinds
@@ -54,6 +54,19 @@ TIMER, RANK = 0, 1  # node kinds
 # slots is refused (`schedule`); bytes, times and global event counts stay int64 / float64
 IDS = np.int32
 _WAIT, _DONE = -1, -2  # a rank waits for work or messages / has ended its last stage
+
+# The decorator of the functions an event's common path calls (here and in the models' loops): compiled
+# without numba's reference counts. A compiled function takes a reference (an atomic add, and drops it
+# on return) on every array of every tuple argument it binds, at each call: for the state tuples of the
+# loops, 30 to 80 arrays a call, that was most of the CPU of an event (docs/simulator.md, "floor per
+# event"). Such a function allocates no array (numba refuses to compile it if it does) and returns no
+# array to a caller that counts references (`sends` returns one of the schedule's arrays, to callers
+# compiled this way only); the arrays it reads are kept alive by the loop that made them.
+uncounted = numba.njit(cache=True, _nrt=False)
+# The same, and inlined into its callers (numba's inlining, in their code, which must be uncounted too): a
+# call passes every array of its tuple arguments as separate machine words, a few hundred for the
+# loops' state, pushed on the stack at each call. For the per-event steps, each called from a few places.
+inlined = numba.njit(cache=True, _nrt=False, inline="always")
 
 # The ranks' stage program as the compiled loops take it (`schedule`), its arrays read by name: per network
 # message id in stage order, slot by slot (`order`), and each slot's run of it (`bounds`); per slot the
@@ -151,7 +164,7 @@ class Program:
 def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, Messages, dict, Nodes]:
     """The clients' schedules (LogReplay.arrays) as one, ranks and slots numbered across clients: `rank`
     (`Ranks`, its `held` a `Held`, its `cores` a `Cores`), `messages` (`Messages`) and `sizes` (ranks,
-    slots, widest: the most messages one slot injects at once, linked), with the program's arrays
+    slots, linked), with the program's arrays
     (`Nodes`). ValueError unless the clients' messages are all the network's. One client (a replay)
     lends its own arrays, read only, where no renumbering is needed: no copies per message but
     `pending`, which the loop counts down."""
@@ -219,8 +232,7 @@ def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, 
     node_of[prog.target[prog.kind == RANK]] = np.flatnonzero(prog.kind == RANK)
     rank = Ranks(order, bounds, pending, np.zeros(int(slots[-1]), np.bool_), pre, post, stages,
                  slot_base.astype(np.int64), slot_rank, node_of, exchange, held, cores)
-    widest = len(held.group) if net.costs.rendezvous else int(np.diff(bounds).max()) if len(bounds) > 1 else 0
-    sizes = {"ranks": len(stages), "slots": int(slots[-1]), "widest": widest, "linked": len(prog.succ) > 0}
+    sizes = {"ranks": len(stages), "slots": int(slots[-1]), "linked": len(prog.succ) > 0}
     return rank, Messages(stage_of, src_of, dst_of), sizes, prog
 
 
@@ -235,6 +247,13 @@ def compact_routes(net: Network) -> np.ndarray:
     return np.ascontiguousarray(np.take_along_axis(routes, order, axis=1))
 
 
+def state(messages: int) -> np.ndarray:
+    """The loop's integer state (`st`) at the start: an empty heap, `messages` messages not yet injected."""
+    st = np.zeros(STATE, np.int64)
+    st[UNSENT] = messages
+    return st
+
+
 def finish(net: Network, now: float, st: np.ndarray, sent_at: np.ndarray, delivered_at: np.ndarray) -> None:
     """Hand a compiled run's message times, clock and event count back to the network."""
     net.sent_at[:net.count] = sent_at
@@ -243,7 +262,18 @@ def finish(net: Network, now: float, st: np.ndarray, sent_at: np.ndarray, delive
     net.clock.events = int(st[EVENTS])
 
 
-@numba.njit(cache=True)
+@inlined
+def _move(heap, to, row):  # pragma: no cover (compiled)
+    """heap[to] = heap[row], column by column (an event row's six written out: 15% off a pop)."""
+    if heap.shape[1] == ROW:
+        heap[to, 0], heap[to, 1], heap[to, 2] = heap[row, 0], heap[row, 1], heap[row, 2]
+        heap[to, 3], heap[to, 4], heap[to, 5] = heap[row, 3], heap[row, 4], heap[row, 5]
+    else:
+        for j in range(heap.shape[1]):
+            heap[to, j] = heap[row, j]
+
+
+@uncounted
 def sift_up(heap, i, key, order):  # pragma: no cover (compiled)
     """Make room for a row keyed (key, order) at the end `i` of a heap (rows ordered by their first two
     columns); returns the index where it goes."""
@@ -251,17 +281,18 @@ def sift_up(heap, i, key, order):  # pragma: no cover (compiled)
         parent = (i - 1) >> 1
         if heap[parent, 0] < key or (heap[parent, 0] == key and heap[parent, 1] < order):
             break
-        heap[i] = heap[parent]
+        _move(heap, i, parent)
         i = parent
     return i
 
 
-@numba.njit(cache=True)
+@uncounted
 def sift_down(heap, size):  # pragma: no cover (compiled)
-    """Remove row 0 of a heap of `size` + 1 rows: its last row (index `size`) takes the place."""
+    """Remove row 0 of a heap of `size` + 1 rows: its last row (index `size`) takes the place. Floyd's way,
+    as C++'s std::pop_heap: the hole goes down to a leaf by the earlier child (one comparison a level),
+    then the last row up from there (rarely far: it is among the latest)."""
     if size == 0:
         return
-    key, order = heap[size, 0], heap[size, 1]
     i = 0
     while True:
         child = 2 * i + 1
@@ -271,14 +302,13 @@ def sift_down(heap, size):  # pragma: no cover (compiled)
         if right < size and (heap[right, 0] < heap[child, 0]
                              or (heap[right, 0] == heap[child, 0] and heap[right, 1] < heap[child, 1])):
             child = right
-        if key < heap[child, 0] or (key == heap[child, 0] and order < heap[child, 1]):
-            break
-        heap[i] = heap[child]
+        _move(heap, i, child)
         i = child
-    heap[i] = heap[size]
+    i = sift_up(heap, i, heap[size, 0], heap[size, 1])
+    _move(heap, i, size)
 
 
-@numba.njit(cache=True)
+@uncounted
 def _schedule(heap, st, time, late, kind, a, b, c):  # pragma: no cover (compiled)
     seq = st[SEQ]
     st[SEQ] = seq + 1
@@ -286,28 +316,26 @@ def _schedule(heap, st, time, late, kind, a, b, c):  # pragma: no cover (compile
     order = seq + late
     i = sift_up(heap, st[SIZE], time, order)
     st[SIZE] += 1
-    row = heap[i]
-    row[0], row[1], row[2], row[3], row[4], row[5] = time, order, kind, a, b, c
+    heap[i, 0], heap[i, 1], heap[i, 2], heap[i, 3], heap[i, 4], heap[i, 5] = time, order, kind, a, b, c
 
 
-@numba.njit(cache=True)
+@uncounted
 def push(heap, st, time, kind, a, b, c):  # pragma: no cover (compiled)
     """Schedule an event at `time` (after those already scheduled for that time): Clock.at. Arguments:
     two integers and a float."""
     _schedule(heap, st, time, 0.0, kind, a, b, c)
 
 
-@numba.njit(cache=True)
+@uncounted
 def push_late(heap, st, time, kind, a):  # pragma: no cover (compiled)
     """Schedule an event at the end of instant `time`, after every ordinary one: Clock.late."""
     _schedule(heap, st, time, _LATE, kind, a, 0, 0.0)
 
 
-@numba.njit(cache=True)
+@uncounted
 def pop(heap, st):  # pragma: no cover (compiled)
     """Remove the earliest event (ties: the first scheduled) and return it: time, kind, a, b, c."""
-    top = heap[0]
-    event = (top[0], int(top[2]), int(top[3]), int(top[4]), top[5])
+    event = (heap[0, 0], int(heap[0, 2]), int(heap[0, 3]), int(heap[0, 4]), heap[0, 5])
     st[SIZE] -= 1
     sift_down(heap, st[SIZE])
     return event
@@ -325,7 +353,7 @@ def grow(heap, need):  # pragma: no cover (compiled)
 
 # -- shared host processors (zensim.net.cores.SharedCores, one per host); `cores`: a `Cores`
 
-@numba.njit(cache=True)
+@uncounted
 def _speed(h, cores):  # pragma: no cover (compiled)
     """SharedCores._speed of host h."""
     setting, count = cores.setting, cores.count
@@ -335,7 +363,7 @@ def _speed(h, cores):  # pragma: no cover (compiled)
     return speed if speed < 1.0 else 1.0
 
 
-@numba.njit(cache=True)
+@uncounted
 def _advance(h, now, cores):  # pragma: no cover (compiled)
     """SharedCores._advance: charge host h's jobs the work done since its last change."""
     time, count, first, jobs, left = cores.time, cores.count, cores.first, cores.jobs, cores.left
@@ -346,7 +374,7 @@ def _advance(h, now, cores):  # pragma: no cover (compiled)
     time[h] = now
 
 
-@numba.njit(cache=True)
+@uncounted
 def _least(h, cores):  # pragma: no cover (compiled)
     """max(least work left of host h's jobs, 0) (it has jobs)."""
     count, first, jobs, left = cores.count, cores.first, cores.jobs, cores.left
@@ -357,7 +385,7 @@ def _least(h, cores):  # pragma: no cover (compiled)
     return least if least >= 0.0 else 0.0
 
 
-@numba.njit(cache=True)
+@uncounted
 def _arm(h, now, cores, heap, st):  # pragma: no cover (compiled)
     """SharedCores._arm: one CORES event at host h's next completion; older ones become stale."""
     version = cores.version
@@ -368,7 +396,7 @@ def _arm(h, now, cores, heap, st):  # pragma: no cover (compiled)
     push(heap, st, now + _least(h, cores) / _speed(h, cores), CORES, h, version[h], 0.0)
 
 
-@numba.njit(cache=True)
+@uncounted
 def _run(r, seconds, then, s, now, cores, heap, st):  # pragma: no cover (compiled)
     """SharedCores.run: rank r's `seconds` of work on its host, then resume it at step `then`, stage s."""
     h = cores.host[r]
@@ -381,7 +409,7 @@ def _run(r, seconds, then, s, now, cores, heap, st):  # pragma: no cover (compil
     _arm(h, now, cores, heap, st)
 
 
-@numba.njit(cache=True)
+@uncounted
 def _cores_due(h, version, now, cores, heap, st):  # pragma: no cover (compiled)
     """SharedCores._due: unless stale, retire host h's jobs finished now and re-arm; the ranks to resume,
     in the order their jobs came, go to the `done` list that `advance` works through."""
@@ -405,7 +433,7 @@ def _cores_due(h, version, now, cores, heap, st):  # pragma: no cover (compiled)
     _arm(h, now, cores, heap, st)
 
 
-@numba.njit(cache=True)
+@inlined
 def _work(heap, st, out, column, slot, now, seconds, then, r, s, cores):  # pragma: no cover (compiled)
     """Stamp out[column, slot] now; with local work to do, resume at `then` after it (True): an event, or
     a job on the host's shared processors (Network.compute)."""
@@ -419,7 +447,7 @@ def _work(heap, st, out, column, slot, now, seconds, then, r, s, cores):  # prag
     return False
 
 
-@numba.njit(cache=True)
+@inlined
 def _stages(r, s, step, now, rank, heap, st, out):  # pragma: no cover (compiled)
     """Rank r at stage s from `step` on (BEGIN: the stage begins; POST: its pre work done, the exchange's
     own CPU begins; SEND: that done; SENT: its sends injected; FINISH: its messages all delivered; END:
@@ -458,7 +486,7 @@ def _stages(r, s, step, now, rank, heap, st, out):  # pragma: no cover (compiled
         return _DONE
 
 
-@numba.njit(cache=True)
+@uncounted
 def _done(x, now, prog, st):  # pragma: no cover (compiled)
     """Node x is done now: its successors are to be started next (a frame on the stack)."""
     stack_node, stack_pos, ended = prog.stack_node, prog.stack_pos, prog.ended
@@ -468,7 +496,7 @@ def _done(x, now, prog, st):  # pragma: no cover (compiled)
     st[DEPTH] += 1
 
 
-@numba.njit(cache=True)
+@uncounted
 def _start(x, now, rank, prog, heap, st):  # pragma: no cover (compiled)
     """Node x starts now: a timer is scheduled (or done at once); a client rank that has stages is
     returned, to run (else -1)."""
@@ -487,7 +515,7 @@ def _start(x, now, rank, prog, heap, st):  # pragma: no cover (compiled)
     return r
 
 
-@numba.njit(cache=True)
+@inlined
 def advance(r, s, step, now, rank, prog, heap, st, out):  # pragma: no cover (compiled)
     """Run the ranks and the program from one step until all wait, or a rank has sends to inject now:
     their (rank, stage) slot (then call again with SENT for that rank and stage). Steps: those of
@@ -537,16 +565,17 @@ def advance(r, s, step, now, rank, prog, heap, st, out):  # pragma: no cover (co
             return -1
 
 
-@numba.njit(cache=True)
-def sends(slot, rank):  # pragma: no cover (compiled)
+@inlined
+def sends(slot, rank, st):  # pragma: no cover (compiled)
     """The messages that the slot `advance` returned injects now, in order, as (ids, first, stop): its
     own sends, order[bounds[slot]:bounds[slot + 1]]; with rendezvous (LogReplay._send) those of them
     whose receiver has injected its own sends of the stage, then the ones held for this slot, while
-    the others are held for their receiver's slot."""
+    the others are held for their receiver's slot. Counts them off st[UNSENT]."""
     order, bounds, sent, slot_base = rank.order, rank.bounds, rank.sent, rank.slot_base
     held = rank.held
     dst, first, last, following, group = held.dst, held.first, held.last, held.following, held.group
     if len(group) == 0:
+        st[UNSENT] -= bounds[slot + 1] - bounds[slot]
         return order, bounds[slot], bounds[slot + 1]
     s = slot - slot_base[rank.slot_rank[slot]]
     size = 0
@@ -568,10 +597,11 @@ def sends(slot, rank):  # pragma: no cover (compiled)
         size += 1
         m = following[m]
     first[slot] = -1
+    st[UNSENT] -= size
     return group, 0, size
 
 
-@numba.njit(cache=True)
+@inlined
 def arrived(r, s, rank):  # pragma: no cover (compiled)
     """A message of rank r's stage s was delivered (LogReplay._delivered): whether the stage now has
     all its messages and its own sends injected (then advance it from FINISH)."""
@@ -581,7 +611,7 @@ def arrived(r, s, rank):  # pragma: no cover (compiled)
     return pending[slot] == 0 and sent[slot]
 
 
-@numba.njit(cache=True)
+@inlined
 def resume(slot, rank):  # pragma: no cover (compiled)
     """The (rank, stage) of a slot `advance` returned."""
     r = np.int64(rank.slot_rank[slot])

@@ -36,8 +36,8 @@ from numba.typed import List
 
 from zensim.jit import announce
 from zensim.net import fastloop
-from zensim.net.fastloop import (FINISH, IDS, MODEL, SENT, START, Program, advance, arrived, grow, pop, push,
-                                 push_late, resume, sends)
+from zensim.net.fastloop import (FINISH, IDS, MODEL, SENT, START, Program, advance, arrived, grow, inlined, pop, push,
+                                 push_late, resume, sends, uncounted)
 from zensim.net.models.maxmin import DEFER, FIRST, HEAD, TIE
 from zensim.net.efficiency import capacities
 from zensim.net.waterfill import LinkState, share_of_room, solve_compiled, warm_compiled
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 _DELIVER, _ISOLATED, _DEPART, _CHECK, _FLUSH = MODEL, MODEL + 1, MODEL + 2, MODEL + 3, MODEL + 4
 # ms: the model's integer state
 _STAMP, _VERSION, _ARMED, _ACTIVE, _SOLVES, _COMPS, _JOINED, _HEADS, _DUE, _STACK, _WARM = range(11)
-COMPILE_S = 40  # about this many seconds of CPU compile _loop (zensim.jit.announce)
+COMPILE_S = 45  # about this many seconds of CPU compile _loop (zensim.jit.announce)
 # Per component id (the module docstring's state): its union-find parent; its flow list (first, last,
 # size) and pieces; its flows alive; its check time and solve count (`epoch`); whether it exists and is
 # due; its segment list (seg_first, seg_last); its deferred departures' time; its flows joined since its
@@ -61,10 +61,11 @@ Comps = namedtuple("Comps", "parent first last size nparts living check epoch ex
 # segment of its component (`following`, -1 last); and the heap of the segments' earliest finishes
 # (`heads`: one (finish, segment) array, grown in place). Made in _loop.
 Segments = namedtuple("Segments", "finish flows rest head taken live following heads")
-# The model's state as the loop's functions take it (`mm`): the network's arrays (`wire`), per flow, per
-# link, per component (`Comps`), per segment (`Segments`), scratch arrays, the integer state (`ms`: _STAMP..),
-# the time of the armed departure event (`fs`) and the efficiency tables (`host`).
-Model = namedtuple("Model", "wire flow link comp segments scratch ms fs host")
+# The model's arrays as the loop's functions take them (`mm`): the network's (`wire`), per flow, per link,
+# per component (`Comps`), scratch arrays, the integer state (`ms`: _STAMP..), the time of the armed
+# departure event (`fs`) and the efficiency tables (`host`). Arrays only, so that the functions of an
+# event's common path can take it uncounted (fastloop.uncounted); the segments' typed lists go apart.
+Model = namedtuple("Model", "wire flow link comp scratch ms fs host")
 # The network as the loop reads it: per message its route with the padding last (`croutes`) and as the
 # network holds it, its bytes and route latency; per link its capacity (and infinity for the padding
 # link `pad`); the re-solve allowance (MaxMin.batch) and the size of component solved exactly (MaxMin.exact_flows).
@@ -129,12 +130,12 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     model = net.model
     host = Host(model.host_table, model.nic, np.empty(links), model.nic_table, np.array(model.alone))
     ms = np.zeros(11, np.int64)
-    st = np.zeros(fastloop.STATE, np.int64)
+    st = fastloop.state(count)
     out = np.zeros((4, sizes["slots"]))
     extra = sizes["ranks"] + len(prog.kind)  # the ranks' and the program's events a step may schedule
     announce(_loop, "the maxmin network loop (zensim.net.fastmaxmin)", COMPILE_S)
-    now = _loop(wire, flow, link, comp, scratch, ms, np.full(1, np.inf), host, rank, messages, prog, sizes["widest"],
-                extra, st, out, sent_at, delivered_at)
+    now = _loop(wire, flow, link, comp, scratch, ms, np.full(1, np.inf), host, rank, messages, prog, extra, st, out,
+                sent_at, delivered_at)
     fastloop.finish(net, now, st, sent_at, delivered_at)
     net.model.solves, net.model.warm = int(ms[_SOLVES]), int(ms[_WARM])
     return out, prog.began, prog.ended
@@ -168,7 +169,7 @@ def _concat(first, last, following, a, b):  # pragma: no cover (compiled)
     last[a] = last[b]
 
 
-@numba.njit(cache=True)
+@uncounted
 def _due(c, comp, scratch, ms):  # pragma: no cover (compiled)
     """Component c is to be re-solved at the end of this instant (MaxMin.due.add)."""
     due = comp.due
@@ -299,7 +300,7 @@ def _pop_head(segments, ms):  # pragma: no cover (compiled)
 # -- arrivals ---------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
+@uncounted
 def _later(now, heap, st, ms):  # pragma: no cover (compiled)
     """Ask for a solve at the end of this instant."""
     if ms[_ARMED] == 0:
@@ -307,7 +308,7 @@ def _later(now, heap, st, ms):  # pragma: no cover (compiled)
         push_late(heap, st, now, _FLUSH, 0)
 
 
-@numba.njit(cache=True)
+@inlined
 def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (compiled)
     """Network.start and MaxMin.inject of the sends order[b0:b1] (fastloop.sends): flows alone on their links isolated,
     the others (and the isolated flows they meet, promoted) shared from the end of this instant."""
@@ -385,7 +386,7 @@ def _inject(b0, b1, order, now, mm, heap, st, sent_at):  # pragma: no cover (com
         _later(now, heap, st, ms)
 
 
-@numba.njit(cache=True)
+@inlined
 def _isolated_done(m, mark, now, mm, heap, st):  # pragma: no cover (compiled)
     """An isolated flow finished (unless it was promoted meanwhile)."""
     wire, flow, link = mm.wire, mm.flow, mm.link
@@ -404,11 +405,10 @@ def _isolated_done(m, mark, now, mm, heap, st):  # pragma: no cover (compiled)
 
 
 @numba.njit(cache=True)
-def _join(mm):  # pragma: no cover (compiled)
+def _join(mm, segments):  # pragma: no cover (compiled)
     """MaxMin._join: the flows that became shared this instant into components, merging the ones each
     touches into the one with the most pieces (ties: the lowest id), the others in id order."""
-    wire, flow, link, comp, segments = mm.wire, mm.flow, mm.link, mm.comp, mm.segments
-    scratch, ms = mm.scratch, mm.ms
+    wire, flow, link, comp, scratch, ms = mm.wire, mm.flow, mm.link, mm.comp, mm.scratch, mm.ms
     croutes, pad = wire.croutes, wire.pad
     comp_of, alive, following = flow.comp_of, flow.alive, flow.following
     comp_on = link.comp_on
@@ -500,10 +500,9 @@ def _join(mm):  # pragma: no cover (compiled)
 
 
 @numba.njit(cache=True)
-def _solve(c, now, mm):  # pragma: no cover (compiled)
+def _solve(c, now, mm, segments):  # pragma: no cover (compiled)
     """MaxMin._solve: max-min rates of component c's flows from now on; a new departure segment."""
-    wire, flow, link, comp, segments = mm.wire, mm.flow, mm.link, mm.comp, mm.segments
-    ms, host = mm.ms, mm.host
+    wire, flow, link, comp, ms, host = mm.wire, mm.flow, mm.link, mm.comp, mm.ms, mm.host
     routes, capacity, batch = wire.routes, wire.capacity, wire.batch
     left, base_time, rate, alive, following = flow.left, flow.base_time, flow.rate, flow.alive, flow.following
     born = flow.born
@@ -535,11 +534,11 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
     epoch[c] += 1
     ms[_SOLVES] += 1
     seg_first[c] = -1
-    _segment(c, keep, finish, mm)
+    _segment(c, keep, finish, mm, segments)
 
 
 @numba.njit(cache=True)
-def _warm(c, now, mm):  # pragma: no cover (compiled)
+def _warm(c, now, mm, segments):  # pragma: no cover (compiled)
     """MaxMin._warm: rates for component c's flows that joined this instant, the others kept, where that
     is still max-min (waterfill.warm_compiled); a departure segment of their own. False: solve c."""
     wire, flow, link, comp, ms = mm.wire, mm.flow, mm.link, mm.comp, mm.ms
@@ -559,14 +558,14 @@ def _warm(c, now, mm):  # pragma: no cover (compiled)
         return False
     comp.nparts[c], nnew[c] = 1, 0
     ms[_WARM] += 1
-    _segment(c, new, finish, mm)
+    _segment(c, new, finish, mm, segments)
     return True
 
 
 @numba.njit(cache=True)
-def _segment(c, flows, finish, mm):  # pragma: no cover (compiled)
+def _segment(c, flows, finish, mm, segments):  # pragma: no cover (compiled)
     """A departure segment of `flows` (finishing at `finish`) appended to component c's."""
-    segments, ms, segment_of = mm.segments, mm.ms, mm.flow.segment_of
+    ms, segment_of = mm.ms, mm.flow.segment_of
     seg_first, seg_last = mm.comp.seg_first, mm.comp.seg_last
     sid = len(segments.finish)
     segments.finish.append(finish)
@@ -587,7 +586,7 @@ def _segment(c, flows, finish, mm):  # pragma: no cover (compiled)
 
 
 @numba.njit(cache=True)
-def _flush(now, mm, heap, st):  # pragma: no cover (compiled)
+def _flush(now, mm, segments, heap, st):  # pragma: no cover (compiled)
     """End of an instant: place new shared flows, then solve every component that is due (with a host
     efficiency: every one), in id order (where only flows joined it, and no component merged into it,
     first try _warm; not with an efficiency table)."""
@@ -595,7 +594,7 @@ def _flush(now, mm, heap, st):  # pragma: no cover (compiled)
     scaled, tables = len(host.table) > 0, len(host.table) > 0 or len(host.eff) > 0
     parent, living, exists, due, nnew, full = comp.parent, comp.living, comp.exists, comp.due, comp.nnew, comp.full
     ms[_ARMED] = 0
-    _join(mm)
+    _join(mm, segments)
     if scaled and ms[_ACTIVE]:
         _all_due(comp, scratch, ms)
     stack, roots = scratch.stack, scratch.roots
@@ -609,21 +608,21 @@ def _flush(now, mm, heap, st):  # pragma: no cover (compiled)
         c = roots[i]
         if (i == 0 or c != roots[i - 1]) and exists[c]:
             if (batch == 0 or living[c] <= mm.wire.exact_flows or tables or full[c] or not 0 < nnew[c] < living[c]
-                    or not _warm(c, now, mm)):
-                _solve(c, now, mm)
+                    or not _warm(c, now, mm, segments)):
+                _solve(c, now, mm, segments)
     for i in range(ms[_STACK]):
         due[stack[i]] = full[stack[i]] = False
     ms[_STACK] = ms[_DUE] = 0
-    _arm(now, mm, heap, st)
+    _arm(now, mm, segments, heap, st)
 
 
 # -- departures -------------------------------------------------------------------------------
 
 
 @numba.njit(cache=True)
-def _arm(now, mm, heap, st):  # pragma: no cover (compiled)
+def _arm(now, mm, segments, heap, st):  # pragma: no cover (compiled)
     """One event at the earliest finish among the segments (older events become stale)."""
-    segments, ms, fs = mm.segments, mm.ms, mm.fs
+    ms, fs = mm.ms, mm.fs
     live = segments.live
     while ms[_HEADS] and not live[int(segments.heads[0][0, 1])]:
         _pop_head(segments, ms)
@@ -637,10 +636,10 @@ def _arm(now, mm, heap, st):  # pragma: no cover (compiled)
 
 
 @numba.njit(cache=True)
-def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
+def _depart(version, now, mm, segments, heap, st):  # pragma: no cover (compiled)
     """MaxMin._depart: retire the shared flows that finish now; mark their components due where freed
     capacity exceeds the allowance, or schedule a check when it will; deliver them."""
-    wire, flow, link, comp, segments = mm.wire, mm.flow, mm.link, mm.comp, mm.segments
+    wire, flow, link, comp = mm.wire, mm.flow, mm.link, mm.comp
     scratch, ms, fs, host = mm.scratch, mm.ms, mm.fs, mm.host
     croutes, latency, pad, batch = wire.croutes, wire.latency, wire.pad, wire.batch
     left, rate, alive, comp_of = flow.left, flow.rate, flow.alive, flow.comp_of
@@ -713,12 +712,12 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
     if ms[_DUE]:
         _later(now, heap, st, ms)
     else:
-        _arm(now, mm, heap, st)
+        _arm(now, mm, segments, heap, st)
     for i in range(count):
         push(heap, st, now + latency[gone[i]], _DELIVER, gone[i], 0, 0.0)
 
 
-@numba.njit(cache=True)
+@uncounted
 def _check(c, mark, now, mm, heap, st):  # pragma: no cover (compiled)
     """A deferred departure's idle capacity has used up its allowance: re-solve component c, unless it
     was solved (or merged into another) since."""
@@ -732,55 +731,92 @@ def _check(c, mark, now, mm, heap, st):  # pragma: no cover (compiled)
 # -- the loop ---------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True, inline="always")
-def _rank(r, s, step, now, rank, prog, extra, mm, heap, st, out, sent_at):  # pragma: no cover (compiled)
-    """Advance the ranks and the program from rank r's (or node r's) `step`, injecting where they send
-    (the heap grown for each injection: several ranks may start and send in one step); the heap."""
-    slot = advance(r, s, step, now, rank, prog, heap, st, out)
-    while slot >= 0:
-        ids, first, stop = sends(slot, rank)
-        heap = grow(heap, st[fastloop.SIZE] + stop - first + extra + 2)
+@inlined
+def _rank(r, s, step, now, rank, prog, mm, heap, st, out, sent_at):  # pragma: no cover (compiled)
+    """Advance the ranks and the program from rank r's (or node r's) `step`, injecting where they send.
+    Schedules at most one event per message injected, rank and node, and two more. (Inlined: one call
+    of advance, of _inject.)"""
+    while True:
+        slot = advance(r, s, step, now, rank, prog, heap, st, out)
+        if slot < 0:
+            return
+        ids, first, stop = sends(slot, rank, st)
         _inject(first, stop, ids, now, mm, heap, st, sent_at)
         r, s = resume(slot, rank)
-        slot = advance(r, s, SENT, now, rank, prog, heap, st, out)
-    return heap
+        step = SENT
+
+
+@uncounted
+def _room(st, ms, extra):  # pragma: no cover (compiled)
+    """The heap rows the next event's step may need: a model's step schedules at most two events per
+    shared flow and eight more, a rank's step (_rank, twice for a delivery) one per message not yet
+    injected, one per rank and node (`extra`) and two more."""
+    return st[fastloop.SIZE] + max(2 * ms[_ACTIVE] + 8, st[fastloop.UNSENT] + 2 * extra + 4)
+
+
+@uncounted
+def _events(now, rank, prog, messages, mm, extra, heap, st, out, sent_at, delivered_at):  # pragma: no cover (compiled)
+    """Run the heap's events (the ranks', isolated flows' ends, deliveries, checks) until it is empty, the
+    next is a departure or a flush (_loop runs those: they allocate) or the heap is too small for the
+    next step (_room); returns the time of the last one run."""
+    stage_of, src_of, dst_of = messages.stage, messages.src, messages.dst
+    while st[fastloop.SIZE] > 0:
+        kind = int(heap[0, 2])
+        if kind == _DEPART or kind == _FLUSH or _room(st, mm.ms, extra) > heap.shape[0]:
+            break
+        now, kind, a, b, c = pop(heap, st)
+        if kind == _ISOLATED:
+            _isolated_done(a, b, now, mm, heap, st)
+        elif kind == _CHECK:
+            _check(a, b, now, mm, heap, st)
+        else:  # a rank's step, or a delivery (Network._delivered, LogReplay._delivered): then the sender's
+            s, step, count = b, kind, 1  # stage, then the receiver's, each where it has all its messages now
+            if kind == _DELIVER:
+                delivered_at[a] = now
+                s, step, count = np.int64(stage_of[a]), FINISH, 2  # int32 columns (fastloop.IDS), read as int64
+            for i in range(count):  # one call of _rank (inlined)
+                r = a if kind != _DELIVER else np.int64(src_of[a]) if i == 0 else np.int64(dst_of[a])
+                if kind != _DELIVER or arrived(r, s, rank):
+                    _rank(r, s, step, now, rank, prog, mm, heap, st, out, sent_at)
+    return now
+
+
+@uncounted
+def _root(x, rank, prog, mm, heap, st, out, sent_at):  # pragma: no cover (compiled)
+    """Start node x of the program at time 0 (a root)."""
+    _rank(x, 0, START, 0.0, rank, prog, mm, heap, st, out, sent_at)
 
 
 @numba.njit(cache=True)
-def _loop(wire, flow, link, comp, scratch, ms, fs, host, rank, messages, prog, widest, extra, st, out, sent_at,
+def _loop(wire, flow, link, comp, scratch, ms, fs, host, rank, messages, prog, extra, st, out, sent_at,
           delivered_at):  # pragma: no cover (compiled)
     """The program's roots start at time 0, in order, then Clock.run(): events in (time, priority, order
     of scheduling) order. Returns the time of the last event. wire..host: the model's arrays (run(), a
-    `Model`'s fields); the segments' typed lists are made here (compiled with the loop, so cached)."""
+    `Model`'s fields); the segments' typed lists are made here (compiled with the loop, so cached). The
+    events that allocate (departures, flushes) run here, the others in _events; the heap grows here."""
     segments = Segments(List.empty_list(types.float64[::1]), List.empty_list(types.int64[::1]),
                         List.empty_list(types.int64[::1]), List.empty_list(types.int64[::1]),
                         List.empty_list(types.int64), List.empty_list(types.boolean), List.empty_list(types.int64),
                         List.empty_list(types.float64[:, ::1]))
     segments.heads.append(np.empty((64, 2)))
-    mm = Model(wire, flow, link, comp, segments, scratch, ms, fs, host)
-    stage_of, src_of, dst_of = messages.stage, messages.src, messages.dst
-    heap = np.empty((len(sent_at) + len(rank.stages) + len(prog.kind) + 16, fastloop.ROW))
+    mm = Model(wire, flow, link, comp, scratch, ms, fs, host)
+    heap = np.empty((len(sent_at) + 3 * extra + 16, fastloop.ROW))
     now = 0.0
     for x in prog.roots:
-        heap = grow(heap, st[fastloop.SIZE] + extra + 2)
-        heap = _rank(x, 0, START, now, rank, prog, extra, mm, heap, st, out, sent_at)
+        need = st[fastloop.SIZE] + st[fastloop.UNSENT] + extra + 2
+        if need > heap.shape[0]:
+            heap = grow(heap, need)
+        _root(x, rank, prog, mm, heap, st, out, sent_at)
     while st[fastloop.SIZE] > 0:
-        heap = grow(heap, st[fastloop.SIZE] + 2 * (ms[_ACTIVE] + widest) + extra + 8)
+        need = _room(st, ms, extra)
+        if need > heap.shape[0]:
+            heap = grow(heap, need)
+        now = _events(now, rank, prog, messages, mm, extra, heap, st, out, sent_at, delivered_at)
+        if st[fastloop.SIZE] == 0 or _room(st, ms, extra) > heap.shape[0]:
+            continue
         now, kind, a, b, c = pop(heap, st)
-        if kind == _DELIVER:  # Network._delivered, LogReplay._delivered
-            delivered_at[a] = now
-            s = np.int64(stage_of[a])  # int32 columns (fastloop.IDS), read as int64: one signature
-            for r in (np.int64(src_of[a]), np.int64(dst_of[a])):
-                if arrived(r, s, rank):
-                    heap = _rank(r, s, FINISH, now, rank, prog, extra, mm, heap, st, out, sent_at)
-        elif kind == _ISOLATED:
-            _isolated_done(a, b, now, mm, heap, st)
-        elif kind == _DEPART:
-            _depart(a, now, mm, heap, st)
-        elif kind == _CHECK:
-            _check(a, b, now, mm, heap, st)
-        elif kind == _FLUSH:
-            _flush(now, mm, heap, st)
+        if kind == _DEPART:
+            _depart(a, now, mm, segments, heap, st)
         else:
-            heap = _rank(a, b, kind, now, rank, prog, extra, mm, heap, st, out, sent_at)
+            _flush(now, mm, segments, heap, st)
     return now
