@@ -34,7 +34,8 @@ docs/ddp-data/hooks.json of benchmarks/ddp_hooks.py, emulated); validation-runs 
 two 16-rank `zensim validate` runs' records of benchmarks/record_run.py --lock and their sampled load).
 Records of runs too long for a test:
 maxmin-bound (docs/simulator.md: docs/simulator-data/bound.json, benchmarks/simulate.py --scale --exact
---json runs of the default maxmin mode against exact max-min);
+--json runs of the default maxmin mode against exact max-min); growth-final, growth-exponents
+(docs/simulator.md: docs/simulator-data/growth-final.json, benchmarks/growth.py --vs --json runs);
 fusion-gemini (docs/fusion.md: docs/fusion-data/gemini.json of benchmarks/fusion.py gemini);
 fusion-strategies, fusion-degrees (docs/fusion.md: docs/fusion-data/timeline-*.json.gz, the --json of the page's
 `zensim iteration --strategy` runs on a 128-worker capture that is not shipped);
@@ -614,6 +615,53 @@ def maxmin_bound() -> list[str]:
                           rows)
 
 
+def _growth_sides(record: dict) -> dict:
+    """The rows of a `benchmarks/growth.py --vs` record by (machines, gpus, scheme, model, side)."""
+    return {(r["machines"], r["gpus"], r["scheme"], r["model"], record["code"].get(r["code"], r["code"])): r
+            for r in record["rows"] if "cpu_s" in r}
+
+
+def growth_final() -> list[str]:
+    """docs/simulator.md, Growth: each replay before (61053c0) and after this stop's engine work, back to back,
+    and the 4096-rank replays after, from the committed record docs/simulator-data/growth-final.json
+    (benchmarks/growth.py --json runs; minutes of CPU: not re-run by the test)."""
+    record = _json("simulator-data/growth-final.json")
+    side = _growth_sides(record)
+    rows = []
+    for key in sorted({k[:4] for k in side}, key=lambda k: (k[2], k[3], k[1] > 1, k[0] * k[1])):
+        before, after = side.get(key + ("before",)), side[key + ("after",)]
+        moved = "-" if before is None else f"{after['makespan_s'] / before['makespan_s'] - 1:+.5%}"
+        rows.append([f"{key[0]} x {key[1]}", key[2], key[3], f"{after['messages']:,}",
+                     (f"{before['events']:,} -> " if before and before["events"] != after["events"] else "")
+                     + f"{after['events']:,}", (f"{before['cpu_s']:.2f} -> " if before else "") + f"{after['cpu_s']:.2f}",
+                     f"{after['events'] / after['cpu_s'] / 1e6:.2f}",
+                     (f"{before['peak_rss'] / 2**30:.2f} -> " if before else "") + f"{after['peak_rss'] / 2**30:.2f}",
+                     moved])
+    return markdown_table(["shape", "scheme", "model", "messages", "events", "CPU s, before -> after",
+                           "M events / CPU s, after", "peak RSS GiB, before -> after", "makespan, after / before"],
+                          rows)
+
+
+def growth_exponents() -> list[str]:
+    """docs/simulator.md, Growth: the CPU growth exponents log(t2/t1) / log(n2/n1) between successive flat sizes,
+    before and after, from the same record as growth-final."""
+    import math
+
+    side = _growth_sides(_json("simulator-data/growth-final.json"))
+    rows = []
+    for scheme, model in sorted({(k[2], k[3]) for k in side}):
+        cells = []
+        for label in ("before", "after"):
+            points = sorted((k[0], r["cpu_s"]) for k, r in side.items()
+                            if k[1] == 1 and k[2:4] == (scheme, model) and k[4] == label)
+            cells.append(" / ".join(f"{math.log(t2 / t1) / math.log(n2 / n1):.2f}"
+                                    for (n1, t1), (n2, t2) in zip(points, points[1:])) or "-")
+            if label == "after":
+                cells.insert(0, " -> ".join(str(n) for n, _ in points))
+        rows.append([scheme, model, *cells])
+    return markdown_table(["scheme", "model", "flat ranks", "CPU exponents, before", "CPU exponents, after"], rows)
+
+
 def replay_speed_history() -> list[str]:
     """docs/replay.md, History: the before/after rounds of the selection scan's change (7e03f59 and after), from
     the committed record docs/replay-speed/history-select-scan.json (typed from the page of the time: the run's
@@ -844,6 +892,8 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "replay-speed-history": ("docs/replay.md", replay_speed_history),
     "growth-memory": ("docs/simulator.md", growth_memory),
     "maxmin-bound": ("docs/simulator.md", maxmin_bound),
+    "growth-final": ("docs/simulator.md", growth_final),
+    "growth-exponents": ("docs/simulator.md", growth_exponents),
     "growth-compact": ("docs/simulator.md", lambda: growth_memory("simulator-data/growth-compact.json")),
     "capture-speed": ("docs/capture.md", capture_speed),
     "capture-virtual": ("docs/capture.md", capture_virtual),

@@ -100,6 +100,13 @@ def test_bad_batch_is_a_config_error(batch):
         run(log, cluster(2), batch=batch)
 
 
+@pytest.mark.parametrize("flows", [-1, 1.5, True, "8"])
+def test_bad_exact_flows_is_a_config_error(flows):
+    log = MessageLog(2, 1, [Message(0, 0, 1, 100, "coo")])
+    with pytest.raises(ConfigError, match="exact_flows .*: must be an integer at least 0"):
+        replay(log, Costs(cluster(2), WorkCost.zero()), NAME, options={"exact_flows": flows})
+
+
 def test_host_efficiency_follows_the_active_flows_over_time():
     """A short and a long flow on disjoint NICs run at h(2) together; once the short one ends, the long
     one runs alone at h(1) = 1 for its remaining bytes."""
