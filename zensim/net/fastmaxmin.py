@@ -404,7 +404,7 @@ def _isolated_done(m, mark, now, mm, heap, st):  # pragma: no cover (compiled)
     push(heap, st, now + latency[m], _DELIVER, m, 0, 0.0)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _join(mm, segments):  # pragma: no cover (compiled)
     """MaxMin._join: the flows that became shared this instant into components, merging the ones each
     touches into the one with the most pieces (ties: the lowest id), the others in id order."""
@@ -499,7 +499,7 @@ def _join(mm, segments):  # pragma: no cover (compiled)
 # -- solves -----------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _solve(c, now, mm, segments):  # pragma: no cover (compiled)
     """MaxMin._solve: max-min rates of component c's flows from now on; a new departure segment."""
     wire, flow, link, comp, ms, host = mm.wire, mm.flow, mm.link, mm.comp, mm.ms, mm.host
@@ -537,7 +537,7 @@ def _solve(c, now, mm, segments):  # pragma: no cover (compiled)
     _segment(c, keep, finish, mm, segments)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _warm(c, now, mm, segments):  # pragma: no cover (compiled)
     """MaxMin._warm: rates for component c's flows that joined this instant, the others kept, where that
     is still max-min (waterfill.warm_compiled); a departure segment of their own. False: solve c."""
@@ -562,7 +562,7 @@ def _warm(c, now, mm, segments):  # pragma: no cover (compiled)
     return True
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _segment(c, flows, finish, mm, segments):  # pragma: no cover (compiled)
     """A departure segment of `flows` (finishing at `finish`) appended to component c's."""
     ms, segment_of = mm.ms, mm.flow.segment_of
@@ -585,7 +585,7 @@ def _segment(c, flows, finish, mm, segments):  # pragma: no cover (compiled)
     _push_head(segments, ms, finish.min(), sid)  # its first head is sorted when a departure first needs it
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _flush(now, mm, segments, heap, st):  # pragma: no cover (compiled)
     """End of an instant: place new shared flows, then solve every component that is due (with a host
     efficiency: every one), in id order (where only flows joined it, and no component merged into it,
@@ -635,7 +635,7 @@ def _arm(now, mm, segments, heap, st):  # pragma: no cover (compiled)
         push(heap, st, now + max(due - now, 0.0), _DEPART, ms[_VERSION], 0, 0.0)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _depart(version, now, mm, segments, heap, st):  # pragma: no cover (compiled)
     """MaxMin._depart: retire the shared flows that finish now; mark their components due where freed
     capacity exceeds the allowance, or schedule a check when it will; deliver them."""
