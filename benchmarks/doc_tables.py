@@ -578,19 +578,25 @@ def _json(path: str):
     return json.loads(gzip.decompress(data) if path.endswith(".gz") else data)
 
 
+def _growth_sides(record: dict) -> dict:
+    """The rows of a `benchmarks/growth.py --json` record that ran, by (machines, gpus, scheme, model, side): its
+    `code` map names the sides (before, after)."""
+    return {(r["machines"], r["gpus"], r["scheme"], r["model"], record["code"].get(r["code"], r["code"])): r
+            for r in record["rows"] if "cpu_s" in r}
+
+
 def growth_memory(path: str = "simulator-data/growth-memory.json") -> list[str]:
     """docs/simulator.md, memory per message: a committed `benchmarks/growth.py --vs` record (minutes of CPU
     at 2048 ranks: not re-run by the test): docs/simulator-data/growth-memory.json, the compact replay set-up
     against 0a639bc; growth-compact.json, compact dtypes against 61053c0."""
-    record = _json(path)
-    side = {(r["machines"], r["scheme"], r["model"], record["code"][r["code"]]): r for r in record["rows"]}
-    keys = sorted({k[:3] for k in side}, key=lambda k: (k[1] != "zen", k[1], k[2], k[0]))
+    side = _growth_sides(_json(path))
+    keys = sorted({k[:4] for k in side}, key=lambda k: (k[2] != "zen", k[2], k[3], k[0]))
     rows = []
     for key in keys:
         before, after = side[key + ("before",)], side[key + ("after",)]
         if (before["events"], before["makespan_s"]) != (after["events"], after["makespan_s"]):
             raise ValueError(f"{path}: {key} changed events or makespan")
-        rows.append([key[0], key[1], key[2], f"{before['messages']:,}", f"{before['events']:,}",
+        rows.append([key[0], key[2], key[3], f"{before['messages']:,}", f"{before['events']:,}",
                      f"{before['cpu_s']:.2f} -> {after['cpu_s']:.2f}",
                      f"{before['peak_rss'] / 2**30:.2f} -> {after['peak_rss'] / 2**30:.2f}",
                      f"{before['replay_bytes_per_message']:.0f} -> {after['replay_bytes_per_message']:.0f}"])
@@ -613,12 +619,6 @@ def maxmin_bound() -> list[str]:
     return markdown_table(["shape", "scheme", "messages", "makespan, default against exact",
                            "worst stage end, of the makespan", "of its own time", "replay CPU s, default / exact"],
                           rows)
-
-
-def _growth_sides(record: dict) -> dict:
-    """The rows of a `benchmarks/growth.py --vs` record by (machines, gpus, scheme, model, side)."""
-    return {(r["machines"], r["gpus"], r["scheme"], r["model"], record["code"].get(r["code"], r["code"])): r
-            for r in record["rows"] if "cpu_s" in r}
 
 
 def growth_final() -> list[str]:
@@ -645,7 +645,7 @@ def growth_final() -> list[str]:
 def growth_exponents() -> list[str]:
     """docs/simulator.md, Growth: the CPU growth exponents log(t2/t1) / log(n2/n1) between successive flat sizes,
     before and after, from the same record as growth-final."""
-    import math
+    from growth import exponents
 
     side = _growth_sides(_json("simulator-data/growth-final.json"))
     rows = []
@@ -654,8 +654,7 @@ def growth_exponents() -> list[str]:
         for label in ("before", "after"):
             points = sorted((k[0], r["cpu_s"]) for k, r in side.items()
                             if k[1] == 1 and k[2:4] == (scheme, model) and k[4] == label)
-            cells.append(" / ".join(f"{math.log(t2 / t1) / math.log(n2 / n1):.2f}"
-                                    for (n1, t1), (n2, t2) in zip(points, points[1:])) or "-")
+            cells.append(exponents(points).replace(" ", " / ") or "-")
             if label == "after":
                 cells.insert(0, " -> ".join(str(n) for n, _ in points))
         rows.append([scheme, model, *cells])
