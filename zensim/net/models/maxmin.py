@@ -390,8 +390,7 @@ class MaxMin:
         is still max-min (waterfill.warm_flows: the new flows use only links that limited none of the
         others, and each saturates one on which no flow is faster); a departure segment of their own.
         Not with efficiency tables (a flow count changes capacities), nor in the exact mode or a component
-        of at most `exact_flows` flows, nor where
-        freed capacity or a merge made c due. False: solve c."""
+        of at most `exact_flows` flows, nor where freed capacity or a merge made c due. False: solve c."""
         comp = self.comps[c]
         new = comp.parts[-1]
         if (self.batch == 0 or comp.alive <= self.exact_flows or len(self.nic_table) or len(self.host_table)
