@@ -87,15 +87,27 @@ def test_dense_ring_and_empty_logs():
     same_solves(MessageLog(10, 0), Costs(spec), None)  # no stage
 
 
-def test_segments_take_the_stable_order():
+@pytest.mark.parametrize("size", [1, 10, 100, 5 * HEAD, 70 * HEAD])
+def test_segments_take_the_stable_order(size):
     """A solve's flows leave in the order of a stable sort by finish time (ties: solve order), however
-    the segment is cut into sorted heads (the order both loops take)."""
-    rng = np.random.default_rng(7)
-    finish = rng.integers(0, 40, 5 * HEAD).astype(float)  # many ties, across head boundaries
-    flows = rng.permutation(len(finish))
+    the segment is cut into sorted heads, in both loops: the Python model's _Segment and the compiled
+    loop's arena run (a few flows sorted at once, a head of them all, heads selected from more)."""
+    rng = np.random.default_rng(size)
+    finish = rng.integers(0, 40, size).astype(float)  # many ties, across head boundaries
+    flows = rng.permutation(size)
+    stable = flows[np.argsort(finish, kind="stable")].tolist()
     segment = _Segment(finish, flows)
-    taken = [m for t in np.unique(finish) for m in segment.take(t)]
-    assert taken == flows[np.argsort(finish, kind="stable")].tolist()
+    assert [m for t in np.unique(finish) for m in segment.take(t)] == stable
+    one = np.zeros(1, np.int64)
+    seg = fastmaxmin.Segments(one, np.array([size]), one.copy(), one.copy(), np.ones(1, np.bool_), one - 1, finish,
+                              flows.astype(np.int64), np.arange(size), np.empty(size, np.int64),
+                              np.zeros(size, np.bool_), np.empty((1, 2)))
+    floats = np.zeros(size)
+    flow = fastmaxmin.Flows(*[floats] * 3, np.zeros(size, np.int32), np.ones(size, np.bool_), *[floats] * 6)
+    gone, count = np.empty(size, np.int64), 0
+    for t in np.unique(finish):
+        count = fastmaxmin._take(0, t, seg, flow, gone, count)
+    assert gone[:count].tolist() == stable and fastmaxmin._next(0, seg) == -1
 
 
 def test_general_path_where_the_compiled_loop_does_not_apply():

@@ -19,8 +19,11 @@ flow of its component (a component's flows are a linked list, in the order the g
 concatenates them); per link the flows on it, its component, its isolated flow, the allowance and the last solve's
 rates on it (waterfill.LinkState's arrays); per component its union-find parent, flow list, pieces,
 flows alive, check time, solve count, due flag, segment list, its flows joined since its last solve
-(the first, how many) and whether freed capacity or a merge made it due (then no _warm); per segment (typed lists) its flows and
-finish times, the sorted head taken so far and the positions not yet sorted, in solve order.
+(the first, how many) and whether freed capacity or a merge made it due (then no _warm); per segment its flows and
+finish times, the sorted head taken so far and the positions not yet sorted, in solve order (runs of one
+arena, `Segments`); the solves' scratch (waterfill.Workspace). Every function of the loop but _loop itself
+is compiled without reference counts (fastloop.uncounted) and allocates nothing: _loop grows the heap before
+a step and the segments and the workspace before a flush that needs more.
 """
 
 from __future__ import annotations
@@ -31,8 +34,6 @@ from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
-from numba import types
-from numba.typed import List
 
 from zensim.jit import announce
 from zensim.net import fastloop
@@ -40,7 +41,7 @@ from zensim.net.fastloop import (FINISH, IDS, MODEL, SENT, START, Program, advan
                                  push_late, resume, sends, uncounted)
 from zensim.net.models.maxmin import DEFER, FIRST, HEAD, TIE
 from zensim.net.efficiency import capacities
-from zensim.net.waterfill import LinkState, share_of_room, solve_compiled, warm_compiled
+from zensim.net.waterfill import LinkState, make_workspace, share_of_room, solve_compiled, warm_compiled
 
 if TYPE_CHECKING:
     from zensim.net.network import Network
@@ -48,6 +49,9 @@ if TYPE_CHECKING:
 _DELIVER, _ISOLATED, _DEPART, _CHECK, _FLUSH = MODEL, MODEL + 1, MODEL + 2, MODEL + 3, MODEL + 4
 # ms: the model's integer state
 _STAMP, _VERSION, _ARMED, _ACTIVE, _SOLVES, _COMPS, _JOINED, _HEADS, _DUE, _STACK, _WARM = range(11)
+# ... the segment ids made, the arena's used length, the oldest segment id that may be live, the roots a
+# flush solves (_flush_join)
+_SEGS, _ARENA, _OLDEST, _ROOTS = range(11, 15)
 COMPILE_S = 45  # about this many seconds of CPU compile _loop (zensim.jit.announce)
 # Per component id (the module docstring's state): its union-find parent; its flow list (first, last,
 # size) and pieces; its flows alive; its check time and solve count (`epoch`); whether it exists and is
@@ -56,16 +60,20 @@ COMPILE_S = 45  # about this many seconds of CPU compile _loop (zensim.jit.annou
 # (`full`: then no _warm). Read by name (comp.due); NUMBA_DISABLE_JIT=1 runs the same code as Python.
 Comps = namedtuple("Comps", "parent first last size nparts living check epoch exists due seg_first seg_last deferred "
                             "fresh nnew full")
-# Per departure segment (typed lists, in solve order): its flows' finish times and ids, the positions not
-# yet sorted (`rest`), the sorted head taken so far and how far (`taken`), whether it is live, the next
-# segment of its component (`following`, -1 last); and the heap of the segments' earliest finishes
-# (`heads`: one (finish, segment) array, grown in place). Made in _loop.
-Segments = namedtuple("Segments", "finish flows rest head taken live following heads")
+# The departure segments, arrays: per segment id (in solve order) where its run of the arena starts and its
+# length, the end of its sorted head and how far it is taken (both counted from its start), whether it is
+# live and the next segment of its component (`following`, -1 last); the arena: per entry a flow's finish
+# time and id in solve order, and each segment's positions (`order`: the head taken so far, the sorted
+# head, then the positions not yet sorted in solve order); the scratch of a head's selection (`pick`,
+# `mark`, as long as the workspace's flows); the heap of the segments' earliest finishes (`heads`: rows of
+# (finish, segment)). A segment's run is packed away when it is dropped (_compact). Grown by _loop (_fit).
+Segments = namedtuple("Segments", "base size head taken live following finish flows order pick mark heads")
 # The model's arrays as the loop's functions take them (`mm`): the network's (`wire`), per flow, per link,
 # per component (`Comps`), scratch arrays, the integer state (`ms`: _STAMP..), the time of the armed
-# departure event (`fs`) and the efficiency tables (`host`). Arrays only, so that the functions of an
-# event's common path can take it uncounted (fastloop.uncounted); the segments' typed lists go apart.
-Model = namedtuple("Model", "wire flow link comp scratch ms fs host")
+# departure event (`fs`), the efficiency tables (`host`), the segments (`seg`) and the solves' scratch
+# (`ws`: waterfill.Workspace). Arrays only, so that the functions of the loop can take it uncounted
+# (fastloop.uncounted): they allocate nothing; _loop grows what a flush may fill before it (_fit).
+Model = namedtuple("Model", "wire flow link comp scratch ms fs host seg ws")
 # The network as the loop reads it: per message its route with the padding last (`croutes`) and as the
 # network holds it, its bytes and route latency; per link its capacity (and infinity for the padding
 # link `pad`); the re-solve allowance (MaxMin.batch) and the size of component solved exactly (MaxMin.exact_flows).
@@ -129,7 +137,7 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
                       np.empty(comps, np.int64), np.empty(comps, np.int64))
     model = net.model
     host = Host(model.host_table, model.nic, np.empty(links), model.nic_table, np.array(model.alone))
-    ms = np.zeros(11, np.int64)
+    ms = np.zeros(15, np.int64)
     st = fastloop.state(count)
     out = np.zeros((4, sizes["slots"]))
     extra = sizes["ranks"] + len(prog.kind)  # the ranks' and the program's events a step may schedule
@@ -144,7 +152,7 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
 # -- components and segments ------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
+@uncounted
 def _find(parent, c):  # pragma: no cover (compiled)
     """The component id c was merged into (path compression as MaxMin._find)."""
     root = c
@@ -157,7 +165,7 @@ def _find(parent, c):  # pragma: no cover (compiled)
     return root
 
 
-@numba.njit(cache=True)
+@uncounted
 def _concat(first, last, following, a, b):  # pragma: no cover (compiled)
     """Linked list b appended to linked list a (first/last per list, `following` per item)."""
     if first[b] < 0:
@@ -180,7 +188,7 @@ def _due(c, comp, scratch, ms):  # pragma: no cover (compiled)
         ms[_STACK] += 1
 
 
-@numba.njit(cache=True)
+@uncounted
 def _all_due(comp, scratch, ms):  # pragma: no cover (compiled)
     """Every component is due (MaxMin.due.update(comps)): a host efficiency's flow count changed."""
     exists = comp.exists
@@ -189,7 +197,7 @@ def _all_due(comp, scratch, ms):  # pragma: no cover (compiled)
             _due(c, comp, scratch, ms)
 
 
-@numba.njit(cache=True)
+@uncounted
 def _undue(c, comp, ms):  # pragma: no cover (compiled)
     """MaxMin.due.discard(c)."""
     due = comp.due
@@ -198,99 +206,193 @@ def _undue(c, comp, ms):  # pragma: no cover (compiled)
         ms[_DUE] -= 1
 
 
-@numba.njit(cache=True)
-def _refill(s, segments):  # pragma: no cover (compiled)
+@uncounted
+def _before(p, q, finish, base):  # pragma: no cover (compiled)
+    """Whether position p of the segment whose arena run starts at `base` comes before position q: the
+    earlier finish, ties to the first in solve order (the stable sort's order). With `finish` empty, p < q."""
+    if len(finish) == 0:
+        return p < q
+    fp, fq = finish[base + p], finish[base + q]
+    return fp < fq or (fp == fq and p < q)
+
+
+@uncounted
+def _sort(x, lo, hi, finish, base):  # pragma: no cover (compiled)
+    """x[lo:hi] in _before's order, in place (insertion for a few, else heapsort: the keys are distinct,
+    so the order is the one any sort gives)."""
+    n = hi - lo
+    if n <= 16:
+        for i in range(lo + 1, hi):
+            v = x[i]
+            j = i
+            while j > lo and _before(v, x[j - 1], finish, base):
+                x[j] = x[j - 1]
+                j -= 1
+            x[j] = v
+        return
+    for start in range(n // 2 - 1, -1, -1):
+        _sift(x, lo, start, n, finish, base)
+    for end in range(n - 1, 0, -1):
+        x[lo], x[lo + end] = x[lo + end], x[lo]
+        _sift(x, lo, 0, end, finish, base)
+
+
+@uncounted
+def _sift(x, lo, i, n, finish, base):  # pragma: no cover (compiled)
+    """Heapsort's sift-down of x[lo + i] in the max-heap x[lo:lo + n] (_before's order)."""
+    v = x[lo + i]
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        if child + 1 < n and _before(x[lo + child], x[lo + child + 1], finish, base):
+            child += 1
+        if not _before(v, x[lo + child], finish, base):
+            break
+        x[lo + i] = x[lo + child]
+        i = child
+    x[lo + i] = v
+
+
+@uncounted
+def _select(x, n, k, finish, base):  # pragma: no cover (compiled)
+    """Reorder x[:n] so that x[:k] are its k first in _before's order (quickselect, median of three)."""
+    lo, hi, kth = 0, n - 1, k - 1
+    while hi > lo:
+        mid = (lo + hi) // 2
+        if _before(x[mid], x[lo], finish, base):
+            x[mid], x[lo] = x[lo], x[mid]
+        if _before(x[hi], x[lo], finish, base):
+            x[hi], x[lo] = x[lo], x[hi]
+        if _before(x[hi], x[mid], finish, base):
+            x[hi], x[mid] = x[mid], x[hi]
+        pivot = x[mid]
+        i, j = lo, hi
+        while i <= j:
+            while _before(x[i], pivot, finish, base):
+                i += 1
+            while _before(pivot, x[j], finish, base):
+                j -= 1
+            if i <= j:
+                x[i], x[j] = x[j], x[i]
+                i += 1
+                j -= 1
+        if kth <= j:
+            hi = j
+        elif kth >= i:
+            lo = i
+        else:
+            break
+
+
+@uncounted
+def _refill(s, seg):  # pragma: no cover (compiled)
     """The next sorted head of segment s (_Segment._refill): the `HEAD` or an eighth of the positions
-    left (the first head a `FIRST`th), whichever is more, earliest first, ties to the first in solve order. The first head is
-    made when a departure first needs it, not at the solve as the Python model does (the order taken
-    is the same): a segment replaced by the next solve before any departure costs no sort."""
-    finish, rest = segments.finish[s], segments.rest[s]
-    left = rest.size
-    head = max(HEAD, left // (FIRST if segments.head[s].size == 0 else 8))
-    values = finish[rest]
+    left (the first head a `FIRST`th), whichever is more, earliest first, ties to the first in solve
+    order; the positions left stay in solve order. The first head is made when a departure first needs
+    it, not at the solve as the Python model does (the order taken is the same): a segment replaced by
+    the next solve before any departure costs no sort."""
+    base, size, order, finish = seg.base[s], seg.size[s], seg.order, seg.finish
+    start = seg.head[s]
+    left = size - start
+    head = max(HEAD, left // (FIRST if start == 0 else 8))
     if left <= head:
-        segments.head[s] = rest[np.argsort(values, kind="mergesort")]
-        segments.rest[s] = rest[:0].copy()
+        _sort(order, base + start, base + size, finish, base)
+        head = left
     else:
-        cut = np.partition(values, head - 1)[head - 1]
-        ties = head
+        pick, mark = seg.pick, seg.mark
         for i in range(left):
-            if values[i] < cut:
-                ties -= 1
-        take, keep = np.empty(head, np.int64), np.empty(left - head, np.int64)
-        taken = kept = 0
-        for i in range(left):
-            if values[i] < cut or (values[i] == cut and ties > 0):
-                if values[i] == cut:
-                    ties -= 1
-                take[taken] = rest[i]
-                taken += 1
+            pick[i] = order[base + start + i]
+        _select(pick, left, head, finish, base)
+        _sort(pick, 0, head, finish, base)
+        for i in range(head):
+            mark[pick[i]] = True
+        kept = head
+        for i in range(base + start, base + size):  # the rest, in solve order
+            p = order[i]
+            if mark[p]:
+                mark[p] = False
             else:
-                keep[kept] = rest[i]
+                pick[kept] = p
                 kept += 1
-        segments.head[s] = take[np.argsort(finish[take], kind="mergesort")]
-        segments.rest[s] = keep
-    segments.taken[s] = 0
+        for i in range(left):
+            order[base + start + i] = pick[i]
+    seg.head[s] = start + head
+    seg.taken[s] = start
 
 
-@numba.njit(cache=True)
-def _next(s, segments):  # pragma: no cover (compiled)
+@uncounted
+def _next(s, seg):  # pragma: no cover (compiled)
     """The earliest finish of segment s not yet taken (-1 when all are)."""
-    if segments.taken[s] == segments.head[s].size:
-        if segments.rest[s].size == 0:
+    if seg.taken[s] == seg.head[s]:
+        if seg.head[s] == seg.size[s]:
             return -1.0
-        _refill(s, segments)
-    return segments.finish[s][segments.head[s][segments.taken[s]]]
+        _refill(s, seg)
+    return seg.finish[seg.base[s] + seg.order[seg.base[s] + seg.taken[s]]]
 
 
-@numba.njit(cache=True)
-def _take(s, horizon, segments, flow, gone, count):  # pragma: no cover (compiled)
+@uncounted
+def _take(s, horizon, seg, flow, gone, count):  # pragma: no cover (compiled)
     """Append to gone[count:] the flows of segment s finishing by `horizon`, in time order, that are
     still alive and in it (_Segment.take and MaxMin._depart's filter); the new count."""
     segment_of, alive = flow.segment_of, flow.alive
+    finish, flows, order = seg.finish, seg.flows, seg.order
+    base = seg.base[s]
     while True:
-        first = _next(s, segments)
+        first = _next(s, seg)
         if first < 0 or first > horizon:
             return count
-        finish, flows, head = segments.finish[s], segments.flows[s], segments.head[s]
-        pos = segments.taken[s]
-        while pos < head.size and finish[head[pos]] <= horizon:
-            m = flows[head[pos]]
+        pos, head = seg.taken[s], seg.head[s]
+        while pos < head and finish[base + order[base + pos]] <= horizon:
+            m = flows[base + order[base + pos]]
             if segment_of[m] == s and alive[m]:
                 gone[count] = m
                 count += 1
             pos += 1
-        segments.taken[s] = pos
+        seg.taken[s] = pos
 
 
-@numba.njit(cache=True)
-def _drop(s, segments):  # pragma: no cover (compiled)
-    """Segment s is gone (used up, or its component re-solved): free its arrays."""
-    segments.live[s] = False
-    segments.finish[s] = segments.finish[s][:0].copy()
-    segments.flows[s] = segments.flows[s][:0].copy()
-    segments.rest[s] = segments.rest[s][:0].copy()
-    segments.head[s] = segments.head[s][:0].copy()
+@uncounted
+def _drop(s, seg):  # pragma: no cover (compiled)
+    """Segment s is gone (used up, or its component re-solved): its run is packed away (_compact)."""
+    seg.live[s] = False
 
 
-@numba.njit(cache=True)
-def _push_head(segments, ms, finish, s):  # pragma: no cover (compiled)
-    """heappush(heads, (finish, s))."""
-    heads = segments.heads[0]
+@uncounted
+def _compact(seg, ms):  # pragma: no cover (compiled)
+    """The live segments' runs moved to the arena's start, in id order (their runs' order)."""
+    oldest = ms[_OLDEST]
+    while oldest < ms[_SEGS] and not seg.live[oldest]:
+        oldest += 1
+    ms[_OLDEST] = oldest
+    base, size, finish, flows, order = seg.base, seg.size, seg.finish, seg.flows, seg.order
+    at = 0
+    for s in range(oldest, ms[_SEGS]):
+        if seg.live[s]:
+            b = base[s]
+            if b != at:
+                for i in range(size[s]):
+                    finish[at + i], flows[at + i], order[at + i] = finish[b + i], flows[b + i], order[b + i]
+                base[s] = at
+            at += size[s]
+    ms[_ARENA] = at
+
+
+@uncounted
+def _push_head(seg, ms, finish, s):  # pragma: no cover (compiled)
+    """heappush(heads, (finish, s)) (_fit leaves room)."""
+    heads = seg.heads
     size = ms[_HEADS]
-    if size == heads.shape[0]:
-        heads = grow(heads, size + 1)
-        segments.heads[0] = heads
     i = fastloop.sift_up(heads, size, finish, s)
     heads[i, 0] = finish
     heads[i, 1] = s
     ms[_HEADS] = size + 1
 
 
-@numba.njit(cache=True)
-def _pop_head(segments, ms):  # pragma: no cover (compiled)
+@uncounted
+def _pop_head(seg, ms):  # pragma: no cover (compiled)
     """heappop(heads): the earliest (finish, segment)."""
-    heads = segments.heads[0]
+    heads = seg.heads
     finish, s = heads[0, 0], int(heads[0, 1])
     ms[_HEADS] -= 1
     fastloop.sift_down(heads, ms[_HEADS])
@@ -404,8 +506,8 @@ def _isolated_done(m, mark, now, mm, heap, st):  # pragma: no cover (compiled)
     push(heap, st, now + latency[m], _DELIVER, m, 0, 0.0)
 
 
-@numba.njit(cache=True, inline="always")
-def _join(mm, segments):  # pragma: no cover (compiled)
+@inlined
+def _join(mm):  # pragma: no cover (compiled)
     """MaxMin._join: the flows that became shared this instant into components, merging the ones each
     touches into the one with the most pieces (ties: the lowest id), the others in id order."""
     wire, flow, link, comp, scratch, ms = mm.wire, mm.flow, mm.link, mm.comp, mm.scratch, mm.ms
@@ -415,7 +517,7 @@ def _join(mm, segments):  # pragma: no cover (compiled)
     parent, first, last, size, nparts, living = comp.parent, comp.first, comp.last, comp.size, comp.nparts, comp.living
     check, exists, seg_first, seg_last, deferred = comp.check, comp.exists, comp.seg_first, comp.seg_last, comp.deferred
     fresh, nnew, full = comp.fresh, comp.nnew, comp.full
-    seg_next = segments.following
+    seg_next = mm.seg.following
     joined, touched = scratch.joined, scratch.comps
     width = croutes.shape[1]
     root = -1
@@ -449,7 +551,7 @@ def _join(mm, segments):  # pragma: no cover (compiled)
                         touched[count] = c
                         count += 1
             if count:
-                touched[:count].sort()
+                _sort(touched, 0, count, mm.fs[:0], 0)
                 root = touched[0]
                 for t in range(1, count):
                     if nparts[touched[t]] > nparts[root]:
@@ -499,10 +601,10 @@ def _join(mm, segments):  # pragma: no cover (compiled)
 # -- solves -----------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True, inline="always")
-def _solve(c, now, mm, segments):  # pragma: no cover (compiled)
+@inlined
+def _solve(c, now, mm):  # pragma: no cover (compiled)
     """MaxMin._solve: max-min rates of component c's flows from now on; a new departure segment."""
-    wire, flow, link, comp, ms, host = mm.wire, mm.flow, mm.link, mm.comp, mm.ms, mm.host
+    wire, flow, link, comp, ms, host, seg, ws = mm.wire, mm.flow, mm.link, mm.comp, mm.ms, mm.host, mm.seg, mm.ws
     routes, capacity, batch = wire.routes, wire.capacity, wire.batch
     left, base_time, rate, alive, following = flow.left, flow.base_time, flow.rate, flow.alive, flow.following
     born = flow.born
@@ -510,8 +612,8 @@ def _solve(c, now, mm, segments):  # pragma: no cover (compiled)
     last, slot, used, peak, level = link.last, link.slot, link.used, link.peak, link.level
     first, tail, size, nparts, nnew = comp.first, comp.last, comp.size, comp.nparts, comp.nnew
     check, epoch, seg_first = comp.check, comp.epoch, comp.seg_first
-    seg_next = segments.following
-    flows = np.empty(size[c], np.int64)
+    seg_next = seg.following
+    flows = ws.flows
     m = first[c]
     for i in range(size[c]):
         flows[i] = m
@@ -520,82 +622,85 @@ def _solve(c, now, mm, segments):  # pragma: no cover (compiled)
     tables = len(host.table) > 0 or len(host.eff) > 0
     partial = s >= 0 and s == comp.seg_last[c] and not tables  # one segment: MaxMin._solve's partial re-solve
     while s >= 0:
-        _drop(s, segments)
+        _drop(s, seg)
         s = seg_next[s]
-    if tables:  # MaxMin._capacities (h counts the active and isolated flows: no flow is isolated under a table h)
-        capacity = capacities(capacity, host.nic, host.eff, link.nflows, host.table, ms[_ACTIVE], host.scaled)
-    keep, finish = solve_compiled(flows, alive, left, base_time, rate, born, routes, capacity, now, batch, busy_from, room,
-                                  spent, freed, freed_t, last, slot, used, peak, level, partial)
-    for i in range(keep.size - 1):
+    if tables:  # MaxMin._capacities, set by _loop for this flush
+        capacity = host.scaled
+    count = solve_compiled(flows, size[c], alive, left, base_time, rate, born, routes, capacity, now, batch, busy_from,
+                           room, spent, freed, freed_t, last, slot, used, peak, level, partial, ws)
+    keep = ws.keep
+    for i in range(count - 1):
         following[keep[i]] = keep[i + 1]
-    following[keep[keep.size - 1]] = -1
-    first[c], tail[c], size[c], nparts[c], nnew[c] = keep[0], keep[keep.size - 1], keep.size, 1, 0
+    following[keep[count - 1]] = -1
+    first[c], tail[c], size[c], nparts[c], nnew[c] = keep[0], keep[count - 1], count, 1, 0
     check[c] = np.inf
     epoch[c] += 1
     ms[_SOLVES] += 1
     seg_first[c] = -1
-    _segment(c, keep, finish, mm, segments)
+    _segment(c, keep, count, ws.finish, mm)
 
 
-@numba.njit(cache=True, inline="always")
-def _warm(c, now, mm, segments):  # pragma: no cover (compiled)
+@inlined
+def _warm(c, now, mm):  # pragma: no cover (compiled)
     """MaxMin._warm: rates for component c's flows that joined this instant, the others kept, where that
     is still max-min (waterfill.warm_compiled); a departure segment of their own. False: solve c."""
-    wire, flow, link, comp, ms = mm.wire, mm.flow, mm.link, mm.comp, mm.ms
+    wire, flow, link, comp, ms, ws = mm.wire, mm.flow, mm.link, mm.comp, mm.ms, mm.ws
     routes, capacity, batch = wire.routes, wire.capacity, wire.batch
     left, base_time, rate, following = flow.left, flow.base_time, flow.rate, flow.following
     busy_from, room, spent, freed, freed_t = link.busy_from, link.room, link.spent, link.freed, link.freed_t
     last, slot, used, peak, level = link.last, link.slot, link.used, link.peak, link.level
     fresh, nnew = comp.fresh, comp.nnew
-    new = np.empty(nnew[c], np.int64)
+    new = ws.flows
     m = fresh[c]
-    for i in range(new.size):
+    for i in range(nnew[c]):
         new[i] = m
         m = following[m]
-    fits, finish = warm_compiled(new, left, base_time, rate, routes, capacity, now, batch, busy_from, room, spent,
-                                 freed, freed_t, last, slot, used, peak, level)
-    if not fits:
+    if not warm_compiled(new, nnew[c], left, base_time, rate, routes, capacity, now, batch, busy_from, room, spent,
+                         freed, freed_t, last, slot, used, peak, level, ws):
         return False
+    _segment(c, new, nnew[c], ws.finish, mm)
     comp.nparts[c], nnew[c] = 1, 0
     ms[_WARM] += 1
-    _segment(c, new, finish, mm, segments)
     return True
 
 
-@numba.njit(cache=True, inline="always")
-def _segment(c, flows, finish, mm, segments):  # pragma: no cover (compiled)
-    """A departure segment of `flows` (finishing at `finish`) appended to component c's."""
-    ms, segment_of = mm.ms, mm.flow.segment_of
+@inlined
+def _segment(c, flows, count, finish, mm):  # pragma: no cover (compiled)
+    """A departure segment of flows[:count] (finishing at finish[:count]) appended to component c's, its
+    run at the arena's end (_fit leaves room)."""
+    ms, seg, segment_of = mm.ms, mm.seg, mm.flow.segment_of
     seg_first, seg_last = mm.comp.seg_first, mm.comp.seg_last
-    sid = len(segments.finish)
-    segments.finish.append(finish)
-    segments.flows.append(flows)
-    segments.rest.append(np.arange(flows.size))
-    segments.head.append(flows[:0].copy())
-    segments.taken.append(0)
-    segments.live.append(True)
-    segments.following.append(-1)
-    for i in range(flows.size):
+    sid = ms[_SEGS]
+    ms[_SEGS] += 1
+    base = ms[_ARENA]
+    ms[_ARENA] += count
+    seg.base[sid], seg.size[sid], seg.head[sid], seg.taken[sid] = base, count, 0, 0
+    seg.live[sid] = True
+    seg.following[sid] = -1
+    earliest = finish[0]  # finish[:count].min(), as numpy takes it (a NaN first)
+    for i in range(count):
+        seg.finish[base + i], seg.flows[base + i], seg.order[base + i] = finish[i], flows[i], i
         segment_of[flows[i]] = sid
+        if not np.isnan(earliest) and (np.isnan(finish[i]) or finish[i] < earliest):
+            earliest = finish[i]
     if seg_first[c] < 0:
         seg_first[c] = sid
     else:
-        segments.following[seg_last[c]] = sid
+        seg.following[seg_last[c]] = sid
     seg_last[c] = sid
-    _push_head(segments, ms, finish.min(), sid)  # its first head is sorted when a departure first needs it
+    _push_head(seg, ms, earliest, sid)  # its first head is sorted when a departure first needs it
 
 
-@numba.njit(cache=True, inline="always")
-def _flush(now, mm, segments, heap, st):  # pragma: no cover (compiled)
-    """End of an instant: place new shared flows, then solve every component that is due (with a host
-    efficiency: every one), in id order (where only flows joined it, and no component merged into it,
-    first try _warm; not with an efficiency table)."""
-    comp, scratch, ms, batch, host = mm.comp, mm.scratch, mm.ms, mm.wire.batch, mm.host
-    scaled, tables = len(host.table) > 0, len(host.table) > 0 or len(host.eff) > 0
-    parent, living, exists, due, nnew, full = comp.parent, comp.living, comp.exists, comp.due, comp.nnew, comp.full
+@uncounted
+def _flush_join(mm):  # pragma: no cover (compiled)
+    """End of an instant, first part: place new shared flows; the components to solve (every due one,
+    with a host efficiency every one) into scratch.roots[:ms[_ROOTS]] in id order (repeats side by
+    side). Returns the most flows listed in one of them (what a solve's workspace must hold)."""
+    comp, scratch, ms, host = mm.comp, mm.scratch, mm.ms, mm.host
+    parent, exists, due, size = comp.parent, comp.exists, comp.due, comp.size
     ms[_ARMED] = 0
-    _join(mm, segments)
-    if scaled and ms[_ACTIVE]:
+    _join(mm)
+    if len(host.table) > 0 and ms[_ACTIVE]:
         _all_due(comp, scratch, ms)
     stack, roots = scratch.stack, scratch.roots
     count = 0
@@ -603,40 +708,100 @@ def _flush(now, mm, segments, heap, st):  # pragma: no cover (compiled)
         if due[stack[i]]:
             roots[count] = _find(parent, stack[i])
             count += 1
-    roots[:count].sort()
+    _sort(roots, 0, count, mm.fs[:0], 0)
+    ms[_ROOTS] = count
+    most = 0
     for i in range(count):
+        if exists[roots[i]]:
+            most = max(most, size[roots[i]])
+    return most
+
+
+@uncounted
+def _flush_solve(now, mm, heap, st):  # pragma: no cover (compiled)
+    """End of an instant, second part: solve the components _flush_join chose, in id order (where only
+    flows joined one, and no component merged into it, first try _warm; not with an efficiency table)."""
+    comp, scratch, ms, batch, host = mm.comp, mm.scratch, mm.ms, mm.wire.batch, mm.host
+    tables = len(host.table) > 0 or len(host.eff) > 0
+    living, exists, due, nnew, full = comp.living, comp.exists, comp.due, comp.nnew, comp.full
+    stack, roots = scratch.stack, scratch.roots
+    for i in range(ms[_ROOTS]):
         c = roots[i]
         if (i == 0 or c != roots[i - 1]) and exists[c]:
             if (batch == 0 or living[c] <= mm.wire.exact_flows or tables or full[c] or not 0 < nnew[c] < living[c]
-                    or not _warm(c, now, mm, segments)):
-                _solve(c, now, mm, segments)
+                    or not _warm(c, now, mm)):
+                _solve(c, now, mm)
     for i in range(ms[_STACK]):
         due[stack[i]] = full[stack[i]] = False
     ms[_STACK] = ms[_DUE] = 0
-    _arm(now, mm, segments, heap, st)
+    _arm(now, mm, heap, st)
+
+
+@uncounted
+def _fits(mm, most):  # pragma: no cover (compiled)
+    """Whether a flush's solves fit in the model's arrays as they are: a workspace for `most` flows, a
+    segment and a head per root, an arena run per flow alive (_fit grows them)."""
+    seg, ms = mm.seg, mm.ms
+    return (most <= len(mm.ws.flows) and ms[_SEGS] + ms[_ROOTS] <= len(seg.live)
+            and ms[_HEADS] + ms[_ROOTS] <= seg.heads.shape[0] and ms[_ARENA] + ms[_ACTIVE] <= len(seg.finish))
+
+
+@numba.njit(cache=True)
+def _larger(a, need):  # pragma: no cover (compiled)
+    """Array a (one axis) with room for at least `need` items (twice its length, or more)."""
+    bigger = np.empty(max(need, 2 * a.size), a.dtype)
+    bigger[:a.size] = a
+    return bigger
+
+
+@numba.njit(cache=True)
+def _fit(mm, most):  # pragma: no cover (compiled)
+    """The model with room for a flush's solves (_fits): the workspace and the selection's scratch for
+    `most` flows, the per-segment arrays and the heads for a segment per root, the arena for a run per
+    flow alive (packed first: _compact, then grown where it stays over half full)."""
+    seg, ms, ws = mm.seg, mm.ms, mm.ws
+    pick, mark, heads = seg.pick, seg.mark, seg.heads
+    if most > len(ws.flows):
+        ws = make_workspace(max(most, 2 * len(ws.flows)), len(ws.links), ws.sub.shape[1])
+        pick, mark = np.empty(len(ws.flows), np.int64), np.zeros(len(ws.flows), np.bool_)
+    need = ms[_SEGS] + ms[_ROOTS]
+    base, size, head, taken, live, following = seg.base, seg.size, seg.head, seg.taken, seg.live, seg.following
+    if need > len(live):
+        base, size, head, taken = _larger(base, need), _larger(size, need), _larger(head, need), _larger(taken, need)
+        live, following = _larger(live, need), _larger(following, need)
+    if ms[_HEADS] + ms[_ROOTS] > heads.shape[0]:
+        heads = grow(heads, ms[_HEADS] + ms[_ROOTS])
+    finish, flows, order = seg.finish, seg.flows, seg.order
+    if ms[_ARENA] + ms[_ACTIVE] > len(finish):
+        _compact(seg, ms)
+        if ms[_ARENA] + ms[_ACTIVE] > len(finish) or 2 * ms[_ARENA] > len(finish):
+            need = ms[_ARENA] + ms[_ACTIVE]
+            finish, flows, order = _larger(finish, need), _larger(flows, need), _larger(order, need)
+    seg = Segments(base, size, head, taken, live, following, finish, flows, order, pick, mark, heads)
+    return Model(mm.wire, mm.flow, mm.link, mm.comp, mm.scratch, ms, mm.fs, mm.host, seg, ws)
 
 
 # -- departures -------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
-def _arm(now, mm, segments, heap, st):  # pragma: no cover (compiled)
+@uncounted
+def _arm(now, mm, heap, st):  # pragma: no cover (compiled)
     """One event at the earliest finish among the segments (older events become stale)."""
-    ms, fs = mm.ms, mm.fs
-    live = segments.live
-    while ms[_HEADS] and not live[int(segments.heads[0][0, 1])]:
-        _pop_head(segments, ms)
+    ms, fs, seg = mm.ms, mm.fs, mm.seg
+    live = seg.live
+    while ms[_HEADS] and not live[int(seg.heads[0, 1])]:
+        _pop_head(seg, ms)
     if not ms[_HEADS]:
         return
-    due = segments.heads[0][0, 0]
+    due = seg.heads[0, 0]
     if due != fs[0]:
         fs[0] = due
         ms[_VERSION] += 1
         push(heap, st, now + max(due - now, 0.0), _DEPART, ms[_VERSION], 0, 0.0)
 
 
-@numba.njit(cache=True, inline="always")
-def _depart(version, now, mm, segments, heap, st):  # pragma: no cover (compiled)
+@inlined
+def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
     """MaxMin._depart: retire the shared flows that finish now; mark their components due where freed
     capacity exceeds the allowance, or schedule a check when it will; deliver them."""
     wire, flow, link, comp = mm.wire, mm.flow, mm.link, mm.comp
@@ -647,22 +812,22 @@ def _depart(version, now, mm, segments, heap, st):  # pragma: no cover (compiled
     freed_t, last, used = link.freed_t, link.last, link.used
     parent, living, check, epoch = comp.parent, comp.living, comp.check, comp.epoch
     exists, due, deferred = comp.exists, comp.due, comp.deferred
-    gone, waiting = scratch.gone, scratch.comps
+    gone, waiting, seg = scratch.gone, scratch.comps, mm.seg
     if version != ms[_VERSION]:
         return
     fs[0] = np.inf
     horizon = now * (1 + TIE)
     count = 0
-    while ms[_HEADS] and segments.heads[0][0, 0] <= horizon:
-        _, s = _pop_head(segments, ms)
-        if not segments.live[s]:
+    while ms[_HEADS] and seg.heads[0, 0] <= horizon:
+        _, s = _pop_head(seg, ms)
+        if not seg.live[s]:
             continue
-        count = _take(s, horizon, segments, flow, gone, count)
-        upcoming = _next(s, segments)
+        count = _take(s, horizon, seg, flow, gone, count)
+        upcoming = _next(s, seg)
         if upcoming < 0:
-            _drop(s, segments)
+            _drop(s, seg)
         else:
-            _push_head(segments, ms, upcoming, s)
+            _push_head(seg, ms, upcoming, s)
     for i in range(count):
         alive[gone[i]] = False
     ms[_ACTIVE] -= count
@@ -712,7 +877,7 @@ def _depart(version, now, mm, segments, heap, st):  # pragma: no cover (compiled
     if ms[_DUE]:
         _later(now, heap, st, ms)
     else:
-        _arm(now, mm, segments, heap, st)
+        _arm(now, mm, heap, st)
     for i in range(count):
         push(heap, st, now + latency[gone[i]], _DELIVER, gone[i], 0, 0.0)
 
@@ -756,16 +921,18 @@ def _room(st, ms, extra):  # pragma: no cover (compiled)
 
 @uncounted
 def _events(now, rank, prog, messages, mm, extra, heap, st, out, sent_at, delivered_at):  # pragma: no cover (compiled)
-    """Run the heap's events (the ranks', isolated flows' ends, deliveries, checks) until it is empty, the
-    next is a departure or a flush (_loop runs those: they allocate) or the heap is too small for the
-    next step (_room); returns the time of the last one run."""
+    """Run the heap's events (the ranks', isolated flows' ends, departures, deliveries, checks) until it
+    is empty, the next is a flush (_loop runs those: a flush's solves may need more room, _fit) or the
+    heap is too small for the next step (_room); returns the time of the last one run."""
     stage_of, src_of, dst_of = messages.stage, messages.src, messages.dst
     while st[fastloop.SIZE] > 0:
         kind = int(heap[0, 2])
-        if kind == _DEPART or kind == _FLUSH or _room(st, mm.ms, extra) > heap.shape[0]:
+        if kind == _FLUSH or _room(st, mm.ms, extra) > heap.shape[0]:
             break
         now, kind, a, b, c = pop(heap, st)
-        if kind == _ISOLATED:
+        if kind == _DEPART:
+            _depart(a, now, mm, heap, st)
+        elif kind == _ISOLATED:
             _isolated_done(a, b, now, mm, heap, st)
         elif kind == _CHECK:
             _check(a, b, now, mm, heap, st)
@@ -792,14 +959,15 @@ def _loop(wire, flow, link, comp, scratch, ms, fs, host, rank, messages, prog, e
           delivered_at):  # pragma: no cover (compiled)
     """The program's roots start at time 0, in order, then Clock.run(): events in (time, priority, order
     of scheduling) order. Returns the time of the last event. wire..host: the model's arrays (run(), a
-    `Model`'s fields); the segments' typed lists are made here (compiled with the loop, so cached). The
-    events that allocate (departures, flushes) run here, the others in _events; the heap grows here."""
-    segments = Segments(List.empty_list(types.float64[::1]), List.empty_list(types.int64[::1]),
-                        List.empty_list(types.int64[::1]), List.empty_list(types.int64[::1]),
-                        List.empty_list(types.int64), List.empty_list(types.boolean), List.empty_list(types.int64),
-                        List.empty_list(types.float64[:, ::1]))
-    segments.heads.append(np.empty((64, 2)))
-    mm = Model(wire, flow, link, comp, scratch, ms, fs, host)
+    `Model`'s fields); the segments and the solves' workspace are made here, small, and grown here before
+    a flush that needs more (_fits, _fit), as the heap is before a step (_room)."""
+    segments = Segments(np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, np.int64),
+                        np.empty(64, np.int64), np.empty(64, np.bool_), np.empty(64, np.int64), np.empty(1024),
+                        np.empty(1024, np.int64), np.empty(1024, np.int64), np.empty(64, np.int64),
+                        np.zeros(64, np.bool_), np.empty((64, 2)))
+    mm = Model(wire, flow, link, comp, scratch, ms, fs, host, segments,
+               make_workspace(64, len(wire.capacity), wire.routes.shape[1]))
+    tables = len(host.table) > 0 or len(host.eff) > 0
     heap = np.empty((len(sent_at) + 3 * extra + 16, fastloop.ROW))
     now = 0.0
     for x in prog.roots:
@@ -814,9 +982,12 @@ def _loop(wire, flow, link, comp, scratch, ms, fs, host, rank, messages, prog, e
         now = _events(now, rank, prog, messages, mm, extra, heap, st, out, sent_at, delivered_at)
         if st[fastloop.SIZE] == 0 or _room(st, ms, extra) > heap.shape[0]:
             continue
-        now, kind, a, b, c = pop(heap, st)
-        if kind == _DEPART:
-            _depart(a, now, mm, segments, heap, st)
-        else:
-            _flush(now, mm, segments, heap, st)
+        now, kind, a, b, c = pop(heap, st)  # a flush
+        most = _flush_join(mm)
+        if not _fits(mm, most):
+            mm = _fit(mm, most)
+        if tables:  # MaxMin._capacities of this flush's solves (h counts the active and isolated flows: no flow
+            # is isolated under a table h)
+            capacities(wire.capacity, host.nic, host.eff, link.nflows, host.table, ms[_ACTIVE], host.scaled)
+        _flush_solve(now, mm, heap, st)
     return now
