@@ -760,6 +760,10 @@ def _fit(mm, most):  # pragma: no cover (compiled)
     `most` flows, the per-segment arrays and the heads for a segment per root, the arena for a run per
     flow alive (packed first: _compact, then grown where it stays over half full)."""
     seg, ms, ws = mm.seg, mm.ms, mm.ws
+    finish, flows, order = seg.finish, seg.flows, seg.order
+    packed = ms[_ARENA] + ms[_ACTIVE] > len(finish)
+    if packed:  # in place, before any per-segment array is copied
+        _compact(seg, ms)
     pick, mark, heads = seg.pick, seg.mark, seg.heads
     if most > len(ws.flows):
         ws = make_workspace(max(most, 2 * len(ws.flows)), len(ws.links), ws.sub.shape[1])
@@ -771,12 +775,9 @@ def _fit(mm, most):  # pragma: no cover (compiled)
         live, following = _larger(live, need), _larger(following, need)
     if ms[_HEADS] + ms[_ROOTS] > heads.shape[0]:
         heads = grow(heads, ms[_HEADS] + ms[_ROOTS])
-    finish, flows, order = seg.finish, seg.flows, seg.order
-    if ms[_ARENA] + ms[_ACTIVE] > len(finish):
-        _compact(seg, ms)
-        if ms[_ARENA] + ms[_ACTIVE] > len(finish) or 2 * ms[_ARENA] > len(finish):
-            need = ms[_ARENA] + ms[_ACTIVE]
-            finish, flows, order = _larger(finish, need), _larger(flows, need), _larger(order, need)
+    if packed and (ms[_ARENA] + ms[_ACTIVE] > len(finish) or 2 * ms[_ARENA] > len(finish)):
+        need = ms[_ARENA] + ms[_ACTIVE]
+        finish, flows, order = _larger(finish, need), _larger(flows, need), _larger(order, need)
     seg = Segments(base, size, head, taken, live, following, finish, flows, order, pick, mark, heads)
     return Model(mm.wire, mm.flow, mm.link, mm.comp, mm.scratch, ms, mm.fs, mm.host, seg, ws)
 
@@ -961,12 +962,13 @@ def _loop(wire, flow, link, comp, scratch, ms, fs, host, rank, messages, prog, e
     of scheduling) order. Returns the time of the last event. wire..host: the model's arrays (run(), a
     `Model`'s fields); the segments and the solves' workspace are made here, small, and grown here before
     a flush that needs more (_fits, _fit), as the heap is before a step (_room)."""
-    segments = Segments(np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, np.int64),
-                        np.empty(64, np.int64), np.empty(64, np.bool_), np.empty(64, np.int64), np.empty(1024),
-                        np.empty(1024, np.int64), np.empty(1024, np.int64), np.empty(64, np.int64),
-                        np.zeros(64, np.bool_), np.empty((64, 2)))
+    # small: a log's first flushes grow them (and pack the arena) in every combination, which the tests see
+    segments = Segments(np.empty(16, np.int64), np.empty(16, np.int64), np.empty(16, np.int64),
+                        np.empty(16, np.int64), np.empty(16, np.bool_), np.empty(16, np.int64), np.empty(64),
+                        np.empty(64, np.int64), np.empty(64, np.int64), np.empty(16, np.int64),
+                        np.zeros(16, np.bool_), np.empty((16, 2)))
     mm = Model(wire, flow, link, comp, scratch, ms, fs, host, segments,
-               make_workspace(64, len(wire.capacity), wire.routes.shape[1]))
+               make_workspace(16, len(wire.capacity), wire.routes.shape[1]))
     tables = len(host.table) > 0 or len(host.eff) > 0
     heap = np.empty((len(sent_at) + 3 * extra + 16, fastloop.ROW))
     now = 0.0
