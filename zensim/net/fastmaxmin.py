@@ -50,8 +50,8 @@ _DELIVER, _ISOLATED, _DEPART, _CHECK, _FLUSH = MODEL, MODEL + 1, MODEL + 2, MODE
 # ms: the model's integer state
 _STAMP, _VERSION, _ARMED, _ACTIVE, _SOLVES, _COMPS, _JOINED, _HEADS, _DUE, _STACK, _WARM = range(11)
 # ... the segment ids made, the arena's used length, the oldest segment id that may be live, the roots a
-# flush solves (_flush_join)
-_SEGS, _ARENA, _OLDEST, _ROOTS = range(11, 15)
+# flush solves (_flush_join), whether a flush waits for _loop to solve them and the most flows listed in one
+_SEGS, _ARENA, _OLDEST, _ROOTS, _HELD, _MOST = range(11, 17)
 COMPILE_S = 45  # about this many seconds of CPU compile _loop (zensim.jit.announce)
 # Per component id (the module docstring's state): its union-find parent; its flow list (first, last,
 # size) and pieces; its flows alive; its check time and solve count (`epoch`); whether it exists and is
@@ -137,7 +137,7 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
                       np.empty(comps, np.int64), np.empty(comps, np.int64))
     model = net.model
     host = Host(model.host_table, model.nic, np.empty(links), model.nic_table, np.array(model.alone))
-    ms = np.zeros(15, np.int64)
+    ms = np.zeros(17, np.int64)
     st = fastloop.state(count)
     out = np.zeros((4, sizes["slots"]))
     extra = sizes["ranks"] + len(prog.kind)  # the ranks' and the program's events a step may schedule
@@ -691,7 +691,7 @@ def _segment(c, flows, count, finish, mm):  # pragma: no cover (compiled)
     _push_head(seg, ms, earliest, sid)  # its first head is sorted when a departure first needs it
 
 
-@uncounted
+@inlined
 def _flush_join(mm):  # pragma: no cover (compiled)
     """End of an instant, first part: place new shared flows; the components to solve (every due one,
     with a host efficiency every one) into scratch.roots[:ms[_ROOTS]] in id order (repeats side by
@@ -922,16 +922,24 @@ def _room(st, ms, extra):  # pragma: no cover (compiled)
 
 @uncounted
 def _events(now, rank, prog, messages, mm, extra, heap, st, out, sent_at, delivered_at):  # pragma: no cover (compiled)
-    """Run the heap's events (the ranks', isolated flows' ends, departures, deliveries, checks) until it
-    is empty, the next is a flush (_loop runs those: a flush's solves may need more room, _fit) or the
-    heap is too small for the next step (_room); returns the time of the last one run."""
+    """Run the heap's events (the ranks', isolated flows' ends, departures, flushes, deliveries, checks)
+    until it is empty, the heap is too small for the next step (_room) or a flush's solves need more room
+    (_fits) or an efficiency table's capacities: then that flush is held (ms[_HELD], after _flush_join)
+    for _loop to finish. Returns the time of the last event run."""
     stage_of, src_of, dst_of = messages.stage, messages.src, messages.dst
+    ms, host = mm.ms, mm.host
+    tables = len(host.table) > 0 or len(host.eff) > 0
     while st[fastloop.SIZE] > 0:
-        kind = int(heap[0, 2])
-        if kind == _FLUSH or _room(st, mm.ms, extra) > heap.shape[0]:
+        if _room(st, ms, extra) > heap.shape[0]:
             break
         now, kind, a, b, c = pop(heap, st)
-        if kind == _DEPART:
+        if kind == _FLUSH:
+            most = _flush_join(mm)
+            if tables or not _fits(mm, most):
+                ms[_HELD], ms[_MOST] = 1, most
+                break
+            _flush_solve(now, mm, heap, st)
+        elif kind == _DEPART:
             _depart(a, now, mm, heap, st)
         elif kind == _ISOLATED:
             _isolated_done(a, b, now, mm, heap, st)
@@ -961,7 +969,8 @@ def _loop(wire, flow, link, comp, scratch, ms, fs, host, rank, messages, prog, e
     """The program's roots start at time 0, in order, then Clock.run(): events in (time, priority, order
     of scheduling) order. Returns the time of the last event. wire..host: the model's arrays (run(), a
     `Model`'s fields); the segments and the solves' workspace are made here, small, and grown here before
-    a flush that needs more (_fits, _fit), as the heap is before a step (_room)."""
+    a flush that needs more (_fits, _fit), as the heap is before a step (_room). The events run in _events
+    (uncounted), which leaves here only for that and the efficiency tables' flushes."""
     # small: a log's first flushes grow them (and pack the arena) in every combination, which the tests see
     segments = Segments(np.empty(16, np.int64), np.empty(16, np.int64), np.empty(16, np.int64),
                         np.empty(16, np.int64), np.empty(16, np.bool_), np.empty(16, np.int64), np.empty(64),
@@ -977,19 +986,18 @@ def _loop(wire, flow, link, comp, scratch, ms, fs, host, rank, messages, prog, e
         if need > heap.shape[0]:
             heap = grow(heap, need)
         _root(x, rank, prog, mm, heap, st, out, sent_at)
-    while st[fastloop.SIZE] > 0:
+    while True:
+        if ms[_HELD]:  # a flush that needs more room or the tables' capacities
+            ms[_HELD] = 0
+            if not _fits(mm, ms[_MOST]):
+                mm = _fit(mm, ms[_MOST])
+            if tables:  # MaxMin._capacities of its solves (h counts the active and isolated flows: no flow is
+                # isolated under a table h)
+                capacities(wire.capacity, host.nic, host.eff, link.nflows, host.table, ms[_ACTIVE], host.scaled)
+            _flush_solve(now, mm, heap, st)
+        if st[fastloop.SIZE] == 0:
+            return now
         need = _room(st, ms, extra)
         if need > heap.shape[0]:
             heap = grow(heap, need)
         now = _events(now, rank, prog, messages, mm, extra, heap, st, out, sent_at, delivered_at)
-        if st[fastloop.SIZE] == 0 or _room(st, ms, extra) > heap.shape[0]:
-            continue
-        now, kind, a, b, c = pop(heap, st)  # a flush
-        most = _flush_join(mm)
-        if not _fits(mm, most):
-            mm = _fit(mm, most)
-        if tables:  # MaxMin._capacities of this flush's solves (h counts the active and isolated flows: no flow
-            # is isolated under a table h)
-            capacities(wire.capacity, host.nic, host.eff, link.nflows, host.table, ms[_ACTIVE], host.scaled)
-        _flush_solve(now, mm, heap, st)
-    return now
