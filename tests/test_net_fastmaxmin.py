@@ -11,14 +11,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from oracle_maxmin import _Segment
 from replay_support import (B, CALIBRATED, LAYOUTS, SCHEMES, SPECS, WORK, assert_program_same, assert_same, general,
                             long_job_log, moved, random_log, random_program, scheme_costs, spec_id)
 from test_net_maxmin import ADVERSARIAL
 from zensim.layout import dense_ring_log
 from zensim.net import fastmaxmin
+from zensim.net.fastmaxmin import HEAD
 from zensim.net.costs import Costs
 from zensim.net.fastloop import Program
-from zensim.net.models.maxmin import HEAD, _Segment
 from zensim.net.network import Network
 from zensim.net.replay import LogReplay, run_compiled
 from zensim.net.profile import WorkCost
