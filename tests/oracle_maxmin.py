@@ -1,77 +1,12 @@
 """The reference oracle of the `maxmin` sharing model: the Python model as it stood before the model got one
 implementation (zensim.net.fastmaxmin's compiled steps, driven by zensim.net.models.maxmin.MaxMin on the
-general path). Frozen: the tests only (tests/replay_support.py: `oracle_network`) run it, and the
+general path). Frozen: the tests only (tests/replay_support.py: `oracle`) run it, and the
 bit-identity tests (tests/test_net_fastmaxmin.py, test_train_timeline_compiled.py, ...) compare both the
 compiled loop and the general path's adapter against it, time for time, solve for solve. A rule changed
 in fastmaxmin is changed here too, in plain Python, so that the change is checked against a second
 reading of it. Not registered in zensim.net.models.MODELS.
 
-What the model does (as it was written):
-The `maxmin` sharing model: flows share links max-min fairly (the fluid model of TCP), incrementally.
-
-Rates are piecewise constant between solves. Each flow keeps its bytes left at its last solve and
-its projected finish time; each solve orders its flows by finish time (a *segment*, partially
-sorted: its earliest few hundred, then the next), and departures are taken from the heads of the
-segments in time order, so a departure costs O(1) Python work, not a pass over the active flows.
-
-- A flow alone on all its links (rings, recursive doubling) is *isolated*: it runs at its route's
-  bottleneck speed with its own finish event, no solve; when another flow arrives on one of its
-  links it is promoted, with the bytes it has left, into the shared set.
-- Shared flows form *components*: flows that start on a link already used join that link's
-  component (components merge on arrival and are never split: a stale component is solved as one,
-  which is still exact). A solve covers one component: progressive filling, compiled
-  (zensim.net.waterfill).
-- Flows that start at one instant are solved together once, at the end of that instant (every
-  rank's sends of a stage), with the components due for a re-solve after departures.
-- Arrivals without a solve (`_warm`, not in the exact mode): where the flows that joined a component
-  this instant use only links that limited none of its flows at the last solve, and max-min among
-  themselves in the capacity the others leave each saturates a link on which no flow is faster, the
-  others keep their rates and the new flows get those (waterfill.warm_flows): that is the max-min
-  allocation of all of them (the others' bottlenecks are untouched; a test checks it against a
-  solve), up to capacity freed by departures since the last solve, which stays under the allowance
-  below as before. Where a merge or freed capacity made the component due, or a check fails, it is
-  solved whole. In zen's second all-to-all every rank starts at its own instant on its idle uplink:
-  1076 of 1080 arrivals at 1024 ranks, where each re-solved up to a million flows.
-- Departures: a flow's departure frees its rate on its links. Only capacity freed on a link that
-  limited some flow at the last solve (a saturated link) and still carries flows can raise a rate.
-  Left idle, capacity r freed at time t on link k stays idle until the next solve, at the latest
-  until the last flow on k ends at T_k (projected at the last solve): r (T_k - t) bytes of service
-  lost. With `batch` = ε, a component is re-solved as soon as, on one of its saturated links, the
-  service lost over the link's busy period (idle time before earlier solves, plus the projected
-  loss of the capacity freed since the last one) would exceed ε x (capacity x (now - the start of
-  the busy period) + the bytes left on the link), both as of the last solve: ε x capacity x the
-  least the busy period can last, whatever the rates (not ε x capacity x (T_k - its start): where
-  one large flow shares a link with k small ones, the first solve projects T_k k + 1 times too
-  long), so each link's busy period loses at most ε of its least length, whatever the number of
-  solves and the fan-in (waterfill._restart). Per flow: the allowance is scaled at each departure by
-  the share of the last solve's rates on the link still alive (waterfill.share_of_room: the flows
-  left make a loss up at their rates), and a solve counts the busy period from its oldest flow's
-  start (waterfill.solve_compiled), so credit banked before a flow began is not spent on it. The re-solve is not done at once: the component is due when the service
-  actually lost since its last solve reaches 1/64 of what is left of the allowance (a time known
-  at the departure, since rates do not change until the next solve), and any solve before then
-  (the next rank's sends, usually) takes the freed capacity up for free; at 256-rank zen this
-  cuts the solves from 2369 to 661 (half of the allowance: 458 solves, but +0.43% against exact
-  on a real log where 1/64 is +0.13%). ε = 0 re-solves at every such departure: exact max-min. Departures
-  at the end of a stage of near-equal flows cost little (T_k - t is small) and are batched widely;
-  early ones are not. Measured against the exact mode on the benchmark logs and on logs built to
-  defeat batching: docs/simulator.md.
-- Small components are exact: a component of at most `exact_flows` (default 2048) flows after a
-  departure is re-solved at once wherever freed capacity could be used, and its arrivals are always
-  solved (no `_warm`), as with ε = 0. A solve of a few thousand flows costs little, and batching them
-  saved few solves: where eight shard instances' ring flows share each NIC (ZEN's layout), one
-  departure frees 1/8 of a NIC, and a stage end moved by 3-7% of the makespan against exact (the
-  makespan +0.8% at 128 x 8) for 2% fewer solves and no less CPU. A log whose components never
-  exceed it replays bit-identically to ε = 0; all-to-alls at 46+ ranks (2070+ flows in one
-  component) keep the allowance. docs/simulator.md has the figures.
-
-With a NIC efficiency eff(k), a NIC link carrying k active flows (isolated or shared) has capacity
-bandwidth x eff(k) in the solve; an isolated flow runs at eff(1). The count is the one of the last
-solve of the link's component.
-
-With a host efficiency h(f) (an emulator's property: all NICs run on one host), the capacity of
-every NIC link is further scaled by h(f), f = the flows active anywhere in the network. Any change
-of f changes every such capacity, so the model then keeps no flow isolated and re-solves every
-component at every arrival and departure (fine at emulator sizes).
+What it does: zensim/net/models/maxmin.py's docstring (the rules are the same).
 """
 
 from __future__ import annotations
@@ -81,11 +16,10 @@ from bisect import bisect_right
 
 import numpy as np
 
-from zensim.errors import ConfigError
 from zensim.net.models.base import NetworkView
 from zensim.net.efficiency import capacities
 from zensim.net.fastmaxmin import DEFER, FIRST, HEAD, TIE
-from zensim.net.models.maxmin import EXACT_FLOWS
+from zensim.net.models import maxmin
 from zensim.net.waterfill import LinkState, share_of_room, solve_flows, warm_flows
 
 
@@ -161,18 +95,13 @@ class MaxMin:
     """Flow-level max-min fair sharing: isolated flows in plain Python, shared ones solved per component."""
 
     name = "maxmin-oracle"
-    summary = "the reference oracle of maxmin (tests only): flow-level max-min fair sharing (fluid TCP), solved per component, departures batched by freed capacity"
-    options: dict[str, object] = {"batch": 1 / 256, "exact_flows": EXACT_FLOWS}
+    summary = "the frozen reference of maxmin (tests only)"
+    options = maxmin.MaxMin.options
 
     def __init__(self, net: NetworkView, batch: float, exact_flows: int) -> None:
-        if not isinstance(batch, (int, float)) or isinstance(batch, bool) or not 0 <= batch <= 1:
-            raise ConfigError(f"--maxmin-batch {batch}: must be in [0, 1]")
-        if not isinstance(exact_flows, int) or isinstance(exact_flows, bool) or exact_flows < 0:
-            raise ConfigError(f"maxmin option exact_flows {exact_flows!r}: must be an integer at least 0")
-        self.exact_flows = exact_flows
+        self.batch, self.exact_flows = maxmin.checked(batch, exact_flows)
         self.net = net
         self.clock = net.clock
-        self.batch = float(batch)
         links = net.num_links
         self.dummy = links
         self.capacity = np.append(net.capacity, np.inf)

@@ -82,13 +82,22 @@ from __future__ import annotations
 import numpy as np
 
 from zensim.errors import ConfigError
-from zensim.jit import announce
+from zensim.jit import announce, direct
 from zensim.net import fastloop, fastmaxmin
 from zensim.net.fastmaxmin import _ACTIVE, _CHECK, _DELIVER, _DEPART, _ISOLATED, _SOLVES, _WARM, Wire
 from zensim.net.models.base import NetworkView
 
 EXACT_FLOWS = 2048  # a component of at most this many flows is solved at every change, as with batch 0
 COMPILE_S = 40  # about this many seconds of CPU compile the steps (zensim.jit.announce)
+
+
+def checked(batch: object, exact_flows: object) -> tuple[float, int]:
+    """maxmin's options (`MaxMin.options`) as the model keeps them; a ConfigError naming a bad one."""
+    if not isinstance(batch, (int, float)) or isinstance(batch, bool) or not 0 <= batch <= 1:
+        raise ConfigError(f"--maxmin-batch {batch}: must be in [0, 1]")
+    if not isinstance(exact_flows, int) or isinstance(exact_flows, bool) or exact_flows < 0:
+        raise ConfigError(f"maxmin option exact_flows {exact_flows!r}: must be an integer at least 0")
+    return float(batch), exact_flows
 
 
 class MaxMin:
@@ -100,45 +109,31 @@ class MaxMin:
     options: dict[str, object] = {"batch": 1 / 256, "exact_flows": EXACT_FLOWS}
 
     def __init__(self, net: NetworkView, batch: float, exact_flows: int) -> None:
-        if not isinstance(batch, (int, float)) or isinstance(batch, bool) or not 0 <= batch <= 1:
-            raise ConfigError(f"--maxmin-batch {batch}: must be in [0, 1]")
-        if not isinstance(exact_flows, int) or isinstance(exact_flows, bool) or exact_flows < 0:
-            raise ConfigError(f"maxmin option exact_flows {exact_flows!r}: must be an integer at least 0")
-        self.exact_flows = exact_flows
+        self.batch, self.exact_flows = checked(batch, exact_flows)
         self.net = net
         self.clock = net.clock
-        self.batch = float(batch)
-        self.mm: fastmaxmin.Model | None = None  # fastmaxmin's state, made at the first `reserve`
+        self.mm: fastmaxmin.Model | None = None  # fastmaxmin's state: from the first `reserve`, or a compiled run's
         self.segments = None  # and its departure segments (fastmaxmin.Segments: typed lists)
         self.heap = np.empty((64, fastloop.ROW))  # the events of one step (emptied after each: _hand_over)
         self.st = fastloop.state(0)
         self._rows = 0  # messages whose compacted route and route latency the state holds
-        self._solves = self._warm = 0  # a compiled replay's counts (fastmaxmin.run), where no state was made
 
     @property
     def solves(self) -> int:
         """Component solves so far."""
-        return int(self.mm.ms[_SOLVES]) if self.mm is not None else self._solves
-
-    @solves.setter
-    def solves(self, value: int) -> None:
-        self._solves = value
+        return int(self.mm.ms[_SOLVES]) if self.mm is not None else 0
 
     @property
     def warm(self) -> int:
         """Arrivals given rates without a solve so far (fastmaxmin._warm)."""
-        return int(self.mm.ms[_WARM]) if self.mm is not None else self._warm
-
-    @warm.setter
-    def warm(self, value: int) -> None:
-        self._warm = value
+        return int(self.mm.ms[_WARM]) if self.mm is not None else 0
 
     # -- the protocol --------------------------------------------------------------------------
 
     def reserve(self, size: int) -> None:
         """Grow the per-flow and per-component state to `size` flows (fastmaxmin.model_state)."""
         net = self.net
-        if self.mm is None:
+        if self.segments is None:
             announce(fastmaxmin.flush_step, "the maxmin model's steps (zensim.net.fastmaxmin)", COMPILE_S)
             self.segments = fastmaxmin.segments_new()
         width = net.routes.shape[1]
@@ -149,6 +144,12 @@ class MaxMin:
                     self.batch, self.exact_flows)
         self.mm = fastmaxmin.model_state(net, size, wire, net.sent_at, self.mm)
         self._sync()
+        mm, segments, heap, st = self.mm, self.segments, self.heap, self.st  # the steps for their types
+        self._inject_step = direct(fastmaxmin.inject_step, np.zeros(0, np.int64), 0.0, mm, heap, st)
+        self._isolated_step = direct(fastmaxmin.isolated_step, 0, 0, 0.0, mm, heap, st)
+        self._depart_step = direct(fastmaxmin.depart_step, 0, 0.0, mm, segments, heap, st)
+        self._check_step = direct(fastmaxmin.check_step, 0, 0, 0.0, mm, heap, st)
+        self._flush_step = direct(fastmaxmin.flush_step, 0.0, mm, segments, heap, st)
 
     def _sync(self) -> None:
         """The network's messages declared since into the state: their compacted routes, their route
@@ -168,31 +169,31 @@ class MaxMin:
         if self.net.count > self._rows:
             self._sync()
         self._room(len(ids))
-        fastmaxmin.inject_step(np.array(ids, dtype=np.int64), self.clock.now, self.mm, self.heap, self.st)
+        self._inject_step(np.array(ids, dtype=np.int64), float(self.clock.now), self.mm, self.heap, self.st)
         self._hand_over()
 
     # -- the model's events ----------------------------------------------------------------------
 
     def _isolated_done(self, m: int, stamp: int) -> None:
         """An isolated flow finished (unless it was promoted meanwhile)."""
-        fastmaxmin.isolated_step(m, stamp, self.clock.now, self.mm, self.heap, self.st)
+        self._isolated_step(m, stamp, float(self.clock.now), self.mm, self.heap, self.st)
         self._hand_over()
 
     def _depart(self, version: int) -> None:
         """Retire the shared flows that finish now (unless a later departure event replaced this one)."""
         self._room(0)
-        fastmaxmin.depart_step(version, self.clock.now, self.mm, self.segments, self.heap, self.st)
+        self._depart_step(version, float(self.clock.now), self.mm, self.segments, self.heap, self.st)
         self._hand_over()
 
     def _check(self, c: int, epoch: int) -> None:
         """A deferred departure's idle capacity has used up its allowance: re-solve component c, unless it
         was solved (or merged into another) since."""
-        fastmaxmin.check_step(c, epoch, self.clock.now, self.mm, self.heap, self.st)
+        self._check_step(c, epoch, float(self.clock.now), self.mm, self.heap, self.st)
         self._hand_over()
 
     def _flush(self) -> None:
         """End of an instant: place new shared flows, then solve every component that is due."""
-        fastmaxmin.flush_step(self.clock.now, self.mm, self.segments, self.heap, self.st)
+        self._flush_step(float(self.clock.now), self.mm, self.segments, self.heap, self.st)
         self._hand_over()
 
     def _room(self, sends: int) -> None:
