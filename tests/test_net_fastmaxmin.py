@@ -13,7 +13,7 @@ import pytest
 
 from oracle_maxmin import _Segment
 from replay_support import (B, CALIBRATED, LAYOUTS, SCHEMES, SPECS, WORK, assert_program_same, assert_same, general,
-                            long_job_log, moved, random_log, random_program, scheme_costs, spec_id)
+                            long_job_log, moved, oracle_network, random_log, random_program, scheme_costs, spec_id)
 from test_net_maxmin import ADVERSARIAL
 from zensim.layout import dense_ring_log
 from zensim.net import fastmaxmin
@@ -199,3 +199,39 @@ def test_stale_shared_processor_events_pile_up_same_times(seed, mode):
     processors' stale events pile up far past one per rank; the same times."""
     costs = Costs(ClusterSpec(1, 2, B), WORK, host_cores=1)
     same_solves(long_job_log(np.random.default_rng(seed), 60), costs, MODES[mode])
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("spec", SPECS[:3], ids=spec_id)
+def test_general_path_grows_its_state_in_flight_same_times(spec, mode):
+    """A second client made 30 us in, while the first's flows are in flight (2000 more messages: the
+    network's arrays and the model's state grow, components and segments alive): the general path (the
+    compiled steps from the Python event loop) gives the oracle's times, events, clock and solves."""
+    rng = np.random.default_rng(5)
+    n = spec.machines * spec.gpus_per_machine
+    logs = [random_log(rng, n, 4, 40 * n), random_log(rng, n, 3, 2000)]
+    costs = Costs(spec, WORK)
+
+    def run(net):
+        clients = [LogReplay(net, logs[0])]
+        clients[0].start()
+
+        def second():
+            clients.append(LogReplay(net, logs[1]))
+            clients[1].start()
+
+        net.schedule(3e-5, second)
+        net.run()
+        return clients
+
+    net, ref_net = Network(costs, "maxmin", MODES[mode]), oracle_network(costs, "maxmin", MODES[mode])
+    got, ref = run(net), run(ref_net)
+    assert len(net.model.mm.flow.left) > 1024 > len(logs[0])  # grown from the first reserve (1024 flows)
+    for a, b in zip(got, ref):
+        for field in ("stage_start", "stage_end", "transfer_start", "transfer_end"):
+            assert np.array_equal(getattr(a, field), getattr(b, field)), field
+    for field in ("sent_at", "delivered_at"):
+        assert np.array_equal(getattr(net, field)[:net.count], getattr(ref_net, field)[:ref_net.count])
+    assert (net.events, net.clock.now, net.model.solves, net.model.warm) == (
+        ref_net.events, ref_net.clock.now, ref_net.model.solves, ref_net.model.warm)
+    assert net.model.solves > 0 and np.isfinite(net.delivered_at[:net.count]).all()
