@@ -235,3 +235,26 @@ def test_general_path_grows_its_state_in_flight_same_times(spec, mode):
     assert (net.events, net.clock.now, net.model.solves, net.model.warm) == (
         ref_net.events, ref_net.clock.now, ref_net.model.solves, ref_net.model.warm)
     assert net.model.solves > 0 and np.isfinite(net.delivered_at[:net.count]).all()
+
+
+def test_general_path_after_a_compiled_run_same_times():
+    """A log replayed compiled, then a second client on the same network (the general path, which takes
+    a network that has run): the oracle's times for the second and the solves of both together."""
+    spec = SPECS[1]
+    rng = np.random.default_rng(11)
+    n = spec.machines * spec.gpus_per_machine
+    logs = [random_log(rng, n, 3, 30 * n), random_log(rng, n, 3, 30 * n)]
+    costs = Costs(spec, WORK)
+    net, ref_net = Network(costs, "maxmin"), oracle_network(costs, "maxmin")
+    LogReplay(net, logs[0]).run_compiled()
+    first = LogReplay(ref_net, logs[0])
+    first.start()
+    ref_net.run()
+    got, ref = LogReplay(net, logs[1]), LogReplay(ref_net, logs[1])
+    for client, on in ((got, net), (ref, ref_net)):
+        client.start()
+        on.run()
+    for field in ("stage_start", "stage_end", "transfer_start", "transfer_end"):
+        assert np.array_equal(getattr(got, field), getattr(ref, field)), field
+    assert np.array_equal(net.delivered_at[:net.count], ref_net.delivered_at[:ref_net.count])
+    assert (net.events, net.clock.now, net.model.solves) == (ref_net.events, ref_net.clock.now, ref_net.model.solves)

@@ -132,10 +132,11 @@ class MaxMin:
 
     def reserve(self, size: int) -> None:
         """Grow the per-flow and per-component state to `size` flows (fastmaxmin.model_state)."""
-        net = self.net
-        if self.segments is None:
+        net, ran = self.net, None
+        if self.segments is None:  # the first: a new state (after a compiled run, its counts carried on)
             announce(fastmaxmin.flush_step, "the maxmin model's steps (zensim.net.fastmaxmin)", COMPILE_S)
             self.segments = fastmaxmin.segments_new()
+            ran, self.mm = self.mm, None
         width = net.routes.shape[1]
         croutes = np.full((size, width), net.num_links, dtype=net.routes.dtype)
         if self.mm is not None:
@@ -143,6 +144,8 @@ class MaxMin:
         wire = Wire(croutes, net.routes, net.nbytes, np.append(net.capacity, np.inf), np.empty(0), net.num_links,
                     self.batch, self.exact_flows)
         self.mm = fastmaxmin.model_state(net, size, wire, net.sent_at, self.mm)
+        if ran is not None:
+            self.mm.ms[[_SOLVES, _WARM]] = ran.ms[[_SOLVES, _WARM]]
         self._sync()
         mm, segments, heap, st = self.mm, self.segments, self.heap, self.st  # the steps for their types
         self._inject_step = direct(fastmaxmin.inject_step, np.zeros(0, np.int64), 0.0, mm, heap, st)
