@@ -108,7 +108,7 @@ def applies(net: ReplayNetwork) -> bool:
 
 def run(net: ReplayNetwork, clients: Sequence, program: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run `program` (fastloop.Program) over the clients, the network's only ones, until nothing is left
-    (compiled). Fills the network's sent_at, delivered_at and clock; the model's state is the run's;
+    (compiled). Fills the network's sent_at, delivered_at and clock, and the model's solve counts;
     returns per slot (fastloop.schedule's numbering) the stage start, transfer start, transfer end and
     stage end times (4, slots), and per node of the program when it began and when it was done."""
     rank, messages, sizes, prog = fastloop.schedule(net, clients, program)
@@ -127,7 +127,7 @@ def run(net: ReplayNetwork, clients: Sequence, program: Program) -> tuple[np.nda
     announce(_loop, "the maxmin network loop (zensim.net.fastmaxmin)", COMPILE_S)
     now = _loop(*mm, rank, messages, prog, extra, st, out, sent_at, delivered_at)
     fastloop.finish(net, now, st, sent_at, delivered_at)
-    net.model.mm = mm  # the model's state is the run's (MaxMin.solves and warm read its counts)
+    net.model.ms = mm.ms  # the run's integer state: its solve counts (MaxMin.solves, MaxMin.warm)
     return out, prog.began, prog.ended
 
 

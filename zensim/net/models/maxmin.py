@@ -112,7 +112,8 @@ class MaxMin:
         self.batch, self.exact_flows = checked(batch, exact_flows)
         self.net = net
         self.clock = net.clock
-        self.mm: fastmaxmin.Model | None = None  # fastmaxmin's state: from the first `reserve`, or a compiled run's
+        self.mm: fastmaxmin.Model | None = None  # fastmaxmin's state, from the first `reserve`
+        self.ms: np.ndarray | None = None  # its integer state (solve counts), or a compiled run's (fastmaxmin.run)
         self.segments = None  # and its departure segments (fastmaxmin.Segments: typed lists)
         self.heap = np.empty((64, fastloop.ROW))  # the events of one step (emptied after each: _hand_over)
         self.st = fastloop.state(0)
@@ -121,22 +122,22 @@ class MaxMin:
     @property
     def solves(self) -> int:
         """Component solves so far."""
-        return int(self.mm.ms[_SOLVES]) if self.mm is not None else 0
+        return int(self.ms[_SOLVES]) if self.ms is not None else 0
 
     @property
     def warm(self) -> int:
         """Arrivals given rates without a solve so far (fastmaxmin._warm)."""
-        return int(self.mm.ms[_WARM]) if self.mm is not None else 0
+        return int(self.ms[_WARM]) if self.ms is not None else 0
 
     # -- the protocol --------------------------------------------------------------------------
 
     def reserve(self, size: int) -> None:
         """Grow the per-flow and per-component state to `size` flows (fastmaxmin.model_state)."""
         net, ran = self.net, None
-        if self.segments is None:  # the first: a new state (after a compiled run, its counts carried on)
+        if self.segments is None:  # the first (after a compiled run, its counts carried on)
             announce(fastmaxmin.flush_step, "the maxmin model's steps (zensim.net.fastmaxmin)", COMPILE_S)
             self.segments = fastmaxmin.segments_new()
-            ran, self.mm = self.mm, None
+            ran = self.ms
         width = net.routes.shape[1]
         croutes = np.full((size, width), net.num_links, dtype=net.routes.dtype)
         if self.mm is not None:
@@ -145,7 +146,8 @@ class MaxMin:
                     self.batch, self.exact_flows)
         self.mm = fastmaxmin.model_state(net, size, wire, net.sent_at, self.mm)
         if ran is not None:
-            self.mm.ms[[_SOLVES, _WARM]] = ran.ms[[_SOLVES, _WARM]]
+            self.mm.ms[[_SOLVES, _WARM]] = ran[[_SOLVES, _WARM]]
+        self.ms = self.mm.ms
         self._sync()
         mm, segments, heap, st = self.mm, self.segments, self.heap, self.st  # the steps for their types
         self._inject_step = direct(fastmaxmin.inject_step, np.zeros(0, np.int64), 0.0, mm, heap, st)
