@@ -1,29 +1,39 @@
-"""Message logs alone on a `maxmin` network, as one compiled event loop (numba).
+"""The `maxmin` sharing model's one implementation, compiled (numba): its steps, and the event loop that
+runs message logs alone on a `maxmin` network.
 
-The same semantics, step for step, as `LogReplay` on `Network` with the `MaxMin` model over `Clock`
-(zensim/net/replay.py, models/maxmin.py, clock.py): isolated flows with their own finish events and
-promotion when company arrives, components of shared flows (union-find, merged on arrival, never
+The model (what it does: models/maxmin.py's docstring): isolated flows with their own finish events
+and promotion when company arrives, components of shared flows (union-find, merged on arrival, never
 split), one solve per due component at the end of an instant (`late`), departures taken from the
 heads of the solves' segments in (finish, segment) order, the batched re-solve allowance
 (`--maxmin-batch`, 0 = exact) with deferred checks, and arrivals given rates without a solve where
-that is still max-min (`_warm`, MaxMin._warm). The same events are scheduled in the same order
-and the same floating-point operations done in the same order, and the solve is the same compiled
-function (zensim.net.waterfill), so every time comes out bit-identical (tests/test_net_fastmaxmin.py
-asserts it against the general path). It covers one log alone (`replay()`: every rank starting at 0)
-and several logs started by a fastloop.Program (the training timeline: buckets in flight together),
-with the costs fastloop.alone lists; anything else takes the general path. The heap and the ranks'
-stage program are zensim.net.fastloop's.
+that is still max-min (`_warm`); the solve is zensim.net.waterfill's. Its steps (`_inject`,
+`_isolated_done`, `_depart`, `_check`, the flush: `_flush_join` then `_flush_solve`) schedule their
+events on a fastloop heap.
+
+Two drivers run the same steps over the same state (`model_state`):
+- `run()`: one log alone (`replay()`: every rank starting at 0) or several logs started by a
+  fastloop.Program (the training timeline: buckets in flight together), with the costs fastloop.alone
+  lists: one compiled loop, `_loop`, pops the heap and runs the model's steps and the ranks' stage
+  program (fastloop's) itself.
+- models/maxmin.MaxMin (the general path: other clients, background traffic, a SimPy clock, a network
+  that already ran): one compiled entry point per protocol call and per event (`inject_step`,
+  `isolated_step`, `depart_step`, `check_step`, `flush_step`, at the end of this file), whose events
+  MaxMin hands to the network's clock in the order they were scheduled; a flush grows the state
+  where its solves need more room (`_held`, as _loop does for the flushes _events holds).
+Both give the same times, bit for bit, as the frozen Python model kept as the tests' oracle
+(tests/oracle_maxmin.py; tests/test_net_fastmaxmin.py asserts it for both). NUMBA_DISABLE_JIT=1 runs all
+of it as Python, for debugging.
 
 State, all arrays: per flow its bytes left, rate, segment, component, isolation stamp and the next
-flow of its component (a component's flows are a linked list, in the order the general path
+flow of its component (a component's flows are a linked list, in the order the oracle
 concatenates them); per link the flows on it, its component, its isolated flow, the allowance and the last solve's
 rates on it (waterfill.LinkState's arrays); per component its union-find parent, flow list, pieces,
 flows alive, check time, solve count, due flag, segment list, its flows joined since its last solve
 (the first, how many) and whether freed capacity or a merge made it due (then no _warm); per segment its flows and
 finish times, the sorted head taken so far and the positions not yet sorted, in solve order (runs of one
-arena, `Segments`); the solves' scratch (waterfill.Workspace). Every function of the loop but _loop itself
-is compiled without reference counts (fastloop.uncounted) and allocates nothing: _loop grows the heap before
-a step and the segments and the workspace before a flush that needs more.
+arena, `Segments`); the solves' scratch (waterfill.Workspace). Every function of the loop but _loop and
+_held is compiled without reference counts (fastloop.uncounted) and allocates nothing: _loop grows the heap
+before a step, _held the segments and the workspace before a flush that needs more.
 """
 
 from __future__ import annotations
@@ -39,12 +49,16 @@ from zensim.jit import announce
 from zensim.net import fastloop
 from zensim.net.fastloop import (FINISH, IDS, MODEL, SENT, START, Program, advance, arrived, grow, inlined, pop, push,
                                  push_late, resume, sends, uncounted)
-from zensim.net.models.maxmin import DEFER, FIRST, HEAD, TIE
 from zensim.net.efficiency import capacities
 from zensim.net.waterfill import LinkState, make_workspace, share_of_room, solve_compiled, warm_compiled
 
 if TYPE_CHECKING:
-    from zensim.net.network import Network
+    from zensim.net.models.base import ReplayNetwork
+
+TIE = 1e-12  # relative tolerance: flows finishing "now"
+DEFER = 1 / 64  # the part of what is left of a link's allowance a departure may actually lose before its re-solve
+HEAD = 256  # a departure segment's sorted head: at least this many flows
+FIRST = 64  # its first head: 1/FIRST of its flows (it is often replaced by the next solve soon), later ones 1/8
 
 _DELIVER, _ISOLATED, _DEPART, _CHECK, _FLUSH = MODEL, MODEL + 1, MODEL + 2, MODEL + 3, MODEL + 4
 # ms: the model's integer state
@@ -52,6 +66,7 @@ _STAMP, _VERSION, _ARMED, _ACTIVE, _SOLVES, _COMPS, _JOINED, _HEADS, _DUE, _STAC
 # ... the segment ids made, the arena's used length, the oldest segment id that may be live, the roots a
 # flush solves (_flush_join), whether a flush waits for _loop to solve them and the most flows listed in one
 _SEGS, _ARENA, _OLDEST, _ROOTS, _HELD, _MOST = range(11, 17)
+_STATE = 17  # the integer state's length
 COMPILE_S = 45  # about this many seconds of CPU compile _loop (zensim.jit.announce)
 # Per component id (the module docstring's state): its union-find parent; its flow list (first, last,
 # size) and pieces; its flows alive; its check time and solve count (`epoch`); whether it exists and is
@@ -96,36 +111,49 @@ Scratch = namedtuple("Scratch", "joined gone stack roots comps")
 Host = namedtuple("Host", "table nic scaled eff alone")
 
 
-def applies(net: Network) -> bool:
+def applies(net: ReplayNetwork) -> bool:
     """Whether the compiled loop gives the general path's times on this network: the maxmin model, with
     what fastloop.alone says the compiled loops cover."""
     return fastloop.alone(net, "maxmin")
 
 
-def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def run(net: ReplayNetwork, clients: Sequence, program: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run `program` (fastloop.Program) over the clients, the network's only ones, until nothing is left
-    (compiled). Fills the network's sent_at, delivered_at and clock, and the model's solve count;
+    (compiled). Fills the network's sent_at, delivered_at and clock, and the model's solve counts;
     returns per slot (fastloop.schedule's numbering) the stage start, transfer start, transfer end and
     stage end times (4, slots), and per node of the program when it began and when it was done."""
     rank, messages, sizes, prog = fastloop.schedule(net, clients, program)
-    count, links = net.count, net.num_links + 1
-    capacity = np.append(net.capacity, np.inf)
+    count = net.count
     routes = net.routes[:count]  # int32, C-contiguous: not copied
     nbytes = np.ascontiguousarray(net.nbytes[:count], dtype=np.float64)
     latency = np.ascontiguousarray(net.route_latency[:count], dtype=np.float64)
-    wire = Wire(fastloop.compact_routes(net), routes, nbytes, capacity, latency, net.num_links, float(net.model.batch),
-                int(net.model.exact_flows))
+    wire = Wire(fastloop.compact_routes(net), routes, nbytes, np.append(net.capacity, np.inf), latency, net.num_links,
+                float(net.model.batch), int(net.model.exact_flows))
     # a flow's start is the network's sent_at (NaN: nothing sent yet, applies), written in place
     sent_at, delivered_at = net.sent_at[:count], net.delivered_at[:count]
+    mm = model_state(net, count, wire, sent_at)
+    st = fastloop.state(count)
+    out = np.zeros((4, sizes["slots"]))
+    extra = sizes["ranks"] + len(prog.kind)  # the ranks' and the program's events a step may schedule
+    announce(_loop, "the maxmin network loop (zensim.net.fastmaxmin)", COMPILE_S)
+    now = _loop(*mm, rank, messages, prog, extra, st, out, sent_at, delivered_at)
+    fastloop.finish(net, now, st, sent_at, delivered_at)
+    net.model.ms = mm.ms  # the run's integer state: its solve counts (MaxMin.solves, MaxMin.warm)
+    return out, prog.began, prog.ended
+
+
+def model_state(net: ReplayNetwork, size: int, wire: Wire, born: np.ndarray, old: Model | None = None) -> Model:
+    """The model's state (`Model`) for flows 0..size-1 on `net` (the compiled loop's, run(), and the
+    general path's, models/maxmin.MaxMin): `wire` the network as the steps read it, `born` per flow its
+    start (the network's sent_at, written in place). With `old` (the state of fewer flows) it is grown:
+    its per-flow and per-component contents copied, its links, integer state and tables kept."""
+    links = net.num_links + 1
     # segment, component and next-flow ids int32 (fastloop.IDS: fewer than 2**31 messages, so components;
     # a segment per solve: 2**31 solves would take days)
-    flow = Flows(np.zeros(count), np.zeros(count), np.zeros(count), np.full(count, -1, IDS), np.zeros(count, np.bool_),
-                 np.full(count, -1, IDS), np.zeros(count, np.int64), np.zeros(count), np.zeros(count),
-                 np.full(count, -1, IDS), sent_at)
-    state = LinkState(links)
-    link = Links(np.zeros(links, np.int64), np.full(links, -1), np.full(links, -1), state.busy_from, state.room,
-                 state.spent, state.freed, state.freed_t, state.last, state.slot, state.used, state.peak, state.level)
-    comps = count + 1
+    flow = Flows(np.zeros(size), np.zeros(size), np.zeros(size), np.full(size, -1, IDS), np.zeros(size, np.bool_),
+                 np.full(size, -1, IDS), np.zeros(size, np.int64), np.zeros(size), np.zeros(size),
+                 np.full(size, -1, IDS), born)
+    comps = size + 1
     # per component id: the fields not zero at its creation are set by _join when it makes the id, so no
     # page of these arrays is touched beyond the components made (a few per instant, not one per flow)
     comp = Comps(np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps, np.int64),
@@ -133,20 +161,30 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
                  np.zeros(comps, np.int64), np.zeros(comps, np.bool_), np.zeros(comps, np.bool_),
                  np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps), np.empty(comps, np.int64),
                  np.zeros(comps, np.int64), np.zeros(comps, np.bool_))
-    scratch = Scratch(np.empty(count, np.int64), np.empty(count, np.int64), np.empty(comps, np.int64),
+    scratch = Scratch(np.empty(size, np.int64), np.empty(size, np.int64), np.empty(comps, np.int64),
                       np.empty(comps, np.int64), np.empty(comps, np.int64))
-    model = net.model
-    host = Host(model.host_table, model.nic, np.empty(links), model.nic_table, np.array(model.alone))
-    ms = np.zeros(17, np.int64)
-    st = fastloop.state(count)
-    out = np.zeros((4, sizes["slots"]))
-    extra = sizes["ranks"] + len(prog.kind)  # the ranks' and the program's events a step may schedule
-    announce(_loop, "the maxmin network loop (zensim.net.fastmaxmin)", COMPILE_S)
-    now = _loop(wire, flow, link, comp, scratch, ms, np.full(1, np.inf), host, rank, messages, prog, extra, st, out,
-                sent_at, delivered_at)
-    fastloop.finish(net, now, st, sent_at, delivered_at)
-    net.model.solves, net.model.warm = int(ms[_SOLVES]), int(ms[_WARM])
-    return out, prog.began, prog.ended
+    if old is not None:
+        for new, was in zip(flow[:-1] + comp + scratch, old.flow[:-1] + old.comp + old.scratch):
+            new[:len(was)] = was
+        return Model(wire, flow, old.link, comp, scratch, old.ms, old.fs, old.host, old.seg, old.ws)
+    ls = LinkState(links)
+    link = Links(np.zeros(links, np.int64), np.full(links, -1), np.full(links, -1), ls.busy_from, ls.room, ls.spent,
+                 ls.freed, ls.freed_t, ls.last, ls.slot, ls.used, ls.peak, ls.level)
+    nic = np.zeros(links, dtype=bool)
+    nic[net.nic_links] = True
+    nic_table = np.array(net.nic_efficiency or [], dtype=np.float64)
+    # a link's capacity for a flow alone on it: eff(1) on NIC links (no flow is alone under a host efficiency)
+    alone = (capacities(wire.capacity, nic, nic_table, np.ones(links, np.int64), np.empty(0), 0, np.empty(links))
+             if len(nic_table) else wire.capacity.copy())
+    host = Host(np.array(net.host_efficiency or [], dtype=np.float64), nic, np.empty(links), nic_table, alone)
+    # the segments and the solves' workspace small: a log's first flushes grow them (and pack the arena) in
+    # every combination, which the tests see (_fit)
+    seg = Segments(np.empty(16, np.int64), np.empty(16, np.int64), np.empty(16, np.int64), np.empty(16, np.int64),
+                   np.empty(16, np.bool_), np.empty(16, np.int64), np.empty(64), np.empty(64, np.int64),
+                   np.empty(64, np.int64), np.empty(16, np.int64), np.zeros(16, np.bool_), np.empty((16, 2)))
+    # built as Python (its py_func), so that nothing compiles before run() announces the loop's compile
+    ws = getattr(make_workspace, "py_func", make_workspace)(16, len(wire.capacity), wire.routes.shape[1])
+    return Model(wire, flow, link, comp, scratch, np.zeros(_STATE, np.int64), np.full(1, np.inf), host, seg, ws)
 
 
 # -- components and segments ------------------------------------------------------------------
@@ -964,21 +1002,29 @@ def _root(x, rank, prog, mm, heap, st, out, sent_at):  # pragma: no cover (compi
 
 
 @numba.njit(cache=True)
-def _loop(wire, flow, link, comp, scratch, ms, fs, host, rank, messages, prog, extra, st, out, sent_at,
+def _held(now, mm, most, heap, st):  # pragma: no cover (compiled)
+    """A flush's solves after _flush_join (`most`: its largest component's flows), where _events held it:
+    the model grown first where they need more room (_fits, _fit), the capacities of the efficiency tables
+    set (MaxMin._capacities: h counts the active and isolated flows; no flow is isolated under a table h).
+    Returns the model (grown or not)."""
+    if not _fits(mm, most):
+        mm = _fit(mm, most)
+    host = mm.host
+    if len(host.table) > 0 or len(host.eff) > 0:
+        capacities(mm.wire.capacity, host.nic, host.eff, mm.link.nflows, host.table, mm.ms[_ACTIVE], host.scaled)
+    _flush_solve(now, mm, heap, st)
+    return mm
+
+
+@numba.njit(cache=True)
+def _loop(wire, flow, link, comp, scratch, ms, fs, host, seg, ws, rank, messages, prog, extra, st, out, sent_at,
           delivered_at):  # pragma: no cover (compiled)
     """The program's roots start at time 0, in order, then Clock.run(): events in (time, priority, order
-    of scheduling) order. Returns the time of the last event. wire..host: the model's arrays (run(), a
-    `Model`'s fields); the segments and the solves' workspace are made here, small, and grown here before
-    a flush that needs more (_fits, _fit), as the heap is before a step (_room). The events run in _events
-    (uncounted), which leaves here only for that and the efficiency tables' flushes."""
-    # small: a log's first flushes grow them (and pack the arena) in every combination, which the tests see
-    segments = Segments(np.empty(16, np.int64), np.empty(16, np.int64), np.empty(16, np.int64),
-                        np.empty(16, np.int64), np.empty(16, np.bool_), np.empty(16, np.int64), np.empty(64),
-                        np.empty(64, np.int64), np.empty(64, np.int64), np.empty(16, np.int64),
-                        np.zeros(16, np.bool_), np.empty((16, 2)))
-    mm = Model(wire, flow, link, comp, scratch, ms, fs, host, segments,
-               make_workspace(16, len(wire.capacity), wire.routes.shape[1]))
-    tables = len(host.table) > 0 or len(host.eff) > 0
+    of scheduling) order. Returns the time of the last event. wire..ws: the model's arrays (model_state, a
+    `Model`'s fields); the segments and the solves' workspace are grown here before a flush that needs
+    more (_fits, _fit), as the heap is before a step (_room). The events run in _events (uncounted), which
+    leaves here only for that and the efficiency tables' flushes."""
+    mm = Model(wire, flow, link, comp, scratch, ms, fs, host, seg, ws)
     heap = np.empty((len(sent_at) + 3 * extra + 16, fastloop.ROW))
     now = 0.0
     for x in prog.roots:
@@ -989,15 +1035,48 @@ def _loop(wire, flow, link, comp, scratch, ms, fs, host, rank, messages, prog, e
     while True:
         if ms[_HELD]:  # a flush that needs more room or the tables' capacities
             ms[_HELD] = 0
-            if not _fits(mm, ms[_MOST]):
-                mm = _fit(mm, ms[_MOST])
-            if tables:  # MaxMin._capacities of its solves (h counts the active and isolated flows: no flow is
-                # isolated under a table h)
-                capacities(wire.capacity, host.nic, host.eff, link.nflows, host.table, ms[_ACTIVE], host.scaled)
-            _flush_solve(now, mm, heap, st)
+            mm = _held(now, mm, ms[_MOST], heap, st)
         if st[fastloop.SIZE] == 0:
             return now
         need = _room(st, ms, extra)
         if need > heap.shape[0]:
             heap = grow(heap, need)
         now = _events(now, rank, prog, messages, mm, extra, heap, st, out, sent_at, delivered_at)
+
+
+# -- the general path's steps (models/maxmin.MaxMin) ------------------------------------------------
+# Each runs one protocol call or one of the model's events on the state of model_state and a heap of
+# its own (fastloop's, emptied by the caller after each step): the events the step schedules (deliveries,
+# isolated flows' ends, departures, checks, the end-of-instant flush) are left on it for MaxMin to hand
+# to the network's clock, in (time, order) order.
+
+
+@uncounted
+def inject_step(ids, now, mm, heap, st):  # pragma: no cover (compiled)
+    """MaxMin.inject: flows `ids` start now (_inject). The heap needs room for len(ids) + 1 events."""
+    _inject(0, len(ids), ids, now, mm, heap, st, mm.flow.born)
+
+
+@uncounted
+def isolated_step(m, mark, now, mm, heap, st):  # pragma: no cover (compiled)
+    """MaxMin._isolated_done: isolated flow m's end (stamp `mark`). One event at most."""
+    _isolated_done(m, mark, now, mm, heap, st)
+
+
+@uncounted
+def check_step(c, mark, now, mm, heap, st):  # pragma: no cover (compiled)
+    """MaxMin._check: component c's deferred check (epoch `mark`). One event at most."""
+    _check(c, mark, now, mm, heap, st)
+
+
+@uncounted
+def depart_step(version, now, mm, heap, st):  # pragma: no cover (compiled)
+    """MaxMin._depart: the departure event `version`. Two events per shared flow and one more at most."""
+    _depart(version, now, mm, heap, st)
+
+
+@numba.njit(cache=True)
+def flush_step(now, mm, heap, st):  # pragma: no cover (compiled)
+    """MaxMin._flush: the end of an instant (joins, solves; _held). Returns the model, grown where its
+    solves needed more room. One event at most."""
+    return _held(now, mm, _flush_join(mm), heap, st)
