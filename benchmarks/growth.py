@@ -14,13 +14,14 @@ between successive flat sizes (log(x2/x1) / log(n2/n1)) of CPU seconds, events a
 every log, and holds it while the replays run, one at a time. `--vs DIR`: each replay also run with
 DIR first on PYTHONPATH (another checkout, the baseline), alternated with this one on the same log, the
 rows labelled `vs` and `this`, and the ratios this / vs printed. `--timeout` bounds each replay (default 900 s; a replay cut off is reported as
-such); `--json F` writes the rows.
+such); `--json F` writes the rows. `--general`: each replay on the general path instead (the log's ranks a
+client of the network, on its Python event loop: what other clients or a SimPy clock get).
 
 The trace: `zensim trace synth --workers W --numel 10000000 --density 0.01 --overlap 0.3 --skew 4
 --seed 1` with W the largest shape's GPUs (written once to a temporary directory, not timed), or `--trace`.
 
     .venv/bin/python benchmarks/growth.py [--flat 256,512,1024,2048] [--layout 128x8,256x8]
-        [--schemes zen,dense-allreduce] [--models maxmin,fifo] [--lock /tmp/zsim-bench.lock] [--json F]
+        [--schemes zen,dense-allreduce] [--models maxmin,fifo] [--lock /tmp/zsim-bench.lock] [--json F] [--general]
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ import numpy as np
 
 from zensim.layout import place, prepare_trace
 from zensim.net.costs import Costs
-from zensim.net.replay import replay
+from zensim.net.network import Network
+from zensim.net.replay import LogReplay, Timing, replay
 from zensim.net.topology import ClusterSpec
 from zensim.run import Tables
 from zensim.run.log import Message, MessageLog
@@ -84,15 +86,28 @@ def load(path: str) -> MessageLog:
                                    launches=z["w_launches"])
 
 
-def time_replay(path: str, machines: int, gpus: int, model: str) -> dict:
-    """Replay the saved log alone on `model` (this process): the compiled loop loaded first, then timed."""
+def general(log: MessageLog, costs: Costs, model: str) -> Timing:
+    """The log replayed on the general path: its ranks started as a client of the network, on the
+    network's Python event loop (what other clients or a SimPy clock get)."""
+    net = Network(costs, model)
+    client = LogReplay(net, log)
+    client.start()
+    net.run()
+    return client.timing()
+
+
+def time_replay(path: str, machines: int, gpus: int, model: str, on_general: bool = False) -> dict:
+    """Replay the saved log alone on `model` (this process), compiled (`on_general`: on the general
+    path): the compiled code loaded first (a two-rank replay, two flows sharing a link), then timed."""
     log = load(path)
-    tiny = MessageLog(2, 1, [Message(0, 0, 1, 1000, "coo"), Message(0, 1, 0, 1000, "coo")])
-    replay(tiny, Costs(ClusterSpec(2, 1, BANDWIDTH)), model)  # load the compiled loop (not timed)
+    run = general if on_general else replay
+    tiny = MessageLog(2, 1, [Message(0, 0, 1, 1000, "coo"), Message(0, 1, 0, 1000, "coo"),
+                             Message(0, 0, 1, 3000, "coo")])
+    run(tiny, Costs(ClusterSpec(2, 1, BANDWIDTH)), model)  # load the compiled code (not timed)
     costs = Costs(ClusterSpec(machines, gpus, BANDWIDTH))
     before = rss_bytes()
     t0, c0 = time.perf_counter(), time.process_time()
-    timing = replay(log, costs, model)
+    timing = run(log, costs, model)
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return {"events": timing.events, "cpu_s": cpu, "wall_s": wall, "events_per_cpu_s": timing.events / max(cpu, 1e-9),
@@ -143,6 +158,8 @@ def main() -> None:
     ap.add_argument("--lock", default=None, help="a lock file held around each timed replay")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per replay")
     ap.add_argument("--vs", default=None, help="a baseline checkout: each replay also run with it, alternated")
+    ap.add_argument("--general", action="store_true", help="replay on the general path (the network's Python event "
+                                                           "loop), not the compiled loop")
     ap.add_argument("--json", default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -179,7 +196,7 @@ def main() -> None:
             for machines, gpus, scheme, path, made in logs:
                 for model in models:
                     for label, code in codes:
-                        got = child(["replay", path, machines, gpus, model], args.timeout, code)
+                        got = child(["replay", path, machines, gpus, model, args.general], args.timeout, code)
                         row = {"machines": machines, "gpus": gpus, "scheme": scheme, "model": model, "code": label,
                                **made}
                         head = f"{machines:>4}x{gpus:<3} {scheme:16} {model:7} {label:4} {made['messages']:9d}"

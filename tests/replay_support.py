@@ -1,14 +1,22 @@
 """Shared helpers of the compiled-replay tests (tests/test_net_fast*.py): random logs with the hard
 cases, the fabrics, random programs of several clients on one network, and the checks that a compiled
-loop gives the Python event loop's times bit for bit."""
+loop gives the Python event loop's times bit for bit. For maxmin, whose one implementation is compiled
+(zensim.net.fastmaxmin), the reference is the frozen Python oracle (tests/oracle_maxmin.py), and both the
+compiled loop and the general path's adapter (zensim.net.models.maxmin.MaxMin on the Python event loop)
+are checked against it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import numpy as np
 
+import oracle_maxmin
 from schemes_support import make_chunks
 from zensim.layout import place, prepare
 from zensim.net.costs import Costs
+from zensim.net.models import MODELS
 from zensim.net.network import Network
 from zensim.net.fastloop import RANK, Program
 from zensim.net.profile import ExchangeCost, NicEfficiency, WorkCost
@@ -56,13 +64,50 @@ def spec_id(spec: ClusterSpec) -> str:
     return f"{spec.machines}x{spec.gpus_per_machine}-{spec.fabric}-{spec.nics}"
 
 
-def general(log: MessageLog, costs: Costs, model: str, options: dict | None = None):
-    """The Python event loop: LogReplay on Network with the model over Clock; its timing, clock, network."""
-    net = Network(costs, model, options)
+# the models whose reference is a frozen oracle (registered by `oracle`, for the tests only), by name
+ORACLES = {"maxmin": oracle_maxmin.MaxMin}
+
+
+@contextmanager
+def oracle(model: str) -> Iterator[None]:
+    """Within the block, a network of `model` gets the model's oracle (ORACLES) where it has one: it is
+    registered under the model's name in zensim.net.models.MODELS, the model put back after."""
+    if model not in ORACLES:
+        yield
+        return
+    MODELS[model], kept = ORACLES[model], MODELS[model]
+    try:
+        yield
+    finally:
+        MODELS[model] = kept
+
+
+def oracle_network(costs: Costs, model: str, options: dict | None = None) -> Network:
+    """A network of `model`, its sharing model the model's oracle where it has one (`oracle`)."""
+    with oracle(model):
+        return Network(costs, model, options)
+
+
+def general(log: MessageLog, costs: Costs, model: str, options: dict | None = None, oracle: bool = True):
+    """The Python event loop: LogReplay on Network with the model (its oracle where it has one, unless
+    `oracle` is false) over Clock; its timing, clock, network."""
+    net = oracle_network(costs, model, options) if oracle else Network(costs, model, options)
     client = LogReplay(net, log)
     client.start()
     net.run()
     return client.timing(), net.clock.now, net
+
+
+def assert_general_same(log: MessageLog, costs: Costs, model: str, options: dict | None = None) -> Network:
+    """The general path (the model on the Python event loop) gives the oracle's times exactly (every
+    field, the event count, the clock) and makes as many solves (and warm starts) as it. Its network."""
+    got, got_now, net = general(log, costs, model, options, oracle=False)
+    ref, ref_now, ref_net = general(log, costs, model, options)
+    for field in FIELDS:
+        assert np.array_equal(getattr(got, field), getattr(ref, field), equal_nan=True), field
+    assert (got.events, got_now) == (ref.events, ref_now)
+    assert (net.model.solves, net.model.warm) == (ref_net.model.solves, ref_net.model.warm)
+    return net
 
 
 def assert_same(log: MessageLog, costs: Costs, model: str, options: dict | None = None) -> Network:
@@ -78,6 +123,8 @@ def assert_same(log: MessageLog, costs: Costs, model: str, options: dict | None 
         assert np.array_equal(getattr(fast, field), getattr(slow, field), equal_nan=True), field
     assert (fast.events, fast_now, client.running) == (slow.events, slow_now, 0)
     assert np.array_equal(replay(log, costs, model, options=options).msg_end, slow.msg_end)
+    if model in ORACLES:
+        assert_general_same(log, costs, model, options)
     return net
 
 
@@ -176,17 +223,26 @@ def assert_program_same(logs: list[MessageLog], costs: Costs, model: str, progra
     clients = [LogReplay(net, log) for log in logs]
     assert compiled(net) is not None
     began, ended = run_compiled(net, clients, program)
-    ref_net = Network(costs, model, options)
+    ref_net = oracle_network(costs, model, options)
     ref, ref_began, ref_ended = program_general(ref_net, logs, program)
-    for fast, slow in zip(clients, ref):
-        for field in ("stage_start", "stage_end", "transfer_start", "transfer_end"):
-            assert np.array_equal(getattr(fast, field), getattr(slow, field)), field
-        assert fast.running == slow.running
-    for field in ("sent_at", "delivered_at"):
-        assert np.array_equal(getattr(net, field)[:net.count], getattr(ref_net, field)[:ref_net.count], equal_nan=True)
-    assert np.array_equal(began, ref_began, equal_nan=True) and np.array_equal(ended, ref_ended, equal_nan=True)
-    assert (net.events, net.clock.now) == (ref_net.events, ref_net.clock.now)
-    assert np.isfinite(ended).all()  # every node ran
+    runs = [(net, clients, began, ended)]
+    if model in ORACLES:  # the general path too (the model's adapter on the Python event loop)
+        adapter_net = Network(costs, model, options)
+        runs.append((adapter_net, *program_general(adapter_net, logs, program)))
+    for got_net, got, got_began, got_ended in runs:
+        for fast, slow in zip(got, ref):
+            for field in ("stage_start", "stage_end", "transfer_start", "transfer_end"):
+                assert np.array_equal(getattr(fast, field), getattr(slow, field)), field
+            assert fast.running == slow.running
+        for field in ("sent_at", "delivered_at"):
+            assert np.array_equal(getattr(got_net, field)[:got_net.count], getattr(ref_net, field)[:ref_net.count],
+                                  equal_nan=True)
+        assert np.array_equal(got_began, ref_began, equal_nan=True) and np.array_equal(got_ended, ref_ended,
+                                                                                        equal_nan=True)
+        assert (got_net.events, got_net.clock.now) == (ref_net.events, ref_net.clock.now)
+        assert np.isfinite(got_ended).all()  # every node ran
+    if model in ORACLES:
+        assert (runs[1][0].model.solves, runs[1][0].model.warm) == (ref_net.model.solves, ref_net.model.warm)
     return net, ref_net
 
 

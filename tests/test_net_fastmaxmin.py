@@ -11,14 +11,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from oracle_maxmin import _Segment
 from replay_support import (B, CALIBRATED, LAYOUTS, SCHEMES, SPECS, WORK, assert_program_same, assert_same, general,
-                            long_job_log, moved, random_log, random_program, scheme_costs, spec_id)
+                            long_job_log, moved, oracle_network, random_log, random_program, scheme_costs, spec_id)
 from test_net_maxmin import ADVERSARIAL
 from zensim.layout import dense_ring_log
 from zensim.net import fastmaxmin
+from zensim.net.fastmaxmin import HEAD
 from zensim.net.costs import Costs
 from zensim.net.fastloop import Program
-from zensim.net.models.maxmin import HEAD, _Segment
 from zensim.net.network import Network
 from zensim.net.replay import LogReplay, run_compiled
 from zensim.net.profile import WorkCost
@@ -87,15 +88,27 @@ def test_dense_ring_and_empty_logs():
     same_solves(MessageLog(10, 0), Costs(spec), None)  # no stage
 
 
-def test_segments_take_the_stable_order():
+@pytest.mark.parametrize("size", [1, 10, 100, 5 * HEAD, 70 * HEAD])
+def test_segments_take_the_stable_order(size):
     """A solve's flows leave in the order of a stable sort by finish time (ties: solve order), however
-    the segment is cut into sorted heads (the order both loops take)."""
-    rng = np.random.default_rng(7)
-    finish = rng.integers(0, 40, 5 * HEAD).astype(float)  # many ties, across head boundaries
-    flows = rng.permutation(len(finish))
+    the segment is cut into sorted heads, in both loops: the Python model's _Segment and the compiled
+    loop's arena run (a few flows sorted at once, a head of them all, heads selected from more)."""
+    rng = np.random.default_rng(size)
+    finish = rng.integers(0, 40, size).astype(float)  # many ties, across head boundaries
+    flows = rng.permutation(size)
+    stable = flows[np.argsort(finish, kind="stable")].tolist()
     segment = _Segment(finish, flows)
-    taken = [m for t in np.unique(finish) for m in segment.take(t)]
-    assert taken == flows[np.argsort(finish, kind="stable")].tolist()
+    assert [m for t in np.unique(finish) for m in segment.take(t)] == stable
+    one = np.zeros(1, np.int64)
+    seg = fastmaxmin.Segments(one, np.array([size]), one.copy(), one.copy(), np.ones(1, np.bool_), one - 1, finish,
+                              flows.astype(np.int64), np.arange(size), np.empty(size, np.int64),
+                              np.zeros(size, np.bool_), np.empty((1, 2)))
+    floats = np.zeros(size)
+    flow = fastmaxmin.Flows(*[floats] * 3, np.zeros(size, np.int32), np.ones(size, np.bool_), *[floats] * 6)
+    gone, count = np.empty(size, np.int64), 0
+    for t in np.unique(finish):
+        count = fastmaxmin._take(0, t, seg, flow, gone, count)
+    assert gone[:count].tolist() == stable and fastmaxmin._next(0, seg) == -1
 
 
 def test_general_path_where_the_compiled_loop_does_not_apply():
@@ -198,3 +211,62 @@ def test_stale_shared_processor_events_pile_up_same_times(seed, mode):
     processors' stale events pile up far past one per rank; the same times."""
     costs = Costs(ClusterSpec(1, 2, B), WORK, host_cores=1)
     same_solves(long_job_log(np.random.default_rng(seed), 60), costs, MODES[mode])
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("spec", SPECS[:3], ids=spec_id)
+def test_general_path_grows_its_state_in_flight_same_times(spec, mode):
+    """A second client made 30 us in, while the first's flows are in flight (2000 more messages: the
+    network's arrays and the model's state grow, components and segments alive): the general path (the
+    compiled steps from the Python event loop) gives the oracle's times, events, clock and solves."""
+    rng = np.random.default_rng(5)
+    n = spec.machines * spec.gpus_per_machine
+    logs = [random_log(rng, n, 4, 40 * n), random_log(rng, n, 3, 2000)]
+    costs = Costs(spec, WORK)
+
+    def run(net):
+        clients = [LogReplay(net, logs[0])]
+        clients[0].start()
+
+        def second():
+            clients.append(LogReplay(net, logs[1]))
+            clients[1].start()
+
+        net.schedule(3e-5, second)
+        net.run()
+        return clients
+
+    net, ref_net = Network(costs, "maxmin", MODES[mode]), oracle_network(costs, "maxmin", MODES[mode])
+    got, ref = run(net), run(ref_net)
+    assert len(net.model.mm.flow.left) > 1024 > len(logs[0])  # grown from the first reserve (1024 flows)
+    for a, b in zip(got, ref):
+        for field in ("stage_start", "stage_end", "transfer_start", "transfer_end"):
+            assert np.array_equal(getattr(a, field), getattr(b, field)), field
+    for field in ("sent_at", "delivered_at"):
+        assert np.array_equal(getattr(net, field)[:net.count], getattr(ref_net, field)[:ref_net.count])
+    assert (net.events, net.clock.now, net.model.solves, net.model.warm) == (
+        ref_net.events, ref_net.clock.now, ref_net.model.solves, ref_net.model.warm)
+    assert net.model.solves > 0 and np.isfinite(net.delivered_at[:net.count]).all()
+
+
+def test_general_path_after_a_compiled_run_same_times():
+    """A log replayed compiled, then a second client on the same network (the general path, which takes
+    a network that has run): the oracle's times for the second and the solves of both together."""
+    spec = SPECS[1]
+    rng = np.random.default_rng(11)
+    n = spec.machines * spec.gpus_per_machine
+    logs = [random_log(rng, n, 3, 30 * n), random_log(rng, n, 3, 30 * n)]
+    costs = Costs(spec, WORK)
+    net, ref_net = Network(costs, "maxmin"), oracle_network(costs, "maxmin")
+    LogReplay(net, logs[0]).run_compiled()
+    first = LogReplay(ref_net, logs[0])
+    first.start()
+    ref_net.run()
+    got, ref = LogReplay(net, logs[1]), LogReplay(ref_net, logs[1])
+    for client, on in ((got, net), (ref, ref_net)):
+        client.start()
+        on.run()
+    for field in ("stage_start", "stage_end", "transfer_start", "transfer_end"):
+        assert np.array_equal(getattr(got, field), getattr(ref, field)), field
+    assert np.array_equal(net.delivered_at[:net.count], ref_net.delivered_at[:ref_net.count])
+    assert (net.events, net.clock.now, net.model.solves) == (ref_net.events, ref_net.clock.now, ref_net.model.solves)

@@ -8,6 +8,7 @@ import pytest
 from zensim.errors import ConfigError
 from zensim.layout import place, prepare_trace
 from zensim.net.costs import Costs
+from zensim.net.fastmaxmin import DEFER
 from zensim.net.models import maxmin as mm
 from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.network import Network
@@ -346,7 +347,7 @@ def test_fan_in_default_late_by_its_bound_whatever_k(k, small):
     assert replay(log, costs, NAME).msg_end.tolist() == exact.msg_end.tolist()
     fast = replay(log, costs, NAME, options={"exact_flows": 0})
     assert fast.msg_end[1:].tolist() == exact.msg_end[1:].tolist()
-    assert fast.msg_end[0] == pytest.approx(end * (1 + mm.MaxMin.options["batch"] * mm.DEFER / (k + 1)), rel=1e-11)
+    assert fast.msg_end[0] == pytest.approx(end * (1 + mm.MaxMin.options["batch"] * DEFER / (k + 1)), rel=1e-11)
     assert abs(fast.makespan - exact.makespan) <= 0.005 * exact.makespan
     assert np.abs(fast.stage_end[:, -1] - exact.stage_end[:, -1]).max() <= 0.01 * exact.makespan
 

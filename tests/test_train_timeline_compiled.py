@@ -1,8 +1,9 @@
-"""The iteration timeline's compiled path (one zensim.net.fastloop.Program for the whole run) gives the
-general path's times bit for bit: every iteration, backward, bucket and optimizer time, every stage of
-every bucket's logs, every message, the event count, the clock and the solves; with buckets queueing on
-the communication stream and in flight together across GPUs, compressions on the compute stream,
-several iterations, both layouts, fifo and maxmin (batched and exact)."""
+"""The iteration timeline's compiled path (one zensim.net.fastloop.Program for the whole run) and its
+general path give the reference's times bit for bit (for maxmin, the oracle's: tests/oracle_maxmin.py):
+every iteration, backward, bucket and optimizer time, every stage of every bucket's logs, every message,
+the event count, the clock and the solves; with buckets queueing on the communication stream and in
+flight together across GPUs, compressions on the compute stream, several iterations, both layouts,
+fifo and maxmin (batched and exact)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from replay_support import CALIBRATED
+from replay_support import CALIBRATED, oracle
 from test_train_timeline import trace_path  # noqa: F401 (a fixture: 8 workers, emb.weight of 2000)
 from zensim.net.costs import Costs
 from zensim.net.network import Network
@@ -65,8 +66,17 @@ def timeline(trace: Trace, scheme: str, machines: int, gpus: int, model: str, co
 
 
 def assert_same(make) -> None:
-    """A timeline made twice by `make()` runs compiled and on the general path with the same times."""
-    fast, slow = make().run(), make().run(compiled=False)
+    """A timeline made by `make()` runs compiled and on the general path with the times of the general
+    path over the model's reference (its oracle, where it has one: replay_support.oracle)."""
+    made = make()
+    with oracle(made.model):
+        slow = make().run(compiled=False)
+    for run in (made.run(), make().run(compiled=False)):
+        assert_runs_same(run, slow)
+
+
+def assert_runs_same(fast, slow) -> None:
+    """Two runs of a timeline have the same times, event count, clock and solves."""
     for field in RUN_FIELDS:
         assert np.array_equal(getattr(fast, field), getattr(slow, field)), field
     assert fast.clients.keys() == slow.clients.keys()

@@ -26,6 +26,7 @@ def loops() -> list[tuple[str, Callable[[], None]]]:
     from zensim.net.costs import Costs
     from zensim.net.network import Network
     from zensim.net.replay import LogReplay, replay
+    from zensim.run.log import Message, MessageLog
     from zensim.sim.cluster import build_cluster
     from zensim.layout import dense_ring_log
     from zensim.sparsify.kernels import at_least
@@ -33,14 +34,19 @@ def loops() -> list[tuple[str, Callable[[], None]]]:
     costs = Costs.of(build_cluster(2, 2, nic="25Gbps")[0])
     log = dense_ring_log(2, 2, 1024, "flat")
 
+    # the general path's steps, each taken: an all-to-all of unequal flows, every component batched
+    # (shared flows solved, departures deferred and checked)
+    shared = MessageLog(4, 1, [Message(0, r, d, 10**4 * (1 + r + d), "coo")
+                               for r in range(4) for d in range(4) if d != r])
+
     def general_maxmin() -> None:
-        net = Network(costs, "maxmin")
-        LogReplay(net, log).start()
+        net = Network(costs, "maxmin", {"exact_flows": 0})
+        LogReplay(net, shared).start()
         net.run()
 
     return [("fifo network loop (zensim.net.fastfifo)", lambda: replay(log, costs, "fifo")),
             ("maxmin network loop (zensim.net.fastmaxmin)", lambda: replay(log, costs, "maxmin")),
-            ("maxmin solver (zensim.net.waterfill)", general_maxmin),
+            ("maxmin solver and steps (zensim.net.waterfill, fastmaxmin's steps)", general_maxmin),
             ("threshold kernel (zensim.sparsify.kernels)",
              lambda: [at_least(np.ones(4, dtype), 0.5) for dtype in (np.float32, np.float64)])]
 

@@ -37,7 +37,7 @@ from zensim.net.clock import Clock
 from zensim.net.cores import TOGETHER
 
 if TYPE_CHECKING:
-    from zensim.net.network import Network
+    from zensim.net.models.base import ReplayNetwork
 
 # event kinds of the stage program and the program (models number theirs from MODEL on); START is an
 # entry of `advance`, never an event
@@ -95,7 +95,7 @@ Nodes = namedtuple("Nodes", "kind seconds target succ_start succ join roots stac
 Messages = namedtuple("Messages", "stage src dst")
 
 
-def alone(net: Network, model: str) -> bool:
+def alone(net: ReplayNetwork, model: str) -> bool:
     """Whether a compiled loop gives the general path's times on this network: the `model` model,
     nothing sent or scheduled yet, the network's own clock (not a SimPy environment's, which other
     processes share). Every cost a calibrated profile sets is covered: the exchange's own CPU
@@ -161,7 +161,7 @@ class Program:
                      np.full(count, np.nan))
 
 
-def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, Messages, dict, Nodes]:
+def schedule(net: ReplayNetwork, clients: Sequence, program: Program) -> tuple[Ranks, Messages, dict, Nodes]:
     """The clients' schedules (LogReplay.arrays) as one, ranks and slots numbered across clients: `rank`
     (`Ranks`, its `held` a `Held`, its `cores` a `Cores`), `messages` (`Messages`) and `sizes` (ranks,
     slots, linked), with the program's arrays
@@ -236,10 +236,11 @@ def schedule(net: Network, clients: Sequence, program: Program) -> tuple[Ranks, 
     return rank, Messages(stage_of, src_of, dst_of), sizes, prog
 
 
-def compact_routes(net: Network) -> np.ndarray:
-    """Every message's route with the padding last (Network.route_tuples' order), in the network's dtype
-    (int32): the network's own rows where they are so already (every fabric's routes are)."""
-    routes = net.routes[:net.count]
+def compact_routes(net: ReplayNetwork, first: int = 0) -> np.ndarray:
+    """Every message's route (from message `first` on) with the padding last (Network.route_tuples'
+    order), in the network's dtype (int32): the network's own rows where they are so already (every
+    fabric's routes are)."""
+    routes = net.routes[first:net.count]
     pad = routes == net.num_links
     if not (pad[:, :-1] & ~pad[:, 1:]).any():
         return routes
@@ -254,7 +255,7 @@ def state(messages: int) -> np.ndarray:
     return st
 
 
-def finish(net: Network, now: float, st: np.ndarray, sent_at: np.ndarray, delivered_at: np.ndarray) -> None:
+def finish(net: ReplayNetwork, now: float, st: np.ndarray, sent_at: np.ndarray, delivered_at: np.ndarray) -> None:
     """Hand a compiled run's message times, clock and event count back to the network."""
     net.sent_at[:net.count] = sent_at
     net.delivered_at[:net.count] = delivered_at

@@ -1,26 +1,39 @@
-"""Message logs alone on a `maxmin` network, as one compiled event loop (numba).
+"""The `maxmin` sharing model's one implementation, compiled (numba): its steps, and the event loop that
+runs message logs alone on a `maxmin` network.
 
-The same semantics, step for step, as `LogReplay` on `Network` with the `MaxMin` model over `Clock`
-(zensim/net/replay.py, models/maxmin.py, clock.py): isolated flows with their own finish events and
-promotion when company arrives, components of shared flows (union-find, merged on arrival, never
+The model (what it does: models/maxmin.py's docstring): isolated flows with their own finish events
+and promotion when company arrives, components of shared flows (union-find, merged on arrival, never
 split), one solve per due component at the end of an instant (`late`), departures taken from the
 heads of the solves' segments in (finish, segment) order, the batched re-solve allowance
 (`--maxmin-batch`, 0 = exact) with deferred checks, and arrivals given rates without a solve where
-that is still max-min (`_warm`, MaxMin._warm). The same events are scheduled in the same order
-and the same floating-point operations done in the same order, and the solve is the same compiled
-function (zensim.net.waterfill), so every time comes out bit-identical (tests/test_net_fastmaxmin.py
-asserts it against the general path). It covers one log alone (`replay()`: every rank starting at 0)
-and several logs started by a fastloop.Program (the training timeline: buckets in flight together),
-with the costs fastloop.alone lists; anything else takes the general path. The heap and the ranks'
-stage program are zensim.net.fastloop's.
+that is still max-min (`_warm`); the solve is zensim.net.waterfill's. Its steps (`_inject`,
+`_isolated_done`, `_depart`, `_check`, the flush: `_flush_join` then `_flush_solve`) schedule their
+events on a fastloop heap.
+
+Two drivers run the same steps over the same state (`model_state`):
+- `run()`: one log alone (`replay()`: every rank starting at 0) or several logs started by a
+  fastloop.Program (the training timeline: buckets in flight together), with the costs fastloop.alone
+  lists: one compiled loop, `_loop`, pops the heap and runs the model's steps and the ranks' stage
+  program (fastloop's) itself.
+- models/maxmin.MaxMin (the general path: other clients, background traffic, a SimPy clock, a network
+  that already ran): one compiled entry point per protocol call and per event (`inject_step`,
+  `isolated_step`, `depart_step`, `check_step`, `flush_step`, at the end of this file), whose events
+  MaxMin hands to the network's clock in the order they were scheduled; a flush grows the state
+  where its solves need more room (`_held`, as _loop does for the flushes _events holds).
+Both give the same times, bit for bit, as the frozen Python model kept as the tests' oracle
+(tests/oracle_maxmin.py; tests/test_net_fastmaxmin.py asserts it for both). NUMBA_DISABLE_JIT=1 runs all
+of it as Python, for debugging.
 
 State, all arrays: per flow its bytes left, rate, segment, component, isolation stamp and the next
-flow of its component (a component's flows are a linked list, in the order the general path
+flow of its component (a component's flows are a linked list, in the order the oracle
 concatenates them); per link the flows on it, its component, its isolated flow, the allowance and the last solve's
 rates on it (waterfill.LinkState's arrays); per component its union-find parent, flow list, pieces,
 flows alive, check time, solve count, due flag, segment list, its flows joined since its last solve
-(the first, how many) and whether freed capacity or a merge made it due (then no _warm); per segment (typed lists) its flows and
-finish times, the sorted head taken so far and the positions not yet sorted, in solve order.
+(the first, how many) and whether freed capacity or a merge made it due (then no _warm); per segment its flows and
+finish times, the sorted head taken so far and the positions not yet sorted, in solve order (runs of one
+arena, `Segments`); the solves' scratch (waterfill.Workspace). Every function of the loop but _loop and
+_held is compiled without reference counts (fastloop.uncounted) and allocates nothing: _loop grows the heap
+before a step, _held the segments and the workspace before a flush that needs more.
 """
 
 from __future__ import annotations
@@ -31,23 +44,29 @@ from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
-from numba import types
-from numba.typed import List
 
 from zensim.jit import announce
 from zensim.net import fastloop
 from zensim.net.fastloop import (FINISH, IDS, MODEL, SENT, START, Program, advance, arrived, grow, inlined, pop, push,
                                  push_late, resume, sends, uncounted)
-from zensim.net.models.maxmin import DEFER, FIRST, HEAD, TIE
 from zensim.net.efficiency import capacities
-from zensim.net.waterfill import LinkState, share_of_room, solve_compiled, warm_compiled
+from zensim.net.waterfill import LinkState, make_workspace, share_of_room, solve_compiled, warm_compiled
 
 if TYPE_CHECKING:
-    from zensim.net.network import Network
+    from zensim.net.models.base import ReplayNetwork
+
+TIE = 1e-12  # relative tolerance: flows finishing "now"
+DEFER = 1 / 64  # the part of what is left of a link's allowance a departure may actually lose before its re-solve
+HEAD = 256  # a departure segment's sorted head: at least this many flows
+FIRST = 64  # its first head: 1/FIRST of its flows (it is often replaced by the next solve soon), later ones 1/8
 
 _DELIVER, _ISOLATED, _DEPART, _CHECK, _FLUSH = MODEL, MODEL + 1, MODEL + 2, MODEL + 3, MODEL + 4
 # ms: the model's integer state
 _STAMP, _VERSION, _ARMED, _ACTIVE, _SOLVES, _COMPS, _JOINED, _HEADS, _DUE, _STACK, _WARM = range(11)
+# ... the segment ids made, the arena's used length, the oldest segment id that may be live, the roots a
+# flush solves (_flush_join), whether a flush waits for _loop to solve them and the most flows listed in one
+_SEGS, _ARENA, _OLDEST, _ROOTS, _HELD, _MOST = range(11, 17)
+_STATE = 17  # the integer state's length
 COMPILE_S = 45  # about this many seconds of CPU compile _loop (zensim.jit.announce)
 # Per component id (the module docstring's state): its union-find parent; its flow list (first, last,
 # size) and pieces; its flows alive; its check time and solve count (`epoch`); whether it exists and is
@@ -56,16 +75,20 @@ COMPILE_S = 45  # about this many seconds of CPU compile _loop (zensim.jit.annou
 # (`full`: then no _warm). Read by name (comp.due); NUMBA_DISABLE_JIT=1 runs the same code as Python.
 Comps = namedtuple("Comps", "parent first last size nparts living check epoch exists due seg_first seg_last deferred "
                             "fresh nnew full")
-# Per departure segment (typed lists, in solve order): its flows' finish times and ids, the positions not
-# yet sorted (`rest`), the sorted head taken so far and how far (`taken`), whether it is live, the next
-# segment of its component (`following`, -1 last); and the heap of the segments' earliest finishes
-# (`heads`: one (finish, segment) array, grown in place). Made in _loop.
-Segments = namedtuple("Segments", "finish flows rest head taken live following heads")
+# The departure segments, arrays: per segment id (in solve order) where its run of the arena starts and its
+# length, the end of its sorted head and how far it is taken (both counted from its start), whether it is
+# live and the next segment of its component (`following`, -1 last); the arena: per entry a flow's finish
+# time and id in solve order, and each segment's positions (`order`: the head taken so far, the sorted
+# head, then the positions not yet sorted in solve order); the scratch of a head's selection (`pick`,
+# `mark`, as long as the workspace's flows); the heap of the segments' earliest finishes (`heads`: rows of
+# (finish, segment)). A segment's run is packed away when it is dropped (_compact). Grown by _loop (_fit).
+Segments = namedtuple("Segments", "base size head taken live following finish flows order pick mark heads")
 # The model's arrays as the loop's functions take them (`mm`): the network's (`wire`), per flow, per link,
 # per component (`Comps`), scratch arrays, the integer state (`ms`: _STAMP..), the time of the armed
-# departure event (`fs`) and the efficiency tables (`host`). Arrays only, so that the functions of an
-# event's common path can take it uncounted (fastloop.uncounted); the segments' typed lists go apart.
-Model = namedtuple("Model", "wire flow link comp scratch ms fs host")
+# departure event (`fs`), the efficiency tables (`host`), the segments (`seg`) and the solves' scratch
+# (`ws`: waterfill.Workspace). Arrays only, so that the functions of the loop can take it uncounted
+# (fastloop.uncounted): they allocate nothing; _loop grows what a flush may fill before it (_fit).
+Model = namedtuple("Model", "wire flow link comp scratch ms fs host seg ws")
 # The network as the loop reads it: per message its route with the padding last (`croutes`) and as the
 # network holds it, its bytes and route latency; per link its capacity (and infinity for the padding
 # link `pad`); the re-solve allowance (MaxMin.batch) and the size of component solved exactly (MaxMin.exact_flows).
@@ -88,36 +111,49 @@ Scratch = namedtuple("Scratch", "joined gone stack roots comps")
 Host = namedtuple("Host", "table nic scaled eff alone")
 
 
-def applies(net: Network) -> bool:
+def applies(net: ReplayNetwork) -> bool:
     """Whether the compiled loop gives the general path's times on this network: the maxmin model, with
     what fastloop.alone says the compiled loops cover."""
     return fastloop.alone(net, "maxmin")
 
 
-def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def run(net: ReplayNetwork, clients: Sequence, program: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run `program` (fastloop.Program) over the clients, the network's only ones, until nothing is left
-    (compiled). Fills the network's sent_at, delivered_at and clock, and the model's solve count;
+    (compiled). Fills the network's sent_at, delivered_at and clock, and the model's solve counts;
     returns per slot (fastloop.schedule's numbering) the stage start, transfer start, transfer end and
     stage end times (4, slots), and per node of the program when it began and when it was done."""
     rank, messages, sizes, prog = fastloop.schedule(net, clients, program)
-    count, links = net.count, net.num_links + 1
-    capacity = np.append(net.capacity, np.inf)
+    count = net.count
     routes = net.routes[:count]  # int32, C-contiguous: not copied
     nbytes = np.ascontiguousarray(net.nbytes[:count], dtype=np.float64)
     latency = np.ascontiguousarray(net.route_latency[:count], dtype=np.float64)
-    wire = Wire(fastloop.compact_routes(net), routes, nbytes, capacity, latency, net.num_links, float(net.model.batch),
-                int(net.model.exact_flows))
+    wire = Wire(fastloop.compact_routes(net), routes, nbytes, np.append(net.capacity, np.inf), latency, net.num_links,
+                float(net.model.batch), int(net.model.exact_flows))
     # a flow's start is the network's sent_at (NaN: nothing sent yet, applies), written in place
     sent_at, delivered_at = net.sent_at[:count], net.delivered_at[:count]
+    mm = model_state(net, count, wire, sent_at)
+    st = fastloop.state(count)
+    out = np.zeros((4, sizes["slots"]))
+    extra = sizes["ranks"] + len(prog.kind)  # the ranks' and the program's events a step may schedule
+    announce(_loop, "the maxmin network loop (zensim.net.fastmaxmin)", COMPILE_S)
+    now = _loop(*mm, rank, messages, prog, extra, st, out, sent_at, delivered_at)
+    fastloop.finish(net, now, st, sent_at, delivered_at)
+    net.model.ms = mm.ms  # the run's integer state: its solve counts (MaxMin.solves, MaxMin.warm)
+    return out, prog.began, prog.ended
+
+
+def model_state(net: ReplayNetwork, size: int, wire: Wire, born: np.ndarray, old: Model | None = None) -> Model:
+    """The model's state (`Model`) for flows 0..size-1 on `net` (the compiled loop's, run(), and the
+    general path's, models/maxmin.MaxMin): `wire` the network as the steps read it, `born` per flow its
+    start (the network's sent_at, written in place). With `old` (the state of fewer flows) it is grown:
+    its per-flow and per-component contents copied, its links, integer state and tables kept."""
+    links = net.num_links + 1
     # segment, component and next-flow ids int32 (fastloop.IDS: fewer than 2**31 messages, so components;
     # a segment per solve: 2**31 solves would take days)
-    flow = Flows(np.zeros(count), np.zeros(count), np.zeros(count), np.full(count, -1, IDS), np.zeros(count, np.bool_),
-                 np.full(count, -1, IDS), np.zeros(count, np.int64), np.zeros(count), np.zeros(count),
-                 np.full(count, -1, IDS), sent_at)
-    state = LinkState(links)
-    link = Links(np.zeros(links, np.int64), np.full(links, -1), np.full(links, -1), state.busy_from, state.room,
-                 state.spent, state.freed, state.freed_t, state.last, state.slot, state.used, state.peak, state.level)
-    comps = count + 1
+    flow = Flows(np.zeros(size), np.zeros(size), np.zeros(size), np.full(size, -1, IDS), np.zeros(size, np.bool_),
+                 np.full(size, -1, IDS), np.zeros(size, np.int64), np.zeros(size), np.zeros(size),
+                 np.full(size, -1, IDS), born)
+    comps = size + 1
     # per component id: the fields not zero at its creation are set by _join when it makes the id, so no
     # page of these arrays is touched beyond the components made (a few per instant, not one per flow)
     comp = Comps(np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps, np.int64),
@@ -125,26 +161,36 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
                  np.zeros(comps, np.int64), np.zeros(comps, np.bool_), np.zeros(comps, np.bool_),
                  np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps), np.empty(comps, np.int64),
                  np.zeros(comps, np.int64), np.zeros(comps, np.bool_))
-    scratch = Scratch(np.empty(count, np.int64), np.empty(count, np.int64), np.empty(comps, np.int64),
+    scratch = Scratch(np.empty(size, np.int64), np.empty(size, np.int64), np.empty(comps, np.int64),
                       np.empty(comps, np.int64), np.empty(comps, np.int64))
-    model = net.model
-    host = Host(model.host_table, model.nic, np.empty(links), model.nic_table, np.array(model.alone))
-    ms = np.zeros(11, np.int64)
-    st = fastloop.state(count)
-    out = np.zeros((4, sizes["slots"]))
-    extra = sizes["ranks"] + len(prog.kind)  # the ranks' and the program's events a step may schedule
-    announce(_loop, "the maxmin network loop (zensim.net.fastmaxmin)", COMPILE_S)
-    now = _loop(wire, flow, link, comp, scratch, ms, np.full(1, np.inf), host, rank, messages, prog, extra, st, out,
-                sent_at, delivered_at)
-    fastloop.finish(net, now, st, sent_at, delivered_at)
-    net.model.solves, net.model.warm = int(ms[_SOLVES]), int(ms[_WARM])
-    return out, prog.began, prog.ended
+    if old is not None:
+        for new, was in zip(flow[:-1] + comp + scratch, old.flow[:-1] + old.comp + old.scratch):
+            new[:len(was)] = was
+        return Model(wire, flow, old.link, comp, scratch, old.ms, old.fs, old.host, old.seg, old.ws)
+    ls = LinkState(links)
+    link = Links(np.zeros(links, np.int64), np.full(links, -1), np.full(links, -1), ls.busy_from, ls.room, ls.spent,
+                 ls.freed, ls.freed_t, ls.last, ls.slot, ls.used, ls.peak, ls.level)
+    nic = np.zeros(links, dtype=bool)
+    nic[net.nic_links] = True
+    nic_table = np.array(net.nic_efficiency or [], dtype=np.float64)
+    # a link's capacity for a flow alone on it: eff(1) on NIC links (no flow is alone under a host efficiency)
+    alone = (capacities(wire.capacity, nic, nic_table, np.ones(links, np.int64), np.empty(0), 0, np.empty(links))
+             if len(nic_table) else wire.capacity.copy())
+    host = Host(np.array(net.host_efficiency or [], dtype=np.float64), nic, np.empty(links), nic_table, alone)
+    # the segments and the solves' workspace small: a log's first flushes grow them (and pack the arena) in
+    # every combination, which the tests see (_fit)
+    seg = Segments(np.empty(16, np.int64), np.empty(16, np.int64), np.empty(16, np.int64), np.empty(16, np.int64),
+                   np.empty(16, np.bool_), np.empty(16, np.int64), np.empty(64), np.empty(64, np.int64),
+                   np.empty(64, np.int64), np.empty(16, np.int64), np.zeros(16, np.bool_), np.empty((16, 2)))
+    # built as Python (its py_func), so that nothing compiles before run() announces the loop's compile
+    ws = getattr(make_workspace, "py_func", make_workspace)(16, len(wire.capacity), wire.routes.shape[1])
+    return Model(wire, flow, link, comp, scratch, np.zeros(_STATE, np.int64), np.full(1, np.inf), host, seg, ws)
 
 
 # -- components and segments ------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
+@uncounted
 def _find(parent, c):  # pragma: no cover (compiled)
     """The component id c was merged into (path compression as MaxMin._find)."""
     root = c
@@ -157,7 +203,7 @@ def _find(parent, c):  # pragma: no cover (compiled)
     return root
 
 
-@numba.njit(cache=True)
+@uncounted
 def _concat(first, last, following, a, b):  # pragma: no cover (compiled)
     """Linked list b appended to linked list a (first/last per list, `following` per item)."""
     if first[b] < 0:
@@ -180,7 +226,7 @@ def _due(c, comp, scratch, ms):  # pragma: no cover (compiled)
         ms[_STACK] += 1
 
 
-@numba.njit(cache=True)
+@uncounted
 def _all_due(comp, scratch, ms):  # pragma: no cover (compiled)
     """Every component is due (MaxMin.due.update(comps)): a host efficiency's flow count changed."""
     exists = comp.exists
@@ -189,7 +235,7 @@ def _all_due(comp, scratch, ms):  # pragma: no cover (compiled)
             _due(c, comp, scratch, ms)
 
 
-@numba.njit(cache=True)
+@uncounted
 def _undue(c, comp, ms):  # pragma: no cover (compiled)
     """MaxMin.due.discard(c)."""
     due = comp.due
@@ -198,99 +244,193 @@ def _undue(c, comp, ms):  # pragma: no cover (compiled)
         ms[_DUE] -= 1
 
 
-@numba.njit(cache=True)
-def _refill(s, segments):  # pragma: no cover (compiled)
+@uncounted
+def _before(p, q, finish, base):  # pragma: no cover (compiled)
+    """Whether position p of the segment whose arena run starts at `base` comes before position q: the
+    earlier finish, ties to the first in solve order (the stable sort's order). With `finish` empty, p < q."""
+    if len(finish) == 0:
+        return p < q
+    fp, fq = finish[base + p], finish[base + q]
+    return fp < fq or (fp == fq and p < q)
+
+
+@uncounted
+def _sort(x, lo, hi, finish, base):  # pragma: no cover (compiled)
+    """x[lo:hi] in _before's order, in place (insertion for a few, else heapsort: the keys are distinct,
+    so the order is the one any sort gives)."""
+    n = hi - lo
+    if n <= 16:
+        for i in range(lo + 1, hi):
+            v = x[i]
+            j = i
+            while j > lo and _before(v, x[j - 1], finish, base):
+                x[j] = x[j - 1]
+                j -= 1
+            x[j] = v
+        return
+    for start in range(n // 2 - 1, -1, -1):
+        _sift(x, lo, start, n, finish, base)
+    for end in range(n - 1, 0, -1):
+        x[lo], x[lo + end] = x[lo + end], x[lo]
+        _sift(x, lo, 0, end, finish, base)
+
+
+@uncounted
+def _sift(x, lo, i, n, finish, base):  # pragma: no cover (compiled)
+    """Heapsort's sift-down of x[lo + i] in the max-heap x[lo:lo + n] (_before's order)."""
+    v = x[lo + i]
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        if child + 1 < n and _before(x[lo + child], x[lo + child + 1], finish, base):
+            child += 1
+        if not _before(v, x[lo + child], finish, base):
+            break
+        x[lo + i] = x[lo + child]
+        i = child
+    x[lo + i] = v
+
+
+@uncounted
+def _select(x, n, k, finish, base):  # pragma: no cover (compiled)
+    """Reorder x[:n] so that x[:k] are its k first in _before's order (quickselect, median of three)."""
+    lo, hi, kth = 0, n - 1, k - 1
+    while hi > lo:
+        mid = (lo + hi) // 2
+        if _before(x[mid], x[lo], finish, base):
+            x[mid], x[lo] = x[lo], x[mid]
+        if _before(x[hi], x[lo], finish, base):
+            x[hi], x[lo] = x[lo], x[hi]
+        if _before(x[hi], x[mid], finish, base):
+            x[hi], x[mid] = x[mid], x[hi]
+        pivot = x[mid]
+        i, j = lo, hi
+        while i <= j:
+            while _before(x[i], pivot, finish, base):
+                i += 1
+            while _before(pivot, x[j], finish, base):
+                j -= 1
+            if i <= j:
+                x[i], x[j] = x[j], x[i]
+                i += 1
+                j -= 1
+        if kth <= j:
+            hi = j
+        elif kth >= i:
+            lo = i
+        else:
+            break
+
+
+@uncounted
+def _refill(s, seg):  # pragma: no cover (compiled)
     """The next sorted head of segment s (_Segment._refill): the `HEAD` or an eighth of the positions
-    left (the first head a `FIRST`th), whichever is more, earliest first, ties to the first in solve order. The first head is
-    made when a departure first needs it, not at the solve as the Python model does (the order taken
-    is the same): a segment replaced by the next solve before any departure costs no sort."""
-    finish, rest = segments.finish[s], segments.rest[s]
-    left = rest.size
-    head = max(HEAD, left // (FIRST if segments.head[s].size == 0 else 8))
-    values = finish[rest]
+    left (the first head a `FIRST`th), whichever is more, earliest first, ties to the first in solve
+    order; the positions left stay in solve order. The first head is made when a departure first needs
+    it, not at the solve as the Python model does (the order taken is the same): a segment replaced by
+    the next solve before any departure costs no sort."""
+    base, size, order, finish = seg.base[s], seg.size[s], seg.order, seg.finish
+    start = seg.head[s]
+    left = size - start
+    head = max(HEAD, left // (FIRST if start == 0 else 8))
     if left <= head:
-        segments.head[s] = rest[np.argsort(values, kind="mergesort")]
-        segments.rest[s] = rest[:0].copy()
+        _sort(order, base + start, base + size, finish, base)
+        head = left
     else:
-        cut = np.partition(values, head - 1)[head - 1]
-        ties = head
+        pick, mark = seg.pick, seg.mark
         for i in range(left):
-            if values[i] < cut:
-                ties -= 1
-        take, keep = np.empty(head, np.int64), np.empty(left - head, np.int64)
-        taken = kept = 0
-        for i in range(left):
-            if values[i] < cut or (values[i] == cut and ties > 0):
-                if values[i] == cut:
-                    ties -= 1
-                take[taken] = rest[i]
-                taken += 1
+            pick[i] = order[base + start + i]
+        _select(pick, left, head, finish, base)
+        _sort(pick, 0, head, finish, base)
+        for i in range(head):
+            mark[pick[i]] = True
+        kept = head
+        for i in range(base + start, base + size):  # the rest, in solve order
+            p = order[i]
+            if mark[p]:
+                mark[p] = False
             else:
-                keep[kept] = rest[i]
+                pick[kept] = p
                 kept += 1
-        segments.head[s] = take[np.argsort(finish[take], kind="mergesort")]
-        segments.rest[s] = keep
-    segments.taken[s] = 0
+        for i in range(left):
+            order[base + start + i] = pick[i]
+    seg.head[s] = start + head
+    seg.taken[s] = start
 
 
-@numba.njit(cache=True)
-def _next(s, segments):  # pragma: no cover (compiled)
+@uncounted
+def _next(s, seg):  # pragma: no cover (compiled)
     """The earliest finish of segment s not yet taken (-1 when all are)."""
-    if segments.taken[s] == segments.head[s].size:
-        if segments.rest[s].size == 0:
+    if seg.taken[s] == seg.head[s]:
+        if seg.head[s] == seg.size[s]:
             return -1.0
-        _refill(s, segments)
-    return segments.finish[s][segments.head[s][segments.taken[s]]]
+        _refill(s, seg)
+    return seg.finish[seg.base[s] + seg.order[seg.base[s] + seg.taken[s]]]
 
 
-@numba.njit(cache=True)
-def _take(s, horizon, segments, flow, gone, count):  # pragma: no cover (compiled)
+@uncounted
+def _take(s, horizon, seg, flow, gone, count):  # pragma: no cover (compiled)
     """Append to gone[count:] the flows of segment s finishing by `horizon`, in time order, that are
     still alive and in it (_Segment.take and MaxMin._depart's filter); the new count."""
     segment_of, alive = flow.segment_of, flow.alive
+    finish, flows, order = seg.finish, seg.flows, seg.order
+    base = seg.base[s]
     while True:
-        first = _next(s, segments)
+        first = _next(s, seg)
         if first < 0 or first > horizon:
             return count
-        finish, flows, head = segments.finish[s], segments.flows[s], segments.head[s]
-        pos = segments.taken[s]
-        while pos < head.size and finish[head[pos]] <= horizon:
-            m = flows[head[pos]]
+        pos, head = seg.taken[s], seg.head[s]
+        while pos < head and finish[base + order[base + pos]] <= horizon:
+            m = flows[base + order[base + pos]]
             if segment_of[m] == s and alive[m]:
                 gone[count] = m
                 count += 1
             pos += 1
-        segments.taken[s] = pos
+        seg.taken[s] = pos
 
 
-@numba.njit(cache=True)
-def _drop(s, segments):  # pragma: no cover (compiled)
-    """Segment s is gone (used up, or its component re-solved): free its arrays."""
-    segments.live[s] = False
-    segments.finish[s] = segments.finish[s][:0].copy()
-    segments.flows[s] = segments.flows[s][:0].copy()
-    segments.rest[s] = segments.rest[s][:0].copy()
-    segments.head[s] = segments.head[s][:0].copy()
+@uncounted
+def _drop(s, seg):  # pragma: no cover (compiled)
+    """Segment s is gone (used up, or its component re-solved): its run is packed away (_compact)."""
+    seg.live[s] = False
 
 
-@numba.njit(cache=True)
-def _push_head(segments, ms, finish, s):  # pragma: no cover (compiled)
-    """heappush(heads, (finish, s))."""
-    heads = segments.heads[0]
+@uncounted
+def _compact(seg, ms):  # pragma: no cover (compiled)
+    """The live segments' runs moved to the arena's start, in id order (their runs' order)."""
+    oldest = ms[_OLDEST]
+    while oldest < ms[_SEGS] and not seg.live[oldest]:
+        oldest += 1
+    ms[_OLDEST] = oldest
+    base, size, finish, flows, order = seg.base, seg.size, seg.finish, seg.flows, seg.order
+    at = 0
+    for s in range(oldest, ms[_SEGS]):
+        if seg.live[s]:
+            b = base[s]
+            if b != at:
+                for i in range(size[s]):
+                    finish[at + i], flows[at + i], order[at + i] = finish[b + i], flows[b + i], order[b + i]
+                base[s] = at
+            at += size[s]
+    ms[_ARENA] = at
+
+
+@uncounted
+def _push_head(seg, ms, finish, s):  # pragma: no cover (compiled)
+    """heappush(heads, (finish, s)) (_fit leaves room)."""
+    heads = seg.heads
     size = ms[_HEADS]
-    if size == heads.shape[0]:
-        heads = grow(heads, size + 1)
-        segments.heads[0] = heads
     i = fastloop.sift_up(heads, size, finish, s)
     heads[i, 0] = finish
     heads[i, 1] = s
     ms[_HEADS] = size + 1
 
 
-@numba.njit(cache=True)
-def _pop_head(segments, ms):  # pragma: no cover (compiled)
+@uncounted
+def _pop_head(seg, ms):  # pragma: no cover (compiled)
     """heappop(heads): the earliest (finish, segment)."""
-    heads = segments.heads[0]
+    heads = seg.heads
     finish, s = heads[0, 0], int(heads[0, 1])
     ms[_HEADS] -= 1
     fastloop.sift_down(heads, ms[_HEADS])
@@ -404,8 +544,8 @@ def _isolated_done(m, mark, now, mm, heap, st):  # pragma: no cover (compiled)
     push(heap, st, now + latency[m], _DELIVER, m, 0, 0.0)
 
 
-@numba.njit(cache=True, inline="always")
-def _join(mm, segments):  # pragma: no cover (compiled)
+@inlined
+def _join(mm):  # pragma: no cover (compiled)
     """MaxMin._join: the flows that became shared this instant into components, merging the ones each
     touches into the one with the most pieces (ties: the lowest id), the others in id order."""
     wire, flow, link, comp, scratch, ms = mm.wire, mm.flow, mm.link, mm.comp, mm.scratch, mm.ms
@@ -415,7 +555,7 @@ def _join(mm, segments):  # pragma: no cover (compiled)
     parent, first, last, size, nparts, living = comp.parent, comp.first, comp.last, comp.size, comp.nparts, comp.living
     check, exists, seg_first, seg_last, deferred = comp.check, comp.exists, comp.seg_first, comp.seg_last, comp.deferred
     fresh, nnew, full = comp.fresh, comp.nnew, comp.full
-    seg_next = segments.following
+    seg_next = mm.seg.following
     joined, touched = scratch.joined, scratch.comps
     width = croutes.shape[1]
     root = -1
@@ -449,7 +589,7 @@ def _join(mm, segments):  # pragma: no cover (compiled)
                         touched[count] = c
                         count += 1
             if count:
-                touched[:count].sort()
+                _sort(touched, 0, count, mm.fs[:0], 0)
                 root = touched[0]
                 for t in range(1, count):
                     if nparts[touched[t]] > nparts[root]:
@@ -499,10 +639,10 @@ def _join(mm, segments):  # pragma: no cover (compiled)
 # -- solves -----------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True, inline="always")
-def _solve(c, now, mm, segments):  # pragma: no cover (compiled)
+@inlined
+def _solve(c, now, mm):  # pragma: no cover (compiled)
     """MaxMin._solve: max-min rates of component c's flows from now on; a new departure segment."""
-    wire, flow, link, comp, ms, host = mm.wire, mm.flow, mm.link, mm.comp, mm.ms, mm.host
+    wire, flow, link, comp, ms, host, seg, ws = mm.wire, mm.flow, mm.link, mm.comp, mm.ms, mm.host, mm.seg, mm.ws
     routes, capacity, batch = wire.routes, wire.capacity, wire.batch
     left, base_time, rate, alive, following = flow.left, flow.base_time, flow.rate, flow.alive, flow.following
     born = flow.born
@@ -510,8 +650,8 @@ def _solve(c, now, mm, segments):  # pragma: no cover (compiled)
     last, slot, used, peak, level = link.last, link.slot, link.used, link.peak, link.level
     first, tail, size, nparts, nnew = comp.first, comp.last, comp.size, comp.nparts, comp.nnew
     check, epoch, seg_first = comp.check, comp.epoch, comp.seg_first
-    seg_next = segments.following
-    flows = np.empty(size[c], np.int64)
+    seg_next = seg.following
+    flows = ws.flows
     m = first[c]
     for i in range(size[c]):
         flows[i] = m
@@ -520,82 +660,85 @@ def _solve(c, now, mm, segments):  # pragma: no cover (compiled)
     tables = len(host.table) > 0 or len(host.eff) > 0
     partial = s >= 0 and s == comp.seg_last[c] and not tables  # one segment: MaxMin._solve's partial re-solve
     while s >= 0:
-        _drop(s, segments)
+        _drop(s, seg)
         s = seg_next[s]
-    if tables:  # MaxMin._capacities (h counts the active and isolated flows: no flow is isolated under a table h)
-        capacity = capacities(capacity, host.nic, host.eff, link.nflows, host.table, ms[_ACTIVE], host.scaled)
-    keep, finish = solve_compiled(flows, alive, left, base_time, rate, born, routes, capacity, now, batch, busy_from, room,
-                                  spent, freed, freed_t, last, slot, used, peak, level, partial)
-    for i in range(keep.size - 1):
+    if tables:  # MaxMin._capacities, set by _loop for this flush
+        capacity = host.scaled
+    count = solve_compiled(flows, size[c], alive, left, base_time, rate, born, routes, capacity, now, batch, busy_from,
+                           room, spent, freed, freed_t, last, slot, used, peak, level, partial, ws)
+    keep = ws.keep
+    for i in range(count - 1):
         following[keep[i]] = keep[i + 1]
-    following[keep[keep.size - 1]] = -1
-    first[c], tail[c], size[c], nparts[c], nnew[c] = keep[0], keep[keep.size - 1], keep.size, 1, 0
+    following[keep[count - 1]] = -1
+    first[c], tail[c], size[c], nparts[c], nnew[c] = keep[0], keep[count - 1], count, 1, 0
     check[c] = np.inf
     epoch[c] += 1
     ms[_SOLVES] += 1
     seg_first[c] = -1
-    _segment(c, keep, finish, mm, segments)
+    _segment(c, keep, count, ws.finish, mm)
 
 
-@numba.njit(cache=True, inline="always")
-def _warm(c, now, mm, segments):  # pragma: no cover (compiled)
+@inlined
+def _warm(c, now, mm):  # pragma: no cover (compiled)
     """MaxMin._warm: rates for component c's flows that joined this instant, the others kept, where that
     is still max-min (waterfill.warm_compiled); a departure segment of their own. False: solve c."""
-    wire, flow, link, comp, ms = mm.wire, mm.flow, mm.link, mm.comp, mm.ms
+    wire, flow, link, comp, ms, ws = mm.wire, mm.flow, mm.link, mm.comp, mm.ms, mm.ws
     routes, capacity, batch = wire.routes, wire.capacity, wire.batch
     left, base_time, rate, following = flow.left, flow.base_time, flow.rate, flow.following
     busy_from, room, spent, freed, freed_t = link.busy_from, link.room, link.spent, link.freed, link.freed_t
     last, slot, used, peak, level = link.last, link.slot, link.used, link.peak, link.level
     fresh, nnew = comp.fresh, comp.nnew
-    new = np.empty(nnew[c], np.int64)
+    new = ws.flows
     m = fresh[c]
-    for i in range(new.size):
+    for i in range(nnew[c]):
         new[i] = m
         m = following[m]
-    fits, finish = warm_compiled(new, left, base_time, rate, routes, capacity, now, batch, busy_from, room, spent,
-                                 freed, freed_t, last, slot, used, peak, level)
-    if not fits:
+    if not warm_compiled(new, nnew[c], left, base_time, rate, routes, capacity, now, batch, busy_from, room, spent,
+                         freed, freed_t, last, slot, used, peak, level, ws):
         return False
+    _segment(c, new, nnew[c], ws.finish, mm)
     comp.nparts[c], nnew[c] = 1, 0
     ms[_WARM] += 1
-    _segment(c, new, finish, mm, segments)
     return True
 
 
-@numba.njit(cache=True, inline="always")
-def _segment(c, flows, finish, mm, segments):  # pragma: no cover (compiled)
-    """A departure segment of `flows` (finishing at `finish`) appended to component c's."""
-    ms, segment_of = mm.ms, mm.flow.segment_of
+@inlined
+def _segment(c, flows, count, finish, mm):  # pragma: no cover (compiled)
+    """A departure segment of flows[:count] (finishing at finish[:count]) appended to component c's, its
+    run at the arena's end (_fit leaves room)."""
+    ms, seg, segment_of = mm.ms, mm.seg, mm.flow.segment_of
     seg_first, seg_last = mm.comp.seg_first, mm.comp.seg_last
-    sid = len(segments.finish)
-    segments.finish.append(finish)
-    segments.flows.append(flows)
-    segments.rest.append(np.arange(flows.size))
-    segments.head.append(flows[:0].copy())
-    segments.taken.append(0)
-    segments.live.append(True)
-    segments.following.append(-1)
-    for i in range(flows.size):
+    sid = ms[_SEGS]
+    ms[_SEGS] += 1
+    base = ms[_ARENA]
+    ms[_ARENA] += count
+    seg.base[sid], seg.size[sid], seg.head[sid], seg.taken[sid] = base, count, 0, 0
+    seg.live[sid] = True
+    seg.following[sid] = -1
+    earliest = finish[0]  # finish[:count].min(), as numpy takes it (a NaN first)
+    for i in range(count):
+        seg.finish[base + i], seg.flows[base + i], seg.order[base + i] = finish[i], flows[i], i
         segment_of[flows[i]] = sid
+        if not np.isnan(earliest) and (np.isnan(finish[i]) or finish[i] < earliest):
+            earliest = finish[i]
     if seg_first[c] < 0:
         seg_first[c] = sid
     else:
-        segments.following[seg_last[c]] = sid
+        seg.following[seg_last[c]] = sid
     seg_last[c] = sid
-    _push_head(segments, ms, finish.min(), sid)  # its first head is sorted when a departure first needs it
+    _push_head(seg, ms, earliest, sid)  # its first head is sorted when a departure first needs it
 
 
-@numba.njit(cache=True, inline="always")
-def _flush(now, mm, segments, heap, st):  # pragma: no cover (compiled)
-    """End of an instant: place new shared flows, then solve every component that is due (with a host
-    efficiency: every one), in id order (where only flows joined it, and no component merged into it,
-    first try _warm; not with an efficiency table)."""
-    comp, scratch, ms, batch, host = mm.comp, mm.scratch, mm.ms, mm.wire.batch, mm.host
-    scaled, tables = len(host.table) > 0, len(host.table) > 0 or len(host.eff) > 0
-    parent, living, exists, due, nnew, full = comp.parent, comp.living, comp.exists, comp.due, comp.nnew, comp.full
+@inlined
+def _flush_join(mm):  # pragma: no cover (compiled)
+    """End of an instant, first part: place new shared flows; the components to solve (every due one,
+    with a host efficiency every one) into scratch.roots[:ms[_ROOTS]] in id order (repeats side by
+    side). Returns the most flows listed in one of them (what a solve's workspace must hold)."""
+    comp, scratch, ms, host = mm.comp, mm.scratch, mm.ms, mm.host
+    parent, exists, due, size = comp.parent, comp.exists, comp.due, comp.size
     ms[_ARMED] = 0
-    _join(mm, segments)
-    if scaled and ms[_ACTIVE]:
+    _join(mm)
+    if len(host.table) > 0 and ms[_ACTIVE]:
         _all_due(comp, scratch, ms)
     stack, roots = scratch.stack, scratch.roots
     count = 0
@@ -603,40 +746,101 @@ def _flush(now, mm, segments, heap, st):  # pragma: no cover (compiled)
         if due[stack[i]]:
             roots[count] = _find(parent, stack[i])
             count += 1
-    roots[:count].sort()
+    _sort(roots, 0, count, mm.fs[:0], 0)
+    ms[_ROOTS] = count
+    most = 0
     for i in range(count):
+        if exists[roots[i]]:
+            most = max(most, size[roots[i]])
+    return most
+
+
+@uncounted
+def _flush_solve(now, mm, heap, st):  # pragma: no cover (compiled)
+    """End of an instant, second part: solve the components _flush_join chose, in id order (where only
+    flows joined one, and no component merged into it, first try _warm; not with an efficiency table)."""
+    comp, scratch, ms, batch, host = mm.comp, mm.scratch, mm.ms, mm.wire.batch, mm.host
+    tables = len(host.table) > 0 or len(host.eff) > 0
+    living, exists, due, nnew, full = comp.living, comp.exists, comp.due, comp.nnew, comp.full
+    stack, roots = scratch.stack, scratch.roots
+    for i in range(ms[_ROOTS]):
         c = roots[i]
         if (i == 0 or c != roots[i - 1]) and exists[c]:
             if (batch == 0 or living[c] <= mm.wire.exact_flows or tables or full[c] or not 0 < nnew[c] < living[c]
-                    or not _warm(c, now, mm, segments)):
-                _solve(c, now, mm, segments)
+                    or not _warm(c, now, mm)):
+                _solve(c, now, mm)
     for i in range(ms[_STACK]):
         due[stack[i]] = full[stack[i]] = False
     ms[_STACK] = ms[_DUE] = 0
-    _arm(now, mm, segments, heap, st)
+    _arm(now, mm, heap, st)
+
+
+@uncounted
+def _fits(mm, most):  # pragma: no cover (compiled)
+    """Whether a flush's solves fit in the model's arrays as they are: a workspace for `most` flows, a
+    segment and a head per root, an arena run per flow alive (_fit grows them)."""
+    seg, ms = mm.seg, mm.ms
+    return (most <= len(mm.ws.flows) and ms[_SEGS] + ms[_ROOTS] <= len(seg.live)
+            and ms[_HEADS] + ms[_ROOTS] <= seg.heads.shape[0] and ms[_ARENA] + ms[_ACTIVE] <= len(seg.finish))
+
+
+@numba.njit(cache=True)
+def _larger(a, need):  # pragma: no cover (compiled)
+    """Array a (one axis) with room for at least `need` items (twice its length, or more)."""
+    bigger = np.empty(max(need, 2 * a.size), a.dtype)
+    bigger[:a.size] = a
+    return bigger
+
+
+@numba.njit(cache=True)
+def _fit(mm, most):  # pragma: no cover (compiled)
+    """The model with room for a flush's solves (_fits): the workspace and the selection's scratch for
+    `most` flows, the per-segment arrays and the heads for a segment per root, the arena for a run per
+    flow alive (packed first: _compact, then grown where it stays over half full)."""
+    seg, ms, ws = mm.seg, mm.ms, mm.ws
+    finish, flows, order = seg.finish, seg.flows, seg.order
+    packed = ms[_ARENA] + ms[_ACTIVE] > len(finish)
+    if packed:  # in place, before any per-segment array is copied
+        _compact(seg, ms)
+    pick, mark, heads = seg.pick, seg.mark, seg.heads
+    if most > len(ws.flows):
+        ws = make_workspace(max(most, 2 * len(ws.flows)), len(ws.links), ws.sub.shape[1])
+        pick, mark = np.empty(len(ws.flows), np.int64), np.zeros(len(ws.flows), np.bool_)
+    need = ms[_SEGS] + ms[_ROOTS]
+    base, size, head, taken, live, following = seg.base, seg.size, seg.head, seg.taken, seg.live, seg.following
+    if need > len(live):
+        base, size, head, taken = _larger(base, need), _larger(size, need), _larger(head, need), _larger(taken, need)
+        live, following = _larger(live, need), _larger(following, need)
+    if ms[_HEADS] + ms[_ROOTS] > heads.shape[0]:
+        heads = grow(heads, ms[_HEADS] + ms[_ROOTS])
+    if packed and (ms[_ARENA] + ms[_ACTIVE] > len(finish) or 2 * ms[_ARENA] > len(finish)):
+        need = ms[_ARENA] + ms[_ACTIVE]
+        finish, flows, order = _larger(finish, need), _larger(flows, need), _larger(order, need)
+    seg = Segments(base, size, head, taken, live, following, finish, flows, order, pick, mark, heads)
+    return Model(mm.wire, mm.flow, mm.link, mm.comp, mm.scratch, ms, mm.fs, mm.host, seg, ws)
 
 
 # -- departures -------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
-def _arm(now, mm, segments, heap, st):  # pragma: no cover (compiled)
+@uncounted
+def _arm(now, mm, heap, st):  # pragma: no cover (compiled)
     """One event at the earliest finish among the segments (older events become stale)."""
-    ms, fs = mm.ms, mm.fs
-    live = segments.live
-    while ms[_HEADS] and not live[int(segments.heads[0][0, 1])]:
-        _pop_head(segments, ms)
+    ms, fs, seg = mm.ms, mm.fs, mm.seg
+    live = seg.live
+    while ms[_HEADS] and not live[int(seg.heads[0, 1])]:
+        _pop_head(seg, ms)
     if not ms[_HEADS]:
         return
-    due = segments.heads[0][0, 0]
+    due = seg.heads[0, 0]
     if due != fs[0]:
         fs[0] = due
         ms[_VERSION] += 1
         push(heap, st, now + max(due - now, 0.0), _DEPART, ms[_VERSION], 0, 0.0)
 
 
-@numba.njit(cache=True, inline="always")
-def _depart(version, now, mm, segments, heap, st):  # pragma: no cover (compiled)
+@inlined
+def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
     """MaxMin._depart: retire the shared flows that finish now; mark their components due where freed
     capacity exceeds the allowance, or schedule a check when it will; deliver them."""
     wire, flow, link, comp = mm.wire, mm.flow, mm.link, mm.comp
@@ -647,22 +851,22 @@ def _depart(version, now, mm, segments, heap, st):  # pragma: no cover (compiled
     freed_t, last, used = link.freed_t, link.last, link.used
     parent, living, check, epoch = comp.parent, comp.living, comp.check, comp.epoch
     exists, due, deferred = comp.exists, comp.due, comp.deferred
-    gone, waiting = scratch.gone, scratch.comps
+    gone, waiting, seg = scratch.gone, scratch.comps, mm.seg
     if version != ms[_VERSION]:
         return
     fs[0] = np.inf
     horizon = now * (1 + TIE)
     count = 0
-    while ms[_HEADS] and segments.heads[0][0, 0] <= horizon:
-        _, s = _pop_head(segments, ms)
-        if not segments.live[s]:
+    while ms[_HEADS] and seg.heads[0, 0] <= horizon:
+        _, s = _pop_head(seg, ms)
+        if not seg.live[s]:
             continue
-        count = _take(s, horizon, segments, flow, gone, count)
-        upcoming = _next(s, segments)
+        count = _take(s, horizon, seg, flow, gone, count)
+        upcoming = _next(s, seg)
         if upcoming < 0:
-            _drop(s, segments)
+            _drop(s, seg)
         else:
-            _push_head(segments, ms, upcoming, s)
+            _push_head(seg, ms, upcoming, s)
     for i in range(count):
         alive[gone[i]] = False
     ms[_ACTIVE] -= count
@@ -712,7 +916,7 @@ def _depart(version, now, mm, segments, heap, st):  # pragma: no cover (compiled
     if ms[_DUE]:
         _later(now, heap, st, ms)
     else:
-        _arm(now, mm, segments, heap, st)
+        _arm(now, mm, heap, st)
     for i in range(count):
         push(heap, st, now + latency[gone[i]], _DELIVER, gone[i], 0, 0.0)
 
@@ -756,16 +960,26 @@ def _room(st, ms, extra):  # pragma: no cover (compiled)
 
 @uncounted
 def _events(now, rank, prog, messages, mm, extra, heap, st, out, sent_at, delivered_at):  # pragma: no cover (compiled)
-    """Run the heap's events (the ranks', isolated flows' ends, deliveries, checks) until it is empty, the
-    next is a departure or a flush (_loop runs those: they allocate) or the heap is too small for the
-    next step (_room); returns the time of the last one run."""
+    """Run the heap's events (the ranks', isolated flows' ends, departures, flushes, deliveries, checks)
+    until it is empty, the heap is too small for the next step (_room) or a flush's solves need more room
+    (_fits) or an efficiency table's capacities: then that flush is held (ms[_HELD], after _flush_join)
+    for _loop to finish. Returns the time of the last event run."""
     stage_of, src_of, dst_of = messages.stage, messages.src, messages.dst
+    ms, host = mm.ms, mm.host
+    tables = len(host.table) > 0 or len(host.eff) > 0
     while st[fastloop.SIZE] > 0:
-        kind = int(heap[0, 2])
-        if kind == _DEPART or kind == _FLUSH or _room(st, mm.ms, extra) > heap.shape[0]:
+        if _room(st, ms, extra) > heap.shape[0]:
             break
         now, kind, a, b, c = pop(heap, st)
-        if kind == _ISOLATED:
+        if kind == _FLUSH:
+            most = _flush_join(mm)
+            if tables or not _fits(mm, most):
+                ms[_HELD], ms[_MOST] = 1, most
+                break
+            _flush_solve(now, mm, heap, st)
+        elif kind == _DEPART:
+            _depart(a, now, mm, heap, st)
+        elif kind == _ISOLATED:
             _isolated_done(a, b, now, mm, heap, st)
         elif kind == _CHECK:
             _check(a, b, now, mm, heap, st)
@@ -788,18 +1002,29 @@ def _root(x, rank, prog, mm, heap, st, out, sent_at):  # pragma: no cover (compi
 
 
 @numba.njit(cache=True)
-def _loop(wire, flow, link, comp, scratch, ms, fs, host, rank, messages, prog, extra, st, out, sent_at,
+def _held(now, mm, most, heap, st):  # pragma: no cover (compiled)
+    """A flush's solves after _flush_join (`most`: its largest component's flows), where _events held it:
+    the model grown first where they need more room (_fits, _fit), the capacities of the efficiency tables
+    set (MaxMin._capacities: h counts the active and isolated flows; no flow is isolated under a table h).
+    Returns the model (grown or not)."""
+    if not _fits(mm, most):
+        mm = _fit(mm, most)
+    host = mm.host
+    if len(host.table) > 0 or len(host.eff) > 0:
+        capacities(mm.wire.capacity, host.nic, host.eff, mm.link.nflows, host.table, mm.ms[_ACTIVE], host.scaled)
+    _flush_solve(now, mm, heap, st)
+    return mm
+
+
+@numba.njit(cache=True)
+def _loop(wire, flow, link, comp, scratch, ms, fs, host, seg, ws, rank, messages, prog, extra, st, out, sent_at,
           delivered_at):  # pragma: no cover (compiled)
     """The program's roots start at time 0, in order, then Clock.run(): events in (time, priority, order
-    of scheduling) order. Returns the time of the last event. wire..host: the model's arrays (run(), a
-    `Model`'s fields); the segments' typed lists are made here (compiled with the loop, so cached). The
-    events that allocate (departures, flushes) run here, the others in _events; the heap grows here."""
-    segments = Segments(List.empty_list(types.float64[::1]), List.empty_list(types.int64[::1]),
-                        List.empty_list(types.int64[::1]), List.empty_list(types.int64[::1]),
-                        List.empty_list(types.int64), List.empty_list(types.boolean), List.empty_list(types.int64),
-                        List.empty_list(types.float64[:, ::1]))
-    segments.heads.append(np.empty((64, 2)))
-    mm = Model(wire, flow, link, comp, scratch, ms, fs, host)
+    of scheduling) order. Returns the time of the last event. wire..ws: the model's arrays (model_state, a
+    `Model`'s fields); the segments and the solves' workspace are grown here before a flush that needs
+    more (_fits, _fit), as the heap is before a step (_room). The events run in _events (uncounted), which
+    leaves here only for that and the efficiency tables' flushes."""
+    mm = Model(wire, flow, link, comp, scratch, ms, fs, host, seg, ws)
     heap = np.empty((len(sent_at) + 3 * extra + 16, fastloop.ROW))
     now = 0.0
     for x in prog.roots:
@@ -807,16 +1032,51 @@ def _loop(wire, flow, link, comp, scratch, ms, fs, host, rank, messages, prog, e
         if need > heap.shape[0]:
             heap = grow(heap, need)
         _root(x, rank, prog, mm, heap, st, out, sent_at)
-    while st[fastloop.SIZE] > 0:
+    while True:
+        if ms[_HELD]:  # a flush that needs more room or the tables' capacities
+            ms[_HELD] = 0
+            mm = _held(now, mm, ms[_MOST], heap, st)
+        if st[fastloop.SIZE] == 0:
+            return now
         need = _room(st, ms, extra)
         if need > heap.shape[0]:
             heap = grow(heap, need)
         now = _events(now, rank, prog, messages, mm, extra, heap, st, out, sent_at, delivered_at)
-        if st[fastloop.SIZE] == 0 or _room(st, ms, extra) > heap.shape[0]:
-            continue
-        now, kind, a, b, c = pop(heap, st)
-        if kind == _DEPART:
-            _depart(a, now, mm, segments, heap, st)
-        else:
-            _flush(now, mm, segments, heap, st)
-    return now
+
+
+# -- the general path's steps (models/maxmin.MaxMin) ------------------------------------------------
+# Each runs one protocol call or one of the model's events on the state of model_state and a heap of
+# its own (fastloop's, emptied by the caller after each step): the events the step schedules (deliveries,
+# isolated flows' ends, departures, checks, the end-of-instant flush) are left on it for MaxMin to hand
+# to the network's clock, in (time, order) order.
+
+
+@uncounted
+def inject_step(ids, now, mm, heap, st):  # pragma: no cover (compiled)
+    """MaxMin.inject: flows `ids` start now (_inject). The heap needs room for len(ids) + 1 events."""
+    _inject(0, len(ids), ids, now, mm, heap, st, mm.flow.born)
+
+
+@uncounted
+def isolated_step(m, mark, now, mm, heap, st):  # pragma: no cover (compiled)
+    """MaxMin._isolated_done: isolated flow m's end (stamp `mark`). One event at most."""
+    _isolated_done(m, mark, now, mm, heap, st)
+
+
+@uncounted
+def check_step(c, mark, now, mm, heap, st):  # pragma: no cover (compiled)
+    """MaxMin._check: component c's deferred check (epoch `mark`). One event at most."""
+    _check(c, mark, now, mm, heap, st)
+
+
+@uncounted
+def depart_step(version, now, mm, heap, st):  # pragma: no cover (compiled)
+    """MaxMin._depart: the departure event `version`. Two events per shared flow and one more at most."""
+    _depart(version, now, mm, heap, st)
+
+
+@numba.njit(cache=True)
+def flush_step(now, mm, heap, st):  # pragma: no cover (compiled)
+    """MaxMin._flush: the end of an instant (joins, solves; _held). Returns the model, grown where its
+    solves needed more room. One event at most."""
+    return _held(now, mm, _flush_join(mm), heap, st)

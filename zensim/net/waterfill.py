@@ -14,6 +14,8 @@ a link that limits no flow).
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numba
 import numpy as np
 
@@ -25,23 +27,61 @@ _TIE = 1e-12  # relative: link shares this close saturate at one level
 _BELOW = 1e-9  # relative: a re-solve refills the flows down to this far under the least rate that left
 
 
+# The functions below allocate nothing: they write into a `Workspace` and are compiled without numba's
+# reference counts (as zensim.net.fastloop.uncounted), so that the compiled maxmin loop's solves of small
+# components cost O(their flows and links) and take no reference on its arrays (zensim.net.fastmaxmin).
+_uncounted = numba.njit(cache=True, _nrt=False)
+
+# The scratch of a solve, named: per flow of the component (`flows` rows: make_workspace's first size)
+# its id (`flows`: the caller's list; `keep`: those alive), its row of link numbers (`sub`; `rows`: the
+# rows refilled), its rates (`part`: a refill's, `fair`: the solve's) and finish time, a bit per flow
+# (`fixed`) and per incidence its flow and other links (`entries`); per link of the network and the
+# padding (the second size) the network's link of each number (`links`), the capacities of the solve
+# (`cap`, `room`: what a refill leaves), whether a refill fills it, and _fill's and _set_rates's per-link
+# arrays (`level`: where each saturated). Grown by the caller where a component has more flows
+# (make_workspace); every array is written before it is read in a solve.
+Workspace = namedtuple("Workspace", "flows keep sub rows part fair finish fixed entries links cap room refilled count "
+                                    "start fill live share saturated residual level step_of lows end_of load top "
+                                    "work oldest")
+
+
 @numba.njit(cache=True)
-def _fill(routes: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover (compiled)
-    flows, width = routes.shape
-    links = capacity.size
+def make_workspace(flows: int, links: int, width: int) -> Workspace:  # pragma: no cover (compiled)
+    """A Workspace for solves of up to `flows` flows with rows of `width` link ids over `links` links
+    (the padding included)."""
+    flows = max(flows, 1)
+    return Workspace(np.empty(flows, np.int64), np.empty(flows, np.int64), np.empty((flows, width), np.int32),
+                     np.empty((flows, width), np.int32), np.empty(flows), np.empty(flows), np.empty(flows),
+                     np.empty((flows >> 6) + 1, np.uint64), np.empty(flows * width * width, np.int32),
+                     np.empty(links, np.int64), np.empty(links), np.empty(links), np.empty(links, np.bool_),
+                     np.empty(links, np.int64), np.empty(links + 1, np.int64), np.empty(links, np.int64),
+                     np.empty(links, np.int64), np.empty(links), np.empty(links, np.int64), np.empty(links),
+                     np.empty(links), np.empty(links, np.int64), np.empty(links + 1), np.empty(links),
+                     np.empty(links), np.empty(links), np.empty(links), np.empty(links))
+
+
+@_uncounted
+def _fill(routes, flows, capacity, links, ws, rate, level):  # pragma: no cover (compiled)
+    """Progressive filling of the first `flows` rows of `routes` (link numbers, the padding links - 1)
+    under the first `links` entries of `capacity`: each flow's rate into rate[:flows], each link's
+    saturation level into level[:links] (ws: the scratch)."""
+    width = routes.shape[1]
     dummy = links - 1
-    count = np.zeros(links, np.int64)
+    count = ws.count
+    for k in range(links):
+        count[k] = 0
     for f in range(flows):
         for j in range(width):
             count[routes[f, j]] += 1
     count[dummy] = 0
     # per link its flows, each entry the flow and its other links (padded with the dummy): a saturated
     # link's flows and the links they release are read in one sequential run, not gathered from `routes`
-    start = np.zeros(links + 1, np.int64)
+    start, entries, fill = ws.start, ws.entries, ws.fill
+    start[0] = 0
     for k in range(links):
         start[k + 1] = start[k] + count[k]
-    entries = np.empty(start[links] * width, np.int32)
-    fill = start[:links].copy()
+    for k in range(links):
+        fill[k] = start[k]
     for f in range(flows):
         for j in range(width):
             k = routes[f, j]
@@ -54,16 +94,23 @@ def _fill(routes: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.ndar
                     if h != j:
                         entries[o] = routes[f, h]
                         o += 1
-    live = np.flatnonzero(count[:dummy] > 0)  # links still carrying unfixed flows (compacted as they empty)
-    nlive = live.size
-    share = np.empty(nlive)
-    saturated = np.empty(nlive, np.int64)
-    residual = capacity.copy()
-    level = np.full(links, np.inf)
+    live = ws.live  # links still carrying unfixed flows (compacted as they empty)
+    nlive = 0
+    for k in range(dummy):
+        if count[k] > 0:
+            live[nlive] = k
+            nlive += 1
+    share, saturated, residual, step_of, lows = ws.share, ws.saturated, ws.residual, ws.step_of, ws.lows
     never = nlive  # a link's saturation step: `never` for one that limits no flow (lows[never] is NaN)
-    step_of = np.full(links, never, np.int64)
-    lows = np.full(nlive + 1, np.nan)  # the level of each step
-    fixed = np.zeros((flows >> 6) + 1, np.uint64)  # a bit per flow
+    for k in range(links):
+        residual[k] = capacity[k]
+        level[k] = np.inf
+        step_of[k] = never
+    for i in range(nlive + 1):  # the level of each step
+        lows[i] = np.nan
+    fixed = ws.fixed  # a bit per flow
+    for i in range((flows >> 6) + 1):
+        fixed[i] = 0
     step = 0
     while nlive > 0:
         low = np.inf
@@ -105,38 +152,41 @@ def _fill(routes: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.ndar
                 live[kept] = live[i]
                 kept += 1
         nlive = kept
-    rate = np.empty(flows)  # a flow is fixed at the first step that saturates one of its links
-    for f in range(flows):
+    for f in range(flows):  # a flow is fixed at the first step that saturates one of its links
         first = never
         for j in range(width):
             k = routes[f, j]
             if k != dummy and step_of[k] < first:
                 first = step_of[k]
         rate[f] = lows[first]
-    return rate, level
 
 
 def waterfill(routes: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Max-min fair rates of flows with `routes` (int64 rows padded with len(capacity) - 1) under link
     `capacity`; also the level at which each link saturated (inf where it limits no flow)."""
-    return _fill(np.ascontiguousarray(routes, dtype=np.int64), np.ascontiguousarray(capacity, dtype=np.float64))
+    routes = np.ascontiguousarray(routes, dtype=np.int64)
+    capacity = np.ascontiguousarray(capacity, dtype=np.float64)
+    ws = make_workspace(len(routes), capacity.size, routes.shape[1])
+    _fill(routes, len(routes), capacity, capacity.size, ws, ws.fair, ws.level)
+    return ws.fair[:len(routes)].copy(), ws.level[:capacity.size].copy()
 
 
-@numba.njit(cache=True)
-def _advance(flows, left, base_time, rate, now):  # pragma: no cover (compiled)
-    """The bytes `left` of `flows` advanced from `base_time` to now at their `rate`."""
-    for f in flows:
+@_uncounted
+def _advance(flows, count, left, base_time, rate, now):  # pragma: no cover (compiled)
+    """The bytes `left` of flows[:count] advanced from `base_time` to now at their `rate`."""
+    for i in range(count):
+        f = flows[i]
         left[f] = max(left[f] - rate[f] * (now - base_time[f]), 0.0)
         base_time[f] = now
 
 
-@numba.njit(cache=True)
-def _subproblem(flows, routes, dummy, slot):  # pragma: no cover (compiled)
-    """The links of `flows` numbered 0.. in first-use order (slot[k] = k's number; the caller resets it
-    to -1): (links by number, their count, per flow its row of numbers with the padding `dummy` as the
-    count)."""
-    count, width = flows.size, routes.shape[1]
-    links = np.empty(count * width, np.int64)
+@_uncounted
+def _subproblem(flows, count, routes, dummy, slot, ws):  # pragma: no cover (compiled)
+    """The links of flows[:count] numbered 0.. in first-use order (slot[k] = k's number; the caller
+    resets it to -1) into ws.links, per flow its row of numbers with the padding `dummy` as the count
+    into ws.sub; returns the count of links."""
+    width = routes.shape[1]
+    links, sub = ws.links, ws.sub
     nused = 0
     for i in range(count):
         for j in range(width):
@@ -145,31 +195,30 @@ def _subproblem(flows, routes, dummy, slot):  # pragma: no cover (compiled)
                 slot[k] = nused
                 links[nused] = k
                 nused += 1
-    sub = np.empty((count, width), np.int32)
     for i in range(count):
         for j in range(width):
             k = routes[flows[i], j]
             sub[i, j] = nused if k == dummy else slot[k]
-    return links, nused, sub
+    return nused
 
 
-@numba.njit(cache=True)
-def _gather(flows, alive, left, base_time, rate, routes, dummy, slot, now):  # pragma: no cover (compiled)
-    """In one pass over `flows`: those still alive (keep), their bytes left advanced to now at their
-    rates (as _advance), their links numbered 0.. in first-use order with each one's row of numbers
-    (as _subproblem: links, their count, sub), and the rate below which a re-solve leaves every rate
-    as it is, where their rates are the max-min allocation of them all and those not alive have left
-    since (nothing else changed): a hair under the least rate of a flow that left (inf where none did;
-    0 where an alive flow has no rate yet). Progressive filling without the flows that left matches
-    the old one below that level: the links that saturated under it carry none of them (a flow's rate
-    is the least level of its saturated links), and no other link fills sooner with less on it."""
-    count, width = flows.size, routes.shape[1]
-    keep = np.empty(count, np.int64)
-    links = np.empty(count * width, np.int64)
-    sub = np.empty((count, width), np.int32)
+@_uncounted
+def _gather(flows, count, alive, left, base_time, rate, routes, dummy, slot, now, ws):  # pragma: no cover (compiled)
+    """In one pass over flows[:count]: those still alive (into ws.keep), their bytes left advanced to
+    now at their rates (as _advance), their links numbered 0.. in first-use order with each one's row of
+    numbers (as _subproblem: ws.links, ws.sub); returns how many are alive, the count of links and the
+    rate below which a re-solve leaves every rate as it is, where their rates are the max-min
+    allocation of them all and those not alive have left since (nothing else changed): a hair under the
+    least rate of a flow that left (inf where none did; 0 where an alive flow has no rate yet).
+    Progressive filling without the flows that left matches the old one below that level: the links
+    that saturated under it carry none of them (a flow's rate is the least level of its saturated
+    links), and no other link fills sooner with less on it."""
+    width = routes.shape[1]
+    keep, links, sub = ws.keep, ws.links, ws.sub
     nkeep = nused = 0
     low = np.inf
-    for f in flows:
+    for i in range(count):
+        f = flows[i]
         if not alive[f] or rate[f] <= 0:
             low = min(low, rate[f])
         if not alive[f]:
@@ -188,33 +237,34 @@ def _gather(flows, alive, left, base_time, rate, routes, dummy, slot, now):  # p
                 sub[nkeep, j] = slot[k]
         keep[nkeep] = f
         nkeep += 1
-    sub = sub[:nkeep]
     for i in range(nkeep):
         for j in range(width):
             if sub[i, j] < 0:
                 sub[i, j] = nused
-    return keep[:nkeep], links, nused, sub, (low * (1 - _BELOW) if low > 0 else 0.0)
+    return nkeep, nused, (low * (1 - _BELOW) if low > 0 else 0.0)
 
 
-@numba.njit(cache=True)
-def _refill_above(floor, flows, sub, cap, rate, links, level):  # pragma: no cover (compiled)
-    """_fill(sub, cap) of `flows` (rows of sub, links numbered 0.. as `links`, the padding last), where
-    the flows whose `rate` is under `floor` keep it (_gather): only the others are filled, in
-    the capacity those leave; a link that carries none of them keeps its `level` where that is under
-    the floor (it saturated among the unchanged), else it limits no flow now (inf: the flow at its level
-    left). The same rates and levels as the whole fill, up to round-off; the whole fill where no flow is
-    under the floor."""
-    count, width = sub.shape
-    nused = cap.size - 1
+@_uncounted
+def _refill_above(floor, count, nused, rate, level, ws):  # pragma: no cover (compiled)
+    """_fill of the flows ws.keep[:count] (rows of ws.sub, links numbered 0.. as ws.links, capacities
+    ws.cap, the padding nused) into ws.fair and ws.level, where the flows whose `rate` is under `floor`
+    keep it (_gather): only the others are filled, in the capacity those leave; a link that carries
+    none of them keeps its `level` where that is under the floor (it saturated among the unchanged),
+    else it limits no flow now (inf: the flow at its level left). The same rates and levels as the
+    whole fill, up to round-off; the whole fill where no flow is under the floor."""
+    flows, sub, cap, links, fair, saturation = ws.keep, ws.sub, ws.cap, ws.links, ws.fair, ws.level
+    width = sub.shape[1]
     below = 0
     for i in range(count):
         if rate[flows[i]] < floor:
             below += 1
     if below == 0:
-        return _fill(sub, cap)
-    room = cap.copy()
-    rows = np.empty((count - below, width), sub.dtype)
-    refilled = np.zeros(nused + 1, np.bool_)
+        _fill(sub, count, cap, nused + 1, ws, fair, saturation)
+        return
+    room, rows, refilled, part = ws.room, ws.rows, ws.refilled, ws.part
+    for u in range(nused + 1):
+        room[u] = cap[u]
+        refilled[u] = False
     r = 0
     for i in range(count):
         f = flows[i]
@@ -229,8 +279,7 @@ def _refill_above(floor, flows, sub, cap, rate, links, level):  # pragma: no cov
     for u in range(nused):
         room[u] = max(room[u], 0.0)
     room[nused] = np.inf
-    part, saturation = _fill(rows, room)
-    fair = np.empty(count)
+    _fill(rows, r, room, nused + 1, ws, part, saturation)
     r = 0
     for i in range(count):
         f = flows[i]
@@ -242,46 +291,51 @@ def _refill_above(floor, flows, sub, cap, rate, links, level):  # pragma: no cov
     for u in range(nused):
         if not refilled[u]:
             saturation[u] = level[links[u]] if level[links[u]] < floor else np.inf
-    return fair, saturation
 
 
-@numba.njit(cache=True)
-def solve_compiled(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray,
-                   born: np.ndarray, routes: np.ndarray, capacity: np.ndarray, now: float, batch: float, busy_from: np.ndarray,
-                   room: np.ndarray, spent: np.ndarray, freed: np.ndarray, freed_t: np.ndarray, last: np.ndarray,
-                   slot: np.ndarray, used: np.ndarray, peak: np.ndarray, level: np.ndarray,
-                   partial: bool):  # pragma: no cover (compiled)
-    """solve_flows with its arrays as they are (int64 flows, float64 capacity), callable from compiled code
-    (zensim.net.fastmaxmin)."""
-    keep, links, nused, sub, floor = _gather(flows, alive, left, base_time, rate, routes, capacity.size - 1, slot, now)
-    cap = np.empty(nused + 1)
+@_uncounted
+def solve_compiled(flows: np.ndarray, count: int, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray,
+                   rate: np.ndarray, born: np.ndarray, routes: np.ndarray, capacity: np.ndarray, now: float, batch: float,
+                   busy_from: np.ndarray, room: np.ndarray, spent: np.ndarray, freed: np.ndarray, freed_t: np.ndarray,
+                   last: np.ndarray, slot: np.ndarray, used: np.ndarray, peak: np.ndarray, level: np.ndarray,
+                   partial: bool, ws: Workspace) -> int:  # pragma: no cover (compiled)
+    """solve_flows of flows[:count] with its arrays as they are (int64 flows, float64 capacity), into
+    `ws` (at least `count` flows: make_workspace), callable from compiled code (zensim.net.fastmaxmin):
+    returns how many are alive; they are ws.keep[:that], their finish times ws.finish[:that]."""
+    nkeep, nused, floor = _gather(flows, count, alive, left, base_time, rate, routes, capacity.size - 1, slot, now, ws)
+    links, cap = ws.links, ws.cap
     for u in range(nused):
         cap[u] = capacity[links[u]]
     cap[nused] = np.inf
-    fair, saturation = _refill_above(floor if partial else 0.0, keep, sub, cap, rate, links, level)
-    finish, end_of, load, top, work = _set_rates(keep, fair, sub, nused, left, rate, now)
-    oldest = np.full(nused + 1, np.inf)  # per link the earliest start of the flows on it
-    for i in range(keep.size):
+    _refill_above(floor if partial else 0.0, nkeep, nused, rate, level, ws)
+    _set_rates(ws.keep, nkeep, ws.fair, ws.sub, nused, left, rate, now, ws)
+    keep, sub, born_on, saturation = ws.keep, ws.sub, ws.oldest, ws.level
+    end_of, load, top, work = ws.end_of, ws.load, ws.top, ws.work
+    for u in range(nused + 1):  # per link the earliest start of the flows on it
+        born_on[u] = np.inf
+    for i in range(nkeep):
         for j in range(sub.shape[1]):
-            oldest[sub[i, j]] = min(oldest[sub[i, j]], born[keep[i]])
+            born_on[sub[i, j]] = min(born_on[sub[i, j]], born[keep[i]])
     for u in range(nused):
         k = links[u]
         slot[k] = -1
         used[k], peak[k], level[k] = load[u], top[u], saturation[u]
-        if oldest[u] > busy_from[k]:  # the credit of the busy period counts from its oldest flow's start
-            busy_from[k], spent[k] = oldest[u], 0.0
+        if born_on[u] > busy_from[k]:  # the credit of the busy period counts from its oldest flow's start
+            busy_from[k], spent[k] = born_on[u], 0.0
         _restart(k, end_of[u], work[u], saturation[u], capacity, now, batch, busy_from, room, spent, freed, freed_t,
                  last)
-    return keep, finish
+    return nkeep
 
 
-@numba.njit(cache=True)
-def _set_rates(flows, fair, sub, nused, left, rate, now):  # pragma: no cover (compiled)
-    """Flows (rows of sub, links numbered 0..nused-1, the padding nused) take their rates `fair`: their
-    finish times, and per link the latest finish, the sum of the rates, the fastest and the bytes left."""
-    finish = np.empty(flows.size)
-    end_of, load, top, work = np.full(nused + 1, -np.inf), np.zeros(nused + 1), np.zeros(nused + 1), np.zeros(nused + 1)
-    for i in range(flows.size):
+@_uncounted
+def _set_rates(flows, count, fair, sub, nused, left, rate, now, ws):  # pragma: no cover (compiled)
+    """flows[:count] (rows of sub, links numbered 0..nused-1, the padding nused) take their rates `fair`:
+    their finish times into ws.finish, and per link the latest finish, the sum of the rates, the fastest
+    and the bytes left (ws.end_of, load, top, work)."""
+    finish, end_of, load, top, work = ws.finish, ws.end_of, ws.load, ws.top, ws.work
+    for u in range(nused + 1):
+        end_of[u], load[u], top[u], work[u] = -np.inf, 0.0, 0.0, 0.0
+    for i in range(count):
         f = flows[i]
         rate[f] = fair[i]
         end = finish[i] = now + left[f] / fair[i]
@@ -292,10 +346,9 @@ def _set_rates(flows, fair, sub, nused, left, rate, now):  # pragma: no cover (c
             load[u] += fair[i]
             top[u] = max(top[u], fair[i])
             work[u] += left[f]
-    return finish, end_of, load, top, work
 
 
-@numba.njit(cache=True)
+@_uncounted
 def _restart(k, end, work, saturation, capacity, now, batch, busy_from, room, spent, freed, freed_t,
              last):  # pragma: no cover (compiled)
     """Link k's allowance after a solve that gave its flows rates ending by `end` (nothing where that is
@@ -325,26 +378,27 @@ def share_of_room(room: float, used: float, freed: float) -> float:  # pragma: n
     return room * max(used - freed, 0.0) / used
 
 
-@numba.njit(cache=True)
-def warm_compiled(new: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray, routes: np.ndarray,
-                  capacity: np.ndarray, now: float, batch: float, busy_from: np.ndarray, room: np.ndarray,
-                  spent: np.ndarray, freed: np.ndarray, freed_t: np.ndarray, last: np.ndarray, slot: np.ndarray,
-                  used: np.ndarray, peak: np.ndarray, level: np.ndarray):  # pragma: no cover (compiled)
-    """warm_flows with its arrays as they are (int64 flows, float64 capacity), callable from compiled code
-    (zensim.net.fastmaxmin)."""
-    count, width = new.size, routes.shape[1]
-    links, nused, sub = _subproblem(new, routes, capacity.size - 1, slot)
+@_uncounted
+def warm_compiled(new: np.ndarray, count: int, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray,
+                  routes: np.ndarray, capacity: np.ndarray, now: float, batch: float, busy_from: np.ndarray,
+                  room: np.ndarray, spent: np.ndarray, freed: np.ndarray, freed_t: np.ndarray, last: np.ndarray,
+                  slot: np.ndarray, used: np.ndarray, peak: np.ndarray, level: np.ndarray,
+                  ws: Workspace) -> bool:  # pragma: no cover (compiled)
+    """warm_flows of new[:count] with its arrays as they are (int64 flows, float64 capacity), into `ws`
+    (at least `count` flows), callable from compiled code (zensim.net.fastmaxmin): whether they fit;
+    then their finish times are ws.finish[:count]."""
+    width = routes.shape[1]
+    nused = _subproblem(new, count, routes, capacity.size - 1, slot, ws)
+    links, sub, cap, fair, saturation = ws.links, ws.sub, ws.cap, ws.fair, ws.level
     fits = True
     for u in range(nused):  # a link that limits a flow: the others would give way
         fits = fits and not np.isfinite(level[links[u]])
-    cap = np.empty(nused + 1)
-    fair, saturation = np.empty(0), np.empty(0)
     if fits:
         for u in range(nused):
             k = links[u]
             cap[u] = max(capacity[k] - (used[k] - freed[k]), 0.0)
         cap[nused] = np.inf
-        fair, saturation = _fill(sub, cap)
+        _fill(sub, count, cap, nused + 1, ws, fair, saturation)
         for i in range(count):  # each new flow needs a link it saturates with no flow faster on it
             bottleneck = False
             for j in range(width):
@@ -357,9 +411,10 @@ def warm_compiled(new: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate
     if not fits:
         for u in range(nused):
             slot[links[u]] = -1
-        return False, np.empty(0)
-    _advance(new, left, base_time, rate, now)
-    finish, end_of, load, top, work = _set_rates(new, fair, sub, nused, left, rate, now)
+        return False
+    _advance(new, count, left, base_time, rate, now)
+    _set_rates(new, count, fair, sub, nused, left, rate, now, ws)
+    end_of, load, top, work = ws.end_of, ws.load, ws.top, ws.work
     for u in range(nused):
         k = links[u]
         slot[k] = -1
@@ -368,14 +423,15 @@ def warm_compiled(new: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate
         # the bytes of the new flows only (the others' are not kept): a smaller allowance, never a larger one
         _restart(k, max(end_of[u], last[k]), work[u], saturation[u], capacity, now, batch, busy_from, room, spent,
                  freed, freed_t, last)
-    return True, finish
+    return True
 
 
 class LinkState:
     """Per link what a solve reads and sets (the maxmin model's allowance bookkeeping, docs in
     zensim.net.models.maxmin): busy_from, room, spent, freed, freed_t, last, and the last solve's
     rates on it (used: their sum, peak: the fastest, level: where it saturated, inf where it limits no
-    flow); one float64 array each over the links and the padding link."""
+    flow); one float64 array each over the links and the padding link. `workspace(flows, width)`: the
+    solves' scratch, kept between solves and grown where a component has more flows."""
 
     def __init__(self, links: int) -> None:
         self.busy_from = np.zeros(links)
@@ -388,6 +444,15 @@ class LinkState:
         self.peak = np.zeros(links)
         self.level = np.full(links, np.inf)
         self.slot = np.full(links, -1, np.int64)  # scratch of the compiled solve (all -1 between solves)
+        self._ws: Workspace | None = None
+
+    def workspace(self, flows: int, width: int) -> Workspace:
+        """A Workspace for a solve of `flows` flows with rows of `width` link ids over these links."""
+        ws = self._ws
+        if ws is None or len(ws.flows) < flows or ws.sub.shape[1] != width:
+            size = flows if ws is None else max(flows, 2 * len(ws.flows))
+            ws = self._ws = make_workspace(size, len(self.slot), width)
+        return ws
 
 
 def solve_flows(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray,
@@ -406,10 +471,13 @@ def solve_flows(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_tim
     are filled (_gather, _refill_above; the same rates up to round-off). Returns the alive flows and their
     finish times."""
     announce(solve_compiled, "the maxmin solver (zensim.net.waterfill.solve_compiled)", COMPILE_S)
-    return solve_compiled(np.ascontiguousarray(flows, dtype=np.int64), alive, left, base_time, rate, born, routes,
-                  np.ascontiguousarray(capacity, dtype=np.float64), float(now), float(batch), links.busy_from,
-                  links.room, links.spent, links.freed, links.freed_t, links.last, links.slot, links.used, links.peak,
-                  links.level, bool(partial))
+    flows = np.ascontiguousarray(flows, dtype=np.int64)
+    ws = links.workspace(flows.size, routes.shape[1])
+    count = solve_compiled(flows, flows.size, alive, left, base_time, rate, born, routes,
+                           np.ascontiguousarray(capacity, dtype=np.float64), float(now), float(batch), links.busy_from,
+                           links.room, links.spent, links.freed, links.freed_t, links.last, links.slot, links.used,
+                           links.peak, links.level, bool(partial), ws)
+    return ws.keep[:count].copy(), ws.finish[:count].copy()
 
 
 def warm_flows(new: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray, routes: np.ndarray,
@@ -422,8 +490,9 @@ def warm_flows(new: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: n
     allowance are set as solve_flows sets them (returns the finish times); else nothing is changed
     (returns None: solve the component)."""
     announce(warm_compiled, "the maxmin solver (zensim.net.waterfill.warm_compiled)", COMPILE_S)
-    fits, finish = warm_compiled(np.ascontiguousarray(new, dtype=np.int64), left, base_time, rate, routes,
-                                 np.ascontiguousarray(capacity, dtype=np.float64), float(now), float(batch),
-                                 links.busy_from, links.room, links.spent, links.freed, links.freed_t, links.last,
-                                 links.slot, links.used, links.peak, links.level)
-    return finish if fits else None
+    new = np.ascontiguousarray(new, dtype=np.int64)
+    ws = links.workspace(new.size, routes.shape[1])
+    fits = warm_compiled(new, new.size, left, base_time, rate, routes, np.ascontiguousarray(capacity, dtype=np.float64),
+                         float(now), float(batch), links.busy_from, links.room, links.spent, links.freed,
+                         links.freed_t, links.last, links.slot, links.used, links.peak, links.level, ws)
+    return ws.finish[:new.size].copy() if fits else None

@@ -42,6 +42,17 @@ class NetworkView(Protocol):
         """Message m's last byte left its last link; it arrives `delay` later."""
 
 
+class ReplayNetwork(NetworkView, Protocol):
+    """What the compiled replays (zensim.net.fastloop and the models' loops) read and write of a network
+    beyond a model's view; zensim.net.network.Network is one. Named here for their annotations, which
+    cannot import the network: the maxmin model imports its compiled steps (no import cycle)."""
+
+    count: int  # messages declared
+    sent_at: np.ndarray  # per message its injection time (NaN: not yet)
+    delivered_at: np.ndarray
+    model: SharingModel
+
+
 class SharingModel(Protocol):
     """How messages in flight share links (see the module docstring)."""
 
