@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import resource
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from growth import exponents  # benchmarks/growth.py (this script's directory is on sys.path)
 from zensim.layout import Prepared, place, prepare_trace
 from zensim.net.costs import Costs
 from zensim.net.models import MODELS
@@ -158,9 +158,8 @@ def scale(args: argparse.Namespace, path: str) -> None:
             for clock, part in (("wall", "wall_s"), ("cpu", "cpu_s")):
                 total = [(r["machines"] * r["gpus"], r[f"driver_{part}"] + (r[m][part] if m in r else 0.0))
                          for r in mine]
-                exps = [f"{math.log(t2 / t1) / math.log(n2 / n1):.2f}" for (n1, t1), (n2, t2) in zip(total, total[1:])]
                 print(f"  {name:16} {m:7} {clock:4} " + " ".join(f"{n}:{t:.1f}s" for n, t in total)
-                      + "  exponents " + " ".join(exps))
+                      + "  exponents " + exponents(total))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 
