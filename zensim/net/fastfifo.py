@@ -51,8 +51,9 @@ COMPILE_S = 15  # about this many seconds of CPU compile _loop (zensim.jit.annou
 # keyed by column 0, kept by fastloop.sift_up and sift_down); a NIC efficiency: the table eff(0..) (`eff`),
 # the end times each NIC link took (`_taken`: link k's run of `ends` from its first hop's place, the ones
 # before popped[k] dropped, the next at pushed[k]; the runs laid out for the messages declared, `_host`)
-# and per link the messages of the injection under way whose first link it is, not yet through _hop. Without a table, its arrays of
-# length 0. Read by name (host.flight); NUMBA_DISABLE_JIT=1 runs the same code as Python.
+# and per link the messages of the injection under way whose first link it is, not yet through _hop.
+# Without a table, its arrays of length 0. Read by name (host.flight); NUMBA_DISABLE_JIT=1 runs the same
+# code as Python.
 Host = namedtuple("Host", "table nic first_end flight size eff ends popped pushed joining")
 # The network as the steps read it: per message its route with the padding (`pad`) last, its bytes; per
 # link its capacity and latency; the efficiency tables (`Host`).

@@ -35,7 +35,7 @@ from zensim.net import fastfifo, fastloop
 from zensim.net.fastfifo import _DELIVER
 from zensim.net.models.base import NetworkView
 
-COMPILE_S = 5  # about this many seconds of CPU compile the steps (zensim.jit.announce)
+COMPILE_S = 3  # about this many seconds of CPU compile the steps (zensim.jit.announce)
 
 
 class Fifo:
