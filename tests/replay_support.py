@@ -1,9 +1,9 @@
 """Shared helpers of the compiled-replay tests (tests/test_net_fast*.py): random logs with the hard
 cases, the fabrics, random programs of several clients on one network, and the checks that a compiled
-loop gives the Python event loop's times bit for bit. For maxmin, whose one implementation is compiled
-(zensim.net.fastmaxmin), the reference is the frozen Python oracle (tests/oracle_maxmin.py), and both the
-compiled loop and the general path's adapter (zensim.net.models.maxmin.MaxMin on the Python event loop)
-are checked against it."""
+loop gives the Python event loop's times bit for bit. For a model whose one implementation is compiled
+(fifo: zensim.net.fastfifo, maxmin: zensim.net.fastmaxmin), the reference is its frozen Python oracle
+(tests/oracle_fifo.py, oracle_maxmin.py: ORACLES), and both the compiled loop and the general path's
+adapter (the model's class in zensim.net.models on the Python event loop) are checked against it."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+import oracle_fifo
 import oracle_maxmin
 from schemes_support import make_chunks
 from zensim.layout import place, prepare
@@ -64,8 +65,10 @@ def spec_id(spec: ClusterSpec) -> str:
     return f"{spec.machines}x{spec.gpus_per_machine}-{spec.fabric}-{spec.nics}"
 
 
-# the models whose reference is a frozen oracle (registered by `oracle`, for the tests only), by name
-ORACLES = {"maxmin": oracle_maxmin.MaxMin}
+# the models whose reference is a frozen oracle (registered by `oracle`, for the tests only), by name, and
+# the counts (the model's attributes) of which the general path makes as many as the oracle (`counts`)
+ORACLES = {"fifo": oracle_fifo.Fifo, "maxmin": oracle_maxmin.MaxMin}
+COUNTS = {"fifo": (), "maxmin": ("solves", "warm")}
 
 
 @contextmanager
@@ -88,6 +91,12 @@ def oracle_network(costs: Costs, model: str, options: dict | None = None) -> Net
         return Network(costs, model, options)
 
 
+def counts(net: Network, model: str) -> tuple:
+    """The counts (COUNTS) of the network's sharing model, of a model with an oracle: maxmin's solves and
+    warm starts."""
+    return tuple(getattr(net.model, name) for name in COUNTS[model])
+
+
 def general(log: MessageLog, costs: Costs, model: str, options: dict | None = None, oracle: bool = True):
     """The Python event loop: LogReplay on Network with the model (its oracle where it has one, unless
     `oracle` is false) over Clock; its timing, clock, network."""
@@ -100,13 +109,14 @@ def general(log: MessageLog, costs: Costs, model: str, options: dict | None = No
 
 def assert_general_same(log: MessageLog, costs: Costs, model: str, options: dict | None = None) -> Network:
     """The general path (the model on the Python event loop) gives the oracle's times exactly (every
-    field, the event count, the clock) and makes as many solves (and warm starts) as it. Its network."""
+    field, the event count, the clock) and makes as many of its counts (`counts`: maxmin's solves and warm
+    starts) as it. Its network."""
     got, got_now, net = general(log, costs, model, options, oracle=False)
     ref, ref_now, ref_net = general(log, costs, model, options)
     for field in FIELDS:
         assert np.array_equal(getattr(got, field), getattr(ref, field), equal_nan=True), field
     assert (got.events, got_now) == (ref.events, ref_now)
-    assert (net.model.solves, net.model.warm) == (ref_net.model.solves, ref_net.model.warm)
+    assert counts(net, model) == counts(ref_net, model)
     return net
 
 
@@ -125,6 +135,42 @@ def assert_same(log: MessageLog, costs: Costs, model: str, options: dict | None 
     assert np.array_equal(replay(log, costs, model, options=options).msg_end, slow.msg_end)
     if model in ORACLES:
         assert_general_same(log, costs, model, options)
+    return net
+
+
+def assert_second_client_same(logs: list[MessageLog], costs: Costs, model: str, at: float | None,
+                               options: dict | None = None) -> Network:
+    """Two clients on one network on the general path, the second made `at` seconds in, while the first's
+    messages are in flight (its messages declared then: the network's arrays and the model's state grow
+    in flight), or with `at` None after the first was replayed compiled (the general path takes a
+    network that has run): the model's adapter gives its oracle's times (every client's, every
+    message's), events, clock and counts. Returns the adapter's network."""
+    def run(net: Network) -> list[LogReplay]:
+        clients = [LogReplay(net, logs[0])]
+        if at is None:
+            if net.model.name == model:  # the adapter's network: the first compiled
+                clients[0].run_compiled()
+            else:
+                clients[0].start()
+                net.run()
+            clients.append(LogReplay(net, logs[1]))
+            clients[1].start()
+        else:
+            clients[0].start()
+            net.schedule(at, lambda: (clients.append(LogReplay(net, logs[1])), clients[1].start()))
+        net.run()
+        return clients
+
+    net, ref_net = Network(costs, model, options), oracle_network(costs, model, options)
+    got, ref = run(net), run(ref_net)
+    for a, b in zip(got, ref, strict=True):
+        for field in ("stage_start", "stage_end", "transfer_start", "transfer_end"):
+            assert np.array_equal(getattr(a, field), getattr(b, field)), field
+    for field in ("sent_at", "delivered_at"):
+        assert np.array_equal(getattr(net, field)[:net.count], getattr(ref_net, field)[:ref_net.count])
+    assert (net.events, net.clock.now, counts(net, model)) == (ref_net.events, ref_net.clock.now,
+                                                               counts(ref_net, model))
+    assert np.isfinite(net.delivered_at[:net.count]).all()
     return net
 
 
@@ -242,7 +288,7 @@ def assert_program_same(logs: list[MessageLog], costs: Costs, model: str, progra
         assert (got_net.events, got_net.clock.now) == (ref_net.events, ref_net.clock.now)
         assert np.isfinite(got_ended).all()  # every node ran
     if model in ORACLES:
-        assert (runs[1][0].model.solves, runs[1][0].model.warm) == (ref_net.model.solves, ref_net.model.warm)
+        assert counts(runs[1][0], model) == counts(ref_net, model)
     return net, ref_net
 
 

@@ -71,7 +71,8 @@ def test_warmup_compiles_what_a_simulation_uses():
     assert warm.returncode == 0, err
     lines = out.splitlines()
     assert lines[0].startswith("warmup: compiling zensim's numba loops into numba's cache")
-    for name in ("fifo network loop", "maxmin network loop", "maxmin solver and steps", "threshold kernel"):
+    for name in ("fifo network loop", "fifo steps", "maxmin network loop", "maxmin solver and steps",
+                 "threshold kernel"):
         assert any(line.startswith(f"warmup: {name} (") and line.endswith(" s") for line in lines), name
     assert lines[-1].startswith("warmup: done in ")
     for model in ("fifo", "maxmin"):

@@ -1,7 +1,9 @@
-"""The compiled fifo replay (zensim.net.fastfifo) gives the general path's times bit for bit: every
-stage, transfer and message time, the event count and the clock, on scheme logs in both layouts and
-on random logs with ties, zero-byte and same-GPU messages, local work, latencies and every fabric; and
-with several clients on one network started by a program (overlapping, staggered, chained)."""
+"""The fifo model's one implementation (zensim.net.fastfifo), both as the compiled replay and as the general
+path's adapter (zensim.net.models.fifo.Fifo on the Python event loop), gives the frozen Python model's
+times bit for bit (tests/oracle_fifo.py, replay_support.assert_same): every stage, transfer and message
+time, the event count and the clock, on scheme logs in both layouts and on random logs with ties,
+zero-byte and same-GPU messages, local work, latencies and every fabric; and with several clients on one
+network started by a program (overlapping, staggered, chained)."""
 
 from __future__ import annotations
 
@@ -11,21 +13,22 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from replay_support import (B, CALIBRATED, LAYOUTS, SCHEMES, SPECS, WORK, assert_program_same, general, long_job_log,
-                            moved, random_log, random_program, scheme_costs, spec_id)
+from replay_support import (B, CALIBRATED, LAYOUTS, SCHEMES, SPECS, WORK, assert_program_same,
+                            assert_second_client_same, general, long_job_log, moved, random_log, random_program,
+                            scheme_costs, spec_id)
 from replay_support import assert_same as assert_compiled_same
 from zensim.layout import dense_ring_log
 from zensim.net import fastfifo
 from zensim.net.costs import Costs
 from zensim.net.network import Network
-from zensim.net.profile import WorkCost
+from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.replay import LogReplay
 from zensim.net.topology import ClusterSpec
 from zensim.run.log import MessageLog
 
 
 def assert_same(log: MessageLog, costs: Costs) -> None:
-    """replay() takes the compiled fifo path and its times equal the general path's exactly."""
+    """replay() takes the compiled fifo path, and its times and the adapter's equal the oracle's exactly."""
     assert fastfifo.applies(Network(costs, "fifo"))
     assert_compiled_same(log, costs, "fifo")
 
@@ -117,3 +120,32 @@ def test_stale_shared_processor_events_pile_up_same_times(seed, monkeypatch):
     general(log, costs, "fifo")
     first = 2 + log.n + log.n + 1  # messages, ranks, program nodes (one per rank) and one
     assert peak[0] > 10 * first
+
+
+@pytest.mark.parametrize("latency", [0.0, 1e-5])
+@pytest.mark.parametrize("features", ["none", "nic-efficiency", "host-efficiency", "all"])
+@pytest.mark.parametrize("spec", SPECS[:3], ids=spec_id)
+def test_general_path_grows_its_state_in_flight_same_times(spec, features, latency):
+    """A second client made 30 us in, while the first's messages are in flight (2000 more messages: the
+    network's arrays and the adapter's state grow past the first reserve, with the messages in flight,
+    their first links' ends and each NIC link's end times moved; with a NIC latency, hops that arrive
+    after the growth): the oracle's times, events and clock."""
+    spec = replace(spec, nic_latency=latency)
+    rng = np.random.default_rng(5)
+    n = spec.machines * spec.gpus_per_machine
+    logs = [random_log(rng, n, 4, 40 * n), random_log(rng, n, 3, 2000)]
+    costs = Costs(spec, WORK, **CALIBRATED.get(features, {}))
+    if "host_efficiency" in CALIBRATED.get(features, {}):  # one that does not level off at the thousands in flight
+        costs = replace(costs, host_efficiency=NicEfficiency(((1, 1.0), (64, 0.8), (4096, 0.5))))
+    net = assert_second_client_same(logs, costs, "fifo", 3e-5)
+    assert len(net.model.mm.free) == net.num_links and len(net.model.mm.wire.routes) > 1024 > len(logs[0])
+
+
+def test_general_path_after_a_compiled_run_same_times():
+    """A log replayed compiled, then a second client on the same network (the general path, which takes
+    a network that has run): the oracle's times for both."""
+    spec = SPECS[1]
+    rng = np.random.default_rng(11)
+    n = spec.machines * spec.gpus_per_machine
+    logs = [random_log(rng, n, 3, 30 * n), random_log(rng, n, 3, 30 * n)]
+    assert_second_client_same(logs, Costs(spec, WORK, **CALIBRATED["all"]), "fifo", None)

@@ -1,5 +1,5 @@
 """The iteration timeline's compiled path (one zensim.net.fastloop.Program for the whole run) and its
-general path give the reference's times bit for bit (for maxmin, the oracle's: tests/oracle_maxmin.py):
+general path give the reference's times bit for bit (the model's oracle's: tests/oracle_fifo.py, oracle_maxmin.py):
 every iteration, backward, bucket and optimizer time, every stage of every bucket's logs, every message,
 the event count, the clock and the solves; with buckets queueing on the communication stream and in
 flight together across GPUs, compressions on the compute stream, several iterations, both layouts,

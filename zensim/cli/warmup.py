@@ -39,14 +39,17 @@ def loops() -> list[tuple[str, Callable[[], None]]]:
     shared = MessageLog(4, 1, [Message(0, r, d, 10**4 * (1 + r + d), "coo")
                                for r in range(4) for d in range(4) if d != r])
 
-    def general_maxmin() -> None:
-        net = Network(costs, "maxmin", {"exact_flows": 0})
-        LogReplay(net, shared).start()
+    def general(model: str, log: MessageLog, options: dict | None = None) -> None:
+        """`log` on the general path: the model's compiled steps driven from the Python event loop."""
+        net = Network(costs, model, options)
+        LogReplay(net, log).start()
         net.run()
 
     return [("fifo network loop (zensim.net.fastfifo)", lambda: replay(log, costs, "fifo")),
+            ("fifo steps (zensim.net.fastfifo's steps)", lambda: general("fifo", log)),
             ("maxmin network loop (zensim.net.fastmaxmin)", lambda: replay(log, costs, "maxmin")),
-            ("maxmin solver and steps (zensim.net.waterfill, fastmaxmin's steps)", general_maxmin),
+            ("maxmin solver and steps (zensim.net.waterfill, fastmaxmin's steps)",
+             lambda: general("maxmin", shared, {"exact_flows": 0})),
             ("threshold kernel (zensim.sparsify.kernels)",
              lambda: [at_least(np.ones(4, dtype), 0.5) for dtype in (np.float32, np.float64)])]
 

@@ -1,13 +1,24 @@
-"""Message logs alone on a `fifo` network, as one compiled event loop (numba).
+"""The `fifo` sharing model's one implementation: its compiled steps, and the event loop that runs them alone.
 
-The same semantics, step for step, as `LogReplay` on `Network` with the `Fifo` model over `Clock`
-(zensim/net/replay.py, models/fifo.py, clock.py): the same events scheduled in the same order (so
-ties at one instant break the same way), the same floating-point operations in the same order, so
-every time comes out bit-identical (tests/test_net_fastfifo.py asserts it against the general path).
-It covers one log alone (`replay()`: every rank starting at 0) and several logs started by a
-fastloop.Program (the training timeline), with the costs fastloop.alone lists; anything else takes
-the general path. Per event: a heap push and pop of plain numbers, about 50x cheaper than a Python
-callback. The heap and the ranks' stage program are zensim.net.fastloop's.
+The model (what it does: models/fifo.py's docstring): per link one message at a time, first come first
+served, cut-through across hops, with the NIC and host efficiency tables. Its steps: `_inject` (a
+sender's messages start now, in order) and `_hop` (a message's head reaches its next link; the hops
+after it at once while their heads arrive at this instant) over the state `model_state` builds for both
+drivers (`Model`: the network as the steps read it, `Wire`, with the efficiency tables' state, `Host`,
+and per link when it is free); they schedule their events (a hop, a delivery) on a fastloop heap.
+
+Two drivers run the same steps over the same state:
+- `run()`: one log alone (`replay()`: every rank starting at 0) or several logs started by a
+  fastloop.Program (the training timeline), with the costs fastloop.alone lists: one compiled loop,
+  `_loop`, pops the heap and runs the model's steps and the ranks' stage program (fastloop's) itself.
+  Per event: a heap push and pop of plain numbers, about 50x cheaper than a Python callback.
+- models/fifo.Fifo (the general path: other clients, background traffic, a SimPy clock, a network that
+  already ran): one compiled entry point per protocol call and per event (`inject_step`, `hop_step`,
+  at the end of this file), whose events Fifo hands to the network's clock in the order they were
+  scheduled.
+Both give the same times, bit for bit, as the frozen Python model kept as the tests' oracle
+(tests/oracle_fifo.py; tests/test_net_fastfifo.py asserts it for both). NUMBA_DISABLE_JIT=1 runs all of
+it as Python, for debugging.
 
 Events: a rank's local work ending (then it injects its stage's sends, or ends the stage), a
 program's timer, a message's head reaching its next link, a message's delivery. Each message has at
@@ -30,31 +41,35 @@ from zensim.net.fastloop import (FINISH, MODEL, SENT, START, Program, advance, a
                                  inlined, sends, uncounted)
 
 if TYPE_CHECKING:
-    from zensim.net.network import Network
+    from zensim.net.models.base import ReplayNetwork
 
 _HOP, _DELIVER = MODEL, MODEL + 1
 COMPILE_S = 15  # about this many seconds of CPU compile _loop (zensim.jit.announce)
-# The efficiency tables (Fifo._rate, zensim.net.efficiency), both scaling NIC links: per link whether it is
-# a NIC's; a host efficiency (Fifo._in_flight): the table h(0..) (`table`), per message when its first link
+# The efficiency tables (_hop's rate, zensim.net.efficiency), both scaling NIC links: per link whether it is
+# a NIC's; a host efficiency (_in_flight): the table h(0..) (`table`), per message when its first link
 # is done, and the heap of those times for the messages in flight (a min-heap of its first size[0] rows,
 # keyed by column 0, kept by fastloop.sift_up and sift_down); a NIC efficiency: the table eff(0..) (`eff`),
-# the end times each NIC link took (Fifo.taken: link k's run of `ends` from its first hop's place, the ones
-# before popped[k] dropped, the next at pushed[k]) and per link the messages of the injection under way
-# whose first link it is, not yet through _hop (Fifo.inject's `on_first`). Without a table, its arrays of
-# length 0. Read by name (host.flight); NUMBA_DISABLE_JIT=1 runs the same code as Python.
+# the end times each NIC link took (`_taken`: link k's run of `ends` from its first hop's place, the ones
+# before popped[k] dropped, the next at pushed[k]; the runs laid out for the messages declared, `_host`)
+# and per link the messages of the injection under way whose first link it is, not yet through _hop.
+# Without a table, its arrays of length 0. Read by name (host.flight); NUMBA_DISABLE_JIT=1 runs the same
+# code as Python.
 Host = namedtuple("Host", "table nic first_end flight size eff ends popped pushed joining")
-# The network as the loop reads it: per message its route with the padding (`pad`) last, its bytes; per
+# The network as the steps read it: per message its route with the padding (`pad`) last, its bytes; per
 # link its capacity and latency; the efficiency tables (`Host`).
 Wire = namedtuple("Wire", "routes nbytes capacity latency pad host")
+# The model's state (`model_state`): the network as the steps read it (`Wire`) and per link the time it
+# is free (the end of the last message it took).
+Model = namedtuple("Model", "wire free")
 
 
-def applies(net: Network) -> bool:
+def applies(net: ReplayNetwork) -> bool:
     """Whether the compiled loop gives the general path's times on this network: the fifo model, with
     what fastloop.alone says the compiled loops cover."""
     return fastloop.alone(net, "fifo")
 
 
-def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def run(net: ReplayNetwork, clients: Sequence, program: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run `program` (fastloop.Program) over the clients, the network's only ones, until nothing is left
     (compiled). Fills the network's sent_at, delivered_at and clock; returns per slot (fastloop.schedule's
     numbering) the stage start, transfer start, transfer end and stage end times (4, slots), and per node
@@ -63,27 +78,51 @@ def run(net: Network, clients: Sequence, program: Program) -> tuple[np.ndarray, 
     st = fastloop.state(net.count)
     out = np.zeros((4, sizes["slots"]))
     sent_at, delivered_at = net.sent_at[:net.count], net.delivered_at[:net.count]  # NaN: nothing sent yet (applies)
-    floats = [np.ascontiguousarray(x, dtype=np.float64) for x in (net.nbytes[:net.count], net.capacity, net.latency)]
-    host = _host(net)
+    mm = model_state(net, fastloop.compact_routes(net))
     announce(_loop, "the fifo network loop (zensim.net.fastfifo)", COMPILE_S)
-    now = _loop(fastloop.compact_routes(net), *floats, net.num_links, host, rank, messages, prog, st, out, sent_at,
-                delivered_at)
+    now = _loop(mm.wire, mm.free, rank, messages, prog, st, out, sent_at, delivered_at)
     fastloop.finish(net, now, st, sent_at, delivered_at)
     return out, prog.began, prog.ended
 
 
-def _host(net: Network) -> Host:
-    """The efficiency tables' state (`Host`) at the start of a replay of the network's messages."""
-    model, links = net.model, net.num_links
+def model_state(net: ReplayNetwork, routes: np.ndarray, old: Model | None = None) -> Model:
+    """The model's state (`Model`) for messages 0..len(routes)-1 on `net` (the compiled loop's, run(), and
+    the general path's, models/fifo.Fifo): `routes` their routes with the padding last (rows not yet
+    declared all padding), their bytes the network's (a view of its array). With `old` (the state of
+    fewer messages or of fewer routes declared) it is grown: when the links are free and the efficiency
+    tables' state carried over."""
+    size = len(routes)
+    capacity, latency = (np.ascontiguousarray(x, dtype=np.float64) for x in (net.capacity, net.latency))
+    wire = Wire(routes, np.ascontiguousarray(net.nbytes[:size], dtype=np.float64), capacity, latency, net.num_links,
+                _host(net, routes, None if old is None else old.wire.host))
+    return Model(wire, np.zeros(net.num_links) if old is None else old.free)
+
+
+def _host(net: ReplayNetwork, routes: np.ndarray, old: Host | None) -> Host:
+    """The efficiency tables' state (`Host`) for messages with `routes`: new, or `old` carried over (the
+    messages in flight, each NIC link's end times not yet dropped, moved to its run's new place)."""
+    links = net.num_links
     nic = np.zeros(links, np.bool_)
     nic[net.nic_links] = True
-    flights = net.count if len(model.host_table) else 0
+    nic_table = np.array(net.nic_efficiency or [], dtype=np.float64)
+    host_table = np.array(net.host_efficiency or [], dtype=np.float64)
+    flights = len(routes) if len(host_table) else 0
     hops = np.zeros(links, np.int64)  # per NIC link the messages crossing it (with a NIC efficiency)
-    if len(model.nic_table):
-        hops = np.bincount(net.routes[:net.count].ravel(), minlength=links + 1)[:links] * nic
+    if len(nic_table):
+        hops = np.bincount(routes.ravel(), minlength=links + 1)[:links] * nic
     popped = np.cumsum(hops) - hops
-    return Host(model.host_table, nic, np.zeros(flights), np.zeros((flights, 2)), np.zeros(1, np.int64),
-                model.nic_table, np.empty(hops.sum()), popped, popped.copy(), np.zeros(links, np.int64))
+    host = Host(host_table, nic, np.zeros(flights), np.zeros((flights, 2)), np.zeros(1, np.int64), nic_table,
+                np.empty(hops.sum()), popped, popped.copy(), np.zeros(links, np.int64))
+    if old is None:
+        return host
+    host.first_end[:len(old.first_end)] = old.first_end
+    host.flight[:len(old.flight)] = old.flight
+    host.size[0] = old.size[0]
+    for k in np.flatnonzero(old.pushed - old.popped).tolist():  # NIC links with end times kept: at the start
+        kept = old.ends[old.popped[k]:old.pushed[k]]  # of the run (the pushes to come fit in what is left of it)
+        host.ends[host.popped[k]:host.popped[k] + len(kept)] = kept
+        host.pushed[k] += len(kept)
+    return host
 
 
 # -- the efficiency tables (Fifo._in_flight, Fifo._rate): `host` a `Host`
@@ -160,29 +199,37 @@ def _hop(m, i, prev_end, later, now, routes, nbytes, capacity, latency, pad, fre
 
 
 @inlined
+def _inject(ids, first, stop, now, net, free, heap, st):  # pragma: no cover (compiled)
+    """Fifo.inject: messages ids[first:stop] start now, in this order (one sender's group): each through
+    _hop, a message that crosses no link delivered at once. (Inlined.)"""
+    routes, nbytes, capacity, latency, pad, host = net.routes, net.nbytes, net.capacity, net.latency, net.pad, net.host
+    later = 0  # the group's messages not yet through _hop
+    for j in range(first, stop):
+        if routes[ids[j], 0] != pad:
+            later += 1
+            if len(host.eff):  # per first link the group's messages not yet through _hop
+                host.joining[routes[ids[j], 0]] += 1
+    for j in range(first, stop):
+        m = np.int64(ids[j])
+        if routes[m, 0] == pad:
+            push(heap, st, now + 0.0, _DELIVER, m, 0, 0.0)
+        else:
+            later -= 1
+            _hop(m, 0, now, later, now, routes, nbytes, capacity, latency, pad, free, host, heap, st)
+
+
+@inlined
 def _rank(r, s, step, now, net, rank, prog, free, heap, st, out, sent_at):  # pragma: no cover (compiled)
     """Advance the ranks and the program from rank r's (or node r's) `step`, injecting (Network.start,
-    Fifo.inject) where they send. (Inlined: one call of advance.)"""
-    routes, nbytes, capacity, latency, pad, host = net.routes, net.nbytes, net.capacity, net.latency, net.pad, net.host
+    _inject) where they send. (Inlined: one call of advance.)"""
     while True:
         slot = advance(r, s, step, now, rank, prog, heap, st, out)
         if slot < 0:
             return
         ids, first, stop = sends(slot, rank, st)
-        later = 0  # the group's messages not yet through _hop
         for j in range(first, stop):
             sent_at[ids[j]] = now
-            if routes[ids[j], 0] != pad:
-                later += 1
-                if len(host.eff):
-                    host.joining[routes[ids[j], 0]] += 1
-        for j in range(first, stop):
-            m = np.int64(ids[j])
-            if routes[m, 0] == pad:
-                push(heap, st, now + 0.0, _DELIVER, m, 0, 0.0)
-            else:
-                later -= 1
-                _hop(m, 0, now, later, now, routes, nbytes, capacity, latency, pad, free, host, heap, st)
+        _inject(ids, first, stop, now, net, free, heap, st)
         r, s = resume(slot, rank)
         step = SENT
 
@@ -221,21 +268,40 @@ def _events(now, start, net, rank, prog, messages, free, heap, st, out, sent_at,
 
 
 @numba.njit(cache=True)
-def _loop(routes, nbytes, capacity, latency, pad, host, rank, messages, prog, st, out, sent_at,
-          delivered_at):  # pragma: no cover (compiled)
+def _loop(net, free, rank, messages, prog, st, out, sent_at, delivered_at):  # pragma: no cover (compiled)
     """The program's roots start at time 0, in order, then Clock.run(): events in (time, order of
-    scheduling) order (_events). Returns the time of the last event. At most one event is pending per
-    message, per rank and per node of the program, so the heap is sized once; but for shared host
-    processors' events (fastloop.CORE_EVENTS), stale ones included: one step schedules at most one per
-    rank and one more, so the heap grows here before _events would lack room."""
+    scheduling) order (_events), over the model's state (`net` its Wire, `free`). Returns the time of the
+    last event. At most one event is pending per message, per rank and per node of the program, so the
+    heap is sized once; but for shared host processors' events (fastloop.CORE_EVENTS), stale ones
+    included: one step schedules at most one per rank and one more, so the heap grows here before _events
+    would lack room."""
     ranks = len(rank.stages)
-    size = len(nbytes) + ranks + len(prog.kind) + 1
+    size = len(net.nbytes) + ranks + len(prog.kind) + 1
     heap = np.empty((size, fastloop.ROW))
-    free = np.zeros(len(capacity))
-    net = Wire(routes, nbytes, capacity, latency, pad, host)
     room = size + ranks + 1
     now = _events(0.0, True, net, rank, prog, messages, free, heap, st, out, sent_at, delivered_at, room)
     while st[fastloop.SIZE] > 0:
         heap = grow(heap, room + st[fastloop.CORE_EVENTS])
         now = _events(now, False, net, rank, prog, messages, free, heap, st, out, sent_at, delivered_at, room)
     return now
+
+
+# -- the general path's steps (models/fifo.Fifo) ----------------------------------------------------
+# Each runs one protocol call or one of the model's events on the state of model_state and a heap of its
+# own (fastloop's, emptied by the caller after each step): the events the step schedules (a hop, a
+# delivery) are left on it for Fifo to hand to the network's clock, in (time, order) order.
+
+
+@uncounted
+def inject_step(ids, now, mm, heap, st):  # pragma: no cover (compiled)
+    """Fifo.inject: messages `ids` start now, in this order (_inject). The heap needs room for len(ids)
+    events."""
+    _inject(ids, 0, len(ids), now, mm.wire, mm.free, heap, st)
+
+
+@uncounted
+def hop_step(m, i, prev_end, now, mm, heap, st):  # pragma: no cover (compiled)
+    """Fifo._hop: the head of message m reaches hop i now (its end on hop i - 1 `prev_end`). One event."""
+    net = mm.wire
+    _hop(m, i, prev_end, 0, now, net.routes, net.nbytes, net.capacity, net.latency, net.pad, mm.free, net.host, heap,
+         st)

@@ -255,6 +255,18 @@ def state(messages: int) -> np.ndarray:
     return st
 
 
+def scheduled(heap: np.ndarray, st: np.ndarray) -> list[list[float]]:
+    """The events a step left on `heap` (a general path's adapter: models/fifo.py), taken off it, in (time,
+    order) order, the order a clock breaks ties in (the scheduling sequence, late events after the others):
+    rows of time, order, kind, a, b, c."""
+    count = int(st[SIZE])
+    st[SIZE] = 0
+    rows = heap[:count].tolist()
+    if count > 1:
+        rows.sort()
+    return rows
+
+
 def finish(net: ReplayNetwork, now: float, st: np.ndarray, sent_at: np.ndarray, delivered_at: np.ndarray) -> None:
     """Hand a compiled run's message times, clock and event count back to the network."""
     net.sent_at[:net.count] = sent_at

@@ -13,21 +13,34 @@ messages a rank injects onto it at the same instant): the n-1 sends of an all-to
 With a host efficiency h(f) (all NICs on one host, an emulator), a message on a NIC link is further
 served at h(f), f = the messages in flight when its head reaches the link (injected and not yet
 through their first link), its own counted once, plus the others its rank injects at the same instant.
+
+One implementation: the compiled steps of zensim.net.fastfifo. A log or a fastloop.Program that runs
+alone runs them in one compiled event loop (fastfifo.run); anywhere else (other clients, background
+traffic, a SimPy environment's clock, a network that already ran) this class drives the same steps from
+the network's clock: it keeps fastfifo's state (fastfifo.model_state: per link when it is free, the
+efficiency tables' state) and calls one compiled step per protocol call and per event of its own (a
+sender's injection, a message's head reaching its next link), then hands the events that step
+scheduled to the clock in the order it scheduled them: deliveries to `deliver_after`, hops to
+`clock.at` (back into this class). The times are the compiled loop's bit for bit (an event's delay is
+its time less now, and now + (t - now) == t). NUMBA_DISABLE_JIT=1 runs the same steps as Python, for
+debugging. The frozen Python model it replaced is the tests' oracle (tests/oracle_fifo.py).
 """
 
 from __future__ import annotations
 
-import heapq
-from collections import Counter, deque
-
 import numpy as np
 
-from zensim.net.efficiency import factor
+from zensim.jit import announce, direct
+from zensim.net import fastfifo, fastloop
+from zensim.net.fastfifo import _DELIVER
 from zensim.net.models.base import NetworkView
+
+COMPILE_S = 3  # about this many seconds of CPU compile the steps (zensim.jit.announce)
 
 
 class Fifo:
-    """Per-link FIFO with cut-through pipelining: O(hops) work and at most one event per hop per message."""
+    """Per-link FIFO with cut-through pipelining, on the network's clock: fastfifo's compiled steps over its
+    state (the module docstring). O(hops) work and at most one event per hop per message."""
 
     name = "fifo"
     summary = "per-link FIFO, one message at a time, cut-through across hops"
@@ -36,82 +49,54 @@ class Fifo:
     def __init__(self, net: NetworkView) -> None:
         self.net = net
         self.clock = net.clock
-        self.capacity = net.capacity.tolist()
-        self.latency = net.latency.tolist()
-        self.free = [0.0] * len(self.capacity)
-        # the efficiency tables (zensim.net.efficiency), empty without, and the NIC links they scale (none without)
-        self.nic_table = np.array(net.nic_efficiency or [], dtype=np.float64)
-        self.host_table = np.array(net.host_efficiency or [], dtype=np.float64)
-        self.nic = frozenset(net.nic_links.tolist() if len(self.nic_table) or len(self.host_table) else ())
-        self.taken: list[deque[float]] = [deque() for _ in self.capacity]  # end times of messages on each NIC link
-        self.inflight: list[float] = []  # heap: first-link end times of the messages in flight
+        self.mm: fastfifo.Model | None = None  # fastfifo's state, from the first `reserve`
+        self.heap = np.empty((64, fastloop.ROW))  # the events of one step (emptied after each: _hand_over)
+        self.st = fastloop.state(0)
+        self._rows = 0  # messages whose compacted route the state holds
 
     def reserve(self, size: int) -> None:
-        """Nothing per message beyond what the network keeps."""
+        """Grow the per-message state to `size` messages (fastfifo.model_state)."""
+        net = self.net
+        if self.mm is None:
+            announce(fastfifo.hop_step, "the fifo model's steps (zensim.net.fastfifo)", COMPILE_S)
+        routes = np.full((size, net.routes.shape[1]), net.num_links, dtype=net.routes.dtype)
+        if self.mm is not None:
+            routes[:self._rows] = self.mm.wire.routes[:self._rows]
+        self._grow(routes)
+        mm, heap, st = self.mm, self.heap, self.st  # the steps for their types
+        self._inject_step = direct(fastfifo.inject_step, np.zeros(0, np.int64), 0.0, mm, heap, st)
+        self._hop_step = direct(fastfifo.hop_step, 0, 0, 0.0, 0.0, mm, heap, st)
+
+    def _grow(self, routes: np.ndarray) -> None:
+        """The state over `routes` (the old one's carried over), with the network's messages declared
+        since: their compacted routes."""
+        net = self.net
+        count = net.count
+        routes[self._rows:count] = fastloop.compact_routes(net, self._rows)
+        self._rows = count
+        self.mm = fastfifo.model_state(net, routes, self.mm)
 
     def inject(self, ids: list[int]) -> None:
-        """Send messages `ids` now, in this order."""
-        routes, now = self.net.route_tuples, self.clock.now
-        moving = [m for m in ids if routes[m]]
-        on_first = Counter(routes[m][0] for m in moving) if len(self.nic_table) else None
-        later = len(moving)  # messages of this group not yet through _hop: in flight from this instant too
-        for m in ids:
-            route = routes[m]
-            if not route:
-                self.net.deliver_after(0.0, m)
-                continue
-            later -= 1
-            joining = 0
-            if on_first is not None:
-                on_first[route[0]] -= 1
-                joining = on_first[route[0]]
-            self._hop(m, route, 0, now, now, joining, later)
+        """Send messages `ids` now, in this order (fastfifo.inject_step)."""
+        if self.net.count > self._rows:  # messages declared since, in the room reserved
+            self._grow(self.mm.wire.routes)
+        if self.heap.shape[0] < len(ids):
+            self.heap = np.empty((2 * len(ids), fastloop.ROW))
+        self._inject_step(np.array(ids, dtype=np.int64), float(self.clock.now), self.mm, self.heap, self.st)
+        self._hand_over()
 
-    def _rate(self, k: int, now: float, joining: int, flows: int) -> float:
-        """Bandwidth of link k for a message whose head reaches it now, `joining` more messages reaching
-        it at this instant, `flows` messages in flight in the network (for the host efficiency)."""
-        rate = self.capacity[k]
-        if k in self.nic:
-            if len(self.nic_table):
-                taken = self.taken[k]
-                while taken and taken[0] <= now:
-                    taken.popleft()
-                rate *= factor(self.nic_table, len(taken) + 1 + joining)
-            if len(self.host_table):
-                rate *= factor(self.host_table, flows)
-        return rate
+    def _hop(self, m: int, i: int, prev_end: float) -> None:
+        """The head of message m reaches hop i of its route now (its end on the hop before: `prev_end`)."""
+        self._hop_step(m, i, prev_end, float(self.clock.now), self.mm, self.heap, self.st)
+        self._hand_over()
 
-    def _in_flight(self, now: float, first_end: float, first_hop: bool, later: int) -> int:
-        """Messages in flight now (injected, first link not yet done), this one included once, plus
-        `later` more that its sender injects at this instant after it."""
-        if not len(self.host_table):
-            return 0
-        while self.inflight and self.inflight[0] <= now:
-            heapq.heappop(self.inflight)
-        mine = 1 if first_hop or first_end <= now else 0  # past its first hop, it is in the heap until first_end
-        return len(self.inflight) + mine + later
-
-    def _hop(self, m: int, route: tuple[int, ...], i: int, prev_end: float, first_end: float, joining: int = 0,
-             later: int = 0) -> None:
-        """The head of message m reaches link i of its route now: queue behind what the link already took.
-        `first_end`: when m's first link finished it (from hop 1 on); `later`: messages its sender
-        injects after it at this instant (while this call is part of that injection)."""
-        now = self.clock.now
-        k = route[i]
-        start = max(self.free[k], now)
-        rate = self._rate(k, now, joining, self._in_flight(now, first_end, i == 0, later))
-        end = max(start + self.net.nbytes[m] / rate, prev_end)
-        self.free[k] = end
-        if k in self.nic and len(self.nic_table):
-            self.taken[k].append(end)
-        if i == 0:
-            first_end = end
-            if len(self.host_table):
-                heapq.heappush(self.inflight, end)
-        head, end = start + self.latency[k], end + self.latency[k]
-        if i + 1 == len(route):
-            self.net.deliver_after(end - now, m)
-        elif head == now:
-            self._hop(m, route, i + 1, end, first_end, 0, later)
-        else:
-            self.clock.at(head - now, self._hop, m, route, i + 1, end, first_end)
+    def _hand_over(self) -> None:
+        """The events the last step scheduled, to the network's clock in (time, order) order
+        (fastloop.scheduled)."""
+        clock, net = self.clock, self.net
+        now = clock.now
+        for t, _, kind, a, b, c in fastloop.scheduled(self.heap, self.st):
+            if kind == _DELIVER:
+                net.deliver_after(t - now, int(a))
+            else:  # a hop
+                clock.at(t - now, self._hop, int(a), int(b), c)
