@@ -256,7 +256,7 @@ def state(messages: int) -> np.ndarray:
 
 
 def scheduled(heap: np.ndarray, st: np.ndarray) -> list[list[float]]:
-    """The events a step left on `heap` (a general path's adapter: models/fifo.py), taken off it, in (time,
+    """The events a step left on `heap` (a general path's adapter: models/fifo.py, models/maxmin.py), taken off it, in (time,
     order) order, the order a clock breaks ties in (the scheduling sequence, late events after the others):
     rows of time, order, kind, a, b, c."""
     count = int(st[SIZE])

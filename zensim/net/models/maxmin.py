@@ -207,18 +207,11 @@ class MaxMin:
             self.heap = np.empty((2 * need, fastloop.ROW))
 
     def _hand_over(self) -> None:
-        """The events the last step scheduled, to the network's clock in (time, order) order: the order a
-        clock breaks ties in (fastloop's `order`: the scheduling sequence, late events after the others)."""
-        count = int(self.st[fastloop.SIZE])
-        if not count:
-            return
-        self.st[fastloop.SIZE] = 0
-        rows = self.heap[:count].tolist()
-        if count > 1:
-            rows.sort()
+        """The events the last step scheduled, to the network's clock in (time, order) order
+        (fastloop.scheduled)."""
         clock, net = self.clock, self.net
         now = clock.now
-        for t, _, kind, a, b, _ in rows:
+        for t, _, kind, a, b, _ in fastloop.scheduled(self.heap, self.st):
             if kind == _DELIVER:
                 net.deliver_after(t - now, int(a))
             elif kind == _ISOLATED:
