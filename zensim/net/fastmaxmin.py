@@ -67,7 +67,7 @@ _STAMP, _VERSION, _ARMED, _ACTIVE, _SOLVES, _COMPS, _JOINED, _HEADS, _DUE, _STAC
 # flush solves (_flush_join), whether a flush waits for _loop to solve them and the most flows listed in one
 _SEGS, _ARENA, _OLDEST, _ROOTS, _HELD, _MOST = range(11, 17)
 _STATE = 17  # the integer state's length
-COMPILE_S = 45  # about this many seconds of CPU compile _loop (zensim.jit.announce)
+COMPILE_S = 60  # about this many seconds of CPU compile _loop (zensim.jit.announce)
 # Per component id (the module docstring's state): its union-find parent; its flow list (first, last,
 # size) and pieces; its flows alive; its check time and solve count (`epoch`); whether it exists and is
 # due; its segment list (seg_first, seg_last); its deferred departures' time; its flows joined since its

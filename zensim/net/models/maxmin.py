@@ -88,7 +88,7 @@ from zensim.net.fastmaxmin import _ACTIVE, _CHECK, _DELIVER, _DEPART, _ISOLATED,
 from zensim.net.models.base import NetworkView
 
 EXACT_FLOWS = 2048  # a component of at most this many flows is solved at every change, as with batch 0
-COMPILE_S = 12  # about this many seconds of CPU compile the steps (zensim.jit.announce)
+COMPILE_S = 28  # about this many seconds of CPU compile the steps (zensim.jit.announce)
 
 
 def checked(batch: object, exact_flows: object) -> tuple[float, int]:
