@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from oracle_maxmin import _Segment
-from replay_support import (B, CALIBRATED, LAYOUTS, SCHEMES, SPECS, WORK, assert_program_same, assert_same, general,
-                            long_job_log, moved, oracle_network, random_log, random_program, scheme_costs, spec_id)
+from replay_support import (B, CALIBRATED, LAYOUTS, SCHEMES, SPECS, WORK, assert_program_same, assert_same,
+                            assert_second_client_same, general, long_job_log, moved, random_log, random_program,
+                            scheme_costs, spec_id)
 from test_net_maxmin import ADVERSARIAL
 from zensim.layout import dense_ring_log
 from zensim.net import fastmaxmin
@@ -222,30 +223,8 @@ def test_general_path_grows_its_state_in_flight_same_times(spec, mode):
     rng = np.random.default_rng(5)
     n = spec.machines * spec.gpus_per_machine
     logs = [random_log(rng, n, 4, 40 * n), random_log(rng, n, 3, 2000)]
-    costs = Costs(spec, WORK)
-
-    def run(net):
-        clients = [LogReplay(net, logs[0])]
-        clients[0].start()
-
-        def second():
-            clients.append(LogReplay(net, logs[1]))
-            clients[1].start()
-
-        net.schedule(3e-5, second)
-        net.run()
-        return clients
-
-    net, ref_net = Network(costs, "maxmin", MODES[mode]), oracle_network(costs, "maxmin", MODES[mode])
-    got, ref = run(net), run(ref_net)
+    net = assert_second_client_same(logs, Costs(spec, WORK), "maxmin", 3e-5, MODES[mode])
     assert len(net.model.mm.flow.left) > 1024 > len(logs[0])  # grown from the first reserve (1024 flows)
-    for a, b in zip(got, ref):
-        for field in ("stage_start", "stage_end", "transfer_start", "transfer_end"):
-            assert np.array_equal(getattr(a, field), getattr(b, field)), field
-    for field in ("sent_at", "delivered_at"):
-        assert np.array_equal(getattr(net, field)[:net.count], getattr(ref_net, field)[:ref_net.count])
-    assert (net.events, net.clock.now, net.model.solves, net.model.warm) == (
-        ref_net.events, ref_net.clock.now, ref_net.model.solves, ref_net.model.warm)
     assert net.model.solves > 0 and np.isfinite(net.delivered_at[:net.count]).all()
 
 
@@ -256,17 +235,4 @@ def test_general_path_after_a_compiled_run_same_times():
     rng = np.random.default_rng(11)
     n = spec.machines * spec.gpus_per_machine
     logs = [random_log(rng, n, 3, 30 * n), random_log(rng, n, 3, 30 * n)]
-    costs = Costs(spec, WORK)
-    net, ref_net = Network(costs, "maxmin"), oracle_network(costs, "maxmin")
-    LogReplay(net, logs[0]).run_compiled()
-    first = LogReplay(ref_net, logs[0])
-    first.start()
-    ref_net.run()
-    got, ref = LogReplay(net, logs[1]), LogReplay(ref_net, logs[1])
-    for client, on in ((got, net), (ref, ref_net)):
-        client.start()
-        on.run()
-    for field in ("stage_start", "stage_end", "transfer_start", "transfer_end"):
-        assert np.array_equal(getattr(got, field), getattr(ref, field)), field
-    assert np.array_equal(net.delivered_at[:net.count], ref_net.delivered_at[:ref_net.count])
-    assert (net.events, net.clock.now, net.model.solves) == (ref_net.events, ref_net.clock.now, ref_net.model.solves)
+    assert_second_client_same(logs, Costs(spec, WORK), "maxmin", None)
