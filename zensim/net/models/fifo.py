@@ -59,27 +59,18 @@ class Fifo:
         net = self.net
         if self.mm is None:
             announce(fastfifo.hop_step, "the fifo model's steps (zensim.net.fastfifo)", COMPILE_S)
-        routes = np.full((size, net.routes.shape[1]), net.num_links, dtype=net.routes.dtype)
-        if self.mm is not None:
-            routes[:self._rows] = self.mm.wire.routes[:self._rows]
-        self._grow(routes)
+        was = None if self.mm is None else self.mm.wire.routes
+        routes, self._rows = fastloop.grow_routes(net, was, self._rows, size)
+        self.mm = fastfifo.model_state(net, routes, self.mm)
         mm, heap, st = self.mm, self.heap, self.st  # the steps for their types
         self._inject_step = direct(fastfifo.inject_step, np.zeros(0, np.int64), 0.0, mm, heap, st)
         self._hop_step = direct(fastfifo.hop_step, 0, 0, 0.0, 0.0, mm, heap, st)
 
-    def _grow(self, routes: np.ndarray) -> None:
-        """The state over `routes` (the old one's carried over), with the network's messages declared
-        since: their compacted routes."""
-        net = self.net
-        count = net.count
-        routes[self._rows:count] = fastloop.compact_routes(net, self._rows)
-        self._rows = count
-        self.mm = fastfifo.model_state(net, routes, self.mm)
-
     def inject(self, ids: list[int]) -> None:
         """Send messages `ids` now, in this order (fastfifo.inject_step)."""
         if self.net.count > self._rows:  # messages declared since, in the room reserved
-            self._grow(self.mm.wire.routes)
+            routes, self._rows = fastloop.grow_routes(self.net, self.mm.wire.routes, self._rows)
+            self.mm = fastfifo.model_state(self.net, routes, self.mm)
         if self.heap.shape[0] < len(ids):
             self.heap = np.empty((2 * len(ids), fastloop.ROW))
         self._inject_step(np.array(ids, dtype=np.int64), float(self.clock.now), self.mm, self.heap, self.st)
