@@ -98,6 +98,19 @@ def model_state(net: ReplayNetwork, routes: np.ndarray, old: Model | None = None
     return Model(wire, np.zeros(net.num_links) if old is None else old.free)
 
 
+def declared(net: ReplayNetwork, mm: Model, first: int) -> Model:
+    """The state `mm` once the messages declared from message `first` on, in the room it was made for, are in
+    it (their compacted routes written into mm.wire.routes: the general path, models/fifo.Fifo): `mm` itself,
+    since nothing else in it depends on the routes (the bytes are a view of the network's array, the host
+    efficiency's per-message arrays as long as the room), but for a NIC efficiency table's end times: laid
+    out per NIC link in a run as long as the messages that cross it (`_host`), they are laid out anew where
+    one of these messages crosses a NIC link (model_state, O(messages): emulator-sized set-ups)."""
+    host = mm.wire.host
+    if len(host.eff) and np.append(host.nic, False)[mm.wire.routes[first:net.count]].any():
+        return model_state(net, mm.wire.routes, mm)
+    return mm
+
+
 def _host(net: ReplayNetwork, routes: np.ndarray, old: Host | None) -> Host:
     """The efficiency tables' state (`Host`) for messages with `routes`: new, or `old` carried over (the
     messages in flight, each NIC link's end times not yet dropped, moved to its run's new place)."""

@@ -18,12 +18,13 @@ One implementation: the compiled steps of zensim.net.fastfifo. A log or a fastlo
 alone runs them in one compiled event loop (fastfifo.run); anywhere else (other clients, background
 traffic, a SimPy environment's clock, a network that already ran) this class drives the same steps from
 the network's clock: it keeps fastfifo's state (fastfifo.model_state: per link when it is free, the
-efficiency tables' state) and calls one compiled step per protocol call and per event of its own (a
-sender's injection, a message's head reaching its next link), then hands the events that step
-scheduled to the clock in the order it scheduled them: deliveries to `deliver_after`, hops to
-`clock.at` (back into this class). The times are the compiled loop's bit for bit (an event's delay is
-its time less now, and now + (t - now) == t). NUMBA_DISABLE_JIT=1 runs the same steps as Python, for
-debugging. The frozen Python model it replaced is the tests' oracle (tests/oracle_fifo.py).
+efficiency tables' state; grown when the network's room grows, kept while messages are declared in the
+room: their routes written into it in place, fastfifo.declared) and calls one compiled step per protocol
+call and per event of its own (a sender's injection, a message's head reaching its next link), then
+hands the events that step scheduled to the clock in the order it scheduled them: deliveries to
+`deliver_after`, hops to `clock.at` (back into this class). The times are the compiled loop's bit for bit
+(an event's delay is its time less now, and now + (t - now) == t). NUMBA_DISABLE_JIT=1 runs the same
+steps as Python, for debugging. The frozen Python model it replaced is the tests' oracle (tests/oracle_fifo.py).
 """
 
 from __future__ import annotations
@@ -68,9 +69,10 @@ class Fifo:
 
     def inject(self, ids: list[int]) -> None:
         """Send messages `ids` now, in this order (fastfifo.inject_step)."""
-        if self.net.count > self._rows:  # messages declared since, in the room reserved
-            routes, self._rows = fastloop.grow_routes(self.net, self.mm.wire.routes, self._rows)
-            self.mm = fastfifo.model_state(self.net, routes, self.mm)
+        if self.net.count > self._rows:  # messages declared since, in the room reserved: their routes in place
+            first = self._rows
+            _, self._rows = fastloop.grow_routes(self.net, self.mm.wire.routes, first)
+            self.mm = fastfifo.declared(self.net, self.mm, first)
         if self.heap.shape[0] < len(ids):
             self.heap = np.empty((2 * len(ids), fastloop.ROW))
         self._inject_step(np.array(ids, dtype=np.int64), float(self.clock.now), self.mm, self.heap, self.st)
