@@ -60,9 +60,9 @@ class Fifo:
         net = self.net
         if self.mm is None:
             announce(fastfifo.hop_step, "the fifo model's steps (zensim.net.fastfifo)", COMPILE_S)
-        was = None if self.mm is None else self.mm.wire.routes
-        routes, self._rows = fastloop.grow_routes(net, was, self._rows, size)
-        self.mm = fastfifo.model_state(net, routes, self.mm)
+        was, first = None if self.mm is None else self.mm.wire.routes, self._rows
+        routes, self._rows = fastloop.grow_routes(net, was, first, size)
+        self.mm = fastfifo.model_state(net, routes, self.mm, first)
         mm, heap, st = self.mm, self.heap, self.st  # the steps for their types
         self._inject_step = direct(fastfifo.inject_step, np.zeros(0, np.int64), 0.0, mm, heap, st)
         self._hop_step = direct(fastfifo.hop_step, 0, 0, 0.0, 0.0, mm, heap, st)
