@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from replay_support import (B, CALIBRATED, LAYOUTS, SCHEMES, SPECS, WORK, assert_program_same,
-                            assert_second_client_same, general, long_job_log, moved, random_log, random_program,
-                            scheme_costs, spec_id)
+                            assert_second_client_same, general, long_job_log, moved, oracle_network, random_log,
+                            random_program, scheme_costs, spec_id)
 from replay_support import assert_same as assert_compiled_same
 from zensim.layout import dense_ring_log
 from zensim.net import fastfifo
@@ -139,6 +139,64 @@ def test_general_path_grows_its_state_in_flight_same_times(spec, features, laten
         costs = replace(costs, host_efficiency=NicEfficiency(((1, 1.0), (64, 0.8), (4096, 0.5))))
     net = assert_second_client_same(logs, costs, "fifo", 3e-5)
     assert len(net.model.mm.free) == net.num_links and len(net.model.mm.wire.routes) > 1024 > len(logs[0])
+
+
+@pytest.mark.parametrize("features", ["none", "host-efficiency", "nic-efficiency", "all"])
+@pytest.mark.parametrize("spec", SPECS[:3], ids=spec_id)
+def test_general_path_messages_declared_a_few_at_a_time(spec, features):
+    """Messages declared a few at a time between injects (as a SimPy process sends them), 1200 of them in
+    600 rounds 2 us apart (the room grows past 1024 in flight): the oracle's message times, events and
+    clock. The adapter writes their routes into its state in place and keeps the state (the same object)
+    until the room grows, but where a NIC efficiency table's runs of end times lack room for their hops on
+    NIC links (fastfifo.declared): then only those are laid out anew, with room to spare, so rarely, and no
+    run ever overflows."""
+    rng = np.random.default_rng(9)
+    n = spec.machines * spec.gpus_per_machine
+    sizes = rng.integers(1, 4, 600)
+    bounds = np.concatenate(([0], np.cumsum(sizes)))
+    src, dst = rng.integers(0, n, bounds[-1]), rng.integers(0, n, bounds[-1])
+    dst = np.where(rng.random(bounds[-1]) < 0.1, src, dst)  # same-GPU messages: no link at all
+    nbytes = rng.choice([0.0, 1e3, 3e5, 1e6], bounds[-1])
+    costs = Costs(spec, WORK, **CALIBRATED.get(features, {}))
+
+    def run(net: Network) -> list:
+        seen = []
+
+        def declare(i: int) -> None:
+            ids = net.add_messages(src[bounds[i]:bounds[i + 1]], dst[bounds[i]:bounds[i + 1]],
+                                   nbytes[bounds[i]:bounds[i + 1]])
+            net.start(ids)
+            seen.append(getattr(net.model, "mm", None))
+            if i + 1 < len(sizes):
+                net.schedule(2e-6, declare, i + 1)
+
+        net.schedule(0.0, declare, 0)
+        net.run()
+        return seen
+
+    net, ref_net = Network(costs, "fifo"), oracle_network(costs, "fifo")
+    seen = run(net)
+    run(ref_net)
+    for field in ("sent_at", "delivered_at"):
+        assert np.array_equal(getattr(net, field)[:net.count], getattr(ref_net, field)[:ref_net.count])
+    assert np.isfinite(net.delivered_at[:net.count]).all()
+    assert (net.events, net.clock.now) == (ref_net.events, ref_net.clock.now)
+    kept = laid = 0
+    for was, mm in zip(seen, seen[1:]):
+        if len(mm.wire.routes) != len(was.wire.routes):  # the room grew (Fifo.reserve)
+            continue
+        if mm is was:
+            kept += 1
+        else:  # the NIC runs laid out anew, the rest kept
+            assert mm.wire.host.ends is not was.wire.host.ends and mm.wire.routes is was.wire.routes
+            assert mm.free is was.free and mm.wire.host.first_end is was.wire.host.first_end
+            laid += 1
+        assert (mm.wire.host.pushed <= mm.wire.host.stop).all()
+    assert len({len(mm.wire.routes) for mm in seen}) == 2
+    if "nic_efficiency" in CALIBRATED.get(features, {}):
+        assert 0 < 8 * laid < kept
+    else:
+        assert laid == 0
 
 
 def test_general_path_after_a_compiled_run_same_times():

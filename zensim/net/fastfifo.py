@@ -49,12 +49,13 @@ COMPILE_S = 15  # about this many seconds of CPU compile _loop (zensim.jit.annou
 # a NIC's; a host efficiency (_in_flight): the table h(0..) (`table`), per message when its first link
 # is done, and the heap of those times for the messages in flight (a min-heap of its first size[0] rows,
 # keyed by column 0, kept by fastloop.sift_up and sift_down); a NIC efficiency: the table eff(0..) (`eff`),
-# the end times each NIC link took (`_taken`: link k's run of `ends` from its first hop's place, the ones
-# before popped[k] dropped, the next at pushed[k]; the runs laid out for the messages declared, `_host`)
-# and per link the messages of the injection under way whose first link it is, not yet through _hop.
-# Without a table, its arrays of length 0. Read by name (host.flight); NUMBA_DISABLE_JIT=1 runs the same
-# code as Python.
-Host = namedtuple("Host", "table nic first_end flight size eff ends popped pushed joining")
+# the end times each NIC link took (`_taken`: link k's run of `ends`, up to stop[k], the ones before
+# popped[k] dropped, the next at pushed[k]; a run has room for the hops on its link of the messages
+# declared, and spare[k] more: stop - pushed less those hops still to come, which a hop leaves as it is;
+# laid out by `_host` and `_runs`, messages declared since counted in by `_declare`) and per link the
+# messages of the injection under way whose first link it is, not yet through _hop. Without a table, its
+# arrays of length 0. Read by name (host.flight); NUMBA_DISABLE_JIT=1 runs the same code as Python.
+Host = namedtuple("Host", "table nic first_end flight size eff ends popped pushed joining stop spare")
 # The network as the steps read it: per message its route with the padding (`pad`) last, its bytes; per
 # link its capacity and latency; the efficiency tables (`Host`).
 Wire = namedtuple("Wire", "routes nbytes capacity latency pad host")
@@ -85,22 +86,34 @@ def run(net: ReplayNetwork, clients: Sequence, program: Program) -> tuple[np.nda
     return out, prog.began, prog.ended
 
 
-def model_state(net: ReplayNetwork, routes: np.ndarray, old: Model | None = None) -> Model:
+def model_state(net: ReplayNetwork, routes: np.ndarray, old: Model | None = None, first: int = 0) -> Model:
     """The model's state (`Model`) for messages 0..len(routes)-1 on `net` (the compiled loop's, run(), and
     the general path's, models/fifo.Fifo): `routes` their routes with the padding last (rows not yet
-    declared all padding), their bytes the network's (a view of its array). With `old` (the state of
-    fewer messages or of fewer routes declared) it is grown: when the links are free and the efficiency
-    tables' state carried over."""
+    declared all padding), their bytes the network's (a view of its array). With `old` (the state of the
+    first `first` messages, in less room) it is grown: when the links are free and the efficiency tables'
+    state carried over (`_grown`), the messages declared since counted in (`_declare`)."""
     size = len(routes)
     capacity, latency = (np.ascontiguousarray(x, dtype=np.float64) for x in (net.capacity, net.latency))
+    host = _host(net, routes) if old is None else _declare(_grown(old.wire.host, size), routes[first:net.count])
     wire = Wire(routes, np.ascontiguousarray(net.nbytes[:size], dtype=np.float64), capacity, latency, net.num_links,
-                _host(net, routes, None if old is None else old.wire.host))
+                host)
     return Model(wire, np.zeros(net.num_links) if old is None else old.free)
 
 
-def _host(net: ReplayNetwork, routes: np.ndarray, old: Host | None) -> Host:
-    """The efficiency tables' state (`Host`) for messages with `routes`: new, or `old` carried over (the
-    messages in flight, each NIC link's end times not yet dropped, moved to its run's new place)."""
+def declared(net: ReplayNetwork, mm: Model, first: int) -> Model:
+    """The state `mm` once the messages declared from message `first` on, in the room it was made for, are in
+    it (their compacted routes written into mm.wire.routes: the general path, models/fifo.Fifo): nothing
+    else in it depends on the routes (the bytes are a view of the network's array, the host efficiency's
+    per-message arrays as long as the room) but a NIC efficiency table's runs of end times (`_declare`:
+    their spare room counted down in place, O(hops), and only where a run has too little, laid out anew).
+    `mm` itself, or with those runs laid out anew."""
+    host = _declare(mm.wire.host, mm.wire.routes[first:net.count])
+    return mm if host is mm.wire.host else mm._replace(wire=mm.wire._replace(host=host))
+
+
+def _host(net: ReplayNetwork, routes: np.ndarray) -> Host:
+    """The efficiency tables' state (`Host`) at the start, for messages with `routes`: each NIC link's run
+    of end times as long as the hops on it, no spare."""
     links = net.num_links
     nic = np.zeros(links, np.bool_)
     nic[net.nic_links] = True
@@ -111,18 +124,51 @@ def _host(net: ReplayNetwork, routes: np.ndarray, old: Host | None) -> Host:
     if len(nic_table):
         hops = np.bincount(routes.ravel(), minlength=links + 1)[:links] * nic
     popped = np.cumsum(hops) - hops
-    host = Host(host_table, nic, np.zeros(flights), np.zeros((flights, 2)), np.zeros(1, np.int64), nic_table,
-                np.empty(hops.sum()), popped, popped.copy(), np.zeros(links, np.int64))
-    if old is None:
+    return Host(host_table, nic, np.zeros(flights), np.zeros((flights, 2)), np.zeros(1, np.int64), nic_table,
+                np.empty(hops.sum()), popped, popped.copy(), np.zeros(links, np.int64), popped + hops,
+                np.zeros(links, np.int64))
+
+
+def _grown(old: Host, size: int) -> Host:
+    """`old` with room for `size` messages: a host efficiency's per-message arrays grown, the messages in
+    flight carried over; the rest kept as it is."""
+    if not len(old.table):
+        return old
+    first_end, flight = np.zeros(size), np.zeros((size, 2))
+    first_end[:len(old.first_end)] = old.first_end
+    flight[:len(old.flight)] = old.flight
+    return old._replace(first_end=first_end, flight=flight)
+
+
+def _declare(host: Host, rows: np.ndarray) -> Host:
+    """`host` once messages with routes `rows` are declared: with a NIC efficiency table, their hops on NIC
+    links counted off the runs' spare room, in place (O(hops)); where a run has too little, the runs laid
+    out anew (`_runs`). `host` itself, or the one laid out anew."""
+    if not len(host.eff):
         return host
-    host.first_end[:len(old.first_end)] = old.first_end
-    host.flight[:len(old.flight)] = old.flight
-    host.size[0] = old.size[0]
-    for k in np.flatnonzero(old.pushed - old.popped).tolist():  # NIC links with end times kept: at the start
-        kept = old.ends[old.popped[k]:old.pushed[k]]  # of the run (the pushes to come fit in what is left of it)
-        host.ends[host.popped[k]:host.popped[k] + len(kept)] = kept
-        host.pushed[k] += len(kept)
-    return host
+    hit = rows[rows < len(host.nic)]  # the padding left out
+    hit = hit[host.nic[hit]]
+    if not len(hit):
+        return host
+    np.subtract.at(host.spare, hit, 1)
+    if host.spare[hit].min() >= 0:
+        return host
+    return _runs(host)
+
+
+def _runs(host: Host) -> Host:
+    """`host` with its NIC links' runs of end times laid out anew (O(links + end times kept)): each with room
+    for its end times kept (at its start) and its link's hops to come (stop - pushed - spare), and as much
+    again and 8 more spare, so that a run is laid out again only once some link's hops to come outgrow it."""
+    kept = host.pushed - host.popped
+    need = kept + host.stop - host.pushed - host.spare
+    length = np.where(host.nic, 2 * need + 8, 0)
+    stop = np.cumsum(length)
+    start = stop - length
+    ends = np.empty(int(length.sum()))
+    at = np.arange(kept.sum()) - np.repeat(np.cumsum(kept) - kept, kept)  # each kept one's place in its run
+    ends[np.repeat(start, kept) + at] = host.ends[np.repeat(host.popped, kept) + at]
+    return host._replace(ends=ends, popped=start, pushed=start + kept, stop=stop, spare=length - need)
 
 
 # -- the efficiency tables (Fifo._in_flight, Fifo._rate): `host` a `Host`

@@ -248,6 +248,24 @@ def compact_routes(net: ReplayNetwork, first: int = 0) -> np.ndarray:
     return np.ascontiguousarray(np.take_along_axis(routes, order, axis=1))
 
 
+def grow_routes(net: ReplayNetwork, routes: np.ndarray | None, rows: int,
+                size: int | None = None) -> tuple[np.ndarray, int]:
+    """A general path adapter's compacted routes (compact_routes) brought up to the messages declared so far:
+    `routes`, whose first `rows` rows hold those of the first `rows` messages, with the rows of the messages
+    declared since written in place; with `size`, in a new array of `size` rows instead (the first `rows`
+    copied from `routes`, None for none; the rows after the messages all padding). Returns the array and
+    the rows it holds (net.count)."""
+    count = net.count
+    if size is not None:
+        grown = np.full((size, net.routes.shape[1]), net.num_links, dtype=net.routes.dtype)
+        if routes is not None:
+            grown[:rows] = routes[:rows]
+        routes = grown
+    if count > rows:
+        routes[rows:count] = compact_routes(net, rows)
+    return routes, count
+
+
 def state(messages: int) -> np.ndarray:
     """The loop's integer state (`st`) at the start: an empty heap, `messages` messages not yet injected."""
     st = np.zeros(STATE, np.int64)

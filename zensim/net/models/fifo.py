@@ -18,12 +18,13 @@ One implementation: the compiled steps of zensim.net.fastfifo. A log or a fastlo
 alone runs them in one compiled event loop (fastfifo.run); anywhere else (other clients, background
 traffic, a SimPy environment's clock, a network that already ran) this class drives the same steps from
 the network's clock: it keeps fastfifo's state (fastfifo.model_state: per link when it is free, the
-efficiency tables' state) and calls one compiled step per protocol call and per event of its own (a
-sender's injection, a message's head reaching its next link), then hands the events that step
-scheduled to the clock in the order it scheduled them: deliveries to `deliver_after`, hops to
-`clock.at` (back into this class). The times are the compiled loop's bit for bit (an event's delay is
-its time less now, and now + (t - now) == t). NUMBA_DISABLE_JIT=1 runs the same steps as Python, for
-debugging. The frozen Python model it replaced is the tests' oracle (tests/oracle_fifo.py).
+efficiency tables' state; grown when the network's room grows, kept while messages are declared in the
+room: their routes written into it in place, fastfifo.declared) and calls one compiled step per protocol
+call and per event of its own (a sender's injection, a message's head reaching its next link), then
+hands the events that step scheduled to the clock in the order it scheduled them: deliveries to
+`deliver_after`, hops to `clock.at` (back into this class). The times are the compiled loop's bit for bit
+(an event's delay is its time less now, and now + (t - now) == t). NUMBA_DISABLE_JIT=1 runs the same
+steps as Python, for debugging. The frozen Python model it replaced is the tests' oracle (tests/oracle_fifo.py).
 """
 
 from __future__ import annotations
@@ -59,27 +60,19 @@ class Fifo:
         net = self.net
         if self.mm is None:
             announce(fastfifo.hop_step, "the fifo model's steps (zensim.net.fastfifo)", COMPILE_S)
-        routes = np.full((size, net.routes.shape[1]), net.num_links, dtype=net.routes.dtype)
-        if self.mm is not None:
-            routes[:self._rows] = self.mm.wire.routes[:self._rows]
-        self._grow(routes)
+        was, first = None if self.mm is None else self.mm.wire.routes, self._rows
+        routes, self._rows = fastloop.grow_routes(net, was, first, size)
+        self.mm = fastfifo.model_state(net, routes, self.mm, first)
         mm, heap, st = self.mm, self.heap, self.st  # the steps for their types
         self._inject_step = direct(fastfifo.inject_step, np.zeros(0, np.int64), 0.0, mm, heap, st)
         self._hop_step = direct(fastfifo.hop_step, 0, 0, 0.0, 0.0, mm, heap, st)
 
-    def _grow(self, routes: np.ndarray) -> None:
-        """The state over `routes` (the old one's carried over), with the network's messages declared
-        since: their compacted routes."""
-        net = self.net
-        count = net.count
-        routes[self._rows:count] = fastloop.compact_routes(net, self._rows)
-        self._rows = count
-        self.mm = fastfifo.model_state(net, routes, self.mm)
-
     def inject(self, ids: list[int]) -> None:
         """Send messages `ids` now, in this order (fastfifo.inject_step)."""
-        if self.net.count > self._rows:  # messages declared since, in the room reserved
-            self._grow(self.mm.wire.routes)
+        if self.net.count > self._rows:  # messages declared since, in the room reserved: their routes in place
+            first = self._rows
+            _, self._rows = fastloop.grow_routes(self.net, self.mm.wire.routes, first)
+            self.mm = fastfifo.declared(self.net, self.mm, first)
         if self.heap.shape[0] < len(ids):
             self.heap = np.empty((2 * len(ids), fastloop.ROW))
         self._inject_step(np.array(ids, dtype=np.int64), float(self.clock.now), self.mm, self.heap, self.st)

@@ -136,10 +136,8 @@ class MaxMin:
         if self.mm is None:  # the first (after a compiled run, its counts carried on)
             announce(fastmaxmin.flush_step, "the maxmin model's steps (zensim.net.fastmaxmin)", COMPILE_S)
             ran = self.ms
-        width = net.routes.shape[1]
-        croutes = np.full((size, width), net.num_links, dtype=net.routes.dtype)
-        if self.mm is not None:
-            croutes[:self._rows] = self.mm.wire.croutes[:self._rows]
+        was = None if self.mm is None else self.mm.wire.croutes
+        croutes, self._rows = fastloop.grow_routes(net, was, self._rows, size)
         wire = Wire(croutes, net.routes, net.nbytes, np.append(net.capacity, np.inf), np.empty(0), net.num_links,
                     self.batch, self.exact_flows)
         self.mm = fastmaxmin.model_state(net, size, wire, net.sent_at, self.mm)
@@ -155,13 +153,10 @@ class MaxMin:
         self._flush_step = direct(fastmaxmin.flush_step, 0.0, mm, heap, st)
 
     def _sync(self) -> None:
-        """The network's messages declared since into the state: their compacted routes, their route
-        latencies (the network's arrays, which it may have replaced)."""
+        """The network's messages declared since into the state: their compacted routes (written in place),
+        their route latencies (the network's arrays, which it may have replaced)."""
         net, mm = self.net, self.mm
-        count = net.count
-        if count > self._rows:
-            mm.wire.croutes[self._rows:count] = fastloop.compact_routes(net, self._rows)
-            self._rows = count
+        _, self._rows = fastloop.grow_routes(net, mm.wire.croutes, self._rows)
         latency = net.route_latency
         if mm.wire.latency is not latency:
             self.mm = mm._replace(wire=mm.wire._replace(latency=latency))
