@@ -109,7 +109,7 @@ def test_segments_take_the_stable_order(size):
     gone, count = np.empty(size, np.int64), 0
     for t in np.unique(finish):
         count = fastmaxmin._take(0, t, seg, flow, gone, count)
-    assert gone[:count].tolist() == stable and fastmaxmin._next(0, seg) == -1
+    assert gone[:count].tolist() == stable and fastmaxmin._next(0, seg, flow) == -1
 
 
 def test_general_path_where_the_compiled_loop_does_not_apply():
