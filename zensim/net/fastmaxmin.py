@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 TIE = 1e-12  # relative tolerance: flows finishing "now"
 DEFER = 1 / 64  # the part of what is left of a link's allowance a departure may actually lose before its re-solve
 LOCAL_DEFER = 1 / 8  # the same where the link is re-solved alone (_patch)
+LOCAL_BUDGET = 1 / 2  # a component's link re-solves since its solve re-solve at most this part of its flows
 HEAD = 256  # a departure segment's sorted head: at least this many flows
 FIRST = 64  # its first head: 1/FIRST of its flows (it is often replaced by the next solve soon), later ones 1/8
 
@@ -894,7 +895,7 @@ def _local(c, mm):  # pragma: no cover (compiled)
     solve) and its link re-solves since then re-solved fewer flows than it holds."""
     comp = mm.comp
     return (comp.igen[c] == mm.ms[_IGEN] and comp.nnew[c] == 0 and comp.living[c] > mm.wire.exact_flows
-            and comp.patched[c] < comp.living[c])
+            and comp.patched[c] < LOCAL_BUDGET * comp.living[c])
 
 
 @uncounted
@@ -927,7 +928,7 @@ def _due_links(c, now, mm):  # pragma: no cover (compiled)
 @uncounted
 def _patch(c, now, mm, heap, st):  # pragma: no cover (compiled)
     """Re-solve component c's links that _due_links listed, each alone (waterfill.patch_compiled: a
-    departure segment of its flows), then check c again when its next link runs out: the earliest of
+    departure segment of its flows whose rate changed), then check c again when its next link runs out: the earliest of
     the others' (_due_links) and of the links whose flows' rates changed."""
     wire, flow, link, comp, ms, ws, index = mm.wire, mm.flow, mm.link, mm.comp, mm.ms, mm.ws, mm.index
     due = mm.scratch.due_links
@@ -935,11 +936,13 @@ def _patch(c, now, mm, heap, st):  # pragma: no cover (compiled)
     for i in range(comp.pfirst[c], comp.pfirst[c] + comp.pcount[c]):
         k = due[i]
         b, n = link.ibase[k], link.icount[k]
-        count, nused = patch_compiled(index[b:b + n], n, k, flow.alive, flow.left, flow.base_time, flow.rate, flow.born,
-                               wire.routes, wire.capacity, now, wire.batch, link.busy_from, link.room, link.spent,
-                               link.freed, link.freed_t, link.last, link.slot, link.used, link.peak, link.level, ws)
+        count, moved, nused = patch_compiled(index[b:b + n], n, k, flow.alive, flow.left, flow.base_time, flow.rate,
+                                             flow.born, wire.routes, wire.capacity, now, wire.batch, link.busy_from,
+                                             link.room, link.spent, link.freed, link.freed_t, link.last, link.slot,
+                                             link.used, link.peak, link.level, ws)
+        if moved:  # a segment of the flows whose rate changed (the others' finish times stand)
+            _segment(c, ws.flows, moved, ws.part, mm)
         if count:
-            _segment(c, ws.keep, count, ws.finish, mm)
             comp.patched[c] += count
             for u in range(nused):  # the links of its flows (k among them), as patch_compiled numbered them
                 if link.nflows[ws.links[u]] > 0:

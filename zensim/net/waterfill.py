@@ -432,15 +432,16 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, alive: np.ndarray, lef
                    rate: np.ndarray, born: np.ndarray, routes: np.ndarray, capacity: np.ndarray, now: float,
                    batch: float, busy_from: np.ndarray, room: np.ndarray, spent: np.ndarray, freed: np.ndarray,
                    freed_t: np.ndarray, last: np.ndarray, slot: np.ndarray, used: np.ndarray, peak: np.ndarray,
-                   level: np.ndarray, ws: Workspace) -> tuple[int, int]:  # pragma: no cover (compiled)
+                   level: np.ndarray, ws: Workspace) -> tuple[int, int, int]:  # pragma: no cover (compiled)
     """A local re-solve of link k: flows[:count] are every flow on it (those alive are re-solved); every
     other flow keeps its rate. The flows of k get the max-min rates of k's capacity and, on each of their
     other links, of what the other flows leave there (capacity - (used - freed), the link's rates now, +
     their own). k's allowance restarts as after a solve (solve_compiled); on their other links a rate
     that rose takes freed capacity up (`freed` less, as if freed that much less, at no cost to the
     service already lost) and one that fell frees capacity now (counted as a departure's). Into `ws` as
-    solve_compiled: returns how many are alive (ws.keep[:that], finish times ws.finish[:that]) and how many
-    links they use (ws.links[:that], k among them)."""
+    solve_compiled: returns how many are alive (ws.keep[:that], finish times ws.finish[:that]), how many of
+    them changed rate (ws.flows[:that], finish times ws.part[:that]: the others' finish times stand) and how
+    many links they use (ws.links[:that], k among them)."""
     nkeep, nused, _ = _gather(flows, count, alive, left, base_time, rate, routes, capacity.size - 1, slot, now, ws)
     keep, links, cap, sub, fair, saturation, change = ws.keep, ws.links, ws.cap, ws.sub, ws.fair, ws.level, ws.room
     width = sub.shape[1]
@@ -449,7 +450,9 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, alive: np.ndarray, lef
         cap[u] = capacity[j] if j == k else capacity[j] - (used[j] - freed[j])
         change[u] = 0.0
     cap[nused] = np.inf
+    was = ws.part  # each one's rate before
     for i in range(nkeep):
+        was[i] = rate[keep[i]]
         for j in range(width):
             u = sub[i, j]
             if u < nused and links[u] != k:
@@ -464,6 +467,11 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, alive: np.ndarray, lef
         for j in range(width):
             change[sub[i, j]] += fair[i]
     _set_rates(keep, nkeep, fair, sub, nused, left, rate, now, ws)
+    moved = 0
+    for i in range(nkeep):  # in place: moved <= i
+        if fair[i] != was[i]:
+            ws.flows[moved], was[moved] = keep[i], ws.finish[i]
+            moved += 1
     end_of, load, top, work = ws.end_of, ws.load, ws.top, ws.work
     for u in range(nused):
         j = links[u]
@@ -478,7 +486,7 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, alive: np.ndarray, lef
             freed[j] -= change[u]
             freed_t[j] -= change[u] * now
             last[j] = max(last[j], end_of[u])
-    return nkeep, nused
+    return nkeep, moved, nused
 
 
 @_uncounted
