@@ -81,7 +81,7 @@ COMPILE_S = 60  # about this many seconds of CPU compile _loop (zensim.jit.annou
 # (`full`: then no _warm); its index (_index: its links' run in the index arena, `lfirst` and `nlinks`, and
 # the arena generation it was made in, `igen`, -1 for none), the flows its link re-solves re-solved since its
 # last solve (`patched`) and this flush's links to re-solve (`pfirst`, `pcount` into scratch.due_links; -1:
-# none). Read by name (comp.due); NUMBA_DISABLE_JIT=1 runs the same code as Python.
+# none, -2: listed once its index is made). Read by name (comp.due); NUMBA_DISABLE_JIT=1 runs the same code as Python.
 Comps = namedtuple("Comps", "parent first last size nparts living check epoch exists due seg_first seg_last deferred "
                             "fresh nnew full lfirst nlinks igen patched pfirst pcount")
 # The departure segments, arrays: per segment id (in solve order) where its run of the arena starts and its
@@ -115,7 +115,8 @@ Links = namedtuple("Links", "nflows comp_on isolated_on busy_from room spent fre
                             "ibase icount")
 # Scratch arrays of one step: the flows joined this instant, the flows departing, the stack of due
 # components, their roots, and the components one step works through (a flow's in _join, the ones
-# waiting for a check in _depart) and the links a flush re-solves alone (`due_links`: _flush_join).
+# waiting for a check in _depart) and the links a flush re-solves alone (`due_links`: _flush_join; its
+# second half for a component whose index the flush makes first).
 Scratch = namedtuple("Scratch", "joined gone stack roots comps due_links")
 # The efficiency tables (MaxMin._capacities, zensim.net.efficiency): the host efficiency h(0..) (`table`)
 # and the NIC efficiency eff(0..) (`eff`), each of length 0 without; per link whether it is a NIC's, its
@@ -177,7 +178,7 @@ def model_state(net: ReplayNetwork, size: int, wire: Wire, born: np.ndarray, old
                  np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps, np.int64),
                  np.empty(comps, np.int64), np.empty(comps, np.int64))
     scratch = Scratch(np.empty(size, np.int64), np.empty(size, np.int64), np.empty(comps, np.int64),
-                      np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(links, np.int64))
+                      np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(2 * links, np.int64))
     if old is not None:
         for new, was in zip(flow[:-1] + comp + scratch, old.flow[:-1] + old.comp + old.scratch):
             new[:len(was)] = was
@@ -703,9 +704,7 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
     ms[_SOLVES] += 1
     seg_first[c] = -1
     comp.patched[c] = 0
-    comp.igen[c] = -1
-    if count > wire.local_flows and batch > 0 and not tables:
-        _index(c, count, mm)
+    comp.igen[c] = -1  # its index is made when one of its links first runs out (_flush_solve)
     _segment(c, keep, count, ws.finish, mm)
 
 
@@ -786,7 +785,16 @@ def _flush_join(now, mm):  # pragma: no cover (compiled)
     for i in range(count):
         c = roots[i]
         if exists[c] and (i == 0 or c != roots[i - 1]):
-            most = max(most, _due_links(c, now, mm) if _local(c, mm) else size[c])
+            if not _local(c, mm):
+                most = max(most, size[c])
+            elif comp.igen[c] == ms[_IGEN]:
+                ms[_PSEGS] = _due_links(c, now, mm, ms[_PSEGS])
+                most = max(most, ms[_MOST])
+            else:  # its index first (_flush_solve): room for it and for re-solving every link
+                comp.pcount[c] = -2
+                most = max(most, size[c])
+                ms[_PROOM] += mm.wire.croutes.shape[1] * comp.living[c]
+                ms[_PSEGS] += len(mm.wire.capacity)
     return most
 
 
@@ -803,6 +811,9 @@ def _flush_solve(now, mm, heap, st):  # pragma: no cover (compiled)
     for i in range(ms[_ROOTS]):
         c = roots[i]
         if (i == 0 or c != roots[i - 1]) and exists[c]:
+            if comp.pcount[c] == -2:  # its links listed after its index (the second half of due_links)
+                _index(c, mm)
+                _due_links(c, now, mm, len(mm.wire.capacity))
             if comp.pcount[c] >= 0:
                 _patch(c, now, mm, heap, st)
             elif (batch == 0 or living[c] <= mm.wire.exact_flows or tables or full[c] or comp.patched[c]
@@ -867,11 +878,12 @@ def _fit(mm, most):  # pragma: no cover (compiled)
 
 
 # -- local re-solves --------------------------------------------------------------------------
-# A large component (more than wire.local_flows flows at its solve) keeps an index of its flows by link.
-# Where one of its links runs out of allowance, only that link's flows are re-solved (_patch), every other
-# flow keeping its rate, and the component is solved whole when its link re-solves since its last solve
-# have re-solved as many flows as it holds: a solve's cost follows the links that ran out, not the
-# component (docs/simulator.md, "Local re-solves").
+# Where a link of a large component (more than wire.local_flows flows alive) runs out of allowance and no
+# flow joined the component this instant, only that link's flows are re-solved (_patch), every other flow
+# keeping its rate; the component is solved whole when its link re-solves since its last solve have
+# re-solved LOCAL_BUDGET of its flows, or when flows join it. Its index of flows by link (_index) is made
+# at its first link re-solve after a solve or a join, in one pass over its flows: a solve's cost follows
+# the links that ran out, not the component (docs/simulator.md, "Local re-solves").
 
 
 @uncounted
@@ -890,22 +902,22 @@ def _runs_out(k, exact, defer, link):  # pragma: no cover (compiled)
 
 @uncounted
 def _local(c, mm):  # pragma: no cover (compiled)
-    """Whether due component c re-solves only its links that ran out (_patch): it holds more than
-    exact_flows flows, its index is current (no flow joined it and nothing merged into it since its
-    solve) and its link re-solves since then re-solved fewer flows than it holds."""
-    comp = mm.comp
-    return (comp.igen[c] == mm.ms[_IGEN] and comp.nnew[c] == 0 and comp.living[c] > mm.wire.exact_flows
-            and comp.patched[c] < LOCAL_BUDGET * comp.living[c])
+    """Whether due component c re-solves only its links that ran out (_patch): batched, no efficiency
+    table, more than exact_flows and local_flows flows alive, no flow joined it this instant, and its
+    link re-solves since its solve re-solved fewer than LOCAL_BUDGET of its flows."""
+    comp, wire, host = mm.comp, mm.wire, mm.host
+    return (comp.nnew[c] == 0 and comp.living[c] > max(wire.exact_flows, wire.local_flows) and wire.batch > 0
+            and len(host.table) == 0 and len(host.eff) == 0 and comp.patched[c] < LOCAL_BUDGET * comp.living[c])
 
 
 @uncounted
-def _due_links(c, now, mm):  # pragma: no cover (compiled)
-    """Component c's links that ran out by now (_runs_out), appended to scratch.due_links (comp.pfirst,
-    pcount), their flows and segments added to what this flush needs (ms[_PROOM], ms[_PSEGS]); the
-    earliest time another of its links runs out into comp.check (_patch's next check). Returns the most
-    flows on one of them."""
+def _due_links(c, now, mm, at):  # pragma: no cover (compiled)
+    """Component c's links that ran out by now (_runs_out), into scratch.due_links from `at` (comp.pfirst,
+    pcount), their flows added to what this flush needs (ms[_PROOM]) and the most on one into ms[_MOST];
+    the earliest time another of its links runs out into comp.check (_patch's next check). Returns
+    where the list ends."""
     comp, link, ms, index, due = mm.comp, mm.link, mm.ms, mm.index, mm.scratch.due_links
-    comp.pfirst[c] = at = ms[_PSEGS]
+    comp.pfirst[c] = at
     most = 0
     rest = np.inf
     for i in range(comp.lfirst[c], comp.lfirst[c] + comp.nlinks[c]):
@@ -921,8 +933,8 @@ def _due_links(c, now, mm):  # pragma: no cover (compiled)
                 rest = min(rest, when)
     comp.pcount[c] = at - comp.pfirst[c]
     comp.check[c] = rest
-    ms[_PSEGS] = at
-    return most
+    ms[_MOST] = most
+    return at
 
 
 @uncounted
@@ -963,13 +975,20 @@ def _indexed(mm, most):  # pragma: no cover (compiled)
 
 
 @uncounted
-def _index(c, count, mm):  # pragma: no cover (compiled)
-    """Component c's index after a solve of its flows ws.keep[:count]: its links (comp.lfirst, nlinks),
-    then per link its flows (link.ibase, icount), at the index arena's end; the arena is started over
-    where it has no room (a new generation, ms[_IGEN]: the other components' indexes lapse)."""
+def _index(c, mm):  # pragma: no cover (compiled)
+    """Component c's index: its flows alive listed in ws.keep, then its links (comp.lfirst, nlinks) and
+    per link its flows (link.ibase, icount) at the index arena's end; the arena is started over where it
+    has no room (a new generation, ms[_IGEN]: the other components' indexes lapse)."""
     croutes, pad = mm.wire.croutes, mm.wire.pad
     keep, index, ibase, icount, ms = mm.ws.keep, mm.index, mm.link.ibase, mm.link.icount, mm.ms
     width = croutes.shape[1]
+    count = 0
+    m = mm.comp.first[c]
+    for _ in range(mm.comp.size[c]):
+        if mm.flow.alive[m]:
+            keep[count] = m
+            count += 1
+        m = mm.flow.following[m]
     if ms[_INDEX] + _indexed(mm, count) > len(index):
         ms[_INDEX] = 0
         ms[_IGEN] += 1
