@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from oracle_maxmin import _Segment
-from replay_support import (B, CALIBRATED, LAYOUTS, SCHEMES, SPECS, WORK, assert_program_same, assert_same,
+from replay_support import (B, CALIBRATED, FIELDS, LAYOUTS, SCHEMES, SPECS, WORK, assert_program_same, assert_same,
                             assert_second_client_same, general, long_job_log, moved, random_log, random_program,
                             scheme_costs, spec_id)
 from test_net_maxmin import ADVERSARIAL
@@ -109,7 +109,7 @@ def test_segments_take_the_stable_order(size):
     gone, count = np.empty(size, np.int64), 0
     for t in np.unique(finish):
         count = fastmaxmin._take(0, t, seg, flow, gone, count)
-    assert gone[:count].tolist() == stable and fastmaxmin._next(0, seg) == -1
+    assert gone[:count].tolist() == stable and fastmaxmin._next(0, seg, flow) == -1
 
 
 def test_general_path_where_the_compiled_loop_does_not_apply():
@@ -236,3 +236,28 @@ def test_general_path_after_a_compiled_run_same_times():
     n = spec.machines * spec.gpus_per_machine
     logs = [random_log(rng, n, 3, 30 * n), random_log(rng, n, 3, 30 * n)]
     assert_second_client_same(logs, Costs(spec, WORK), "maxmin", None)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=spec_id)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_link_re_solves_same_times_on_both_paths(spec, seed):
+    """With every link that runs out re-solved alone (local_flows 0, exact_flows 0: fastmaxmin._patch;
+    the oracle does not read them), the compiled loop and the general path (the same steps on the Python
+    clock) give the same times bit for bit, the same event count, clock, solves and link re-solves; and
+    link re-solves happen."""
+    rng = np.random.default_rng(seed)
+    n = spec.machines * spec.gpus_per_machine
+    msgs = [Message(0, r, d, int(rng.integers(1, 10**6)), "coo") for r in range(n) for d in range(n) if d != r]
+    msgs += [Message(1, r, (r + 1 + int(rng.integers(n - 1))) % n, int(rng.integers(0, 10**6)), "coo") for r in range(n)]
+    log = MessageLog(n, 2, [m for m in msgs if m.src != m.dst])
+    costs, options = Costs(spec, WorkCost.zero()), {"local_flows": 0, "exact_flows": 0}
+    net = Network(costs, "maxmin", options)
+    client = LogReplay(net, log)
+    client.run_compiled()
+    fast, fast_now = client.timing(), net.clock.now
+    slow, slow_now, slow_net = general(log, costs, "maxmin", options, oracle=False)
+    for field in FIELDS:
+        assert np.array_equal(getattr(fast, field), getattr(slow, field), equal_nan=True), field
+    assert (fast.events, fast_now) == (slow.events, slow_now)
+    model, other = net.model, slow_net.model
+    assert (model.solves, model.warm, model.local) == (other.solves, other.warm, other.local) and model.local > 0

@@ -14,7 +14,7 @@ from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.network import Network
 from zensim.net.replay import LogReplay, replay
 from zensim.net.topology import ClusterSpec
-from zensim.net.waterfill import LinkState, solve_flows, warm_flows, waterfill
+from zensim.net.waterfill import LinkState, _fill_levels, make_workspace, patch_compiled, solve_flows, warm_flows, waterfill
 from zensim.run import Tables
 from zensim.run.log import Message, MessageLog
 from zensim.schemes import build_scheme
@@ -164,12 +164,14 @@ ADVERSARIAL = {"another component": (_freed_in_another_component, lambda: cluste
                "fan-in 4094 x 1 kB": (lambda: _fan_in(4094, 1000), lambda: cluster(4096))}
 
 
-@pytest.mark.parametrize("options", [{}, {"exact_flows": 0}], ids=["default", "allowance-alone"])
+@pytest.mark.parametrize("options", [{}, {"exact_flows": 0}, {"exact_flows": 0, "local_flows": 0}],
+                         ids=["default", "allowance-alone", "link-re-solves"])
 @pytest.mark.parametrize("case", list(ADVERSARIAL))
 def test_fast_default_within_half_a_percent_of_exact(case, options):
-    """The default mode, and the allowance alone (every component batched, however small), give the
-    makespan within 0.5% of exact max-min, and every rank's finish time within 1% of the makespan, also
-    on logs built to leave freed capacity idle."""
+    """The default mode, the allowance alone (every component batched, however small), and every link
+    that runs out re-solved alone (local_flows 0: fastmaxmin._patch, wherever no flow joined since the
+    component's solve) give the makespan within 0.5% of exact max-min, and every rank's finish time
+    within 1% of the makespan, also on logs built to leave freed capacity idle."""
     make_log, spec = ADVERSARIAL[case]
     log, topo = make_log(), spec()
     exact = replay(log, Costs(topo, WorkCost.zero()), NAME, options={"batch": 0}).stage_end[:, -1]
@@ -403,3 +405,70 @@ def test_stage_ends_at_16x8_move_with_the_bytes_under_exact_max_min(zen_layout_t
     assert np.abs(noisy.nbytes - log.nbytes).max() <= 1e-5 * log.nbytes.max()
     assert np.abs(moved.stage_end - exact.stage_end).max() > 0.01 * exact.makespan
     assert abs(moved.makespan / exact.makespan - 1) <= 0.005
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_patch_re_solves_one_link_in_what_the_others_leave(seed):
+    """A link's local re-solve (waterfill.patch_compiled) after departures: only its flows change rate;
+    every link stays within its capacity; each of its flows has a bottleneck among its links (k full
+    with no flow of k faster, or another link full), and rises wherever capacity is left on all its
+    links; per link, the rates used less those freed is still its load; k's allowance restarts as after
+    a solve, and on the other links a rise is freed capacity taken up at `now` (the service already
+    lost kept)."""
+    rng = np.random.default_rng(seed)
+    links, total, now = 12, 90, 1.0
+    routes, cap = random_routes(rng, links, total, width=2)
+    left, base, born = rng.uniform(1, 50, total), np.zeros(total), np.zeros(total)
+    rate, alive, state = np.zeros(total), np.ones(total, bool), LinkState(links + 1)
+    solve_flows(np.arange(total), alive, left, base, rate, born, routes, cap, 0.0, 0.25, state)
+    for f in rng.choice(total, 30, replace=False):  # departures at 0.5, as MaxMin._depart counts them
+        alive[f] = False
+        for k in set(routes[f].tolist()) - {links}:
+            state.freed[k] += rate[f]
+            state.freed_t[k] += rate[f] * 0.5
+    k = int(rng.integers(links))
+    on_k = np.flatnonzero((routes == k).any(axis=1))
+    before = rate.copy()
+    lost = {j: state.spent[j] + state.freed[j] * now - state.freed_t[j] for j in range(links)}
+    ws = state.workspace(len(on_k), routes.shape[1])
+    count, moved, nused = patch_compiled(on_k.astype(np.int32), len(on_k), k, alive, left, base, rate, born, routes, cap, now, 0.25,
+                           state.busy_from, state.room, state.spent, state.freed, state.freed_t, state.last, state.slot,
+                           state.used, state.peak, state.level, ws)
+    patched = ws.keep[:count]
+    assert sorted(patched.tolist()) == on_k[alive[on_k]].tolist() and (state.slot == -1).all()
+    assert sorted(ws.links[:nused].tolist()) == sorted(set(routes[patched].ravel().tolist()) - {links})
+    others = np.setdiff1d(np.arange(total), patched)
+    assert rate[others].tolist() == before[others].tolist()
+    carried = [np.flatnonzero(alive & (routes == j).any(axis=1)) for j in range(links)]
+    load = np.array([rate[fs].sum() for fs in carried])
+    assert (load <= cap[:links] * (1 + 1e-9)).all()
+    assert state.used[:links] - state.freed[:links] == pytest.approx(load, rel=1e-9, abs=1e-9)
+    full = load >= cap[:links] * (1 - 1e-9)
+    for f in patched:
+        mine = [j for j in routes[f] if j < links]
+        assert any(full[j] and (j != k or rate[f] >= rate[carried[k]].max() * (1 - 1e-12)) for j in mine), f
+    assert ws.finish[:count] == pytest.approx(now + left[patched] / rate[patched], rel=1e-15)
+    changed = patched[rate[patched] != before[patched]]
+    assert ws.flows[:moved].tolist() == changed.tolist() and ws.part[:moved].tolist() == ws.finish[:count][
+        rate[patched] != before[patched]].tolist()
+    assert state.freed[k] == 0 and state.last[k] == ws.finish[:count].max()
+    for j in range(links):  # the service lost so far is kept; only the projection moves
+        if j != k:
+            assert state.spent[j] + state.freed[j] * now - state.freed_t[j] == pytest.approx(lost[j], rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_heap_fill_gives_the_progressive_filling_rates(seed):
+    """The link re-solve's filling by a heap of fair shares (waterfill._fill_levels) gives waterfill's
+    rates and saturation levels, to round-off, on random instances with many distinct levels."""
+    rng = np.random.default_rng(seed)
+    links, total = int(rng.integers(3, 40)), int(rng.integers(1, 300))
+    routes, cap = random_routes(rng, links, total)
+    want_rate, want_level = waterfill(routes, cap)
+    ws = make_workspace(total, links + 1, routes.shape[1])
+    rate, level = np.empty(total), np.empty(links + 1)
+    _fill_levels(routes.astype(np.int32), total, cap, links + 1, ws, rate, level)
+    assert rate == pytest.approx(want_rate, rel=1e-12)
+    assert (np.isfinite(level[:links]) == np.isfinite(want_level[:links])).all()
+    assert level[:links][np.isfinite(level[:links])] == pytest.approx(want_level[:links][np.isfinite(want_level[:links])],
+                                                                        rel=1e-12)

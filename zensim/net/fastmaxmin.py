@@ -50,13 +50,16 @@ from zensim.net import fastloop
 from zensim.net.fastloop import (FINISH, IDS, MODEL, SENT, START, Program, advance, arrived, grow, inlined, pop, push,
                                  push_late, resume, sends, uncounted)
 from zensim.net.efficiency import capacities
-from zensim.net.waterfill import LinkState, make_workspace, share_of_room, solve_compiled, warm_compiled
+from zensim.net.waterfill import (LinkState, make_workspace, patch_compiled, share_of_room, solve_compiled,
+                                  warm_compiled)
 
 if TYPE_CHECKING:
     from zensim.net.models.base import ReplayNetwork
 
 TIE = 1e-12  # relative tolerance: flows finishing "now"
 DEFER = 1 / 64  # the part of what is left of a link's allowance a departure may actually lose before its re-solve
+LOCAL_DEFER = 1 / 8  # the same where the link is re-solved alone (_patch)
+LOCAL_BUDGET = 1 / 2  # a component's link re-solves since its solve re-solve at most this part of its flows
 HEAD = 256  # a departure segment's sorted head: at least this many flows
 FIRST = 64  # its first head: 1/FIRST of its flows (it is often replaced by the next solve soon), later ones 1/8
 
@@ -66,15 +69,21 @@ _STAMP, _VERSION, _ARMED, _ACTIVE, _SOLVES, _COMPS, _JOINED, _HEADS, _DUE, _STAC
 # ... the segment ids made, the arena's used length, the oldest segment id that may be live, the roots a
 # flush solves (_flush_join), whether a flush waits for _loop to solve them and the most flows listed in one
 _SEGS, _ARENA, _OLDEST, _ROOTS, _HELD, _MOST = range(11, 17)
-_STATE = 17  # the integer state's length
+# ... the local re-solves': the index arena's generation and used length, the link re-solves made, and what
+# a flush's link re-solves need (_flush_join): arena entries and segments
+_IGEN, _INDEX, _LOCAL, _PROOM, _PSEGS = range(17, 22)
+_STATE = 22  # the integer state's length
 COMPILE_S = 60  # about this many seconds of CPU compile _loop (zensim.jit.announce)
 # Per component id (the module docstring's state): its union-find parent; its flow list (first, last,
 # size) and pieces; its flows alive; its check time and solve count (`epoch`); whether it exists and is
 # due; its segment list (seg_first, seg_last); its deferred departures' time; its flows joined since its
 # last solve (the first, `fresh`, and how many, `nnew`); whether freed capacity or a merge made it due
-# (`full`: then no _warm). Read by name (comp.due); NUMBA_DISABLE_JIT=1 runs the same code as Python.
+# (`full`: then no _warm); its index (_index: its links' run in the index arena, `lfirst` and `nlinks`, and
+# the arena generation it was made in, `igen`, -1 for none), the flows its link re-solves re-solved since its
+# last solve (`patched`) and this flush's links to re-solve (`pfirst`, `pcount` into scratch.due_links; -1:
+# none, -2: listed once its index is made). Read by name (comp.due); NUMBA_DISABLE_JIT=1 runs the same code as Python.
 Comps = namedtuple("Comps", "parent first last size nparts living check epoch exists due seg_first seg_last deferred "
-                            "fresh nnew full")
+                            "fresh nnew full lfirst nlinks igen patched pfirst pcount")
 # The departure segments, arrays: per segment id (in solve order) where its run of the arena starts and its
 # length, the end of its sorted head and how far it is taken (both counted from its start), whether it is
 # live and the next segment of its component (`following`, -1 last); the arena: per entry a flow's finish
@@ -87,23 +96,28 @@ Segments = namedtuple("Segments", "base size head taken live following finish fl
 # per component (`Comps`), scratch arrays, the integer state (`ms`: _STAMP..), the time of the armed
 # departure event (`fs`), the efficiency tables (`host`), the segments (`seg`) and the solves' scratch
 # (`ws`: waterfill.Workspace). Arrays only, so that the functions of the loop can take it uncounted
-# (fastloop.uncounted): they allocate nothing; _loop grows what a flush may fill before it (_fit).
-Model = namedtuple("Model", "wire flow link comp scratch ms fs host seg ws")
+# (fastloop.uncounted): they allocate nothing; _loop grows what a flush may fill before it (_fit). `index`:
+# the index arena (_index: per large component its links, then per link its flows; int32, fastloop.IDS).
+Model = namedtuple("Model", "wire flow link comp scratch ms fs host seg ws index")
 # The network as the loop reads it: per message its route with the padding last (`croutes`) and as the
 # network holds it, its bytes and route latency; per link its capacity (and infinity for the padding
-# link `pad`); the re-solve allowance (MaxMin.batch) and the size of component solved exactly (MaxMin.exact_flows).
-Wire = namedtuple("Wire", "croutes routes nbytes capacity latency pad batch exact_flows")
+# link `pad`); the re-solve allowance (MaxMin.batch), the size of component solved exactly (MaxMin.exact_flows)
+# and the size above which a link that runs out is re-solved alone (MaxMin.local_flows).
+Wire = namedtuple("Wire", "croutes routes nbytes capacity latency pad batch exact_flows local_flows")
 # Per flow (network message id): its bytes left at `base_time`, its rate, segment and component (-1:
 # none), whether it is alive (shared, not yet departed), its isolation stamp (0: not isolated) and an
 # isolated flow's start and rate, the next flow of its component, its start (the network's sent_at).
 Flows = namedtuple("Flows", "left base_time rate segment_of alive comp_of stamp iso_start iso_rate following born")
-# Per link (and the padding link): its flows, its component, its isolated flow (-1: none), and
-# waterfill.LinkState's arrays (the allowance and the last solve's rates on it).
-Links = namedtuple("Links", "nflows comp_on isolated_on busy_from room spent freed freed_t last slot used peak level")
+# Per link (and the padding link): its flows, its component, its isolated flow (-1: none),
+# waterfill.LinkState's arrays (the allowance and the last solve's rates on it) and its run of flows in the
+# index arena (`ibase`, `icount`: _index).
+Links = namedtuple("Links", "nflows comp_on isolated_on busy_from room spent freed freed_t last slot used peak level "
+                            "ibase icount")
 # Scratch arrays of one step: the flows joined this instant, the flows departing, the stack of due
 # components, their roots, and the components one step works through (a flow's in _join, the ones
-# waiting for a check in _depart).
-Scratch = namedtuple("Scratch", "joined gone stack roots comps")
+# waiting for a check in _depart) and the links a flush re-solves alone (`due_links`: _flush_join; its
+# second half for a component whose index the flush makes first).
+Scratch = namedtuple("Scratch", "joined gone stack roots comps due_links")
 # The efficiency tables (MaxMin._capacities, zensim.net.efficiency): the host efficiency h(0..) (`table`)
 # and the NIC efficiency eff(0..) (`eff`), each of length 0 without; per link whether it is a NIC's, its
 # capacity for a flow alone on it (MaxMin.alone: x eff(1) on NICs) and the capacities of a solve
@@ -128,7 +142,7 @@ def run(net: ReplayNetwork, clients: Sequence, program: Program) -> tuple[np.nda
     nbytes = np.ascontiguousarray(net.nbytes[:count], dtype=np.float64)
     latency = np.ascontiguousarray(net.route_latency[:count], dtype=np.float64)
     wire = Wire(fastloop.compact_routes(net), routes, nbytes, np.append(net.capacity, np.inf), latency, net.num_links,
-                float(net.model.batch), int(net.model.exact_flows))
+                float(net.model.batch), int(net.model.exact_flows), int(net.model.local_flows))
     # a flow's start is the network's sent_at (NaN: nothing sent yet, applies), written in place
     sent_at, delivered_at = net.sent_at[:count], net.delivered_at[:count]
     mm = model_state(net, count, wire, sent_at)
@@ -160,16 +174,19 @@ def model_state(net: ReplayNetwork, size: int, wire: Wire, born: np.ndarray, old
                  np.zeros(comps, np.int64), np.zeros(comps, np.int64), np.zeros(comps, np.int64), np.empty(comps),
                  np.zeros(comps, np.int64), np.zeros(comps, np.bool_), np.zeros(comps, np.bool_),
                  np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps), np.empty(comps, np.int64),
-                 np.zeros(comps, np.int64), np.zeros(comps, np.bool_))
+                 np.zeros(comps, np.int64), np.zeros(comps, np.bool_), np.empty(comps, np.int64),
+                 np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps, np.int64),
+                 np.empty(comps, np.int64), np.empty(comps, np.int64))
     scratch = Scratch(np.empty(size, np.int64), np.empty(size, np.int64), np.empty(comps, np.int64),
-                      np.empty(comps, np.int64), np.empty(comps, np.int64))
+                      np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(2 * links, np.int64))
     if old is not None:
         for new, was in zip(flow[:-1] + comp + scratch, old.flow[:-1] + old.comp + old.scratch):
             new[:len(was)] = was
-        return Model(wire, flow, old.link, comp, scratch, old.ms, old.fs, old.host, old.seg, old.ws)
+        return Model(wire, flow, old.link, comp, scratch, old.ms, old.fs, old.host, old.seg, old.ws, old.index)
     ls = LinkState(links)
     link = Links(np.zeros(links, np.int64), np.full(links, -1), np.full(links, -1), ls.busy_from, ls.room, ls.spent,
-                 ls.freed, ls.freed_t, ls.last, ls.slot, ls.used, ls.peak, ls.level)
+                 ls.freed, ls.freed_t, ls.last, ls.slot, ls.used, ls.peak, ls.level, np.zeros(links, np.int64),
+                 np.zeros(links, np.int64))
     nic = np.zeros(links, dtype=bool)
     nic[net.nic_links] = True
     nic_table = np.array(net.nic_efficiency or [], dtype=np.float64)
@@ -184,7 +201,8 @@ def model_state(net: ReplayNetwork, size: int, wire: Wire, born: np.ndarray, old
                    np.empty(64, np.int64), np.empty(16, np.int64), np.zeros(16, np.bool_), np.empty((16, 2)))
     # built as Python (its py_func), so that nothing compiles before run() announces the loop's compile
     ws = getattr(make_workspace, "py_func", make_workspace)(16, len(wire.capacity), wire.routes.shape[1])
-    return Model(wire, flow, link, comp, scratch, np.zeros(_STATE, np.int64), np.full(1, np.inf), host, seg, ws)
+    return Model(wire, flow, link, comp, scratch, np.zeros(_STATE, np.int64), np.full(1, np.inf), host, seg, ws,
+                 np.empty(16, IDS))
 
 
 # -- components and segments ------------------------------------------------------------------
@@ -360,13 +378,20 @@ def _refill(s, seg):  # pragma: no cover (compiled)
 
 
 @uncounted
-def _next(s, seg):  # pragma: no cover (compiled)
-    """The earliest finish of segment s not yet taken (-1 when all are)."""
-    if seg.taken[s] == seg.head[s]:
-        if seg.head[s] == seg.size[s]:
-            return -1.0
-        _refill(s, seg)
-    return seg.finish[seg.base[s] + seg.order[seg.base[s] + seg.taken[s]]]
+def _next(s, seg, flow):  # pragma: no cover (compiled)
+    """The earliest finish of segment s not yet taken (-1 when all are), passing over the flows no longer
+    in it (re-solved alone since: _patch) or gone, so that no departure event waits for them."""
+    base, segment_of, alive = seg.base[s], flow.segment_of, flow.alive
+    while True:
+        if seg.taken[s] == seg.head[s]:
+            if seg.head[s] == seg.size[s]:
+                return -1.0
+            _refill(s, seg)
+        p = seg.order[base + seg.taken[s]]
+        m = seg.flows[base + p]
+        if segment_of[m] == s and alive[m]:
+            return seg.finish[base + p]
+        seg.taken[s] += 1
 
 
 @uncounted
@@ -377,7 +402,7 @@ def _take(s, horizon, seg, flow, gone, count):  # pragma: no cover (compiled)
     finish, flows, order = seg.finish, seg.flows, seg.order
     base = seg.base[s]
     while True:
-        first = _next(s, seg)
+        first = _next(s, seg, flow)
         if first < 0 or first > horizon:
             return count
         pos, head = seg.taken[s], seg.head[s]
@@ -612,8 +637,10 @@ def _join(mm):  # pragma: no cover (compiled)
                 exists[root] = True
                 parent[root], check[root], deferred[root] = root, np.inf, np.inf
                 first[root] = last[root] = seg_first[root] = seg_last[root] = fresh[root] = -1
+                comp.patched[root], comp.pcount[root] = 0, -1
             _due(root, comp, scratch, ms)
         following[m] = -1
+        comp.igen[root] = -1  # its index lists its flows as of its last solve: it lapses
         if nnew[root] == 0:
             fresh[root] = m
         nnew[root] += 1
@@ -658,7 +685,8 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
         m = following[m]
     s = seg_first[c]
     tables = len(host.table) > 0 or len(host.eff) > 0
-    partial = s >= 0 and s == comp.seg_last[c] and not tables  # one segment: MaxMin._solve's partial re-solve
+    # one segment and no link re-solved alone since: MaxMin._solve's partial re-solve
+    partial = s >= 0 and s == comp.seg_last[c] and not tables and comp.patched[c] == 0
     while s >= 0:
         _drop(s, seg)
         s = seg_next[s]
@@ -675,6 +703,8 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
     epoch[c] += 1
     ms[_SOLVES] += 1
     seg_first[c] = -1
+    comp.patched[c] = 0
+    comp.igen[c] = -1  # its index is made when one of its links first runs out (_flush_solve)
     _segment(c, keep, count, ws.finish, mm)
 
 
@@ -730,10 +760,12 @@ def _segment(c, flows, count, finish, mm):  # pragma: no cover (compiled)
 
 
 @inlined
-def _flush_join(mm):  # pragma: no cover (compiled)
+def _flush_join(now, mm):  # pragma: no cover (compiled)
     """End of an instant, first part: place new shared flows; the components to solve (every due one,
     with a host efficiency every one) into scratch.roots[:ms[_ROOTS]] in id order (repeats side by
-    side). Returns the most flows listed in one of them (what a solve's workspace must hold)."""
+    side), and of those that re-solve only their links that ran out (_local) those links (_due_links).
+    Returns the most flows listed in one of them or on one such link (what a solve's workspace must
+    hold)."""
     comp, scratch, ms, host = mm.comp, mm.scratch, mm.ms, mm.host
     parent, exists, due, size = comp.parent, comp.exists, comp.due, comp.size
     ms[_ARMED] = 0
@@ -748,17 +780,30 @@ def _flush_join(mm):  # pragma: no cover (compiled)
             count += 1
     _sort(roots, 0, count, mm.fs[:0], 0)
     ms[_ROOTS] = count
+    ms[_PROOM] = ms[_PSEGS] = 0
     most = 0
     for i in range(count):
-        if exists[roots[i]]:
-            most = max(most, size[roots[i]])
+        c = roots[i]
+        if exists[c] and (i == 0 or c != roots[i - 1]):
+            if not _local(c, mm):
+                most = max(most, size[c])
+            elif comp.igen[c] == ms[_IGEN]:
+                ms[_PSEGS] = _due_links(c, now, mm, ms[_PSEGS])
+                most = max(most, ms[_MOST])
+            else:  # its index first (_flush_solve): room for it and for re-solving every link
+                comp.pcount[c] = -2
+                most = max(most, size[c])
+                ms[_PROOM] += mm.wire.croutes.shape[1] * comp.living[c]
+                ms[_PSEGS] += len(mm.wire.capacity)
     return most
 
 
 @uncounted
 def _flush_solve(now, mm, heap, st):  # pragma: no cover (compiled)
-    """End of an instant, second part: solve the components _flush_join chose, in id order (where only
-    flows joined one, and no component merged into it, first try _warm; not with an efficiency table)."""
+    """End of an instant, second part: solve the components _flush_join chose, in id order: where it
+    listed links that ran out, only those (_patch); else where only flows joined one, and no component
+    merged into it and no link of it was re-solved alone since its solve, first try _warm (not with an
+    efficiency table)."""
     comp, scratch, ms, batch, host = mm.comp, mm.scratch, mm.ms, mm.wire.batch, mm.host
     tables = len(host.table) > 0 or len(host.eff) > 0
     living, exists, due, nnew, full = comp.living, comp.exists, comp.due, comp.nnew, comp.full
@@ -766,8 +811,13 @@ def _flush_solve(now, mm, heap, st):  # pragma: no cover (compiled)
     for i in range(ms[_ROOTS]):
         c = roots[i]
         if (i == 0 or c != roots[i - 1]) and exists[c]:
-            if (batch == 0 or living[c] <= mm.wire.exact_flows or tables or full[c] or not 0 < nnew[c] < living[c]
-                    or not _warm(c, now, mm)):
+            if comp.pcount[c] == -2:  # its links listed after its index (the second half of due_links)
+                _index(c, mm)
+                _due_links(c, now, mm, len(mm.wire.capacity))
+            if comp.pcount[c] >= 0:
+                _patch(c, now, mm, heap, st)
+            elif (batch == 0 or living[c] <= mm.wire.exact_flows or tables or full[c] or comp.patched[c]
+                    or not 0 < nnew[c] < living[c] or not _warm(c, now, mm)):
                 _solve(c, now, mm)
     for i in range(ms[_STACK]):
         due[stack[i]] = full[stack[i]] = False
@@ -778,10 +828,12 @@ def _flush_solve(now, mm, heap, st):  # pragma: no cover (compiled)
 @uncounted
 def _fits(mm, most):  # pragma: no cover (compiled)
     """Whether a flush's solves fit in the model's arrays as they are: a workspace for `most` flows, a
-    segment and a head per root, an arena run per flow alive (_fit grows them)."""
+    segment and a head per root and per link re-solved alone, an arena run per flow alive and per flow
+    of those links, an index arena for `most` flows (_fit grows them)."""
     seg, ms = mm.seg, mm.ms
-    return (most <= len(mm.ws.flows) and ms[_SEGS] + ms[_ROOTS] <= len(seg.live)
-            and ms[_HEADS] + ms[_ROOTS] <= seg.heads.shape[0] and ms[_ARENA] + ms[_ACTIVE] <= len(seg.finish))
+    segs = ms[_ROOTS] + ms[_PSEGS]
+    return (most <= len(mm.ws.flows) and ms[_SEGS] + segs <= len(seg.live) and ms[_HEADS] + segs <= seg.heads.shape[0]
+            and ms[_ARENA] + ms[_ACTIVE] + ms[_PROOM] <= len(seg.finish) and _indexed(mm, most) <= len(mm.index))
 
 
 @numba.njit(cache=True)
@@ -795,29 +847,183 @@ def _larger(a, need):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _fit(mm, most):  # pragma: no cover (compiled)
     """The model with room for a flush's solves (_fits): the workspace and the selection's scratch for
-    `most` flows, the per-segment arrays and the heads for a segment per root, the arena for a run per
-    flow alive (packed first: _compact, then grown where it stays over half full)."""
+    `most` flows, the per-segment arrays and the heads for a segment per root and per link re-solved
+    alone, the arena for a run per flow alive and per flow of those links (packed first: _compact, then
+    grown where it stays over half full), the index arena (its contents kept)."""
     seg, ms, ws = mm.seg, mm.ms, mm.ws
     finish, flows, order = seg.finish, seg.flows, seg.order
-    packed = ms[_ARENA] + ms[_ACTIVE] > len(finish)
+    entries = ms[_ACTIVE] + ms[_PROOM]
+    packed = ms[_ARENA] + entries > len(finish)
     if packed:  # in place, before any per-segment array is copied
         _compact(seg, ms)
     pick, mark, heads = seg.pick, seg.mark, seg.heads
     if most > len(ws.flows):
         ws = make_workspace(max(most, 2 * len(ws.flows)), len(ws.links), ws.sub.shape[1])
         pick, mark = np.empty(len(ws.flows), np.int64), np.zeros(len(ws.flows), np.bool_)
-    need = ms[_SEGS] + ms[_ROOTS]
+    need = ms[_SEGS] + ms[_ROOTS] + ms[_PSEGS]
     base, size, head, taken, live, following = seg.base, seg.size, seg.head, seg.taken, seg.live, seg.following
     if need > len(live):
         base, size, head, taken = _larger(base, need), _larger(size, need), _larger(head, need), _larger(taken, need)
         live, following = _larger(live, need), _larger(following, need)
-    if ms[_HEADS] + ms[_ROOTS] > heads.shape[0]:
-        heads = grow(heads, ms[_HEADS] + ms[_ROOTS])
-    if packed and (ms[_ARENA] + ms[_ACTIVE] > len(finish) or 2 * ms[_ARENA] > len(finish)):
-        need = ms[_ARENA] + ms[_ACTIVE]
+    if ms[_HEADS] + ms[_ROOTS] + ms[_PSEGS] > heads.shape[0]:
+        heads = grow(heads, ms[_HEADS] + ms[_ROOTS] + ms[_PSEGS])
+    if packed and (ms[_ARENA] + entries > len(finish) or 2 * ms[_ARENA] > len(finish)):
+        need = ms[_ARENA] + entries
         finish, flows, order = _larger(finish, need), _larger(flows, need), _larger(order, need)
     seg = Segments(base, size, head, taken, live, following, finish, flows, order, pick, mark, heads)
-    return Model(mm.wire, mm.flow, mm.link, mm.comp, mm.scratch, ms, mm.fs, mm.host, seg, ws)
+    index = mm.index
+    if _indexed(mm, most) > len(index):
+        index = _larger(index, _indexed(mm, most))
+    return Model(mm.wire, mm.flow, mm.link, mm.comp, mm.scratch, ms, mm.fs, mm.host, seg, ws, index)
+
+
+# -- local re-solves --------------------------------------------------------------------------
+# Where a link of a large component (more than wire.local_flows flows alive) runs out of allowance and no
+# flow joined the component this instant, only that link's flows are re-solved (_patch), every other flow
+# keeping its rate; the component is solved whole when its link re-solves since its last solve have
+# re-solved LOCAL_BUDGET of its flows, or when flows join it. Its index of flows by link (_index) is made
+# at its first link re-solve after a solve or a join, in one pass over its flows: a solve's cost follows
+# the links that ran out, not the component (docs/simulator.md, "Local re-solves").
+
+
+@uncounted
+def _runs_out(k, exact, defer, link):  # pragma: no cover (compiled)
+    """When link k will have lost `defer` of what is left of its allowance to the capacity freed on it
+    since its last solve, where its projected loss exceeds the allowance (`exact`: none, on a saturated
+    link); inf where it does not."""
+    free, free_t, lost = link.freed[k], link.freed_t[k], link.spent[k]
+    allowance = share_of_room(link.room[k], link.used[k], free)
+    if exact and allowance < np.inf:  # a saturated link: its freed capacity is taken up at once
+        allowance = 0.0
+    if free > 0 and lost + free * link.last[k] - free_t > allowance:
+        return ((allowance - lost) * defer + free_t) / free
+    return np.inf
+
+
+@uncounted
+def _local(c, mm):  # pragma: no cover (compiled)
+    """Whether due component c re-solves only its links that ran out (_patch): batched, no efficiency
+    table, more than exact_flows and local_flows flows alive, no flow joined it this instant, and its
+    link re-solves since its solve re-solved fewer than LOCAL_BUDGET of its flows."""
+    comp, wire, host = mm.comp, mm.wire, mm.host
+    return (comp.nnew[c] == 0 and comp.living[c] > max(wire.exact_flows, wire.local_flows) and wire.batch > 0
+            and len(host.table) == 0 and len(host.eff) == 0 and comp.patched[c] < LOCAL_BUDGET * comp.living[c])
+
+
+@uncounted
+def _due_links(c, now, mm, at):  # pragma: no cover (compiled)
+    """Component c's links that ran out by now (_runs_out), into scratch.due_links from `at` (comp.pfirst,
+    pcount), their flows added to what this flush needs (ms[_PROOM]) and the most on one into ms[_MOST];
+    the earliest time another of its links runs out into comp.check (_patch's next check). Returns
+    where the list ends."""
+    comp, link, ms, index, due = mm.comp, mm.link, mm.ms, mm.index, mm.scratch.due_links
+    comp.pfirst[c] = at
+    most = 0
+    rest = np.inf
+    for i in range(comp.lfirst[c], comp.lfirst[c] + comp.nlinks[c]):
+        k = np.int64(index[i])
+        if link.nflows[k] > 0:
+            when = _runs_out(k, False, LOCAL_DEFER, link)
+            if when <= now * (1 + TIE):
+                due[at] = k
+                at += 1
+                ms[_PROOM] += link.icount[k]
+                most = max(most, link.icount[k])
+            else:
+                rest = min(rest, when)
+    comp.pcount[c] = at - comp.pfirst[c]
+    comp.check[c] = rest
+    ms[_MOST] = most
+    return at
+
+
+@uncounted
+def _patch(c, now, mm, heap, st):  # pragma: no cover (compiled)
+    """Re-solve component c's links that _due_links listed, each alone (waterfill.patch_compiled: a
+    departure segment of its flows whose rate changed), then check c again when its next link runs out: the earliest of
+    the others' (_due_links) and of the links whose flows' rates changed."""
+    wire, flow, link, comp, ms, ws, index = mm.wire, mm.flow, mm.link, mm.comp, mm.ms, mm.ws, mm.index
+    due = mm.scratch.due_links
+    when = comp.check[c]
+    for i in range(comp.pfirst[c], comp.pfirst[c] + comp.pcount[c]):
+        k = due[i]
+        b, n = link.ibase[k], link.icount[k]
+        count, moved, nused = patch_compiled(index[b:b + n], n, k, flow.alive, flow.left, flow.base_time, flow.rate,
+                                             flow.born, wire.routes, wire.capacity, now, wire.batch, link.busy_from,
+                                             link.room, link.spent, link.freed, link.freed_t, link.last, link.slot,
+                                             link.used, link.peak, link.level, ws)
+        if moved:  # a segment of the flows whose rate changed (the others' finish times stand)
+            _segment(c, ws.flows, moved, ws.part, mm)
+        if count:
+            comp.patched[c] += count
+            for u in range(nused):  # the links of its flows (k among them), as patch_compiled numbered them
+                if link.nflows[ws.links[u]] > 0:
+                    when = min(when, _runs_out(ws.links[u], False, LOCAL_DEFER, link))
+        ms[_LOCAL] += 1
+    comp.pcount[c] = -1
+    comp.epoch[c] += 1
+    comp.check[c] = when
+    if when < np.inf:
+        push(heap, st, now + max(when - now, 0.0), _CHECK, c, comp.epoch[c], 0.0)
+
+
+@uncounted
+def _indexed(mm, most):  # pragma: no cover (compiled)
+    """The index arena a solve of `most` flows needs (none at most wire.local_flows): its links and a
+    run per incidence, at most 2 x most x the route width."""
+    return 2 * most * mm.wire.croutes.shape[1] if most > mm.wire.local_flows and mm.wire.batch > 0 else 0
+
+
+@uncounted
+def _index(c, mm):  # pragma: no cover (compiled)
+    """Component c's index: its flows alive listed in ws.keep, then its links (comp.lfirst, nlinks) and
+    per link its flows (link.ibase, icount) at the index arena's end; the arena is started over where it
+    has no room (a new generation, ms[_IGEN]: the other components' indexes lapse)."""
+    croutes, pad = mm.wire.croutes, mm.wire.pad
+    keep, index, ibase, icount, ms = mm.ws.keep, mm.index, mm.link.ibase, mm.link.icount, mm.ms
+    width = croutes.shape[1]
+    count = 0
+    m = mm.comp.first[c]
+    for _ in range(mm.comp.size[c]):
+        if mm.flow.alive[m]:
+            keep[count] = m
+            count += 1
+        m = mm.flow.following[m]
+    if ms[_INDEX] + _indexed(mm, count) > len(index):
+        ms[_INDEX] = 0
+        ms[_IGEN] += 1
+    at = ms[_INDEX]
+    for i in range(count):
+        for h in range(width):
+            k = croutes[keep[i], h]
+            if k == pad:
+                break
+            icount[k] = 0
+    nlinks = 0
+    for i in range(count):
+        for h in range(width):
+            k = croutes[keep[i], h]
+            if k == pad:
+                break
+            if icount[k] == 0:
+                index[at + nlinks] = k
+                nlinks += 1
+            icount[k] += 1
+    pos = at + nlinks
+    for j in range(nlinks):
+        k = index[at + j]
+        ibase[k] = pos
+        pos += icount[k]
+        icount[k] = 0
+    for i in range(count):
+        for h in range(width):
+            k = croutes[keep[i], h]
+            if k == pad:
+                break
+            index[ibase[k] + icount[k]] = keep[i]
+            icount[k] += 1
+    mm.comp.lfirst[c], mm.comp.nlinks[c], mm.comp.igen[c] = at, nlinks, ms[_IGEN]
+    ms[_INDEX] = pos
 
 
 # -- departures -------------------------------------------------------------------------------
@@ -847,8 +1053,7 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
     scratch, ms, fs, host = mm.scratch, mm.ms, mm.fs, mm.host
     croutes, latency, pad, batch = wire.croutes, wire.latency, wire.pad, wire.batch
     left, rate, alive, comp_of = flow.left, flow.rate, flow.alive, flow.comp_of
-    nflows, comp_on, room, spent, freed = link.nflows, link.comp_on, link.room, link.spent, link.freed
-    freed_t, last, used = link.freed_t, link.last, link.used
+    nflows, comp_on, freed, freed_t = link.nflows, link.comp_on, link.freed, link.freed_t
     parent, living, check, epoch = comp.parent, comp.living, comp.check, comp.epoch
     exists, due, deferred = comp.exists, comp.due, comp.deferred
     gone, waiting, seg = scratch.gone, scratch.comps, mm.seg
@@ -862,7 +1067,7 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
         if not seg.live[s]:
             continue
         count = _take(s, horizon, seg, flow, gone, count)
-        upcoming = _next(s, seg)
+        upcoming = _next(s, seg, flow)
         if upcoming < 0:
             _drop(s, seg)
         else:
@@ -889,13 +1094,10 @@ def _depart(version, now, mm, heap, st):  # pragma: no cover (compiled)
             if nflows[k] == 0:
                 comp_on[k] = -1
                 continue
-            freed[k] = free = freed[k] + r
-            freed_t[k] = free_t = freed_t[k] + r * now
-            lost, allowance = spent[k], share_of_room(room[k], used[k], free)
-            if exact and allowance < np.inf:  # a saturated link: its freed capacity is taken up at once
-                allowance = 0.0
-            if lost + free * last[k] - free_t > allowance and living[c]:
-                when = ((allowance - lost) * DEFER + free_t) / free
+            freed[k] += r
+            freed_t[k] += r * now
+            when = _runs_out(k, exact, LOCAL_DEFER if comp.igen[c] == ms[_IGEN] else DEFER, link)
+            if when < np.inf and living[c]:
                 if exact or when <= now:
                     _due(c, comp, scratch, ms)
                     comp.full[c] = True
@@ -972,7 +1174,7 @@ def _events(now, rank, prog, messages, mm, extra, heap, st, out, sent_at, delive
             break
         now, kind, a, b, c = pop(heap, st)
         if kind == _FLUSH:
-            most = _flush_join(mm)
+            most = _flush_join(now, mm)
             if tables or not _fits(mm, most):
                 ms[_HELD], ms[_MOST] = 1, most
                 break
@@ -1017,14 +1219,14 @@ def _held(now, mm, most, heap, st):  # pragma: no cover (compiled)
 
 
 @numba.njit(cache=True)
-def _loop(wire, flow, link, comp, scratch, ms, fs, host, seg, ws, rank, messages, prog, extra, st, out, sent_at,
-          delivered_at):  # pragma: no cover (compiled)
+def _loop(wire, flow, link, comp, scratch, ms, fs, host, seg, ws, index, rank, messages, prog, extra, st, out,
+          sent_at, delivered_at):  # pragma: no cover (compiled)
     """The program's roots start at time 0, in order, then Clock.run(): events in (time, priority, order
     of scheduling) order. Returns the time of the last event. wire..ws: the model's arrays (model_state, a
     `Model`'s fields); the segments and the solves' workspace are grown here before a flush that needs
     more (_fits, _fit), as the heap is before a step (_room). The events run in _events (uncounted), which
     leaves here only for that and the efficiency tables' flushes."""
-    mm = Model(wire, flow, link, comp, scratch, ms, fs, host, seg, ws)
+    mm = Model(wire, flow, link, comp, scratch, ms, fs, host, seg, ws, index)
     heap = np.empty((len(sent_at) + 3 * extra + 16, fastloop.ROW))
     now = 0.0
     for x in prog.roots:
@@ -1079,4 +1281,4 @@ def depart_step(version, now, mm, heap, st):  # pragma: no cover (compiled)
 def flush_step(now, mm, heap, st):  # pragma: no cover (compiled)
     """MaxMin._flush: the end of an instant (joins, solves; _held). Returns the model, grown where its
     solves needed more room. One event at most."""
-    return _held(now, mm, _flush_join(mm), heap, st)
+    return _held(now, mm, _flush_join(now, mm), heap, st)

@@ -61,10 +61,10 @@ def make_workspace(flows: int, links: int, width: int) -> Workspace:  # pragma: 
 
 
 @_uncounted
-def _fill(routes, flows, capacity, links, ws, rate, level):  # pragma: no cover (compiled)
-    """Progressive filling of the first `flows` rows of `routes` (link numbers, the padding links - 1)
-    under the first `links` entries of `capacity`: each flow's rate into rate[:flows], each link's
-    saturation level into level[:links] (ws: the scratch)."""
+def _incidences(routes, flows, links, ws):  # pragma: no cover (compiled)
+    """Per link (numbers 0..links-2, the padding links - 1) its count of the first `flows` rows of
+    `routes` (ws.count) and its run of entries (ws.start, ws.entries): each the flow and its other
+    links, padded with the padding."""
     width = routes.shape[1]
     dummy = links - 1
     count = ws.count
@@ -94,6 +94,17 @@ def _fill(routes, flows, capacity, links, ws, rate, level):  # pragma: no cover 
                     if h != j:
                         entries[o] = routes[f, h]
                         o += 1
+
+
+@_uncounted
+def _fill(routes, flows, capacity, links, ws, rate, level):  # pragma: no cover (compiled)
+    """Progressive filling of the first `flows` rows of `routes` (link numbers, the padding links - 1)
+    under the first `links` entries of `capacity`: each flow's rate into rate[:flows], each link's
+    saturation level into level[:links] (ws: the scratch)."""
+    width = routes.shape[1]
+    dummy = links - 1
+    _incidences(routes, flows, links, ws)
+    count, start, entries = ws.count, ws.start, ws.entries
     live = ws.live  # links still carrying unfixed flows (compacted as they empty)
     nlive = 0
     for k in range(dummy):
@@ -159,6 +170,95 @@ def _fill(routes, flows, capacity, links, ws, rate, level):  # pragma: no cover 
             if k != dummy and step_of[k] < first:
                 first = step_of[k]
         rate[f] = lows[first]
+
+
+@_uncounted
+def _sift(heap, at, size, key, pos):  # pragma: no cover (compiled)
+    """Restore the min-heap of links heap[:size] (by key[link]; pos[link] its place) around place `at`."""
+    k = heap[at]
+    while at > 0 and key[k] < key[heap[(at - 1) >> 1]]:
+        up = heap[(at - 1) >> 1]
+        heap[at], pos[up] = up, at
+        at = (at - 1) >> 1
+    while True:
+        child = 2 * at + 1
+        if child >= size:
+            break
+        if child + 1 < size and key[heap[child + 1]] < key[heap[child]]:
+            child += 1
+        if key[heap[child]] >= key[k]:
+            break
+        heap[at], pos[heap[child]] = heap[child], at
+        at = child
+    heap[at], pos[k] = k, at
+
+
+@_uncounted
+def _unheap(heap, at, size, key, pos):  # pragma: no cover (compiled)
+    """Remove place `at` from the min-heap heap[:size] (_sift); returns the new size."""
+    size -= 1
+    pos[heap[at]] = -1
+    if at < size:
+        heap[at] = heap[size]
+        _sift(heap, at, size, key, pos)
+    return size
+
+
+@_uncounted
+def _fill_levels(routes, flows, capacity, links, ws, rate, level):  # pragma: no cover (compiled)
+    """_fill with the links kept in a heap by fair share: O(incidences x log links) whatever the number of
+    levels, where _fill's pass over the live links per level costs levels x links. For a link's local
+    re-solve (patch_compiled), whose flows' other links, each with its own room, can saturate at as many
+    levels as it has flows. Links whose shares tie within a relative _TIE saturate together, as in _fill."""
+    width = routes.shape[1]
+    dummy = links - 1
+    _incidences(routes, flows, links, ws)
+    count, start, entries, residual, share = ws.count, ws.start, ws.entries, ws.residual, ws.share
+    heap, pos, saturated = ws.live, ws.step_of, ws.saturated
+    size = 0
+    for k in range(links):
+        residual[k] = capacity[k]
+        level[k] = np.inf
+        pos[k] = -1
+        if k != dummy and count[k] > 0:  # pushed one by one: heap[:size] stays a heap
+            share[k] = residual[k] / count[k]
+            heap[size] = k
+            size += 1
+            _sift(heap, size - 1, size, share, pos)
+    fixed = ws.fixed
+    for i in range((flows >> 6) + 1):
+        fixed[i] = 0
+    while size > 0:
+        low = share[heap[0]]
+        bound = low * (1 + _TIE)
+        nsat = 0
+        while size > 0 and share[heap[0]] <= bound:
+            saturated[nsat] = heap[0]
+            level[heap[0]] = low
+            nsat += 1
+            size = _unheap(heap, 0, size, share, pos)
+        for s in range(nsat):
+            k = saturated[s]
+            for at in range(start[k] * width, start[k + 1] * width, width):
+                f = entries[at]
+                bit = np.uint64(1) << np.uint64(f & 63)
+                if fixed[f >> 6] & bit:
+                    continue
+                fixed[f >> 6] |= bit
+                rate[f] = low
+                count[k] -= 1
+                residual[k] = max(residual[k] - low, 0.0)
+                for o in range(at + 1, at + width):
+                    other = entries[o]
+                    if other != dummy:
+                        count[other] -= 1
+                        residual[other] = max(residual[other] - low, 0.0)
+                        if pos[other] >= 0:
+                            if count[other] == 0:  # all its flows fixed elsewhere: it limits none
+                                size = _unheap(heap, pos[other], size, share, pos)
+                            else:
+                                share[other] = residual[other] / count[other]
+                                _sift(heap, pos[other], size, share, pos)
 
 
 def waterfill(routes: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -325,6 +425,68 @@ def solve_compiled(flows: np.ndarray, count: int, alive: np.ndarray, left: np.nd
         _restart(k, end_of[u], work[u], saturation[u], capacity, now, batch, busy_from, room, spent, freed, freed_t,
                  last)
     return nkeep
+
+
+@_uncounted
+def patch_compiled(flows: np.ndarray, count: int, k: int, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray,
+                   rate: np.ndarray, born: np.ndarray, routes: np.ndarray, capacity: np.ndarray, now: float,
+                   batch: float, busy_from: np.ndarray, room: np.ndarray, spent: np.ndarray, freed: np.ndarray,
+                   freed_t: np.ndarray, last: np.ndarray, slot: np.ndarray, used: np.ndarray, peak: np.ndarray,
+                   level: np.ndarray, ws: Workspace) -> tuple[int, int, int]:  # pragma: no cover (compiled)
+    """A local re-solve of link k: flows[:count] are every flow on it (those alive are re-solved); every
+    other flow keeps its rate. The flows of k get the max-min rates of k's capacity and, on each of their
+    other links, of what the other flows leave there (capacity - (used - freed), the link's rates now, +
+    their own). k's allowance restarts as after a solve (solve_compiled); on their other links a rate
+    that rose takes freed capacity up (`freed` less, as if freed that much less, at no cost to the
+    service already lost) and one that fell frees capacity now (counted as a departure's). Into `ws` as
+    solve_compiled: returns how many are alive (ws.keep[:that], finish times ws.finish[:that]), how many of
+    them changed rate (ws.flows[:that], finish times ws.part[:that]: the others' finish times stand) and how
+    many links they use (ws.links[:that], k among them)."""
+    nkeep, nused, _ = _gather(flows, count, alive, left, base_time, rate, routes, capacity.size - 1, slot, now, ws)
+    keep, links, cap, sub, fair, saturation, change = ws.keep, ws.links, ws.cap, ws.sub, ws.fair, ws.level, ws.room
+    width = sub.shape[1]
+    for u in range(nused):
+        j = links[u]
+        cap[u] = capacity[j] if j == k else capacity[j] - (used[j] - freed[j])
+        change[u] = 0.0
+    cap[nused] = np.inf
+    was = ws.part  # each one's rate before
+    for i in range(nkeep):
+        was[i] = rate[keep[i]]
+        for j in range(width):
+            u = sub[i, j]
+            if u < nused and links[u] != k:
+                cap[u] += rate[keep[i]]
+                change[u] -= rate[keep[i]]
+    for u in range(nused):
+        cap[u] = max(cap[u], 0.0)
+    _fill_levels(sub, nkeep, cap, nused + 1, ws, fair, saturation)
+    oldest = np.inf
+    for i in range(nkeep):
+        oldest = min(oldest, born[keep[i]])
+        for j in range(width):
+            change[sub[i, j]] += fair[i]
+    _set_rates(keep, nkeep, fair, sub, nused, left, rate, now, ws)
+    moved = 0
+    for i in range(nkeep):  # in place: moved <= i
+        if fair[i] != was[i]:
+            ws.flows[moved], was[moved] = keep[i], ws.finish[i]
+            moved += 1
+    end_of, load, top, work = ws.end_of, ws.load, ws.top, ws.work
+    for u in range(nused):
+        j = links[u]
+        slot[j] = -1
+        if j == k:
+            used[k], peak[k], level[k] = load[u], top[u], saturation[u]
+            if oldest > busy_from[k]:  # as solve_compiled: the credit counts from its oldest flow's start
+                busy_from[k], spent[k] = oldest, 0.0
+            _restart(k, end_of[u], work[u], saturation[u], capacity, now, batch, busy_from, room, spent, freed,
+                     freed_t, last)
+        else:
+            freed[j] -= change[u]
+            freed_t[j] -= change[u] * now
+            last[j] = max(last[j], end_of[u])
+    return nkeep, moved, nused
 
 
 @_uncounted

@@ -84,20 +84,22 @@ import numpy as np
 from zensim.errors import ConfigError
 from zensim.jit import announce, direct
 from zensim.net import fastloop, fastmaxmin
-from zensim.net.fastmaxmin import _ACTIVE, _CHECK, _DELIVER, _DEPART, _ISOLATED, _SOLVES, _WARM, Wire
+from zensim.net.fastmaxmin import _ACTIVE, _CHECK, _DELIVER, _DEPART, _ISOLATED, _LOCAL, _SOLVES, _WARM, Wire
 from zensim.net.models.base import NetworkView
 
 EXACT_FLOWS = 2048  # a component of at most this many flows is solved at every change, as with batch 0
+LOCAL_FLOWS = 8192  # in a component of more flows at its solve, a link that runs out is re-solved alone
 COMPILE_S = 28  # about this many seconds of CPU compile the steps (zensim.jit.announce)
 
 
-def checked(batch: object, exact_flows: object) -> tuple[float, int]:
+def checked(batch: object, exact_flows: object, local_flows: object) -> tuple[float, int, int]:
     """maxmin's options (`MaxMin.options`) as the model keeps them; a ConfigError naming a bad one."""
     if not isinstance(batch, (int, float)) or isinstance(batch, bool) or not 0 <= batch <= 1:
         raise ConfigError(f"--maxmin-batch {batch}: must be in [0, 1]")
-    if not isinstance(exact_flows, int) or isinstance(exact_flows, bool) or exact_flows < 0:
-        raise ConfigError(f"maxmin option exact_flows {exact_flows!r}: must be an integer at least 0")
-    return float(batch), exact_flows
+    for name, value in (("exact_flows", exact_flows), ("local_flows", local_flows)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"maxmin option {name} {value!r}: must be an integer at least 0")
+    return float(batch), exact_flows, local_flows
 
 
 class MaxMin:
@@ -106,10 +108,10 @@ class MaxMin:
 
     name = "maxmin"
     summary = "flow-level max-min fair sharing (fluid TCP), solved per component, departures batched by freed capacity"
-    options: dict[str, object] = {"batch": 1 / 256, "exact_flows": EXACT_FLOWS}
+    options: dict[str, object] = {"batch": 1 / 256, "exact_flows": EXACT_FLOWS, "local_flows": LOCAL_FLOWS}
 
-    def __init__(self, net: NetworkView, batch: float, exact_flows: int) -> None:
-        self.batch, self.exact_flows = checked(batch, exact_flows)
+    def __init__(self, net: NetworkView, batch: float, exact_flows: int, local_flows: int) -> None:
+        self.batch, self.exact_flows, self.local_flows = checked(batch, exact_flows, local_flows)
         self.net = net
         self.clock = net.clock
         self.mm: fastmaxmin.Model | None = None  # fastmaxmin's state, from the first `reserve`
@@ -128,6 +130,11 @@ class MaxMin:
         """Arrivals given rates without a solve so far (fastmaxmin._warm)."""
         return int(self.ms[_WARM]) if self.ms is not None else 0
 
+    @property
+    def local(self) -> int:
+        """Links re-solved alone so far (fastmaxmin._patch)."""
+        return int(self.ms[_LOCAL]) if self.ms is not None else 0
+
     # -- the protocol --------------------------------------------------------------------------
 
     def reserve(self, size: int) -> None:
@@ -139,7 +146,7 @@ class MaxMin:
         was = None if self.mm is None else self.mm.wire.croutes
         croutes, self._rows = fastloop.grow_routes(net, was, self._rows, size)
         wire = Wire(croutes, net.routes, net.nbytes, np.append(net.capacity, np.inf), np.empty(0), net.num_links,
-                    self.batch, self.exact_flows)
+                    self.batch, self.exact_flows, self.local_flows)
         self.mm = fastmaxmin.model_state(net, size, wire, net.sent_at, self.mm)
         if ran is not None:
             self.mm.ms[[_SOLVES, _WARM]] = ran[[_SOLVES, _WARM]]
