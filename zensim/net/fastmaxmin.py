@@ -5,8 +5,9 @@ The model (what it does: models/maxmin.py's docstring): isolated flows with thei
 and promotion when company arrives, components of shared flows (union-find, merged on arrival, never
 split), one solve per due component at the end of an instant (`late`), departures taken from the
 heads of the solves' segments in (finish, segment) order, the batched re-solve allowance
-(`--maxmin-batch`, 0 = exact) with deferred checks, and arrivals given rates without a solve where
-that is still max-min (`_warm`); the solve is zensim.net.waterfill's. Its steps (`_inject`,
+(`--maxmin-batch`, 0 = exact) with deferred checks, arrivals given rates without a solve where
+that is still max-min (`_warm`), and in large components a link that runs out re-solved alone (`_patch`);
+the solves are zensim.net.waterfill's. Its steps (`_inject`,
 `_isolated_done`, `_depart`, `_check`, the flush: `_flush_join` then `_flush_solve`) schedule their
 events on a fastloop heap.
 
@@ -81,7 +82,8 @@ COMPILE_S = 60  # about this many seconds of CPU compile _loop (zensim.jit.annou
 # (`full`: then no _warm); its index (_index: its links' run in the index arena, `lfirst` and `nlinks`, and
 # the arena generation it was made in, `igen`, -1 for none), the flows its link re-solves re-solved since its
 # last solve (`patched`) and this flush's links to re-solve (`pfirst`, `pcount` into scratch.due_links; -1:
-# none, -2: listed once its index is made). Read by name (comp.due); NUMBA_DISABLE_JIT=1 runs the same code as Python.
+# none, -2: listed once its index is made). Read by name (comp.due); NUMBA_DISABLE_JIT=1 runs the same
+# code as Python.
 Comps = namedtuple("Comps", "parent first last size nparts living check epoch exists due seg_first seg_last deferred "
                             "fresh nnew full lfirst nlinks igen patched pfirst pcount")
 # The departure segments, arrays: per segment id (in solve order) where its run of the arena starts and its
@@ -637,7 +639,7 @@ def _join(mm):  # pragma: no cover (compiled)
                 exists[root] = True
                 parent[root], check[root], deferred[root] = root, np.inf, np.inf
                 first[root] = last[root] = seg_first[root] = seg_last[root] = fresh[root] = -1
-                comp.patched[root], comp.pcount[root] = 0, -1
+                comp.patched[root], comp.pcount[root], comp.igen[root] = 0, -1, -1
             _due(root, comp, scratch, ms)
         following[m] = -1
         comp.igen[root] = -1  # its index lists its flows as of its last solve: it lapses

@@ -97,6 +97,29 @@ def _incidences(routes, flows, links, ws):  # pragma: no cover (compiled)
 
 
 @_uncounted
+def _fixes(f, fixed):  # pragma: no cover (compiled)
+    """Whether flow f was not yet fixed (its bit in `fixed`, then set)."""
+    bit = np.uint64(1) << np.uint64(f & 63)
+    if fixed[f >> 6] & bit:
+        return False
+    fixed[f >> 6] |= bit
+    return True
+
+
+@_uncounted
+def _take_up(k, at, low, width, dummy, entries, count, residual):  # pragma: no cover (compiled)
+    """The flow of entry `at` of saturated link k fixed at `low`: k and its other links carry one unfixed
+    flow less and `low` less room."""
+    count[k] -= 1
+    residual[k] = max(residual[k] - low, 0.0)
+    for o in range(at + 1, at + width):
+        other = entries[o]
+        if other != dummy:
+            count[other] -= 1
+            residual[other] = max(residual[other] - low, 0.0)
+
+
+@_uncounted
 def _fill(routes, flows, capacity, links, ws, rate, level):  # pragma: no cover (compiled)
     """Progressive filling of the first `flows` rows of `routes` (link numbers, the padding links - 1)
     under the first `links` entries of `capacity`: each flow's rate into rate[:flows], each link's
@@ -143,20 +166,10 @@ def _fill(routes, flows, capacity, links, ws, rate, level):  # pragma: no cover 
         for s in range(nsat):
             k = saturated[s]
             for at in range(start[k] * width, start[k + 1] * width, width):
-                f = entries[at]
-                bit = np.uint64(1) << np.uint64(f & 63)
-                if fixed[f >> 6] & bit:
-                    continue
-                fixed[f >> 6] |= bit
-                # the same subtractions as fixing the flow link by link: at one level they are all of
-                # `low`, so their order on a link does not change its residual
-                count[k] -= 1
-                residual[k] = max(residual[k] - low, 0.0)
-                for o in range(at + 1, at + width):
-                    other = entries[o]
-                    if other != dummy:
-                        count[other] -= 1
-                        residual[other] = max(residual[other] - low, 0.0)
+                if _fixes(entries[at], fixed):
+                    # the same subtractions as fixing the flow link by link: at one level they are all of
+                    # `low`, so their order on a link does not change its residual
+                    _take_up(k, at, low, width, dummy, entries, count, residual)
         kept = 0
         for i in range(nlive):
             if count[live[i]] > 0:
@@ -240,25 +253,18 @@ def _fill_levels(routes, flows, capacity, links, ws, rate, level):  # pragma: no
         for s in range(nsat):
             k = saturated[s]
             for at in range(start[k] * width, start[k + 1] * width, width):
-                f = entries[at]
-                bit = np.uint64(1) << np.uint64(f & 63)
-                if fixed[f >> 6] & bit:
+                if not _fixes(entries[at], fixed):
                     continue
-                fixed[f >> 6] |= bit
-                rate[f] = low
-                count[k] -= 1
-                residual[k] = max(residual[k] - low, 0.0)
+                rate[entries[at]] = low
+                _take_up(k, at, low, width, dummy, entries, count, residual)
                 for o in range(at + 1, at + width):
                     other = entries[o]
-                    if other != dummy:
-                        count[other] -= 1
-                        residual[other] = max(residual[other] - low, 0.0)
-                        if pos[other] >= 0:
-                            if count[other] == 0:  # all its flows fixed elsewhere: it limits none
-                                size = _unheap(heap, pos[other], size, share, pos)
-                            else:
-                                share[other] = residual[other] / count[other]
-                                _sift(heap, pos[other], size, share, pos)
+                    if other != dummy and pos[other] >= 0:
+                        if count[other] == 0:  # all its flows fixed elsewhere: it limits none
+                            size = _unheap(heap, pos[other], size, share, pos)
+                        else:
+                            share[other] = residual[other] / count[other]
+                            _sift(heap, pos[other], size, share, pos)
 
 
 def waterfill(routes: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -66,6 +66,15 @@ segments in time order, so a departure costs O(1) work, not a pass over the acti
   makespan +0.8% at 128 x 8) for 2% fewer solves and no less CPU. A log whose components never
   exceed it replays bit-identically to ε = 0; all-to-alls at 46+ ranks (2070+ flows in one
   component) keep the allowance. docs/simulator.md has the figures.
+- Large components re-solve one link at a time: in a component of more than `local_flows` (default
+  8192) flows, a link that runs out of allowance (at an instant no flow joined the component) has only
+  its own flows re-solved: max-min in its capacity and in what the other flows leave on their other
+  links, every other flow keeping its rate (a rise takes freed capacity up, a fall frees capacity,
+  both counted by the allowance as departures are). The component is solved whole when flows join it,
+  or once its link re-solves have re-solved half its flows since its last solve. In an all-to-all each
+  link runs out about once per stage: whole solves of n^2 flows made the push n^3 (223 s of CPU at
+  2048 ranks); link re-solves of n flows make it about n^2.3 (23 s). docs/simulator.md has the
+  figures and the bound against exact max-min.
 
 With a NIC efficiency eff(k), a NIC link carrying k active flows (isolated or shared) has capacity
 bandwidth x eff(k) in the solve; an isolated flow runs at eff(1). The count is the one of the last
@@ -149,7 +158,7 @@ class MaxMin:
                     self.batch, self.exact_flows, self.local_flows)
         self.mm = fastmaxmin.model_state(net, size, wire, net.sent_at, self.mm)
         if ran is not None:
-            self.mm.ms[[_SOLVES, _WARM]] = ran[[_SOLVES, _WARM]]
+            self.mm.ms[[_SOLVES, _WARM, _LOCAL]] = ran[[_SOLVES, _WARM, _LOCAL]]
         self.ms = self.mm.ms
         self._sync()
         mm, heap, st = self.mm, self.heap, self.st  # the steps for their types
