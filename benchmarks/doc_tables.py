@@ -34,8 +34,9 @@ docs/ddp-data/hooks.json of benchmarks/ddp_hooks.py, emulated); validation-runs 
 two 16-rank `zensim validate` runs' records of benchmarks/record_run.py --lock and their sampled load).
 Records of runs too long for a test:
 maxmin-bound (docs/simulator.md: docs/simulator-data/bound.json, benchmarks/simulate.py --scale --exact
---json runs of the default maxmin mode against exact max-min); growth-final, growth-exponents
-(docs/simulator.md: docs/simulator-data/growth-final.json, benchmarks/growth.py --vs --json runs);
+--json runs of the default maxmin mode against exact max-min); growth-final, growth-exponents,
+growth-local, growth-local-exponents (docs/simulator.md: docs/simulator-data/growth-final.json and
+growth-local.json, benchmarks/growth.py --vs --json runs);
 fusion-gemini (docs/fusion.md: docs/fusion-data/gemini.json of benchmarks/fusion.py gemini);
 fusion-strategies, fusion-degrees (docs/fusion.md: docs/fusion-data/timeline-*.json.gz, the --json of the page's
 `zensim iteration --strategy` runs on a 128-worker capture that is not shipped);
@@ -621,11 +622,12 @@ def maxmin_bound() -> list[str]:
                           rows)
 
 
-def growth_final() -> list[str]:
-    """docs/simulator.md, Growth: each replay before (61053c0) and after this stop's engine work, back to back,
-    and the 4096-rank replays after, from the committed record docs/simulator-data/growth-final.json
-    (benchmarks/growth.py --json runs; minutes of CPU: not re-run by the test)."""
-    record = _json("simulator-data/growth-final.json")
+def growth_final(path: str = "simulator-data/growth-final.json") -> list[str]:
+    """docs/simulator.md, Growth: each replay before and after, back to back, and those run on one side only,
+    from a committed `benchmarks/growth.py --vs --json` record: growth-final.json (61053c0 against the engine
+    work of 27 Nov), growth-local.json (the link re-solves of 28 Nov); minutes of CPU: not re-run by the test.
+    A replay cut off by its timeout (no CPU figure) is left out."""
+    record = _json(path)
     side = _growth_sides(record)
     rows = []
     for key in sorted({k[:4] for k in side}, key=lambda k: (k[2], k[3], k[1] > 1, k[0] * k[1])):
@@ -642,12 +644,12 @@ def growth_final() -> list[str]:
                           rows)
 
 
-def growth_exponents() -> list[str]:
+def growth_exponents(path: str = "simulator-data/growth-final.json") -> list[str]:
     """docs/simulator.md, Growth: the CPU growth exponents log(t2/t1) / log(n2/n1) between successive flat sizes,
-    before and after, from the same record as growth-final."""
+    before and after, from the record of growth_final."""
     from growth import exponents
 
-    side = _growth_sides(_json("simulator-data/growth-final.json"))
+    side = _growth_sides(_json(path))
     rows = []
     for scheme, model in sorted({(k[2], k[3]) for k in side}):
         cells = []
@@ -894,6 +896,8 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "growth-final": ("docs/simulator.md", growth_final),
     "growth-exponents": ("docs/simulator.md", growth_exponents),
     "growth-compact": ("docs/simulator.md", lambda: growth_memory("simulator-data/growth-compact.json")),
+    "growth-local": ("docs/simulator.md", lambda: growth_final("simulator-data/growth-local.json")),
+    "growth-local-exponents": ("docs/simulator.md", lambda: growth_exponents("simulator-data/growth-local.json")),
     "capture-speed": ("docs/capture.md", capture_speed),
     "capture-virtual": ("docs/capture.md", capture_virtual),
     "ddp-hooks": ("docs/ddp.md", ddp_hooks),

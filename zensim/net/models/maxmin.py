@@ -72,9 +72,9 @@ segments in time order, so a departure costs O(1) work, not a pass over the acti
   links, every other flow keeping its rate (a rise takes freed capacity up, a fall frees capacity,
   both counted by the allowance as departures are). The component is solved whole when flows join it,
   or once its link re-solves have re-solved half its flows since its last solve. In an all-to-all each
-  link runs out about once per stage: whole solves of n^2 flows made the push n^3 (223 s of CPU at
-  2048 ranks); link re-solves of n flows make it about n^2.3 (23 s). docs/simulator.md has the
-  figures and the bound against exact max-min.
+  link runs out about once per stage: whole solves of n^2 flows made the push n^3 (206 s of CPU at
+  2048 ranks); link re-solves of n flows make it about n^2.2 (24 s; 112 s at 4096). docs/simulator.md
+  has the figures and the bound against exact max-min.
 
 With a NIC efficiency eff(k), a NIC link carrying k active flows (isolated or shared) has capacity
 bandwidth x eff(k) in the solve; an isolated flow runs at eff(1). The count is the one of the last
