@@ -98,7 +98,7 @@ class MaxMin:
     summary = "the frozen reference of maxmin (tests only)"
     options = maxmin.MaxMin.options
 
-    def __init__(self, net: NetworkView, batch: float, exact_flows: int, local_flows: int) -> None:
+    def __init__(self, net: NetworkView, batch: float, exact_flows: int, local_flows: int | None) -> None:
         self.batch, self.exact_flows, self.local_flows = maxmin.checked(batch, exact_flows, local_flows)
         self.net = net
         self.clock = net.clock
