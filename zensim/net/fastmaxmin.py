@@ -790,8 +790,8 @@ def _flush_join(now, mm):  # pragma: no cover (compiled)
             if not _local(c, mm):
                 most = max(most, size[c])
             elif comp.igen[c] == ms[_IGEN]:
-                ms[_PSEGS] = _due_links(c, now, mm, ms[_PSEGS])
-                most = max(most, ms[_MOST])
+                most = max(most, _due_links(c, now, mm, ms[_PSEGS]))
+                ms[_PSEGS] += comp.pcount[c]
             else:  # its index first (_flush_solve): room for it and for re-solving every link
                 comp.pcount[c] = -2
                 most = max(most, size[c])
@@ -915,9 +915,8 @@ def _local(c, mm):  # pragma: no cover (compiled)
 @uncounted
 def _due_links(c, now, mm, at):  # pragma: no cover (compiled)
     """Component c's links that ran out by now (_runs_out), into scratch.due_links from `at` (comp.pfirst,
-    pcount), their flows added to what this flush needs (ms[_PROOM]) and the most on one into ms[_MOST];
-    the earliest time another of its links runs out into comp.check (_patch's next check). Returns
-    where the list ends."""
+    pcount), their flows added to what this flush needs (ms[_PROOM]); the earliest time another of its
+    links runs out into comp.check (_patch's next check). Returns the most flows on one of them."""
     comp, link, ms, index, due = mm.comp, mm.link, mm.ms, mm.index, mm.scratch.due_links
     comp.pfirst[c] = at
     most = 0
@@ -935,8 +934,7 @@ def _due_links(c, now, mm, at):  # pragma: no cover (compiled)
                 rest = min(rest, when)
     comp.pcount[c] = at - comp.pfirst[c]
     comp.check[c] = rest
-    ms[_MOST] = most
-    return at
+    return most
 
 
 @uncounted
