@@ -51,6 +51,7 @@ from zensim.net import fastloop
 from zensim.net.fastloop import (FINISH, IDS, MODEL, SENT, START, Program, advance, arrived, grow, inlined, pop, push,
                                  push_late, resume, sends, uncounted)
 from zensim.net.efficiency import capacities
+from zensim.net.keysort import select, sort
 from zensim.net.waterfill import (LinkState, make_workspace, patch_compiled, share_of_room, solve_compiled,
                                   warm_compiled)
 
@@ -265,85 +266,6 @@ def _undue(c, comp, ms):  # pragma: no cover (compiled)
 
 
 @uncounted
-def _before(p, q, finish, base):  # pragma: no cover (compiled)
-    """Whether position p of the segment whose arena run starts at `base` comes before position q: the
-    earlier finish, ties to the first in solve order (the stable sort's order). With `finish` empty, p < q."""
-    if len(finish) == 0:
-        return p < q
-    fp, fq = finish[base + p], finish[base + q]
-    return fp < fq or (fp == fq and p < q)
-
-
-@uncounted
-def _sort(x, lo, hi, finish, base):  # pragma: no cover (compiled)
-    """x[lo:hi] in _before's order, in place (insertion for a few, else heapsort: the keys are distinct,
-    so the order is the one any sort gives)."""
-    n = hi - lo
-    if n <= 16:
-        for i in range(lo + 1, hi):
-            v = x[i]
-            j = i
-            while j > lo and _before(v, x[j - 1], finish, base):
-                x[j] = x[j - 1]
-                j -= 1
-            x[j] = v
-        return
-    for start in range(n // 2 - 1, -1, -1):
-        _sift(x, lo, start, n, finish, base)
-    for end in range(n - 1, 0, -1):
-        x[lo], x[lo + end] = x[lo + end], x[lo]
-        _sift(x, lo, 0, end, finish, base)
-
-
-@uncounted
-def _sift(x, lo, i, n, finish, base):  # pragma: no cover (compiled)
-    """Heapsort's sift-down of x[lo + i] in the max-heap x[lo:lo + n] (_before's order)."""
-    v = x[lo + i]
-    while True:
-        child = 2 * i + 1
-        if child >= n:
-            break
-        if child + 1 < n and _before(x[lo + child], x[lo + child + 1], finish, base):
-            child += 1
-        if not _before(v, x[lo + child], finish, base):
-            break
-        x[lo + i] = x[lo + child]
-        i = child
-    x[lo + i] = v
-
-
-@uncounted
-def _select(x, n, k, finish, base):  # pragma: no cover (compiled)
-    """Reorder x[:n] so that x[:k] are its k first in _before's order (quickselect, median of three)."""
-    lo, hi, kth = 0, n - 1, k - 1
-    while hi > lo:
-        mid = (lo + hi) // 2
-        if _before(x[mid], x[lo], finish, base):
-            x[mid], x[lo] = x[lo], x[mid]
-        if _before(x[hi], x[lo], finish, base):
-            x[hi], x[lo] = x[lo], x[hi]
-        if _before(x[hi], x[mid], finish, base):
-            x[hi], x[mid] = x[mid], x[hi]
-        pivot = x[mid]
-        i, j = lo, hi
-        while i <= j:
-            while _before(x[i], pivot, finish, base):
-                i += 1
-            while _before(pivot, x[j], finish, base):
-                j -= 1
-            if i <= j:
-                x[i], x[j] = x[j], x[i]
-                i += 1
-                j -= 1
-        if kth <= j:
-            hi = j
-        elif kth >= i:
-            lo = i
-        else:
-            break
-
-
-@uncounted
 def _refill(s, seg):  # pragma: no cover (compiled)
     """The next sorted head of segment s (_Segment._refill): the `HEAD` or an eighth of the positions
     left (the first head a `FIRST`th), whichever is more, earliest first, ties to the first in solve
@@ -355,14 +277,14 @@ def _refill(s, seg):  # pragma: no cover (compiled)
     left = size - start
     head = max(HEAD, left // (FIRST if start == 0 else 8))
     if left <= head:
-        _sort(order, base + start, base + size, finish, base)
+        sort(order, base + start, base + size, finish, base)
         head = left
     else:
         pick, mark = seg.pick, seg.mark
         for i in range(left):
             pick[i] = order[base + start + i]
-        _select(pick, left, head, finish, base)
-        _sort(pick, 0, head, finish, base)
+        select(pick, left, head, finish, base)
+        sort(pick, 0, head, finish, base)
         for i in range(head):
             mark[pick[i]] = True
         kept = head
@@ -616,7 +538,7 @@ def _join(mm):  # pragma: no cover (compiled)
                         touched[count] = c
                         count += 1
             if count:
-                _sort(touched, 0, count, mm.fs[:0], 0)
+                sort(touched, 0, count, mm.fs[:0], 0)
                 root = touched[0]
                 for t in range(1, count):
                     if nparts[touched[t]] > nparts[root]:
@@ -780,7 +702,7 @@ def _flush_join(now, mm):  # pragma: no cover (compiled)
         if due[stack[i]]:
             roots[count] = _find(parent, stack[i])
             count += 1
-    _sort(roots, 0, count, mm.fs[:0], 0)
+    sort(roots, 0, count, mm.fs[:0], 0)
     ms[_ROOTS] = count
     ms[_PROOM] = ms[_PSEGS] = 0
     most = 0
@@ -952,6 +874,10 @@ def _patch(c, now, mm, heap, st):  # pragma: no cover (compiled)
                                              flow.born, wire.routes, wire.capacity, now, wire.batch, link.busy_from,
                                              link.room, link.spent, link.freed, link.freed_t, link.last, link.slot,
                                              link.used, link.peak, link.level, ws)
+        if moved < 0:  # it does not stand (waterfill._held_back): the component whole
+            comp.pcount[c] = -1
+            _solve(c, now, mm)
+            return
         if moved:  # a segment of the flows whose rate changed (the others' finish times stand)
             _segment(c, ws.flows, moved, ws.part, mm)
         if count:

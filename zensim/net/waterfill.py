@@ -20,6 +20,7 @@ import numba
 import numpy as np
 
 from zensim.jit import announce
+from zensim.net.keysort import sort
 
 COMPILE_S = 10  # about this many seconds of CPU compile solve_compiled or warm_compiled (zensim.jit.announce)
 
@@ -218,11 +219,26 @@ def _unheap(heap, at, size, key, pos):  # pragma: no cover (compiled)
 
 
 @_uncounted
-def _fill_levels(routes, flows, capacity, links, ws, rate, level):  # pragma: no cover (compiled)
+def _reshare(u, size, count, residual, share, heap, pos):  # pragma: no cover (compiled)
+    """Link u's place in _fill_levels's heap after one of its flows was fixed: gone where none is left
+    unfixed (it limits none), else at its new fair share. Returns the heap's size."""
+    if pos[u] < 0:
+        return size
+    if count[u] == 0:
+        return _unheap(heap, pos[u], size, share, pos)
+    share[u] = residual[u] / count[u]
+    _sift(heap, pos[u], size, share, pos)
+    return size
+
+
+@_uncounted
+def _fill_levels(routes, flows, capacity, links, ws, rate, level, ceiling):  # pragma: no cover (compiled)
     """_fill with the links kept in a heap by fair share: O(incidences x log links) whatever the number of
     levels, where _fill's pass over the live links per level costs levels x links. For a link's local
     re-solve (patch_compiled), whose flows' other links, each with its own room, can saturate at as many
-    levels as it has flows. Links whose shares tie within a relative _TIE saturate together, as in _fill."""
+    levels as it has flows. Links whose shares tie within a relative _TIE saturate together, as in _fill.
+    A flow i is fixed at ceiling[i] if the filling reaches it first (as a link of its own would; inf:
+    none), in the order of their ceilings (ws.flows: the scratch)."""
     width = routes.shape[1]
     dummy = links - 1
     _incidences(routes, flows, links, ws)
@@ -241,8 +257,27 @@ def _fill_levels(routes, flows, capacity, links, ws, rate, level):  # pragma: no
     fixed = ws.fixed
     for i in range((flows >> 6) + 1):
         fixed[i] = 0
+    capped, ncapped = ws.flows, 0
+    for i in range(flows):
+        if ceiling[i] < np.inf:
+            capped[ncapped] = i
+            ncapped += 1
+    sort(capped, 0, ncapped, ceiling, 0)
+    next_cap = 0
     while size > 0:
         low = share[heap[0]]
+        if next_cap < ncapped and ceiling[capped[next_cap]] < low:
+            f = capped[next_cap]
+            next_cap += 1
+            if _fixes(f, fixed):
+                rate[f] = ceiling[f]
+                for j in range(width):
+                    u = routes[f, j]
+                    if u != dummy:
+                        count[u] -= 1
+                        residual[u] = max(residual[u] - ceiling[f], 0.0)
+                        size = _reshare(u, size, count, residual, share, heap, pos)
+            continue
         bound = low * (1 + _TIE)
         nsat = 0
         while size > 0 and share[heap[0]] <= bound:
@@ -258,13 +293,8 @@ def _fill_levels(routes, flows, capacity, links, ws, rate, level):  # pragma: no
                 rate[entries[at]] = low
                 _take_up(k, at, low, width, dummy, entries, count, residual)
                 for o in range(at + 1, at + width):
-                    other = entries[o]
-                    if other != dummy and pos[other] >= 0:
-                        if count[other] == 0:  # all its flows fixed elsewhere: it limits none
-                            size = _unheap(heap, pos[other], size, share, pos)
-                        else:
-                            share[other] = residual[other] / count[other]
-                            _sift(heap, pos[other], size, share, pos)
+                    if entries[o] != dummy:
+                        size = _reshare(entries[o], size, count, residual, share, heap, pos)
 
 
 def waterfill(routes: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -442,12 +472,17 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, alive: np.ndarray, lef
     """A local re-solve of link k: flows[:count] are every flow on it (those alive are re-solved); every
     other flow keeps its rate. The flows of k get the max-min rates of k's capacity and, on each of their
     other links, of what the other flows leave there (capacity - (used - freed), the link's rates now, +
-    their own). k's allowance restarts as after a solve (solve_compiled); on their other links a rate
-    that rose takes freed capacity up (`freed` less, as if freed that much less, at no cost to the
-    service already lost) and one that fell frees capacity now (counted as a departure's). Into `ws` as
+    their own), none above the level of another link of it that limits flows (its ceiling). It stands
+    or not as _held_back says; what it holds back, over its flows' time, is charged to k's allowance
+    (`spent`) where that leaves at least half of it, else it does not stand. Where it stands, k's
+    allowance restarts as after a solve (solve_compiled); on their other links a rate that rose takes
+    freed capacity up (`freed` less, as if freed that much less, at no cost to the service already
+    lost), one that fell frees capacity now (counted as a departure's), and a link that limited no flow
+    and now does gets its allowance as after an arrival given rates (warm_compiled). Into `ws` as
     solve_compiled: returns how many are alive (ws.keep[:that], finish times ws.finish[:that]), how many of
-    them changed rate (ws.flows[:that], finish times ws.part[:that]: the others' finish times stand) and how
-    many links they use (ws.links[:that], k among them)."""
+    them changed rate (ws.flows[:that], finish times ws.part[:that]: the others' finish times stand; -1:
+    it does not stand, and nothing changed but their bytes left brought to now) and how many links they
+    use (ws.links[:that], k among them)."""
     nkeep, nused, _ = _gather(flows, count, alive, left, base_time, rate, routes, capacity.size - 1, slot, now, ws)
     keep, links, cap, sub, fair, saturation, change = ws.keep, ws.links, ws.cap, ws.sub, ws.fair, ws.level, ws.room
     width = sub.shape[1]
@@ -466,12 +501,38 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, alive: np.ndarray, lef
                 change[u] -= rate[keep[i]]
     for u in range(nused):
         cap[u] = max(cap[u], 0.0)
-    _fill_levels(sub, nkeep, cap, nused + 1, ws, fair, saturation)
+    ceiling = ws.finish  # no flow of k above the level of another link of it that limits flows
+    for i in range(nkeep):
+        ceiling[i] = np.inf
+        for j in range(width):
+            u = sub[i, j]
+            if u < nused and links[u] != k:
+                ceiling[i] = min(ceiling[i], level[links[u]])
+    _fill_levels(sub, nkeep, cap, nused + 1, ws, fair, saturation, ceiling)
+    fastest = ws.lows  # per link the fastest of k's flows' new rates
+    for u in range(nused + 1):
+        fastest[u] = 0.0
     oldest = np.inf
     for i in range(nkeep):
         oldest = min(oldest, born[keep[i]])
         for j in range(width):
             change[sub[i, j]] += fair[i]
+            fastest[sub[i, j]] = max(fastest[sub[i, j]], fair[i])
+    debt, charge = _held_back(k, nkeep, nused, links, sub, fair, ceiling, saturation, fastest, peak, level), 0.0
+    if debt > 0:  # charged to k's allowance over its flows' time: stands only where half of it is left
+        end, bytes_on_k = now, 0.0
+        for i in range(nkeep):
+            end = max(end, now + left[keep[i]] / fair[i])
+            bytes_on_k += left[keep[i]]
+        charge = debt * (end - now)
+        lost = (0.0 if oldest > busy_from[k] else spent[k]) + freed[k] * now - freed_t[k]
+        allowance = batch * (capacity[k] * (now - max(busy_from[k], oldest)) + bytes_on_k)
+        if not lost + charge <= allowance / 2:
+            debt = -1.0
+    if debt < 0:
+        for u in range(nused):
+            slot[links[u]] = -1
+        return nkeep, -1, nused
     _set_rates(keep, nkeep, fair, sub, nused, left, rate, now, ws)
     moved = 0
     for i in range(nkeep):  # in place: moved <= i
@@ -488,11 +549,53 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, alive: np.ndarray, lef
                 busy_from[k], spent[k] = oldest, 0.0
             _restart(k, end_of[u], work[u], saturation[u], capacity, now, batch, busy_from, room, spent, freed,
                      freed_t, last)
+            if charge > 0:
+                spent[k] += charge
+                room[k] = batch * (capacity[k] * (now - busy_from[k]) + work[u])
         else:
             freed[j] -= change[u]
             freed_t[j] -= change[u] * now
             last[j] = max(last[j], end_of[u])
+            peak[j] = max(peak[j], top[u])
+            if np.isfinite(saturation[u]) and not np.isfinite(level[j]):  # k's flows saturate j: as _warm's
+                used[j] -= freed[j]
+                level[j] = saturation[u]
+                _restart(j, last[j], work[u], saturation[u], capacity, now, batch, busy_from, room, spent, freed,
+                         freed_t, last)
     return nkeep, moved, nused
+
+
+@_uncounted
+def _held_back(k, nkeep, nused, links, sub, fair, ceiling, saturation, fastest, peak, level):  # pragma: no cover (compiled)
+    """Whether link k's re-solve (patch_compiled: per flow of k its new rate `fair` and `ceiling`, per link of
+    them, numbered 0..nused-1, where the fill saturated it and the fastest new rate on it) keeps the rates
+    max-min with every other flow's rate kept, and what it holds back. -1: it does not stand (the component
+    is solved whole): on a link j that limits flows (level[j] finite) a flow of k above that level, or
+    on one that limits none a flow of k held below one of its other flows (peak[j] bounds them). Else the
+    rate by which k's flows are held below their fair share on links that limit flows: a flow fixed where
+    such a link ran out below its level would, in max-min, take from that link's fastest flows, up to its
+    ceiling and k's level. 0: every flow still has a saturated link on which no flow is faster, in the
+    capacities less what departures left idle (the state a solve leaves, which the allowance bounds)."""
+    width = sub.shape[1]
+    mine = nused
+    for u in range(nused):
+        j = links[u]
+        if j == k:
+            mine = u
+        elif np.isfinite(level[j]):
+            if fastest[u] > level[j] * (1 + _BELOW):
+                return -1.0
+        elif np.isfinite(saturation[u]) and saturation[u] < peak[j] * (1 - _BELOW):
+            return -1.0
+    debt = 0.0
+    for i in range(nkeep):
+        for h in range(width):
+            u = sub[i, h]
+            if (u != mine and u < nused and np.isfinite(level[links[u]]) and fair[i] == saturation[u]
+                    and saturation[u] < level[links[u]] * (1 - _BELOW)):
+                debt += min(ceiling[i], saturation[mine]) - fair[i]
+                break
+    return debt
 
 
 @_uncounted

@@ -66,17 +66,19 @@ segments in time order, so a departure costs O(1) work, not a pass over the acti
   makespan +0.8% at 128 x 8) for 2% fewer solves and no less CPU. A log whose components never
   exceed it replays bit-identically to ε = 0; all-to-alls at 46+ ranks (2070+ flows in one
   component) keep the allowance. docs/simulator.md has the figures.
-- Large components may re-solve one link at a time (off by default; `local_flows=N` turns it on): in a
+- Large components re-solve one link at a time (`local_flows`, default 8192; None turns it off): in a
   component of more than N flows, a link that runs out of allowance (at an instant no flow joined the
   component) has only its own flows re-solved: max-min in its capacity and in what the other flows
-  leave on their other links, every other flow keeping its rate (a rise takes freed capacity up, a fall frees capacity,
-  both counted by the allowance as departures are). The component is solved whole when flows join it,
-  or once its link re-solves have re-solved half its flows since its last solve. In an all-to-all each
-  link runs out about once per stage: whole solves of n^2 flows made the push n^3 (206 s of CPU at
-  2048 ranks); link re-solves of n flows make it about n^2.2 (24 s; 112 s at 4096 with N = 8192). Off
-  by default because its error is measured, not bounded: within 0.0025% of the makespan on the flat
-  benchmark logs, but zen in ZEN's layout at 128 x 8 moved a stage end by 3.4% against exact (0.08%
-  with whole solves). docs/simulator.md has the figures.
+  leave on their other links, no flow above the level of another link of it that limits flows, every
+  other flow keeping its rate (a rise takes freed capacity up, a fall frees capacity, both counted by
+  the allowance as departures are). It stands only where every flow still has a saturated link on
+  which no flow is faster, in the capacities less what departures left idle (what a solve leaves), or
+  where the rate by which it holds the link's flows below that, over their time, fits half of what is
+  left of the link's allowance, and is charged to it; else the component is solved whole
+  (`waterfill._held_back`). So its error is the allowance's, bounded the same way. The component is
+  also solved whole when flows join it, or once its link re-solves have re-solved half its flows since
+  its last solve. In an all-to-all each link runs out about once per stage: whole solves of n^2 flows
+  made the push n^3 (206 s of CPU at 2048 ranks). docs/simulator.md has the figures.
 
 With a NIC efficiency eff(k), a NIC link carrying k active flows (isolated or shared) has capacity
 bandwidth x eff(k) in the solve; an isolated flow runs at eff(1). The count is the one of the last
@@ -99,7 +101,8 @@ from zensim.net.fastmaxmin import _ACTIVE, _CHECK, _DELIVER, _DEPART, _ISOLATED,
 from zensim.net.models.base import NetworkView
 
 EXACT_FLOWS = 2048  # a component of at most this many flows is solved at every change, as with batch 0
-OFF = 2**62  # local_flows None (the default): no component re-solves a link alone
+LOCAL_FLOWS = 8192  # a link of a component of more than this many flows that runs out is re-solved alone
+OFF = 2**62  # local_flows None: no component re-solves a link alone
 COMPILE_S = 28  # about this many seconds of CPU compile the steps (zensim.jit.announce)
 
 
@@ -121,7 +124,7 @@ class MaxMin:
 
     name = "maxmin"
     summary = "flow-level max-min fair sharing (fluid TCP), solved per component, departures batched by freed capacity"
-    options: dict[str, object] = {"batch": 1 / 256, "exact_flows": EXACT_FLOWS, "local_flows": None}
+    options: dict[str, object] = {"batch": 1 / 256, "exact_flows": EXACT_FLOWS, "local_flows": LOCAL_FLOWS}
 
     def __init__(self, net: NetworkView, batch: float, exact_flows: int, local_flows: int | None) -> None:
         self.batch, self.exact_flows, self.local_flows = checked(batch, exact_flows, local_flows)
