@@ -62,6 +62,7 @@ TIE = 1e-12  # relative tolerance: flows finishing "now"
 DEFER = 1 / 64  # the part of what is left of a link's allowance a departure may actually lose before its re-solve
 LOCAL_DEFER = 1 / 8  # the same where the link is re-solved alone (_patch)
 LOCAL_BUDGET = 1 / 2  # a component's link re-solves since its solve re-solve at most this part of its flows
+REGION_ROUNDS = 4  # a link re-solve that does not stand is tried again with the links that held it back, so often
 HEAD = 256  # a departure segment's sorted head: at least this many flows
 FIRST = 64  # its first head: 1/FIRST of its flows (it is often replaced by the next solve soon), later ones 1/8
 
@@ -115,7 +116,7 @@ Flows = namedtuple("Flows", "left base_time rate segment_of alive comp_of stamp 
 # waterfill.LinkState's arrays (the allowance and the last solve's rates on it) and its run of flows in the
 # index arena (`ibase`, `icount`: _index).
 Links = namedtuple("Links", "nflows comp_on isolated_on busy_from room spent freed freed_t last slot used peak level "
-                            "ibase icount")
+                            "ibase icount region")
 # Scratch arrays of one step: the flows joined this instant, the flows departing, the stack of due
 # components, their roots, and the components one step works through (a flow's in _join, the ones
 # waiting for a check in _depart) and the links a flush re-solves alone (`due_links`: _flush_join; its
@@ -189,7 +190,7 @@ def model_state(net: ReplayNetwork, size: int, wire: Wire, born: np.ndarray, old
     ls = LinkState(links)
     link = Links(np.zeros(links, np.int64), np.full(links, -1), np.full(links, -1), ls.busy_from, ls.room, ls.spent,
                  ls.freed, ls.freed_t, ls.last, ls.slot, ls.used, ls.peak, ls.level, np.zeros(links, np.int64),
-                 np.zeros(links, np.int64))
+                 np.zeros(links, np.int64), np.full(links, -1))
     nic = np.zeros(links, dtype=bool)
     nic[net.nic_links] = True
     nic_table = np.array(net.nic_efficiency or [], dtype=np.float64)
@@ -862,19 +863,38 @@ def _due_links(c, now, mm, at):  # pragma: no cover (compiled)
 @uncounted
 def _patch(c, now, mm, heap, st):  # pragma: no cover (compiled)
     """Re-solve component c's links that _due_links listed, each alone (waterfill.patch_compiled: a
-    departure segment of its flows whose rate changed), then check c again when its next link runs out: the earliest of
-    the others' (_due_links) and of the links whose flows' rates changed."""
+    departure segment of its flows whose rate changed), or where that does not stand with the links that
+    held it back, then theirs, up to REGION_ROUNDS times (_members); where none stands, c whole (its
+    workspace holds its flows since its last solve: flows only join it through one). Then check c again
+    when its next link runs out: the earliest of the others' (_due_links) and of the links whose flows'
+    rates changed."""
     wire, flow, link, comp, ms, ws, index = mm.wire, mm.flow, mm.link, mm.comp, mm.ms, mm.ws, mm.index
-    due = mm.scratch.due_links
+    due, members, region, rlinks = mm.scratch.due_links, mm.scratch.joined, link.region, mm.scratch.gone
     when = comp.check[c]
     for i in range(comp.pfirst[c], comp.pfirst[c] + comp.pcount[c]):
         k = due[i]
+        region[k], rlinks[0], nreg = 0, k, 1
         b, n = link.ibase[k], link.icount[k]
-        count, moved, nused = patch_compiled(index[b:b + n], n, k, flow.alive, flow.left, flow.base_time, flow.rate,
-                                             flow.born, wire.routes, wire.capacity, now, wire.batch, link.busy_from,
-                                             link.room, link.spent, link.freed, link.freed_t, link.last, link.slot,
-                                             link.used, link.peak, link.level, ws)
-        if moved < 0:  # it does not stand (waterfill._held_back): the component whole
+        count, moved, nused = patch_compiled(index[b:b + n], n, k, region, flow.alive, flow.left, flow.base_time,
+                                             flow.rate, flow.born, wire.routes, wire.capacity, now, wire.batch,
+                                             link.busy_from, link.room, link.spent, link.freed, link.freed_t, link.last,
+                                             link.slot, link.used, link.peak, link.level, ws)
+        for _ in range(REGION_ROUNDS):
+            if moved >= 0 or nused == 0 or nreg + nused > len(rlinks):
+                break
+            for h in range(nused):  # the links that held it back join the region
+                region[ws.saturated[h]], rlinks[nreg] = nreg, ws.saturated[h]
+                nreg += 1
+            n = _members(rlinks, nreg, 2 * (comp.living[c] // 4), mm)
+            if n == 0:
+                break
+            count, moved, nused = patch_compiled(members, n, k, region, flow.alive, flow.left, flow.base_time,
+                                                 flow.rate, flow.born, wire.routes, wire.capacity, now, wire.batch,
+                                                 link.busy_from, link.room, link.spent, link.freed, link.freed_t,
+                                                 link.last, link.slot, link.used, link.peak, link.level, ws)
+        for r in range(nreg):
+            region[rlinks[r]] = -1
+        if moved < 0:  # none stands (waterfill._held_back): the component whole
             comp.pcount[c] = -1
             _solve(c, now, mm)
             return
@@ -882,7 +902,7 @@ def _patch(c, now, mm, heap, st):  # pragma: no cover (compiled)
             _segment(c, ws.flows, moved, ws.part, mm)
         if count:
             comp.patched[c] += count
-            for u in range(nused):  # the links of its flows (k among them), as patch_compiled numbered them
+            for u in range(nused):  # the links of its flows (the region among them), as patch_compiled numbered them
                 if link.nflows[ws.links[u]] > 0:
                     when = min(when, _runs_out(ws.links[u], False, LOCAL_DEFER, link))
         ms[_LOCAL] += 1
@@ -891,6 +911,33 @@ def _patch(c, now, mm, heap, st):  # pragma: no cover (compiled)
     comp.check[c] = when
     if when < np.inf:
         push(heap, st, now + max(when - now, 0.0), _CHECK, c, comp.epoch[c], 0.0)
+
+
+@uncounted
+def _members(rlinks, nreg, most, mm):  # pragma: no cover (compiled)
+    """The flows of a region's links rlinks[:nreg] (marked in link.region by their place there) into
+    scratch.joined, each once (under the first of the region's links it uses). Returns how many; 0 where
+    they are more than `most` (then a whole solve costs little more) or would not leave the arena room
+    for the rest of the flush."""
+    link, ms, index, croutes, region, members = mm.link, mm.ms, mm.index, mm.wire.croutes, mm.link.region, mm.scratch.joined
+    need = 0
+    for r in range(nreg):
+        need += link.icount[rlinks[r]]
+    if need > len(members) or ms[_ARENA] + need + ms[_ACTIVE] + ms[_PROOM] > len(mm.seg.finish):
+        return 0
+    count = 0
+    for r in range(nreg):
+        j = rlinks[r]
+        for at in range(link.ibase[j], link.ibase[j] + link.icount[j]):
+            f = index[at]
+            first = True
+            for h in range(croutes.shape[1]):
+                if 0 <= region[croutes[f, h]] < r:
+                    first = False
+            if first:
+                members[count] = f
+                count += 1
+    return count if count <= most else 0
 
 
 @uncounted

@@ -464,31 +464,33 @@ def solve_compiled(flows: np.ndarray, count: int, alive: np.ndarray, left: np.nd
 
 
 @_uncounted
-def patch_compiled(flows: np.ndarray, count: int, k: int, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray,
-                   rate: np.ndarray, born: np.ndarray, routes: np.ndarray, capacity: np.ndarray, now: float,
-                   batch: float, busy_from: np.ndarray, room: np.ndarray, spent: np.ndarray, freed: np.ndarray,
-                   freed_t: np.ndarray, last: np.ndarray, slot: np.ndarray, used: np.ndarray, peak: np.ndarray,
-                   level: np.ndarray, ws: Workspace) -> tuple[int, int, int]:  # pragma: no cover (compiled)
-    """A local re-solve of link k: flows[:count] are every flow on it (those alive are re-solved); every
-    other flow keeps its rate. The flows of k get the max-min rates of k's capacity and, on each of their
+def patch_compiled(flows: np.ndarray, count: int, k: int, region: np.ndarray, alive: np.ndarray, left: np.ndarray,
+                   base_time: np.ndarray, rate: np.ndarray, born: np.ndarray, routes: np.ndarray, capacity: np.ndarray,
+                   now: float, batch: float, busy_from: np.ndarray, room: np.ndarray, spent: np.ndarray,
+                   freed: np.ndarray, freed_t: np.ndarray, last: np.ndarray, slot: np.ndarray, used: np.ndarray,
+                   peak: np.ndarray, level: np.ndarray, ws: Workspace) -> tuple[int, int, int]:  # pragma: no cover (compiled)
+    """A local re-solve of a region of links (region[j] >= 0; k among them, the link that ran out):
+    flows[:count] are every flow on them, each once (those alive are re-solved); every other flow keeps
+    its rate. The region's flows get the max-min rates of its links' capacities and, on each of their
     other links, of what the other flows leave there (capacity - (used - freed), the link's rates now, +
     their own), none above the level of another link of it that limits flows (its ceiling). It stands
-    or not as _held_back says; what it holds back, over its flows' time, is charged to k's allowance
-    (`spent`) where that leaves at least half of it, else it does not stand. Where it stands, k's
-    allowance restarts as after a solve (solve_compiled); on their other links a rate that rose takes
-    freed capacity up (`freed` less, as if freed that much less, at no cost to the service already
-    lost), one that fell frees capacity now (counted as a departure's), and a link that limited no flow
-    and now does gets its allowance as after an arrival given rates (warm_compiled). Into `ws` as
-    solve_compiled: returns how many are alive (ws.keep[:that], finish times ws.finish[:that]), how many of
-    them changed rate (ws.flows[:that], finish times ws.part[:that]: the others' finish times stand; -1:
-    it does not stand, and nothing changed but their bytes left brought to now) and how many links they
-    use (ws.links[:that], k among them)."""
+    or not as _held_back says; what it holds back, over the flows of k's time, is charged to k's
+    allowance (`spent`) where that leaves at least half of it, else it does not stand. Where it stands,
+    the region's allowances restart as after a solve (solve_compiled); on their other links a rate that
+    rose takes freed capacity up (`freed` less, as if freed that much less, at no cost to the service
+    already lost), one that fell frees capacity now (counted as a departure's), and a link that limited
+    no flow and now does gets its allowance as after an arrival given rates (warm_compiled). Into `ws`
+    as solve_compiled: returns how many are alive (ws.keep[:that], finish times ws.finish[:that]), how
+    many of them changed rate (ws.flows[:that], finish times ws.part[:that]: the others' finish times
+    stand) and how many links they use (ws.links[:that], the region among them); where it does not stand,
+    -1 for the second and, third, the links outside the region that held it back (ws.saturated[:that]),
+    nothing changed but the flows' bytes left brought to now."""
     nkeep, nused, _ = _gather(flows, count, alive, left, base_time, rate, routes, capacity.size - 1, slot, now, ws)
     keep, links, cap, sub, fair, saturation, change = ws.keep, ws.links, ws.cap, ws.sub, ws.fair, ws.level, ws.room
     width = sub.shape[1]
     for u in range(nused):
         j = links[u]
-        cap[u] = capacity[j] if j == k else capacity[j] - (used[j] - freed[j])
+        cap[u] = capacity[j] if region[j] >= 0 else capacity[j] - (used[j] - freed[j])
         change[u] = 0.0
     cap[nused] = np.inf
     was = ws.part  # each one's rate before
@@ -496,43 +498,47 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, alive: np.ndarray, lef
         was[i] = rate[keep[i]]
         for j in range(width):
             u = sub[i, j]
-            if u < nused and links[u] != k:
+            if u < nused and region[links[u]] < 0:
                 cap[u] += rate[keep[i]]
                 change[u] -= rate[keep[i]]
     for u in range(nused):
         cap[u] = max(cap[u], 0.0)
-    ceiling = ws.finish  # no flow of k above the level of another link of it that limits flows
+    ceiling = ws.finish  # none above the level of a link outside the region that limits flows (where under its room)
     for i in range(nkeep):
         ceiling[i] = np.inf
         for j in range(width):
             u = sub[i, j]
-            if u < nused and links[u] != k:
+            if u < nused and region[links[u]] < 0 and level[links[u]] < cap[u]:
                 ceiling[i] = min(ceiling[i], level[links[u]])
     _fill_levels(sub, nkeep, cap, nused + 1, ws, fair, saturation, ceiling)
-    fastest = ws.lows  # per link the fastest of k's flows' new rates
+    fastest, oldest = ws.lows, ws.oldest  # per link the fastest new rate and the oldest flow's start
     for u in range(nused + 1):
-        fastest[u] = 0.0
-    oldest = np.inf
+        fastest[u], oldest[u] = 0.0, np.inf
     for i in range(nkeep):
-        oldest = min(oldest, born[keep[i]])
         for j in range(width):
-            change[sub[i, j]] += fair[i]
-            fastest[sub[i, j]] = max(fastest[sub[i, j]], fair[i])
-    debt, charge = _held_back(k, nkeep, nused, links, sub, fair, ceiling, saturation, fastest, peak, level), 0.0
+            u = sub[i, j]
+            change[u] += fair[i]
+            fastest[u] = max(fastest[u], fair[i])
+            oldest[u] = min(oldest[u], born[keep[i]])
+    debt, held = _held_back(nkeep, nused, links, region, sub, fair, ceiling, saturation, fastest, peak, level,
+                            ws.saturated)
+    charge = 0.0
     if debt > 0:  # charged to k's allowance over its flows' time: stands only where half of it is left
-        end, bytes_on_k = now, 0.0
+        end, mine, on_k = now, slot[k], 0.0
         for i in range(nkeep):
             end = max(end, now + left[keep[i]] / fair[i])
-            bytes_on_k += left[keep[i]]
+            for j in range(width):
+                if sub[i, j] == mine:
+                    on_k += left[keep[i]]
         charge = debt * (end - now)
-        lost = (0.0 if oldest > busy_from[k] else spent[k]) + freed[k] * now - freed_t[k]
-        allowance = batch * (capacity[k] * (now - max(busy_from[k], oldest)) + bytes_on_k)
+        lost = (0.0 if oldest[mine] > busy_from[k] else spent[k]) + freed[k] * now - freed_t[k]
+        allowance = batch * (capacity[k] * (now - max(busy_from[k], oldest[mine])) + on_k)
         if not lost + charge <= allowance / 2:
             debt = -1.0
     if debt < 0:
         for u in range(nused):
             slot[links[u]] = -1
-        return nkeep, -1, nused
+        return nkeep, -1, held
     _set_rates(keep, nkeep, fair, sub, nused, left, rate, now, ws)
     moved = 0
     for i in range(nkeep):  # in place: moved <= i
@@ -543,13 +549,13 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, alive: np.ndarray, lef
     for u in range(nused):
         j = links[u]
         slot[j] = -1
-        if j == k:
-            used[k], peak[k], level[k] = load[u], top[u], saturation[u]
-            if oldest > busy_from[k]:  # as solve_compiled: the credit counts from its oldest flow's start
-                busy_from[k], spent[k] = oldest, 0.0
-            _restart(k, end_of[u], work[u], saturation[u], capacity, now, batch, busy_from, room, spent, freed,
+        if region[j] >= 0:
+            used[j], peak[j], level[j] = load[u], top[u], saturation[u]
+            if oldest[u] > busy_from[j]:  # as solve_compiled: the credit counts from its oldest flow's start
+                busy_from[j], spent[j] = oldest[u], 0.0
+            _restart(j, end_of[u], work[u], saturation[u], capacity, now, batch, busy_from, room, spent, freed,
                      freed_t, last)
-            if charge > 0:
+            if j == k and charge > 0:
                 spent[k] += charge
                 room[k] = batch * (capacity[k] * (now - busy_from[k]) + work[u])
         else:
@@ -557,7 +563,7 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, alive: np.ndarray, lef
             freed_t[j] -= change[u] * now
             last[j] = max(last[j], end_of[u])
             peak[j] = max(peak[j], top[u])
-            if np.isfinite(saturation[u]) and not np.isfinite(level[j]):  # k's flows saturate j: as _warm's
+            if np.isfinite(saturation[u]) and not np.isfinite(level[j]):  # its flows saturate j: as _warm's
                 used[j] -= freed[j]
                 level[j] = saturation[u]
                 _restart(j, last[j], work[u], saturation[u], capacity, now, batch, busy_from, room, spent, freed,
@@ -566,36 +572,50 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, alive: np.ndarray, lef
 
 
 @_uncounted
-def _held_back(k, nkeep, nused, links, sub, fair, ceiling, saturation, fastest, peak, level):  # pragma: no cover (compiled)
-    """Whether link k's re-solve (patch_compiled: per flow of k its new rate `fair` and `ceiling`, per link of
+def _held_back(nkeep, nused, links, region, sub, fair, ceiling, saturation, fastest, peak, level,
+               out):  # pragma: no cover (compiled)
+    """Whether a region's re-solve (patch_compiled: per flow its new rate `fair` and `ceiling`, per link of
     them, numbered 0..nused-1, where the fill saturated it and the fastest new rate on it) keeps the rates
-    max-min with every other flow's rate kept, and what it holds back. -1: it does not stand (the component
-    is solved whole): on a link j that limits flows (level[j] finite) a flow of k above that level, or
-    on one that limits none a flow of k held below one of its other flows (peak[j] bounds them). Else the
-    rate by which k's flows are held below their fair share on links that limit flows: a flow fixed where
-    such a link ran out below its level would, in max-min, take from that link's fastest flows, up to its
-    ceiling and k's level. 0: every flow still has a saturated link on which no flow is faster, in the
-    capacities less what departures left idle (the state a solve leaves, which the allowance bounds)."""
+    max-min with every other flow's rate kept, and what it holds back; the links outside the region that
+    hold its flows back into out[:that] (returned second). -1: it does not stand: on a link j that limits
+    flows (level[j] finite) a flow above that level, or on one that limits none a flow held below one of
+    its other flows (peak[j] bounds them). Else the rate by which the flows are held below their fair
+    share on links that limit flows: a flow fixed where such a link ran out below its level would, in
+    max-min, take from that link's fastest flows, up to its ceiling and the least level of its region's
+    links. 0: every flow still has a saturated link on which no flow is faster, in the capacities less
+    what departures left idle (the state a solve leaves, which the allowance bounds)."""
     width = sub.shape[1]
-    mine = nused
+    debt, held = 0.0, 0
     for u in range(nused):
         j = links[u]
-        if j == k:
-            mine = u
-        elif np.isfinite(level[j]):
+        if region[j] >= 0:
+            continue
+        if np.isfinite(level[j]):
             if fastest[u] > level[j] * (1 + _BELOW):
-                return -1.0
+                debt = -1.0
+            elif np.isfinite(saturation[u]) and saturation[u] < level[j] * (1 - _BELOW):
+                out[held] = j
+                held += 1
         elif np.isfinite(saturation[u]) and saturation[u] < peak[j] * (1 - _BELOW):
-            return -1.0
-    debt = 0.0
+            debt = -1.0
+            out[held] = j
+            held += 1
+    if debt < 0 or held == 0:
+        return debt, held
     for i in range(nkeep):
+        low, own = np.inf, np.inf
         for h in range(width):
             u = sub[i, h]
-            if (u != mine and u < nused and np.isfinite(level[links[u]]) and fair[i] == saturation[u]
-                    and saturation[u] < level[links[u]] * (1 - _BELOW)):
-                debt += min(ceiling[i], saturation[mine]) - fair[i]
-                break
-    return debt
+            if u < nused:
+                j = links[u]
+                if region[j] >= 0:
+                    own = min(own, saturation[u])
+                elif (np.isfinite(level[j]) and fair[i] == saturation[u]
+                        and saturation[u] < level[j] * (1 - _BELOW)):
+                    low = saturation[u]
+        if low < np.inf:
+            debt += min(ceiling[i], own) - fair[i]
+    return debt, held
 
 
 @_uncounted
