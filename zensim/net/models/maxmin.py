@@ -74,11 +74,13 @@ segments in time order, so a departure costs O(1) work, not a pass over the acti
   the allowance as departures are). It stands only where every flow still has a saturated link on
   which no flow is faster, in the capacities less what departures left idle (what a solve leaves), or
   where the rate by which it holds the link's flows below that, over their time, fits half of what is
-  left of the link's allowance, and is charged to it; else the component is solved whole
-  (`waterfill._held_back`). So its error is the allowance's, bounded the same way. The component is
+  left of the link's allowance, and is charged to it (`waterfill._held_back`); else it is tried again
+  with the links that held it back (a region, up to 4 rounds), and where none stands the component is
+  solved whole. So its error is the allowance's, bounded the same way. The component is
   also solved whole when flows join it, or once its link re-solves have re-solved half its flows since
   its last solve. In an all-to-all each link runs out about once per stage: whole solves of n^2 flows
-  made the push n^3 (206 s of CPU at 2048 ranks). docs/simulator.md has the figures.
+  made the push n^3 (203 s of CPU at 2048 ranks; 37 s with link re-solves). docs/simulator.md has the
+  figures.
 
 With a NIC efficiency eff(k), a NIC link carrying k active flows (isolated or shared) has capacity
 bandwidth x eff(k) in the solve; an isolated flow runs at eff(1). The count is the one of the last
