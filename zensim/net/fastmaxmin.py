@@ -76,7 +76,7 @@ _SEGS, _ARENA, _OLDEST, _ROOTS, _HELD, _MOST = range(11, 17)
 # a flush's link re-solves need (_flush_join): arena entries and segments
 _IGEN, _INDEX, _LOCAL, _PROOM, _PSEGS = range(17, 22)
 _STATE = 22  # the integer state's length
-COMPILE_S = 70  # about this many seconds of CPU compile _loop (zensim.jit.announce)
+COMPILE_S = 90  # about this many seconds of CPU compile _loop (zensim.jit.announce)
 # Per component id (the module docstring's state): its union-find parent; its flow list (first, last,
 # size) and pieces; its flows alive; its check time and solve count (`epoch`); whether it exists and is
 # due; its segment list (seg_first, seg_last); its deferred departures' time; its flows joined since its

@@ -105,7 +105,7 @@ from zensim.net.models.base import NetworkView
 EXACT_FLOWS = 2048  # a component of at most this many flows is solved at every change, as with batch 0
 LOCAL_FLOWS = 8192  # a link of a component of more than this many flows that runs out is re-solved alone
 OFF = 2**62  # local_flows None: no component re-solves a link alone
-COMPILE_S = 28  # about this many seconds of CPU compile the steps (zensim.jit.announce)
+COMPILE_S = 36  # about this many seconds of CPU compile the steps (zensim.jit.announce)
 
 
 def checked(batch: object, exact_flows: object, local_flows: object) -> tuple[float, int, int]:
