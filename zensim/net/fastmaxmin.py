@@ -113,14 +113,16 @@ Wire = namedtuple("Wire", "croutes routes nbytes capacity latency pad batch exac
 # isolated flow's start and rate, the next flow of its component, its start (the network's sent_at).
 Flows = namedtuple("Flows", "left base_time rate segment_of alive comp_of stamp iso_start iso_rate following born")
 # Per link (and the padding link): its flows, its component, its isolated flow (-1: none),
-# waterfill.LinkState's arrays (the allowance and the last solve's rates on it) and its run of flows in the
-# index arena (`ibase`, `icount`: _index).
+# waterfill.LinkState's arrays (the allowance and the last solve's rates on it), its run of flows in the
+# index arena (`ibase`, `icount`: _index) and its place in the region a link re-solve is trying (`region`,
+# -1 for none: _patch; all -1 between flushes).
 Links = namedtuple("Links", "nflows comp_on isolated_on busy_from room spent freed freed_t last slot used peak level "
                             "ibase icount region")
 # Scratch arrays of one step: the flows joined this instant, the flows departing, the stack of due
 # components, their roots, and the components one step works through (a flow's in _join, the ones
 # waiting for a check in _depart) and the links a flush re-solves alone (`due_links`: _flush_join; its
-# second half for a component whose index the flush makes first).
+# second half for a component whose index the flush makes first). In a flush's solves, after _flush_join,
+# `joined` holds a region's flows and `gone` its links (_patch, _members).
 Scratch = namedtuple("Scratch", "joined gone stack roots comps due_links")
 # The efficiency tables (MaxMin._capacities, zensim.net.efficiency): the host efficiency h(0..) (`table`)
 # and the NIC efficiency eff(0..) (`eff`), each of length 0 without; per link whether it is a NIC's, its
