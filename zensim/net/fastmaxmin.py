@@ -269,6 +269,12 @@ def _undue(c, comp, ms):  # pragma: no cover (compiled)
 
 
 @uncounted
+def _tables(host):  # pragma: no cover (compiled)
+    """Whether an efficiency table is set (a host or a NIC one): then every component is solved whole."""
+    return len(host.table) > 0 or len(host.eff) > 0
+
+
+@uncounted
 def _refill(s, seg):  # pragma: no cover (compiled)
     """The next sorted head of segment s (_Segment._refill): the `HEAD` or an eighth of the positions
     left (the first head a `FIRST`th), whichever is more, earliest first, ties to the first in solve
@@ -611,7 +617,7 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
         flows[i] = m
         m = following[m]
     s = seg_first[c]
-    tables = len(host.table) > 0 or len(host.eff) > 0
+    tables = _tables(host)
     # one segment and no link re-solved alone since: MaxMin._solve's partial re-solve
     partial = s >= 0 and s == comp.seg_last[c] and not tables and comp.patched[c] == 0
     while s >= 0:
@@ -732,7 +738,7 @@ def _flush_solve(now, mm, heap, st):  # pragma: no cover (compiled)
     merged into it and no link of it was re-solved alone since its solve, first try _warm (not with an
     efficiency table)."""
     comp, scratch, ms, batch, host = mm.comp, mm.scratch, mm.ms, mm.wire.batch, mm.host
-    tables = len(host.table) > 0 or len(host.eff) > 0
+    tables = _tables(host)
     living, exists, due, nnew, full = comp.living, comp.exists, comp.due, comp.nnew, comp.full
     stack, roots = scratch.stack, scratch.roots
     for i in range(ms[_ROOTS]):
@@ -834,7 +840,7 @@ def _local(c, mm):  # pragma: no cover (compiled)
     link re-solves since its solve re-solved fewer than LOCAL_BUDGET of its flows."""
     comp, wire, host = mm.comp, mm.wire, mm.host
     return (comp.nnew[c] == 0 and comp.living[c] > max(wire.exact_flows, wire.local_flows) and wire.batch > 0
-            and len(host.table) == 0 and len(host.eff) == 0 and comp.patched[c] < LOCAL_BUDGET * comp.living[c])
+            and not _tables(host) and comp.patched[c] < LOCAL_BUDGET * comp.living[c])
 
 
 @uncounted
@@ -870,17 +876,14 @@ def _patch(c, now, mm, heap, st):  # pragma: no cover (compiled)
     workspace holds its flows since its last solve: flows only join it through one). Then check c again
     when its next link runs out: the earliest of the others' (_due_links) and of the links whose flows'
     rates changed."""
-    wire, flow, link, comp, ms, ws, index = mm.wire, mm.flow, mm.link, mm.comp, mm.ms, mm.ws, mm.index
+    link, comp, ms, ws, index = mm.link, mm.comp, mm.ms, mm.ws, mm.index
     due, members, region, rlinks = mm.scratch.due_links, mm.scratch.joined, link.region, mm.scratch.gone
     when = comp.check[c]
     for i in range(comp.pfirst[c], comp.pfirst[c] + comp.pcount[c]):
         k = due[i]
         region[k], rlinks[0], nreg = 0, k, 1
         b, n = link.ibase[k], link.icount[k]
-        count, moved, nused = patch_compiled(index[b:b + n], n, k, region, flow.alive, flow.left, flow.base_time,
-                                             flow.rate, flow.born, wire.routes, wire.capacity, now, wire.batch,
-                                             link.busy_from, link.room, link.spent, link.freed, link.freed_t, link.last,
-                                             link.slot, link.used, link.peak, link.level, ws)
+        count, moved, nused = _re_solve(index[b:b + n], n, k, now, mm)
         for _ in range(REGION_ROUNDS):
             if moved >= 0 or nused == 0 or nreg + nused > len(rlinks):
                 break
@@ -890,10 +893,7 @@ def _patch(c, now, mm, heap, st):  # pragma: no cover (compiled)
             n = _members(rlinks, nreg, 2 * (comp.living[c] // 4), mm)
             if n == 0:
                 break
-            count, moved, nused = patch_compiled(members, n, k, region, flow.alive, flow.left, flow.base_time,
-                                                 flow.rate, flow.born, wire.routes, wire.capacity, now, wire.batch,
-                                                 link.busy_from, link.room, link.spent, link.freed, link.freed_t,
-                                                 link.last, link.slot, link.used, link.peak, link.level, ws)
+            count, moved, nused = _re_solve(members, n, k, now, mm)
         for r in range(nreg):
             region[rlinks[r]] = -1
         if moved < 0:  # none stands (waterfill._held_back): the component whole
@@ -913,6 +913,16 @@ def _patch(c, now, mm, heap, st):  # pragma: no cover (compiled)
     comp.check[c] = when
     if when < np.inf:
         push(heap, st, now + max(when - now, 0.0), _CHECK, c, comp.epoch[c], 0.0)
+
+
+@uncounted
+def _re_solve(flows, n, k, now, mm):  # pragma: no cover (compiled)
+    """waterfill.patch_compiled of flows[:n], the flows of the region marked in link.region (k the link that
+    ran out), on the model's arrays."""
+    wire, flow, link = mm.wire, mm.flow, mm.link
+    return patch_compiled(flows, n, k, link.region, flow.alive, flow.left, flow.base_time, flow.rate, flow.born,
+                          wire.routes, wire.capacity, now, wire.batch, link.busy_from, link.room, link.spent,
+                          link.freed, link.freed_t, link.last, link.slot, link.used, link.peak, link.level, mm.ws)
 
 
 @uncounted
@@ -1143,7 +1153,7 @@ def _events(now, rank, prog, messages, mm, extra, heap, st, out, sent_at, delive
     for _loop to finish. Returns the time of the last event run."""
     stage_of, src_of, dst_of = messages.stage, messages.src, messages.dst
     ms, host = mm.ms, mm.host
-    tables = len(host.table) > 0 or len(host.eff) > 0
+    tables = _tables(host)
     while st[fastloop.SIZE] > 0:
         if _room(st, ms, extra) > heap.shape[0]:
             break
@@ -1187,7 +1197,7 @@ def _held(now, mm, most, heap, st):  # pragma: no cover (compiled)
     if not _fits(mm, most):
         mm = _fit(mm, most)
     host = mm.host
-    if len(host.table) > 0 or len(host.eff) > 0:
+    if _tables(host):
         capacities(mm.wire.capacity, host.nic, host.eff, mm.link.nflows, host.table, mm.ms[_ACTIVE], host.scaled)
     _flush_solve(now, mm, heap, st)
     return mm

@@ -474,7 +474,7 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, region: np.ndarray, al
     its rate. The region's flows get the max-min rates of its links' capacities and, on each of their
     other links, of what the other flows leave there (capacity - (used - freed), the link's rates now, +
     their own), none above the level of another link of it that limits flows (its ceiling). It stands
-    or not as _held_back says; what it holds back, over the flows of k's time, is charged to k's
+    or not as _held_back says; what it holds back, over the region's flows' time, is charged to k's
     allowance (`spent`) where that leaves at least half of it, else it does not stand. Where it stands,
     the region's allowances restart as after a solve (solve_compiled); on their other links a rate that
     rose takes freed capacity up (`freed` less, as if freed that much less, at no cost to the service
@@ -523,7 +523,7 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, region: np.ndarray, al
     debt, held = _held_back(nkeep, nused, links, region, sub, fair, ceiling, saturation, fastest, peak, level,
                             ws.saturated)
     charge = 0.0
-    if debt > 0:  # charged to k's allowance over its flows' time: stands only where half of it is left
+    if debt > 0:  # charged to k's allowance over the flows' time: stands only where half of it is left
         end, mine, on_k = now, slot[k], 0.0
         for i in range(nkeep):
             end = max(end, now + left[keep[i]] / fair[i])
@@ -553,11 +553,11 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, region: np.ndarray, al
             used[j], peak[j], level[j] = load[u], top[u], saturation[u]
             if oldest[u] > busy_from[j]:  # as solve_compiled: the credit counts from its oldest flow's start
                 busy_from[j], spent[j] = oldest[u], 0.0
-            _restart(j, end_of[u], work[u], saturation[u], capacity, now, batch, busy_from, room, spent, freed,
-                     freed_t, last)
-            if j == k and charge > 0:
+            held_k = j == k and charge > 0  # its allowance counts what it holds back, saturated or not
+            _restart(j, end_of[u], work[u], 0.0 if held_k else saturation[u], capacity, now, batch, busy_from, room,
+                     spent, freed, freed_t, last)
+            if held_k:
                 spent[k] += charge
-                room[k] = batch * (capacity[k] * (now - busy_from[k]) + work[u])
         else:
             freed[j] -= change[u]
             freed_t[j] -= change[u] * now
