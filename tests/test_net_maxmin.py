@@ -372,6 +372,33 @@ def _zen_layout_log(trace_path, name):
     return place(prep, lambda n, size, part: build_scheme(name, n, size, tables=tables), tables := Tables()).log
 
 
+def test_a_link_runs_out_on_freed_capacity_but_not_on_round_off():
+    """fastmaxmin._runs_out: on a link whose allowance is spent, capacity freed by a departure makes it
+    run out now (batched or exact), round-off of rises and falls (under ROUNDOFF of its rates) only in
+    exact mode; with allowance left, it runs out when DEFER of what is left is lost."""
+    from zensim.net.fastmaxmin import ROUNDOFF, Links, _runs_out
+    cap, now, end = 3.125e9, 1e-4, 4e-4
+
+    def link(freed, spent, room=2300.0):
+        arrays = [np.zeros(1) for _ in Links._fields]
+        state = Links(*arrays)
+        state.used[0], state.room[0], state.spent[0], state.last[0] = cap, room, spent, end
+        state.freed[0], state.freed_t[0] = freed, freed * now
+        return state
+
+    for exact in (False, True):
+        assert _runs_out(0, exact, DEFER, link(1e-3 * cap, 4000.0)) <= now
+        assert _runs_out(0, exact, DEFER, link(0.0, 4000.0)) == np.inf
+    residue = 0.1 * ROUNDOFF * cap
+    assert _runs_out(0, False, DEFER, link(residue, 4000.0)) == np.inf
+    assert _runs_out(0, True, DEFER, link(residue, 4000.0)) <= now
+    freed = 1e-4 * cap  # 312.5 B/s x 3e-4 s projected: over an allowance of 2300 - 2290 = 10 B
+    when = _runs_out(0, False, DEFER, link(freed, 2290.0))
+    allowance = 2300.0 * (cap - freed) / cap
+    assert when == pytest.approx(now + (allowance - 2290.0) * DEFER / freed, rel=1e-12)
+
+
+
 @pytest.mark.parametrize("name", ["ring-incr-central", "ring-incr-parallel-imbalanced", "ring-incr-parallel-balanced",
                                   "hier-oneshot-parallel-balanced", "agsparse-ring"])
 def test_default_exact_on_small_components_at_16x8_with_latency(zen_layout_trace, name):

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from zensim.net.models.base import ReplayNetwork
 
 TIE = 1e-12  # relative tolerance: flows finishing "now"
+ROUNDOFF = 1e-9  # relative to a link's rates: capacity freed on it below this is the round-off of rises and falls
 DEFER = 1 / 64  # the part of what is left of a link's allowance a departure may actually lose before its re-solve
 LOCAL_DEFER = 1 / 8  # the same where the link is re-solved alone (_patch)
 LOCAL_BUDGET = 1 / 2  # a component's link re-solves since its solve re-solve at most this part of its flows
@@ -823,12 +824,14 @@ def _fit(mm, most):  # pragma: no cover (compiled)
 def _runs_out(k, exact, defer, link):  # pragma: no cover (compiled)
     """When link k will have lost `defer` of what is left of its allowance to the capacity freed on it
     since its last solve, where its projected loss exceeds the allowance (`exact`: none, on a saturated
-    link); inf where it does not."""
+    link); inf where it does not, or (not `exact`) where what is freed is round-off (ROUNDOFF of its
+    rates: link re-solves raise and lower rates on other links, and their sums leave ~1e-10 B/s behind,
+    which a link whose allowance is spent would re-solve for at once, over and over at one instant)."""
     free, free_t, lost = link.freed[k], link.freed_t[k], link.spent[k]
     allowance = share_of_room(link.room[k], link.used[k], free)
     if exact and allowance < np.inf:  # a saturated link: its freed capacity is taken up at once
         allowance = 0.0
-    if free > 0 and lost + free * link.last[k] - free_t > allowance:
+    if free > (0.0 if exact else ROUNDOFF * link.used[k]) and lost + free * link.last[k] - free_t > allowance:
         return ((allowance - lost) * defer + free_t) / free
     return np.inf
 
