@@ -392,11 +392,10 @@ def test_a_link_runs_out_on_freed_capacity_but_not_on_round_off():
     residue = 0.1 * ROUNDOFF * cap
     assert _runs_out(0, False, DEFER, link(residue, 4000.0)) == np.inf
     assert _runs_out(0, True, DEFER, link(residue, 4000.0)) <= now
-    freed = 1e-4 * cap  # 312.5 B/s x 3e-4 s projected: over an allowance of 2300 - 2290 = 10 B
+    freed = 1e-4 * cap  # 312,500 B/s x 3e-4 s = 94 B projected: over the ~9.8 B left of the allowance
     when = _runs_out(0, False, DEFER, link(freed, 2290.0))
     allowance = 2300.0 * (cap - freed) / cap
     assert when == pytest.approx(now + (allowance - 2290.0) * DEFER / freed, rel=1e-12)
-
 
 
 @pytest.mark.parametrize("name", ["ring-incr-central", "ring-incr-parallel-imbalanced", "ring-incr-parallel-balanced",
