@@ -195,8 +195,9 @@ def test_solve_flows_touches_only_its_links(seed):
     """A solve of some flows gives waterfill's rates, their finish times, and restarts the allowance on
     their links only: the busy period counted from its oldest flow's start (its loss before that
     dropped), last = latest finish, room = batch x (capacity x busy time so far + bytes left on the
-    link) where saturated (inf elsewhere), lost service moved into spent; other links and flows
-    untouched."""
+    link) where saturated (inf elsewhere), lost service moved into spent where the link limited flows
+    before (its room finite; idle capacity on a link that limits none holds none of its flows back);
+    other links and flows untouched."""
     rng = np.random.default_rng(seed)
     links, total = 40, 60
     routes, cap = random_routes(rng, links, total)
@@ -208,6 +209,7 @@ def test_solve_flows_touches_only_its_links(seed):
     state.busy_from[:] = rng.uniform(0, 1, links + 1)
     state.freed[:], state.freed_t[:] = rng.uniform(0, 1, links + 1), rng.uniform(0, 1, links + 1)
     state.spent[:] = rng.uniform(0, 1, links + 1)
+    state.room[::2] = rng.uniform(0, 1, len(state.room[::2]))  # the others limited no flow: inf
     born = rng.uniform(0, 1, total)
     before = {k: getattr(state, k).copy() for k in ("room", "spent", "freed", "freed_t", "last", "busy_from")}
     want_left = np.maximum(left - rate * (2.0 - base), 0)
@@ -226,7 +228,8 @@ def test_solve_flows_touches_only_its_links(seed):
         oldest = min(born[f] for f in kept if k in routes[f])
         assert state.busy_from[k] == max(before["busy_from"][k], oldest)
         spent = before["spent"][k] if oldest <= before["busy_from"][k] else 0.0
-        assert state.spent[k] == pytest.approx(spent + before["freed"][k] * 2.0 - before["freed_t"][k])
+        lost = before["freed"][k] * 2.0 - before["freed_t"][k] if np.isfinite(before["room"][k]) else 0.0
+        assert state.spent[k] == pytest.approx(spent + lost)
         work = sum(left[f] for f in kept if k in routes[f])
         want = 0.25 * (cap[k] * (2.0 - state.busy_from[k]) + work) if np.isfinite(level[k]) else np.inf
         assert state.room[k] == pytest.approx(want, rel=1e-14)

@@ -647,12 +647,15 @@ def _restart(k, end, work, saturation, capacity, now, batch, busy_from, room, sp
     + work), batch x capacity x the least its busy period can last (what it could serve so far, and its
     bytes at full capacity, whatever the rates: the latest finish at the solve's rates, `end`, is k + 1
     times that where one flow shares the link with k that end soon), else inf; the service lost to
-    capacity freed since the last solve moved into spent; `last` = end (the loss of idle capacity is
-    projected to it)."""
+    capacity freed since the last solve moved into spent where k limited flows since (its room finite:
+    capacity idle on a link that limits none holds none of its flows back, they are held on the links
+    that limit them, whose allowances count it); `last` = end (the loss of idle capacity is projected to
+    it)."""
     if not np.isfinite(end):
         return
+    if np.isfinite(room[k]):
+        spent[k] += freed[k] * now - freed_t[k]
     room[k] = batch * (capacity[k] * (now - busy_from[k]) + work) if np.isfinite(saturation) else np.inf
-    spent[k] += freed[k] * now - freed_t[k]
     freed[k] = 0.0
     freed_t[k] = 0.0
     last[k] = end
