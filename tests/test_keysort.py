@@ -1,0 +1,47 @@
+"""zensim.net.keysort: the in-place sorts give the stable order of their keys (ties to the lesser
+position), whatever the size, the keys' order and the range within the array."""
+
+import numpy as np
+import pytest
+
+from zensim.net.keysort import select, sort
+
+
+def stable(positions, key, base):
+    """The positions in a stable sort's order of key[base + p]."""
+    return sorted(positions, key=lambda p: (key[base + p], p))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 16, 17, 100, 5000])
+@pytest.mark.parametrize("keys", ["distinct", "ties", "equal", "ascending", "descending"])
+def test_sort_gives_the_stable_order(n, keys):
+    """sort(x, lo, hi) orders x[lo:hi] as a stable sort would and touches nothing else: small ranges
+    (insertion), large ones (quicksort, its pending ranges on a stack), keys all equal or already in
+    (reverse) order, where a plain quicksort degrades (then heapsort)."""
+    rng = np.random.default_rng(n)
+    base = 3
+    key = {"distinct": rng.uniform(size=n), "ties": rng.integers(0, max(n // 20, 1), n).astype(float),
+           "equal": np.zeros(n), "ascending": np.arange(n, dtype=float),
+           "descending": np.arange(n, 0, -1, dtype=float)}[keys]
+    key = np.concatenate([np.full(base, -1.0), key])
+    x = np.concatenate([[-7, -8], rng.permutation(n), [-9]]).astype(np.int64)
+    sort(x, 2, 2 + n, key, base)
+    assert x[2:2 + n].tolist() == stable(range(n), key, base)
+    assert x[:2].tolist() == [-7, -8] and x[-1] == -9
+
+
+def test_sort_without_keys_orders_positions():
+    """With an empty key, positions compare as numbers (component ids: fastmaxmin._join)."""
+    x = np.random.default_rng(1).permutation(1000).astype(np.int64)
+    sort(x, 0, 1000, np.empty(0), 0)
+    assert x.tolist() == list(range(1000))
+
+
+@pytest.mark.parametrize("k", [1, 7, 500, 999])
+def test_select_puts_the_first_k_first(k):
+    """select(x, n, k) leaves in x[:k] the k first positions in the stable order (in some order)."""
+    rng = np.random.default_rng(k)
+    key = rng.integers(0, 50, 1000).astype(float)
+    x = rng.permutation(1000).astype(np.int64)
+    select(x, 1000, k, key, 0)
+    assert sorted(x[:k].tolist()) == sorted(stable(range(1000), key, 0)[:k])
