@@ -79,7 +79,7 @@ segments in time order, so a departure costs O(1) work, not a pass over the acti
   solved whole. So its error is the allowance's, bounded the same way. The component is
   also solved whole when flows join it, or once its link re-solves have re-solved half its flows since
   its last solve. In an all-to-all each link runs out about once per stage: whole solves of n^2 flows
-  made the push n^3 (202 s of CPU at 2048 ranks; 38 s with link re-solves). docs/simulator.md has the
+  made the push n^3 (215 s of CPU at 2048 ranks; 35 s with link re-solves). docs/simulator.md has the
   figures.
 
 With a NIC efficiency eff(k), a NIC link carrying k active flows (isolated or shared) has capacity
