@@ -67,24 +67,7 @@ def sort(x, lo, hi, key, base):  # pragma: no cover (compiled)
     while True:
         while hi - lo > 16 and depth > 0:
             depth -= 1
-            a, mid, c = lo, (lo + hi - 1) // 2, hi - 1
-            if before(x[mid], x[a], key, base):
-                x[mid], x[a] = x[a], x[mid]
-            if before(x[c], x[a], key, base):
-                x[c], x[a] = x[a], x[c]
-            if before(x[c], x[mid], key, base):
-                x[c], x[mid] = x[mid], x[c]
-            pivot = x[mid]
-            i, j = lo, hi - 1
-            while i <= j:
-                while before(x[i], pivot, key, base):
-                    i += 1
-                while before(pivot, x[j], key, base):
-                    j -= 1
-                if i <= j:
-                    x[i], x[j] = x[j], x[i]
-                    i += 1
-                    j -= 1
+            i, j = _partition(x, lo, hi - 1, key, base)
             if j + 1 - lo < hi - i:  # the smaller part waits, the larger is split on
                 pending[top], pending[top + 1], pending[top + 2] = lo, j + 1, depth
                 lo = i
@@ -141,27 +124,36 @@ def select(x, n, k, key, base):  # pragma: no cover (compiled)
     """Reorder x[:n] so that x[:k] are its k first in before's order (quickselect, median of three)."""
     lo, hi, kth = 0, n - 1, k - 1
     while hi > lo:
-        mid = (lo + hi) // 2
-        if before(x[mid], x[lo], key, base):
-            x[mid], x[lo] = x[lo], x[mid]
-        if before(x[hi], x[lo], key, base):
-            x[hi], x[lo] = x[lo], x[hi]
-        if before(x[hi], x[mid], key, base):
-            x[hi], x[mid] = x[mid], x[hi]
-        pivot = x[mid]
-        i, j = lo, hi
-        while i <= j:
-            while before(x[i], pivot, key, base):
-                i += 1
-            while before(pivot, x[j], key, base):
-                j -= 1
-            if i <= j:
-                x[i], x[j] = x[j], x[i]
-                i += 1
-                j -= 1
+        i, j = _partition(x, lo, hi, key, base)
         if kth <= j:
             hi = j
         elif kth >= i:
             lo = i
         else:
             break
+
+
+@_uncounted
+def _partition(x, lo, hi, key, base):  # pragma: no cover (compiled)
+    """Hoare's partition of x[lo:hi + 1] around the median of its first, middle and last positions
+    (sort's and select's step): returns (i, j), j < i, with x[lo:j + 1] none after the pivot and
+    x[i:hi + 1] none before it."""
+    mid = (lo + hi) // 2
+    if before(x[mid], x[lo], key, base):
+        x[mid], x[lo] = x[lo], x[mid]
+    if before(x[hi], x[lo], key, base):
+        x[hi], x[lo] = x[lo], x[hi]
+    if before(x[hi], x[mid], key, base):
+        x[hi], x[mid] = x[mid], x[hi]
+    pivot = x[mid]
+    i, j = lo, hi
+    while i <= j:
+        while before(x[i], pivot, key, base):
+            i += 1
+        while before(pivot, x[j], key, base):
+            j -= 1
+        if i <= j:
+            x[i], x[j] = x[j], x[i]
+            i += 1
+            j -= 1
+    return i, j
