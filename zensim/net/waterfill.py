@@ -759,7 +759,8 @@ def solve_flows(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_tim
     len(capacity) - 1). On each of their links where a flow ends in finite time, `links` restarts the
     allowance: `last` = the latest finish, `room` = batch x (capacity x (now - busy_from) + the bytes left
     on it) where the link saturated (inf where it limits no flow), the service lost to freed capacity moved into
-    `spent`, `freed` and `freed_t` zeroed. `partial`: the flows' rates are the max-min allocation of
+    `spent` where the link limited flows since its last restart (its room finite), `freed` and `freed_t` zeroed.
+    `partial`: the flows' rates are the max-min allocation of
     them all and only departures happened since (no flow joined or was given a rate without a solve,
     capacities unchanged): the flows under the least rate that left keep theirs and only the others
     are filled (_gather, _refill_above; the same rates up to round-off). Returns the alive flows and their
