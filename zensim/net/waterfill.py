@@ -760,11 +760,10 @@ def solve_flows(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_tim
     allowance: `last` = the latest finish, `room` = batch x (capacity x (now - busy_from) + the bytes left
     on it) where the link saturated (inf where it limits no flow), the service lost to freed capacity moved into
     `spent` where the link limited flows since its last restart (its room finite), `freed` and `freed_t` zeroed.
-    `partial`: the flows' rates are the max-min allocation of
-    them all and only departures happened since (no flow joined or was given a rate without a solve,
-    capacities unchanged): the flows under the least rate that left keep theirs and only the others
-    are filled (_gather, _refill_above; the same rates up to round-off). Returns the alive flows and their
-    finish times."""
+    `partial`: the flows' rates are the max-min allocation of them all and only departures happened since
+    (no flow joined or was given a rate without a solve, capacities unchanged): the flows under the least
+    rate that left keep theirs and only the others are filled (_gather, _refill_above; the same rates up to
+    round-off). Returns the alive flows and their finish times."""
     announce(solve_compiled, "the maxmin solver (zensim.net.waterfill.solve_compiled)", COMPILE_S)
     flows = np.ascontiguousarray(flows, dtype=np.int64)
     ws = links.workspace(flows.size, routes.shape[1])
