@@ -4,7 +4,7 @@ position), whatever the size, the keys' order and the range within the array."""
 import numpy as np
 import pytest
 
-from zensim.net.keysort import select, sort
+from zensim.net.keysort import RADIX, radix, select, sort
 
 
 def stable(positions, key, base):
@@ -45,3 +45,26 @@ def test_select_puts_the_first_k_first(k):
     x = rng.permutation(1000).astype(np.int64)
     select(x, 1000, k, key, 0)
     assert sorted(x[:k].tolist()) == sorted(stable(range(1000), key, 0)[:k])
+
+
+@pytest.mark.parametrize("n", [0, 1, 255, 256, 5000])
+@pytest.mark.parametrize("keys", ["distinct", "ties", "equal", "descending", "signed", "scales"])
+def test_radix_gives_the_stable_order(n, keys):
+    """radix(x, spare, n, key) orders x[:n] (positions into a longer key array) as a stable sort would,
+    ties in their order in x (by their positions where x is ascending: then before's order, as sort):
+    below RADIX items by sort, else by its passes over the keys' bits, passes where all keys share the
+    digit skipped (equal keys: none taken); negative keys, -0.0 as 0.0 and infinity in the floats'
+    order; keys over many orders of magnitude (every pass taken)."""
+    rng = np.random.default_rng(n)
+    size = 2 * n + 3
+    key = {"distinct": rng.uniform(size=size), "ties": rng.integers(0, max(n // 20, 1), size).astype(float),
+           "equal": np.full(size, 2.5), "descending": np.arange(size, 0, -1, dtype=float),
+           "signed": rng.choice([-np.inf, -3.5, -0.0, 0.0, 1e-300, 2.0, np.inf], size),
+           "scales": rng.uniform(size=size) * 10.0 ** rng.integers(-300, 300, size)}[keys]
+    x = np.sort(rng.choice(size, n, replace=False)).astype(np.int64)
+    if n >= RADIX:  # ties in x's order, which radix keeps, whatever it is
+        x = rng.permutation(x)
+    want = sorted(x.tolist(), key=lambda p: key[p] + 0.0)
+    spare = np.full(n, -1, np.int64)
+    radix(x, spare, n, key)
+    assert x.tolist() == want

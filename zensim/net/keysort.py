@@ -1,7 +1,7 @@
 """In-place sorts of positions by a key, compiled without allocation (numba, no reference counts): the
-departure segments' heads (zensim.net.fastmaxmin) and a link re-solve's flow ceilings
-(zensim.net.waterfill). Positions p, q compare by key[base + p], ties to the lesser position, so every
-sort gives the one order a stable sort would."""
+departure segments' heads (zensim.net.fastmaxmin: sort, select) and a link re-solve's flow ceilings
+(zensim.net.waterfill: radix). Positions p, q compare by key[base + p], ties to the lesser position, so
+every sort gives the one order a stable sort would."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ from numba.extending import intrinsic
 
 _uncounted = numba.njit(cache=True, _nrt=False)
 STACK = 3 * 64  # sort's pending ranges: three items each, one per halving of the size at most
+DIGITS = 8  # radix's passes: 8 bits of a float64 key each
+COUNTS = DIGITS * 256  # radix's digit counts, per pass
+RADIX = 256  # radix sorts at least this many items (fewer: sort)
 
 
 @_uncounted
@@ -30,23 +33,31 @@ def _stack():
     return np.empty(STACK, np.int64)
 
 
-@intrinsic
-def _alloca(typingctx):  # pragma: no cover (compiled)
-    """_stack compiled: STACK int64 items in the caller's stack frame (an alloca: no allocation, no
-    reference counts)."""
-    def codegen(context, builder, signature, args):
-        item = context.get_value_type(types.int64)
-        data = cgutils.alloca_once(builder, item, size=context.get_constant(types.intp, STACK))
-        array = context.make_array(signature.return_type)(context, builder)
-        context.populate_array(array, data=data, shape=[context.get_constant(types.intp, STACK)],
-                               strides=[context.get_constant(types.intp, 8)],
-                               itemsize=context.get_constant(types.intp, 8), meminfo=None)
-        return array._getvalue()
-    return types.Array(types.int64, 1, "C")(), codegen
+def _counts():
+    """A 1-d int64 array of COUNTS items for radix's digit counts, as Python (NUMBA_DISABLE_JIT=1)."""
+    return np.empty(COUNTS, np.int64)
+
+
+def _alloca(items):
+    """An intrinsic giving a 1-d int64 array of `items` items in the caller's stack frame (an alloca: no
+    allocation, no reference counts): _stack and _counts compiled."""
+    @intrinsic
+    def alloca(typingctx):  # pragma: no cover (compiled)
+        def codegen(context, builder, signature, args):
+            item = context.get_value_type(types.int64)
+            data = cgutils.alloca_once(builder, item, size=context.get_constant(types.intp, items))
+            array = context.make_array(signature.return_type)(context, builder)
+            context.populate_array(array, data=data, shape=[context.get_constant(types.intp, items)],
+                                   strides=[context.get_constant(types.intp, 8)],
+                                   itemsize=context.get_constant(types.intp, 8), meminfo=None)
+            return array._getvalue()
+        return types.Array(types.int64, 1, "C")(), codegen
+    return alloca
 
 
 if not numba.config.DISABLE_JIT:
-    _stack = _alloca  # noqa: F811 (the compiled array; the intrinsic does not run as Python)
+    _stack = _alloca(STACK)  # noqa: F811 (the compiled arrays; the intrinsics do not run as Python)
+    _counts = _alloca(COUNTS)  # noqa: F811
 
 
 @_uncounted
@@ -157,3 +168,54 @@ def _partition(x, lo, hi, key, base):  # pragma: no cover (compiled)
             i += 1
             j -= 1
     return i, j
+
+
+@_uncounted
+def _bits(bits, p):  # pragma: no cover (compiled)
+    """Float64 key p's bits (`bits`: the keys viewed as uint64) in the floats' order: the sign bit set for a
+    non-negative key (-0.0 as 0.0), every bit flipped for a negative one."""
+    b, sign = bits[p], np.uint64(1) << np.uint64(63)
+    if b & sign:
+        return sign if b == sign else ~b
+    return b | sign
+
+
+@_uncounted
+def radix(x, spare, n, key):  # pragma: no cover (compiled)
+    """x[:n] ordered by their float64 keys key[x[i]] (not NaN), ties in their order in x: before's order
+    (base 0) where x[:n] is ascending. A stable LSD radix sort of the keys' bits, 8 a pass, a pass
+    skipped where every key has the same digit (spare: n items of scratch): O(n) where sort's compares,
+    one unpredictable branch each, cost n log n (a link re-solve's ceilings: zensim.net.waterfill).
+    Fewer than RADIX items: sort."""
+    if n < RADIX:
+        sort(x, 0, n, key, 0)
+        return
+    bits = key.view(np.uint64)
+    counts = _counts()
+    for i in range(COUNTS):
+        counts[i] = 0
+    for i in range(n):
+        b = _bits(bits, x[i])
+        for d in range(DIGITS):
+            counts[d * 256 + np.int64((b >> np.uint64(8 * d)) & np.uint64(255))] += 1
+    flipped = False
+    for d in range(DIGITS):
+        at = d * 256
+        whole = False
+        total = 0
+        for v in range(at, at + 256):
+            whole = whole or counts[v] == n
+            total, counts[v] = total + counts[v], total
+        if whole:
+            continue
+        shift = np.uint64(8 * d)
+        src, dst = (spare, x) if flipped else (x, spare)
+        for i in range(n):
+            p = src[i]
+            v = at + np.int64((_bits(bits, p) >> shift) & np.uint64(255))
+            dst[counts[v]] = p
+            counts[v] += 1
+        flipped = not flipped
+    if flipped:
+        for i in range(n):
+            x[i] = spare[i]

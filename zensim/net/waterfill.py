@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from zensim.jit import announce
-from zensim.net.keysort import sort
+from zensim.net.keysort import radix, sort
 
 COMPILE_S = 10  # about this many seconds of CPU compile solve_compiled or warm_compiled (zensim.jit.announce)
 
@@ -34,16 +34,16 @@ _BELOW = 1e-9  # relative: a re-solve refills the flows down to this far under t
 _uncounted = numba.njit(cache=True, _nrt=False)
 
 # The scratch of a solve, named: per flow of the component (`flows` rows: make_workspace's first size)
-# its id (`flows`: the caller's list; `keep`: those alive), its row of link numbers (`sub`; `rows`: the
-# rows refilled), its rates (`part`: a refill's, `fair`: the solve's) and finish time, a bit per flow
-# (`fixed`) and per incidence its flow and other links (`entries`); per link of the network and the
-# padding (the second size) the network's link of each number (`links`), the capacities of the solve
-# (`cap`, `room`: what a refill leaves), whether a refill fills it, and _fill's and _set_rates's per-link
-# arrays (`level`: where each saturated). Grown by the caller where a component has more flows
-# (make_workspace); every array is written before it is read in a solve.
+# its id (`flows`: the caller's list; `keep`: those alive; `spare`: a radix sort's scratch), its row of link
+# numbers (`sub`; `rows`: the rows refilled), its rates (`part`: a refill's, `fair`: the solve's) and
+# finish time, a bit per flow (`fixed`) and per incidence its flow and other links (`entries`); per link
+# of the network and the padding (the second size) the network's link of each number (`links`), the
+# capacities of the solve (`cap`, `room`: what a refill leaves), whether a refill fills it, and _fill's and
+# _set_rates's per-link arrays (`level`: where each saturated). Grown by the caller where a component has
+# more flows (make_workspace); every array is written before it is read in a solve.
 Workspace = namedtuple("Workspace", "flows keep sub rows part fair finish fixed entries links cap room refilled count "
                                     "start fill live share saturated residual level step_of lows end_of load top "
-                                    "work oldest")
+                                    "work oldest spare")
 
 
 @numba.njit(cache=True)
@@ -58,7 +58,7 @@ def make_workspace(flows: int, links: int, width: int) -> Workspace:  # pragma: 
                      np.empty(links, np.int64), np.empty(links + 1, np.int64), np.empty(links, np.int64),
                      np.empty(links, np.int64), np.empty(links), np.empty(links, np.int64), np.empty(links),
                      np.empty(links), np.empty(links, np.int64), np.empty(links + 1), np.empty(links),
-                     np.empty(links), np.empty(links), np.empty(links), np.empty(links))
+                     np.empty(links), np.empty(links), np.empty(links), np.empty(links), np.empty(flows, np.int64))
 
 
 @_uncounted
@@ -238,7 +238,9 @@ def _fill_levels(routes, flows, capacity, links, ws, rate, level, ceiling):  # p
     re-solve (patch_compiled), whose flows' other links, each with its own room, can saturate at as many
     levels as it has flows. Links whose shares tie within a relative _TIE saturate together, as in _fill.
     A flow i is fixed at ceiling[i] if the filling reaches it first (as a link of its own would; inf:
-    none), in the order of their ceilings (ws.flows: the scratch)."""
+    none), in the order of their ceilings (ws.flows: the scratch). A link that carries one flow is that
+    flow's ceiling too, not a heap entry (a link re-solve's flows each have one such link: its other
+    end): it saturates where its flow's rate reaches its capacity (within _TIE)."""
     width = routes.shape[1]
     dummy = links - 1
     _incidences(routes, flows, links, ws)
@@ -249,7 +251,7 @@ def _fill_levels(routes, flows, capacity, links, ws, rate, level, ceiling):  # p
         residual[k] = capacity[k]
         level[k] = np.inf
         pos[k] = -1
-        if k != dummy and count[k] > 0:  # pushed one by one: heap[:size] stays a heap
+        if k != dummy and count[k] > 1:  # pushed one by one: heap[:size] stays a heap
             share[k] = residual[k] / count[k]
             heap[size] = k
             size += 1
@@ -257,30 +259,34 @@ def _fill_levels(routes, flows, capacity, links, ws, rate, level, ceiling):  # p
     fixed = ws.fixed
     for i in range((flows >> 6) + 1):
         fixed[i] = 0
-    capped, ncapped = ws.flows, 0
+    bound, capped, ncapped = rate, ws.flows, 0  # per flow its least ceiling, its rate once fixed
     for i in range(flows):
-        if ceiling[i] < np.inf:
+        bound[i] = ceiling[i]
+        for j in range(width):
+            u = routes[i, j]
+            if u != dummy and count[u] == 1:
+                bound[i] = min(bound[i], capacity[u])
+        if bound[i] < np.inf:
             capped[ncapped] = i
             ncapped += 1
-    sort(capped, 0, ncapped, ceiling, 0)
+    radix(capped, ws.spare, ncapped, bound)
     next_cap = 0
-    while size > 0:
-        low = share[heap[0]]
-        if next_cap < ncapped and ceiling[capped[next_cap]] < low:
+    while size > 0 or next_cap < ncapped:
+        low = share[heap[0]] if size > 0 else np.inf
+        if next_cap < ncapped and bound[capped[next_cap]] < low:
             f = capped[next_cap]
             next_cap += 1
-            if _fixes(f, fixed):
-                rate[f] = ceiling[f]
+            if _fixes(f, fixed):  # else fixed since at a level under its bound, and rate[f] holds it
                 for j in range(width):
                     u = routes[f, j]
                     if u != dummy:
                         count[u] -= 1
-                        residual[u] = max(residual[u] - ceiling[f], 0.0)
+                        residual[u] = max(residual[u] - bound[f], 0.0)
                         size = _reshare(u, size, count, residual, share, heap, pos)
             continue
-        bound = low * (1 + _TIE)
+        top = low * (1 + _TIE)
         nsat = 0
-        while size > 0 and share[heap[0]] <= bound:
+        while size > 0 and share[heap[0]] <= top:
             saturated[nsat] = heap[0]
             level[heap[0]] = low
             nsat += 1
@@ -295,6 +301,11 @@ def _fill_levels(routes, flows, capacity, links, ws, rate, level, ceiling):  # p
                 for o in range(at + 1, at + width):
                     if entries[o] != dummy:
                         size = _reshare(entries[o], size, count, residual, share, heap, pos)
+    for i in range(flows):  # the links of one flow: saturated where it reached their capacity
+        for j in range(width):
+            u = routes[i, j]
+            if u != dummy and start[u + 1] - start[u] == 1 and capacity[u] <= rate[i] * (1 + _TIE):
+                level[u] = rate[i]
 
 
 def waterfill(routes: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
