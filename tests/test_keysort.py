@@ -4,7 +4,7 @@ position), whatever the size, the keys' order and the range within the array."""
 import numpy as np
 import pytest
 
-from zensim.net.keysort import RADIX, radix, select, sort
+from zensim.net.keysort import RADIX, lead, radix, select, sort
 
 
 def stable(positions, key, base):
@@ -68,3 +68,23 @@ def test_radix_gives_the_stable_order(n, keys):
     spare = np.full(n, -1, np.int64)
     radix(x, spare, n, key)
     assert x.tolist() == want
+
+
+@pytest.mark.parametrize("n,k", [(0, 5), (10, 20), (3000, 1), (3000, 256), (3000, 2999), (20000, 300)])
+@pytest.mark.parametrize("keys", ["distinct", "ties", "equal", "clustered"])
+def test_lead_puts_the_first_in_order_first(n, k, keys):
+    """lead(x, spare, n, k, key) on ascending positions: x[:m] are the m first of the stable order, in
+    it, for some m >= k (all where n <= k; the keys' buckets taken whole: all equal keys, one bucket),
+    and the rest follow in their order (ascending), every position kept."""
+    rng = np.random.default_rng(n + k)
+    size = n + 7
+    key = {"distinct": rng.uniform(size=size), "ties": rng.integers(0, 30, size).astype(float),
+           "equal": np.full(size, 0.5), "clustered": 1.0 + rng.uniform(size=size) * 10.0 ** rng.integers(-15, 0, size)}[keys]
+    x = np.sort(rng.choice(size, n, replace=False)).astype(np.int64)
+    want = sorted(x.tolist(), key=lambda p: key[p])
+    spare = np.full(n, -1, np.int64)
+    m = lead(x, spare, n, k, key)
+    assert min(k, n) <= m <= n
+    assert x[:m].tolist() == want[:m]
+    assert x[m:].tolist() == sorted(want[m:])
+    assert keys != "equal" or m == n

@@ -93,7 +93,8 @@ def test_dense_ring_and_empty_logs():
 def test_segments_take_the_stable_order(size):
     """A solve's flows leave in the order of a stable sort by finish time (ties: solve order), however
     the segment is cut into sorted heads, in both loops: the Python model's _Segment and the compiled
-    loop's arena run (a few flows sorted at once, a head of them all, heads selected from more)."""
+    loop's arena run (a few flows sorted at once, a head of them all, heads selected from more, their
+    finish times' buckets taken whole)."""
     rng = np.random.default_rng(size)
     finish = rng.integers(0, 40, size).astype(float)  # many ties, across head boundaries
     flows = rng.permutation(size)
@@ -102,8 +103,7 @@ def test_segments_take_the_stable_order(size):
     assert [m for t in np.unique(finish) for m in segment.take(t)] == stable
     one = np.zeros(1, np.int64)
     seg = fastmaxmin.Segments(one, np.array([size]), one.copy(), one.copy(), np.ones(1, np.bool_), one - 1, finish,
-                              flows.astype(np.int64), np.arange(size), np.empty(size, np.int64),
-                              np.zeros(size, np.bool_), np.empty((1, 2)))
+                              flows.astype(np.int64), np.arange(size), np.empty(size, np.int64), np.empty((1, 2)))
     floats = np.zeros(size)
     flow = fastmaxmin.Flows(*[floats] * 3, np.zeros(size, np.int32), np.ones(size, np.bool_), *[floats] * 6)
     gone, count = np.empty(size, np.int64), 0

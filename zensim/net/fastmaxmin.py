@@ -51,7 +51,7 @@ from zensim.net import fastloop
 from zensim.net.fastloop import (FINISH, IDS, MODEL, SENT, START, Program, advance, arrived, grow, inlined, pop, push,
                                  push_late, resume, sends, uncounted)
 from zensim.net.efficiency import capacities
-from zensim.net.keysort import select, sort
+from zensim.net.keysort import lead, sort
 from zensim.net.waterfill import (LinkState, make_workspace, patch_compiled, share_of_room, solve_compiled,
                                   warm_compiled)
 
@@ -93,10 +93,10 @@ Comps = namedtuple("Comps", "parent first last size nparts living check epoch ex
 # length, the end of its sorted head and how far it is taken (both counted from its start), whether it is
 # live and the next segment of its component (`following`, -1 last); the arena: per entry a flow's finish
 # time and id in solve order, and each segment's positions (`order`: the head taken so far, the sorted
-# head, then the positions not yet sorted in solve order); the scratch of a head's selection (`pick`,
-# `mark`, as long as the workspace's flows); the heap of the segments' earliest finishes (`heads`: rows of
+# head, then the positions not yet sorted in solve order); the scratch of a head's selection (`pick`, as
+# long as the workspace's flows); the heap of the segments' earliest finishes (`heads`: rows of
 # (finish, segment)). A segment's run is packed away when it is dropped (_compact). Grown by _loop (_fit).
-Segments = namedtuple("Segments", "base size head taken live following finish flows order pick mark heads")
+Segments = namedtuple("Segments", "base size head taken live following finish flows order pick heads")
 # The model's arrays as the loop's functions take them (`mm`): the network's (`wire`), per flow, per link,
 # per component (`Comps`), scratch arrays, the integer state (`ms`: _STAMP..), the time of the armed
 # departure event (`fs`), the efficiency tables (`host`), the segments (`seg`) and the solves' scratch
@@ -205,7 +205,7 @@ def model_state(net: ReplayNetwork, size: int, wire: Wire, born: np.ndarray, old
     # every combination, which the tests see (_fit)
     seg = Segments(np.empty(16, np.int64), np.empty(16, np.int64), np.empty(16, np.int64), np.empty(16, np.int64),
                    np.empty(16, np.bool_), np.empty(16, np.int64), np.empty(64), np.empty(64, np.int64),
-                   np.empty(64, np.int64), np.empty(16, np.int64), np.zeros(16, np.bool_), np.empty((16, 2)))
+                   np.empty(64, np.int64), np.empty(16, np.int64), np.empty((16, 2)))
     # built as Python (its py_func), so that nothing compiles before run() announces the loop's compile
     ws = getattr(make_workspace, "py_func", make_workspace)(16, len(wire.capacity), wire.routes.shape[1])
     return Model(wire, flow, link, comp, scratch, np.zeros(_STATE, np.int64), np.full(1, np.inf), host, seg, ws,
@@ -277,36 +277,21 @@ def _tables(host):  # pragma: no cover (compiled)
 
 @uncounted
 def _refill(s, seg):  # pragma: no cover (compiled)
-    """The next sorted head of segment s (_Segment._refill): the `HEAD` or an eighth of the positions
-    left (the first head a `FIRST`th), whichever is more, earliest first, ties to the first in solve
-    order; the positions left stay in solve order. The first head is made when a departure first needs
-    it, not at the solve as the Python model does (the order taken is the same): a segment replaced by
-    the next solve before any departure costs no sort."""
-    base, size, order, finish = seg.base[s], seg.size[s], seg.order, seg.finish
+    """The next sorted head of segment s (_Segment._refill): at least the `HEAD` or an eighth of the
+    positions left (the first head a `FIRST`th), whichever is more, earliest first, ties to the first in
+    solve order (keysort.lead: the finish times' buckets taken whole); the positions left stay in solve
+    order. The first head is made when a departure first needs it, not at the solve as the Python model
+    does (the order taken is the same): a segment replaced by the next solve before any departure costs
+    no sort."""
+    base, size, order, pick = seg.base[s], seg.size[s], seg.order, seg.pick
     start = seg.head[s]
     left = size - start
-    head = max(HEAD, left // (FIRST if start == 0 else 8))
-    if left <= head:
-        sort(order, base + start, base + size, finish, base)
-        head = left
-    else:
-        pick, mark = seg.pick, seg.mark
-        for i in range(left):
-            pick[i] = order[base + start + i]
-        select(pick, left, head, finish, base)
-        sort(pick, 0, head, finish, base)
-        for i in range(head):
-            mark[pick[i]] = True
-        kept = head
-        for i in range(base + start, base + size):  # the rest, in solve order
-            p = order[i]
-            if mark[p]:
-                mark[p] = False
-            else:
-                pick[kept] = p
-                kept += 1
-        for i in range(left):
-            order[base + start + i] = pick[i]
+    for i in range(left):
+        pick[i] = order[base + start + i]
+    head = lead(pick, order[base + start:base + size], left, max(HEAD, left // (FIRST if start == 0 else 8)),
+                seg.finish[base:base + size])
+    for i in range(left):
+        order[base + start + i] = pick[i]
     seg.head[s] = start + head
     seg.taken[s] = start
 
@@ -790,10 +775,10 @@ def _fit(mm, most):  # pragma: no cover (compiled)
     packed = ms[_ARENA] + entries > len(finish)
     if packed:  # in place, before any per-segment array is copied
         _compact(seg, ms)
-    pick, mark, heads = seg.pick, seg.mark, seg.heads
+    pick, heads = seg.pick, seg.heads
     if most > len(ws.flows):
         ws = make_workspace(max(most, 2 * len(ws.flows)), len(ws.links), ws.sub.shape[1])
-        pick, mark = np.empty(len(ws.flows), np.int64), np.zeros(len(ws.flows), np.bool_)
+        pick = np.empty(len(ws.flows), np.int64)
     need = ms[_SEGS] + ms[_ROOTS] + ms[_PSEGS]
     base, size, head, taken, live, following = seg.base, seg.size, seg.head, seg.taken, seg.live, seg.following
     if need > len(live):
@@ -804,7 +789,7 @@ def _fit(mm, most):  # pragma: no cover (compiled)
     if packed and (ms[_ARENA] + entries > len(finish) or 2 * ms[_ARENA] > len(finish)):
         need = ms[_ARENA] + entries
         finish, flows, order = _larger(finish, need), _larger(flows, need), _larger(order, need)
-    seg = Segments(base, size, head, taken, live, following, finish, flows, order, pick, mark, heads)
+    seg = Segments(base, size, head, taken, live, following, finish, flows, order, pick, heads)
     index = mm.index
     if _indexed(mm, most) > len(index):
         index = _larger(index, _indexed(mm, most))

@@ -219,3 +219,46 @@ def radix(x, spare, n, key):  # pragma: no cover (compiled)
     if flipped:
         for i in range(n):
             x[i] = spare[i]
+
+
+@_uncounted
+def lead(x, spare, n, k, key):  # pragma: no cover (compiled)
+    """x[:n] (positions in ascending order) reordered so that its m first in before's order (base 0), m at
+    least k, come first and sorted, the rest after in their order; returns m. The keys' order-preserving
+    bits are cut into COUNTS buckets between the least and the greatest (a pass for those, one to count
+    them), the buckets up to the one that reaches k taken whole (a stable partition into `spare`, n items
+    of scratch), then sorted by radix: passes in address order over the keys, where a quickselect's
+    partitions jump and branch on every compare (a departure segment's heads: zensim.net.fastmaxmin)."""
+    if n <= k:
+        radix(x, spare, n, key)
+        return n
+    bits = key.view(np.uint64)
+    lo, hi = ~np.uint64(0), np.uint64(0)
+    for i in range(n):
+        b = _bits(bits, x[i])
+        lo, hi = min(lo, b), max(hi, b)
+    shift = np.uint64(0)
+    while (hi - lo) >> shift >= np.uint64(COUNTS):
+        shift += np.uint64(1)
+    counts = _counts()
+    for v in range(COUNTS):
+        counts[v] = 0
+    for i in range(n):
+        counts[np.int64((_bits(bits, x[i]) - lo) >> shift)] += 1
+    cut, m = 0, counts[0]
+    while m < k:
+        cut += 1
+        m += counts[cut]
+    first, rest = 0, m
+    for i in range(n):
+        p = x[i]
+        if np.int64((_bits(bits, p) - lo) >> shift) <= cut:
+            spare[first] = p
+            first += 1
+        else:
+            spare[rest] = p
+            rest += 1
+    for i in range(n):
+        x[i] = spare[i]
+    radix(x, spare, m, key)
+    return m
