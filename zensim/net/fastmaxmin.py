@@ -82,13 +82,13 @@ COMPILE_S = 90  # about this many seconds of CPU compile _loop (zensim.jit.annou
 # size) and pieces; its flows alive; its check time and solve count (`epoch`); whether it exists and is
 # due; its segment list (seg_first, seg_last); its deferred departures' time; its flows joined since its
 # last solve (the first, `fresh`, and how many, `nnew`); whether freed capacity or a merge made it due
-# (`full`: then no _warm); its index (_index: its links' run in the index arena, `lfirst` and `nlinks`, and
-# the arena generation it was made in, `igen`, -1 for none), the flows its link re-solves re-solved since its
-# last solve (`patched`) and this flush's links to re-solve (`pfirst`, `pcount` into scratch.due_links; -1:
-# none, -2: listed once its index is made). Read by name (comp.due); NUMBA_DISABLE_JIT=1 runs the same
-# code as Python.
+# (`full`: then no _warm); its index (_index: its links' run in the index arena, `lfirst` and `nlinks`, the
+# arena generation it was made in, `igen`, -1 for none, and its flows alive then, `iflows`), the flows its
+# link re-solves re-solved since its last solve (`patched`) and this flush's links to re-solve (`pfirst`,
+# `pcount` into scratch.due_links; -1: none, -2: listed once its index is made). Read by name (comp.due);
+# NUMBA_DISABLE_JIT=1 runs the same code as Python.
 Comps = namedtuple("Comps", "parent first last size nparts living check epoch exists due seg_first seg_last deferred "
-                            "fresh nnew full lfirst nlinks igen patched pfirst pcount")
+                            "fresh nnew full lfirst nlinks igen iflows patched pfirst pcount")
 # The departure segments, arrays: per segment id (in solve order) where its run of the arena starts and its
 # length, the end of its sorted head and how far it is taken (both counted from its start), whether it is
 # live and the next segment of its component (`following`, -1 last); the arena: per entry a flow's finish
@@ -183,7 +183,7 @@ def model_state(net: ReplayNetwork, size: int, wire: Wire, born: np.ndarray, old
                  np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps), np.empty(comps, np.int64),
                  np.zeros(comps, np.int64), np.zeros(comps, np.bool_), np.empty(comps, np.int64),
                  np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps, np.int64),
-                 np.empty(comps, np.int64), np.empty(comps, np.int64))
+                 np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps, np.int64))
     scratch = Scratch(np.empty(size, np.int64), np.empty(size, np.int64), np.empty(comps, np.int64),
                       np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(2 * links, np.int64))
     if old is not None:
@@ -623,7 +623,8 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
     ms[_SOLVES] += 1
     seg_first[c] = -1
     comp.patched[c] = 0
-    comp.igen[c] = -1  # its index is made when one of its links first runs out (_flush_solve)
+    if 2 * count < comp.iflows[c]:  # its index (made since its last join: a join lapses it) stands, with
+        comp.igen[c] = -1  # the flows that left since in it, until they are half; then made anew (_flush_solve)
     _segment(c, keep, count, ws.finish, mm)
 
 
@@ -801,8 +802,9 @@ def _fit(mm, most):  # pragma: no cover (compiled)
 # flow joined the component this instant, only that link's flows are re-solved (_patch), every other flow
 # keeping its rate; the component is solved whole when its link re-solves since its last solve have
 # re-solved LOCAL_BUDGET of its flows, or when flows join it. Its index of flows by link (_index) is made
-# at its first link re-solve after a solve or a join, in one pass over its flows: a solve's cost follows
-# the links that ran out, not the component (docs/simulator.md, "Local re-solves").
+# at its first link re-solve after a join, in one pass over its flows: a solve's cost follows the links
+# that ran out, not the component (docs/simulator.md, "Local re-solves"). A whole solve keeps it (the
+# flows that left since stay in it, passed over) until half the flows it lists have left.
 
 
 @uncounted
@@ -995,7 +997,7 @@ def _index(c, mm):  # pragma: no cover (compiled)
                 break
             index[ibase[k] + icount[k]] = keep[i]
             icount[k] += 1
-    mm.comp.lfirst[c], mm.comp.nlinks[c], mm.comp.igen[c] = at, nlinks, ms[_IGEN]
+    mm.comp.lfirst[c], mm.comp.nlinks[c], mm.comp.igen[c], mm.comp.iflows[c] = at, nlinks, ms[_IGEN], count
     ms[_INDEX] = pos
 
 
