@@ -4,7 +4,7 @@ position), whatever the size, the keys' order and the range within the array."""
 import numpy as np
 import pytest
 
-from zensim.net.keysort import RADIX, lead, radix, select, sort
+from zensim.net.keysort import RADIX, lead, radix, sort
 
 
 def stable(positions, key, base):
@@ -35,16 +35,6 @@ def test_sort_without_keys_orders_positions():
     x = np.random.default_rng(1).permutation(1000).astype(np.int64)
     sort(x, 0, 1000, np.empty(0), 0)
     assert x.tolist() == list(range(1000))
-
-
-@pytest.mark.parametrize("k", [1, 7, 500, 999])
-def test_select_puts_the_first_k_first(k):
-    """select(x, n, k) leaves in x[:k] the k first positions in the stable order (in some order)."""
-    rng = np.random.default_rng(k)
-    key = rng.integers(0, 50, 1000).astype(float)
-    x = rng.permutation(1000).astype(np.int64)
-    select(x, 1000, k, key, 0)
-    assert sorted(x[:k].tolist()) == sorted(stable(range(1000), key, 0)[:k])
 
 
 @pytest.mark.parametrize("n", [0, 1, 255, 256, 5000])
@@ -79,7 +69,8 @@ def test_lead_puts_the_first_in_order_first(n, k, keys):
     rng = np.random.default_rng(n + k)
     size = n + 7
     key = {"distinct": rng.uniform(size=size), "ties": rng.integers(0, 30, size).astype(float),
-           "equal": np.full(size, 0.5), "clustered": 1.0 + rng.uniform(size=size) * 10.0 ** rng.integers(-15, 0, size)}[keys]
+           "equal": np.full(size, 0.5),
+           "clustered": 1.0 + rng.uniform(size=size) * 10.0 ** rng.integers(-15, 0, size)}[keys]
     x = np.sort(rng.choice(size, n, replace=False)).astype(np.int64)
     want = sorted(x.tolist(), key=lambda p: key[p])
     spare = np.full(n, -1, np.int64)

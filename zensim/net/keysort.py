@@ -1,7 +1,7 @@
 """In-place sorts of positions by a key, compiled without allocation (numba, no reference counts): the
-departure segments' heads (zensim.net.fastmaxmin: sort, select) and a link re-solve's flow ceilings
-(zensim.net.waterfill: radix). Positions p, q compare by key[base + p], ties to the lesser position, so
-every sort gives the one order a stable sort would."""
+departure segments' heads (zensim.net.fastmaxmin: lead) and a link re-solve's flow ceilings
+(zensim.net.waterfill: radix); sort for short runs and component ids. Positions p, q compare by
+key[base + p], ties to the lesser position, so every sort gives the one order a stable sort would."""
 
 from __future__ import annotations
 
@@ -131,23 +131,9 @@ def sift(x, lo, i, n, key, base):  # pragma: no cover (compiled)
 
 
 @_uncounted
-def select(x, n, k, key, base):  # pragma: no cover (compiled)
-    """Reorder x[:n] so that x[:k] are its k first in before's order (quickselect, median of three)."""
-    lo, hi, kth = 0, n - 1, k - 1
-    while hi > lo:
-        i, j = _partition(x, lo, hi, key, base)
-        if kth <= j:
-            hi = j
-        elif kth >= i:
-            lo = i
-        else:
-            break
-
-
-@_uncounted
 def _partition(x, lo, hi, key, base):  # pragma: no cover (compiled)
     """Hoare's partition of x[lo:hi + 1] around the median of its first, middle and last positions
-    (sort's and select's step): returns (i, j), j < i, with x[lo:j + 1] none after the pivot and
+    (sort's step): returns (i, j), j < i, with x[lo:j + 1] none after the pivot and
     x[i:hi + 1] none before it."""
     mid = (lo + hi) // 2
     if before(x[mid], x[lo], key, base):

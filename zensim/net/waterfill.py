@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from zensim.jit import announce
-from zensim.net.keysort import radix, sort
+from zensim.net.keysort import radix
 
 COMPILE_S = 10  # about this many seconds of CPU compile solve_compiled or warm_compiled (zensim.jit.announce)
 
