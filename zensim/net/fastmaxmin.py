@@ -286,12 +286,16 @@ def _refill(s, seg):  # pragma: no cover (compiled)
     base, size, order, pick = seg.base[s], seg.size[s], seg.order, seg.pick
     start = seg.head[s]
     left = size - start
-    for i in range(left):
-        pick[i] = order[base + start + i]
-    head = lead(pick, order[base + start:base + size], left, max(HEAD, left // (FIRST if start == 0 else 8)),
-                seg.finish[base:base + size])
-    for i in range(left):
-        order[base + start + i] = pick[i]
+    head = max(HEAD, left // (FIRST if start == 0 else 8))
+    if left <= head:  # all of it, in place (most segments: a small component's)
+        sort(order, base + start, base + size, seg.finish, base)
+        head = left
+    else:
+        for i in range(left):
+            pick[i] = order[base + start + i]
+        head = lead(pick, order[base + start:base + size], left, head, seg.finish[base:base + size])
+        for i in range(left):
+            order[base + start + i] = pick[i]
     seg.head[s] = start + head
     seg.taken[s] = start
 
