@@ -94,7 +94,7 @@ Comps = namedtuple("Comps", "parent first last size nparts living check epoch ex
 # live and the next segment of its component (`following`, -1 last); the arena: per entry a flow's finish
 # time and id in solve order, and each segment's positions (`order`: the head taken so far, the sorted
 # head, then the positions not yet sorted in solve order); the scratch of a head's selection (`pick`, as
-# long as the workspace's flows); the heap of the segments' earliest finishes (`heads`: rows of
+# long as the workspace's flows: keysort.lead's); the heap of the segments' earliest finishes (`heads`: rows of
 # (finish, segment)). A segment's run is packed away when it is dropped (_compact). Grown by _loop (_fit).
 Segments = namedtuple("Segments", "base size head taken live following finish flows order pick heads")
 # The model's arrays as the loop's functions take them (`mm`): the network's (`wire`), per flow, per link,
@@ -283,19 +283,14 @@ def _refill(s, seg):  # pragma: no cover (compiled)
     order. The first head is made when a departure first needs it, not at the solve as the Python model
     does (the order taken is the same): a segment replaced by the next solve before any departure costs
     no sort."""
-    base, size, order, pick = seg.base[s], seg.size[s], seg.order, seg.pick
-    start = seg.head[s]
+    base, size, start = seg.base[s], seg.size[s], seg.head[s]
     left = size - start
     head = max(HEAD, left // (FIRST if start == 0 else 8))
-    if left <= head:  # all of it, in place (most segments: a small component's)
-        sort(order, base + start, base + size, seg.finish, base)
+    if left <= head:  # all of it (most segments: a small component's), without lead's set-up
+        sort(seg.order, base + start, base + size, seg.finish, base)
         head = left
     else:
-        for i in range(left):
-            pick[i] = order[base + start + i]
-        head = lead(pick, order[base + start:base + size], left, head, seg.finish[base:base + size])
-        for i in range(left):
-            order[base + start + i] = pick[i]
+        head = lead(seg.order[base + start:base + size], seg.pick, left, head, seg.finish[base:base + size])
     seg.head[s] = start + head
     seg.taken[s] = start
 

@@ -264,7 +264,7 @@ def _fill_levels(routes, flows, capacity, links, ws, rate, level, ceiling):  # p
         bound[i] = ceiling[i]
         for j in range(width):
             u = routes[i, j]
-            if u != dummy and count[u] == 1:
+            if u != dummy and start[u + 1] - start[u] == 1:
                 bound[i] = min(bound[i], capacity[u])
         if bound[i] < np.inf:
             capped[ncapped] = i
