@@ -219,15 +219,21 @@ def _unheap(heap, at, size, key, pos):  # pragma: no cover (compiled)
 
 
 @_uncounted
-def _reshare(u, size, count, residual, share, heap, pos):  # pragma: no cover (compiled)
-    """Link u's place in _fill_levels's heap after one of its flows was fixed: gone where none is left
-    unfixed (it limits none), else at its new fair share. Returns the heap's size."""
-    if pos[u] < 0:
-        return size
-    if count[u] == 0:
-        return _unheap(heap, pos[u], size, share, pos)
-    share[u] = residual[u] / count[u]
-    _sift(heap, pos[u], size, share, pos)
+def _fresh(size, count, residual, share, heap, pos):  # pragma: no cover (compiled)
+    """_fill_levels's heap with its least entry up to date: a link's fair share only rises as flows on it
+    are fixed (each at a level under it), so the heap keeps each link's share as it was last read, a
+    bound from below; its least is read again, re-placed where it rose and dropped where no flow on it
+    is left unfixed, until it stands. Returns the heap's size."""
+    while size > 0:
+        u = heap[0]
+        if count[u] == 0:
+            size = _unheap(heap, 0, size, share, pos)
+            continue
+        now = residual[u] / count[u]
+        if now == share[u]:
+            break
+        share[u] = now
+        _sift(heap, 0, size, share, pos)
     return size
 
 
@@ -271,7 +277,8 @@ def _fill_levels(routes, flows, capacity, links, ws, rate, level, ceiling):  # p
             ncapped += 1
     radix(capped, ws.spare, ncapped, bound)
     next_cap = 0
-    while size > 0 or next_cap < ncapped:
+    while True:
+        size = _fresh(size, count, residual, share, heap, pos)
         low = share[heap[0]] if size > 0 else np.inf
         if next_cap < ncapped and bound[capped[next_cap]] < low:
             f = capped[next_cap]
@@ -282,25 +289,22 @@ def _fill_levels(routes, flows, capacity, links, ws, rate, level, ceiling):  # p
                     if u != dummy:
                         count[u] -= 1
                         residual[u] = max(residual[u] - bound[f], 0.0)
-                        size = _reshare(u, size, count, residual, share, heap, pos)
             continue
+        if size == 0:
+            break
         top = low * (1 + _TIE)
         nsat = 0
         while size > 0 and share[heap[0]] <= top:
             saturated[nsat] = heap[0]
             level[heap[0]] = low
             nsat += 1
-            size = _unheap(heap, 0, size, share, pos)
+            size = _fresh(_unheap(heap, 0, size, share, pos), count, residual, share, heap, pos)
         for s in range(nsat):
             k = saturated[s]
             for at in range(start[k] * width, start[k + 1] * width, width):
-                if not _fixes(entries[at], fixed):
-                    continue
-                rate[entries[at]] = low
-                _take_up(k, at, low, width, dummy, entries, count, residual)
-                for o in range(at + 1, at + width):
-                    if entries[o] != dummy:
-                        size = _reshare(entries[o], size, count, residual, share, heap, pos)
+                if _fixes(entries[at], fixed):
+                    rate[entries[at]] = low
+                    _take_up(k, at, low, width, dummy, entries, count, residual)
     for i in range(flows):  # the links of one flow: saturated where it reached their capacity
         for j in range(width):
             u = routes[i, j]
