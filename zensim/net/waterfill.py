@@ -108,11 +108,10 @@ def _fixes(f, fixed):  # pragma: no cover (compiled)
 
 
 @_uncounted
-def _take_up(k, at, low, width, dummy, entries, count, residual):  # pragma: no cover (compiled)
-    """The flow of entry `at` of saturated link k fixed at `low`: k and its other links carry one unfixed
-    flow less and `low` less room."""
-    count[k] -= 1
-    residual[k] = max(residual[k] - low, 0.0)
+def _take_up(at, low, width, dummy, entries, count, residual):  # pragma: no cover (compiled)
+    """The flow of entry `at` of a saturated link fixed at `low`: its other links carry one unfixed flow
+    less and `low` less room (the saturated link's own are not read again: the caller clears its count
+    once its flows are fixed)."""
     for o in range(at + 1, at + width):
         other = entries[o]
         if other != dummy:
@@ -170,7 +169,8 @@ def _fill(routes, flows, capacity, links, ws, rate, level):  # pragma: no cover 
                 if _fixes(entries[at], fixed):
                     # the same subtractions as fixing the flow link by link: at one level they are all of
                     # `low`, so their order on a link does not change its residual
-                    _take_up(k, at, low, width, dummy, entries, count, residual)
+                    _take_up(at, low, width, dummy, entries, count, residual)
+            count[k] = 0
         kept = 0
         for i in range(nlive):
             if count[live[i]] > 0:
@@ -304,7 +304,8 @@ def _fill_levels(routes, flows, capacity, links, ws, rate, level, ceiling):  # p
             for at in range(start[k] * width, start[k + 1] * width, width):
                 if _fixes(entries[at], fixed):
                     rate[entries[at]] = low
-                    _take_up(k, at, low, width, dummy, entries, count, residual)
+                    _take_up(at, low, width, dummy, entries, count, residual)
+            count[k] = 0
     for i in range(flows):  # the links of one flow: saturated where it reached their capacity
         for j in range(width):
             u = routes[i, j]
