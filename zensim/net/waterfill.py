@@ -466,8 +466,9 @@ def solve_compiled(flows: np.ndarray, count: int, alive: np.ndarray, left: np.nd
     for u in range(nused + 1):  # per link the earliest start of the flows on it
         born_on[u] = np.inf
     for i in range(nkeep):
+        start = born[keep[i]]
         for j in range(sub.shape[1]):
-            born_on[sub[i, j]] = min(born_on[sub[i, j]], born[keep[i]])
+            born_on[sub[i, j]] = min(born_on[sub[i, j]], start)
     for u in range(nused):
         k = links[u]
         slot[k] = -1
@@ -511,12 +512,12 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, region: np.ndarray, al
     cap[nused] = np.inf
     was = ws.part  # each one's rate before
     for i in range(nkeep):
-        was[i] = rate[keep[i]]
+        r = was[i] = rate[keep[i]]
         for j in range(width):
             u = sub[i, j]
             if u < nused and region[links[u]] < 0:
-                cap[u] += rate[keep[i]]
-                change[u] -= rate[keep[i]]
+                cap[u] += r
+                change[u] -= r
     for u in range(nused):
         cap[u] = max(cap[u], 0.0)
     ceiling = ws.finish  # none above the level of a link outside the region that limits flows (where under its room)
@@ -531,11 +532,12 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, region: np.ndarray, al
     for u in range(nused + 1):
         fastest[u], oldest[u] = 0.0, np.inf
     for i in range(nkeep):
+        r, start = fair[i], born[keep[i]]
         for j in range(width):
             u = sub[i, j]
-            change[u] += fair[i]
-            fastest[u] = max(fastest[u], fair[i])
-            oldest[u] = min(oldest[u], born[keep[i]])
+            change[u] += r
+            fastest[u] = max(fastest[u], r)
+            oldest[u] = min(oldest[u], start)
     debt, held = _held_back(nkeep, nused, links, region, sub, fair, ceiling, saturation, fastest, peak, level,
                             ws.saturated)
     charge = 0.0
@@ -643,16 +645,17 @@ def _set_rates(flows, count, fair, sub, nused, left, rate, now, ws):  # pragma: 
     for u in range(nused + 1):
         end_of[u], load[u], top[u], work[u] = -np.inf, 0.0, 0.0, 0.0
     for i in range(count):
-        f = flows[i]
-        rate[f] = fair[i]
-        end = finish[i] = now + left[f] / fair[i]
+        f, r = flows[i], fair[i]
+        rate[f] = r
+        bytes_left = left[f]
+        end = finish[i] = now + bytes_left / r
         for j in range(sub.shape[1]):
             u = sub[i, j]
             if end > end_of[u]:
                 end_of[u] = end
-            load[u] += fair[i]
-            top[u] = max(top[u], fair[i])
-            work[u] += left[f]
+            load[u] += r
+            top[u] = max(top[u], r)
+            work[u] += bytes_left
 
 
 @_uncounted
