@@ -171,10 +171,7 @@ def model_state(net: ReplayNetwork, size: int, wire: Wire, born: np.ndarray, old
     links = net.num_links + 1
     # segment, component and next-flow ids int32 (fastloop.IDS: fewer than 2**31 messages, so components;
     # a segment per solve: 2**31 solves would take days)
-    # a flow's bytes left, their time and its rate side by side (columns of one array): a link re-solve
-    # reads and writes the three of flows scattered over the ids, one cache line each, not three
-    hot = np.zeros((size, 3))
-    flow = Flows(hot[:, 0], hot[:, 1], hot[:, 2], np.full(size, -1, IDS), np.zeros(size, np.bool_),
+    flow = Flows(np.zeros(size), np.zeros(size), np.zeros(size), np.full(size, -1, IDS), np.zeros(size, np.bool_),
                  np.full(size, -1, IDS), np.zeros(size, np.int64), np.zeros(size), np.zeros(size),
                  np.full(size, -1, IDS), born)
     comps = size + 1
