@@ -14,7 +14,8 @@ from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.network import Network
 from zensim.net.replay import LogReplay, replay
 from zensim.net.topology import ClusterSpec
-from zensim.net.waterfill import LinkState, _fill_levels, make_workspace, patch_compiled, solve_flows, warm_flows, waterfill
+from zensim.net.waterfill import (REPEATS, SAMPLE, LinkState, _fill_levels, make_workspace, patch_compiled, route_ids, solve_flows,
+                                  warm_flows, waterfill)
 from zensim.run import Tables
 from zensim.run.log import Message, MessageLog
 from zensim.schemes import build_scheme
@@ -269,6 +270,70 @@ def test_partial_resolve_after_departures_equals_the_whole_solve(seed):
         assert (np.isfinite(a) == np.isfinite(b)).all(), name
         assert a[np.isfinite(a)] == pytest.approx(b[np.isfinite(b)], rel=1e-12), name
 
+
+
+def test_route_ids_number_equal_rows_alike_and_only_where_routes_repeat():
+    """route_ids: equal rows get equal ids and different rows different ones, numbered 0.. in the order
+    they first appear; nothing (an empty array: a row per flow) where a flow's route carries fewer than
+    REPEATS flows on average over the flows."""
+    rng = np.random.default_rng(3)
+    distinct = np.unique(random_routes(rng, 50, 40, width=4)[0], axis=0)
+    n = len(distinct)
+    rows = distinct[rng.integers(0, n, n * REPEATS)]
+    ids = route_ids(rows)
+    _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    assert ids.dtype == np.int32 and len(ids) == len(rows)
+    order = np.argsort(first)  # unique rows by first appearance
+    want = np.empty(len(order), np.int64)
+    want[order] = np.arange(len(order))
+    assert ids.tolist() == want[inverse.ravel()].tolist()
+    assert route_ids(distinct).size == 0
+
+    def stacked(k: int) -> np.ndarray:  # every route once, the first k times: sum of squares n - 1 + k^2
+        return np.concatenate([distinct, distinct[:1].repeat(k - 1, axis=0)])
+
+    k = next(k for k in range(1, 10 * n) if n - 1 + k * k >= REPEATS * (n + k - 1))
+    assert route_ids(stacked(k - 1)).size == 0 and route_ids(stacked(k)).size == n + k - 1
+    big = SAMPLE * 16 + 1  # decided on a sample first: one pair a route, or a machine pair's 64 GPU pairs
+    pairs = np.stack([np.arange(big) // 1024, 2000 + np.arange(big) % 1024], axis=1)
+    coarse = pairs // [1, 64]
+    assert route_ids(pairs).size == 0 and route_ids(coarse).max() + 1 == len(np.unique(coarse, axis=0))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_solve_by_route_gives_the_same_bits_as_a_row_per_flow(seed):
+    """solve_compiled with route ids (a row per route, its flows counted as its multiplicity) gives the
+    flows the same rates, bytes left and finish times, and the links the same allowance state, bit for
+    bit, as a row per flow: a whole solve, then after departures a partial re-solve, in which some
+    routes' flows are on both sides of the refill's floor (their rates made unequal by hand)."""
+    rng = np.random.default_rng(seed)
+    links, total = 24, 400
+    distinct, cap = random_routes(rng, links, 30)
+    routes = distinct[rng.integers(0, 30, total)]
+    ids = route_ids(routes)
+    assert ids.size == total
+    left, born = rng.uniform(1, 50, total), rng.uniform(0, 0.5, total)
+    base, rate, alive = np.zeros(total), np.zeros(total), np.ones(total, bool)
+    runs = []
+    for by_route in (ids, None):
+        arrays, state = [a.copy() for a in (left, base, rate)], LinkState(links + 1)
+        out = [solve_flows(np.arange(total), alive, *arrays, born, routes, cap, 0.0, 0.25, state, False, by_route)]
+        gone = np.flatnonzero(arrays[2] > np.median(arrays[2]))[::3]
+        still = alive.copy()
+        still[gone] = False
+        fast = np.flatnonzero(still & (arrays[2] < arrays[2][gone].min()))[::2]
+        arrays[2][fast] *= 1.5  # some flows of a route above the floor, some under
+        under = still & (arrays[2] < arrays[2][gone].min() * (1 - 1e-9))
+        assert (set(ids[under].tolist()) & set(ids[still & ~under].tolist())) and under.any()
+        out.append(solve_flows(out[0][0], still, *arrays, born, routes, cap, 1.0, 0.25, state, True, by_route))
+        runs.append((out, arrays, {k: v.copy() for k, v in vars(state).items() if isinstance(v, np.ndarray)}))
+    (got, got_arrays, got_state), (want, want_arrays, want_state) = runs
+    for (kept, finish), (want_kept, want_finish) in zip(got, want):
+        assert kept.tolist() == want_kept.tolist() and finish.tolist() == want_finish.tolist()
+    for a, b in zip(got_arrays, want_arrays):
+        assert a.tolist() == b.tolist()
+    for name, b in want_state.items():
+        assert got_state[name].tolist() == b.tolist(), name
 
 def test_warm_flows_keep_max_min_or_change_nothing():
     """Flows added to solved ones, some of which have left (their rates freed on their links): where
@@ -563,7 +628,7 @@ def test_heap_fill_gives_the_progressive_filling_rates(seed):
     rng = np.random.default_rng(seed)
     links, total = int(rng.integers(3, 40)), int(rng.integers(1, 300))
     routes, cap = random_routes(rng, links, total)
-    ws = make_workspace(total, links + 1, routes.shape[1])
+    ws = make_workspace(total, links + 1, routes.shape[1], False)
     rate, level = np.empty(total), np.empty(links + 1)
     want_rate, want_level = waterfill(routes, cap)
     _fill_levels(routes.astype(np.int32), total, cap, links + 1, ws, rate, level, np.full(total, np.inf))

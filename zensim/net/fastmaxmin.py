@@ -52,8 +52,8 @@ from zensim.net.fastloop import (FINISH, IDS, MODEL, SENT, START, Program, advan
                                  push_late, resume, sends, uncounted)
 from zensim.net.efficiency import capacities
 from zensim.net.keysort import lead, sort
-from zensim.net.waterfill import (LinkState, make_workspace, patch_compiled, share_of_room, solve_compiled,
-                                  warm_compiled)
+from zensim.net.waterfill import (LinkState, make_workspace, patch_compiled, route_ids, share_of_room,
+                                  solve_compiled, warm_compiled)
 
 if TYPE_CHECKING:
     from zensim.net.models.base import ReplayNetwork
@@ -105,10 +105,11 @@ Segments = namedtuple("Segments", "base size head taken live following finish fl
 # the index arena (_index: per large component its links, then per link its flows; int32, fastloop.IDS).
 Model = namedtuple("Model", "wire flow link comp scratch ms fs host seg ws index")
 # The network as the loop reads it: per message its route with the padding last (`croutes`) and as the
-# network holds it, its bytes and route latency; per link its capacity (and infinity for the padding
+# network holds it, its route's id where the solves go by route (`route_id`: waterfill.route_ids; empty for
+# none, as on the general path, whose messages come as it runs), its bytes and route latency; per link its capacity (and infinity for the padding
 # link `pad`); the re-solve allowance (MaxMin.batch), the size of component solved exactly (MaxMin.exact_flows)
 # and the size above which a link that runs out is re-solved alone (MaxMin.local_flows).
-Wire = namedtuple("Wire", "croutes routes nbytes capacity latency pad batch exact_flows local_flows")
+Wire = namedtuple("Wire", "croutes routes route_id nbytes capacity latency pad batch exact_flows local_flows")
 # Per flow (network message id): its bytes left at `base_time`, its rate, segment and component (-1:
 # none), whether it is alive (shared, not yet departed), its isolation stamp (0: not isolated) and an
 # isolated flow's start and rate, the next flow of its component, its start (the network's sent_at).
@@ -123,8 +124,9 @@ Links = namedtuple("Links", "nflows comp_on isolated_on busy_from room spent fre
 # components, their roots, and the components one step works through (a flow's in _join, the ones
 # waiting for a check in _depart) and the links a flush re-solves alone (`due_links`: _flush_join; its
 # second half for a component whose index the flush makes first). In a flush's solves, after _flush_join,
-# `joined` holds a region's flows and `gone` its links (_patch, _members).
-Scratch = namedtuple("Scratch", "joined gone stack roots comps due_links")
+# `joined` holds a region's flows and `gone` its links (_patch, _members). Per route id a solve's row of it
+# (`route_slot`, int32, -1 between solves: solve_compiled's).
+Scratch = namedtuple("Scratch", "joined gone stack roots comps due_links route_slot")
 # The efficiency tables (MaxMin._capacities, zensim.net.efficiency): the host efficiency h(0..) (`table`)
 # and the NIC efficiency eff(0..) (`eff`), each of length 0 without; per link whether it is a NIC's, its
 # capacity for a flow alone on it (MaxMin.alone: x eff(1) on NICs) and the capacities of a solve
@@ -143,12 +145,13 @@ def run(net: ReplayNetwork, clients: Sequence, program: Program) -> tuple[np.nda
     (compiled). Fills the network's sent_at, delivered_at and clock, and the model's solve counts;
     returns per slot (fastloop.schedule's numbering) the stage start, transfer start, transfer end and
     stage end times (4, slots), and per node of the program when it began and when it was done."""
+    announce(_loop, "the maxmin network loop (zensim.net.fastmaxmin)", COMPILE_S)  # before route_ids compiles
     rank, messages, sizes, prog = fastloop.schedule(net, clients, program)
     count = net.count
     routes = net.routes[:count]  # int32, C-contiguous: not copied
     nbytes = np.ascontiguousarray(net.nbytes[:count], dtype=np.float64)
     latency = np.ascontiguousarray(net.route_latency[:count], dtype=np.float64)
-    wire = Wire(fastloop.compact_routes(net), routes, nbytes, np.append(net.capacity, np.inf), latency, net.num_links,
+    wire = Wire(fastloop.compact_routes(net), routes, route_ids(routes), nbytes, np.append(net.capacity, np.inf), latency, net.num_links,
                 float(net.model.batch), int(net.model.exact_flows), int(net.model.local_flows))
     # a flow's start is the network's sent_at (NaN: nothing sent yet, applies), written in place
     sent_at, delivered_at = net.sent_at[:count], net.delivered_at[:count]
@@ -156,7 +159,6 @@ def run(net: ReplayNetwork, clients: Sequence, program: Program) -> tuple[np.nda
     st = fastloop.state(count)
     out = np.zeros((4, sizes["slots"]))
     extra = sizes["ranks"] + len(prog.kind)  # the ranks' and the program's events a step may schedule
-    announce(_loop, "the maxmin network loop (zensim.net.fastmaxmin)", COMPILE_S)
     now = _loop(*mm, rank, messages, prog, extra, st, out, sent_at, delivered_at)
     fastloop.finish(net, now, st, sent_at, delivered_at)
     net.model.ms = mm.ms  # the run's integer state: its solve counts (MaxMin.solves, MaxMin.warm)
@@ -185,9 +187,10 @@ def model_state(net: ReplayNetwork, size: int, wire: Wire, born: np.ndarray, old
                  np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps, np.int64),
                  np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps, np.int64))
     scratch = Scratch(np.empty(size, np.int64), np.empty(size, np.int64), np.empty(comps, np.int64),
-                      np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(2 * links, np.int64))
+                      np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(2 * links, np.int64),
+                      np.full(int(wire.route_id.max()) + 1 if wire.route_id.size else 0, -1, np.int32))
     if old is not None:
-        for new, was in zip(flow[:-1] + comp + scratch, old.flow[:-1] + old.comp + old.scratch):
+        for new, was in zip(flow[:-1] + comp + scratch[:-1], old.flow[:-1] + old.comp + old.scratch[:-1]):
             new[:len(was)] = was
         return Model(wire, flow, old.link, comp, scratch, old.ms, old.fs, old.host, old.seg, old.ws, old.index)
     ls = LinkState(links)
@@ -207,7 +210,8 @@ def model_state(net: ReplayNetwork, size: int, wire: Wire, born: np.ndarray, old
                    np.empty(16, np.bool_), np.empty(16, np.int64), np.empty(64), np.empty(64, np.int64),
                    np.empty(64, np.int64), np.empty(16, np.int64), np.empty((16, 2)))
     # built as Python (its py_func), so that nothing compiles before run() announces the loop's compile
-    ws = getattr(make_workspace, "py_func", make_workspace)(16, len(wire.capacity), wire.routes.shape[1])
+    ws = getattr(make_workspace, "py_func", make_workspace)(16, len(wire.capacity), wire.routes.shape[1],
+                                                          wire.route_id.size > 0)
     return Model(wire, flow, link, comp, scratch, np.zeros(_STATE, np.int64), np.full(1, np.inf), host, seg, ws,
                  np.empty(16, IDS))
 
@@ -610,7 +614,8 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
         s = seg_next[s]
     if tables:  # MaxMin._capacities, set by _loop for this flush
         capacity = host.scaled
-    count = solve_compiled(flows, size[c], alive, left, base_time, rate, born, routes, capacity, now, batch, busy_from,
+    count = solve_compiled(flows, size[c], alive, left, base_time, rate, born, routes, wire.route_id,
+                           mm.scratch.route_slot, capacity, now, batch, busy_from,
                            room, spent, freed, freed_t, last, slot, used, peak, level, partial, ws)
     keep = ws.keep
     for i in range(count - 1):
@@ -777,7 +782,7 @@ def _fit(mm, most):  # pragma: no cover (compiled)
         _compact(seg, ms)
     pick, heads = seg.pick, seg.heads
     if most > len(ws.flows):
-        ws = make_workspace(max(most, 2 * len(ws.flows)), len(ws.links), ws.sub.shape[1])
+        ws = make_workspace(max(most, 2 * len(ws.flows)), len(ws.links), ws.sub.shape[1], ws.row_of.size > 0)
         pick = np.empty(len(ws.flows), np.int64)
     need = ms[_SEGS] + ms[_ROOTS] + ms[_PSEGS]
     base, size, head, taken, live, following = seg.base, seg.size, seg.head, seg.taken, seg.live, seg.following

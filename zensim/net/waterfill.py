@@ -26,6 +26,8 @@ COMPILE_S = 10  # about this many seconds of CPU compile solve_compiled or warm_
 
 _TIE = 1e-12  # relative: link shares this close saturate at one level
 _BELOW = 1e-9  # relative: a re-solve refills the flows down to this far under the least rate that left
+REPEATS = 4  # a log's flows are solved by route (route_ids) where a flow's route carries this many on average
+SAMPLE = 1 << 16  # route_ids: a large log's sample
 
 
 # The functions below allocate nothing: they write into a `Workspace` and are compiled without numba's
@@ -35,7 +37,8 @@ _uncounted = numba.njit(cache=True, _nrt=False)
 
 # The scratch of a solve, named: per flow of the component (`flows` rows: make_workspace's first size)
 # its id (`flows`: the caller's list; `keep`: those alive; `spare`: a radix sort's scratch), its row of link
-# numbers (`sub`; `rows`: the rows refilled), its rates (`part`: a refill's, `fair`: the solve's) and
+# numbers (`sub`; `rows`: the rows refilled; in a solve by routes, `row_of`: a kept flow's row, one per route,
+# `mult`: each row's flows or a refilled row's, `route_of`: each row's route id, then its refilled row), its rates (`part`: a refill's, `fair`: the solve's) and
 # finish time, a bit per flow (`fixed`) and per incidence its flow and other links (`entries`); per link
 # of the network and the padding (the second size) the network's link of each number (`links`), the
 # capacities of the solve (`cap`, `room`: what a refill leaves), whether a refill fills it, and _fill's and
@@ -43,14 +46,16 @@ _uncounted = numba.njit(cache=True, _nrt=False)
 # more flows (make_workspace); every array is written before it is read in a solve.
 Workspace = namedtuple("Workspace", "flows keep sub rows part fair finish fixed entries links cap room refilled count "
                                     "start fill live share saturated residual level step_of lows end_of load top "
-                                    "work oldest spare")
+                                    "work oldest spare row_of mult route_of")
 
 
 @numba.njit(cache=True)
-def make_workspace(flows: int, links: int, width: int) -> Workspace:  # pragma: no cover (compiled)
+def make_workspace(flows: int, links: int, width: int, by_route: bool) -> Workspace:  # pragma: no cover (compiled)
     """A Workspace for solves of up to `flows` flows with rows of `width` link ids over `links` links
-    (the padding included)."""
+    (the padding included); `by_route`: for solves by route too (its row_of, mult and route_of, else
+    empty)."""
     flows = max(flows, 1)
+    grouped = flows if by_route else 0
     return Workspace(np.empty(flows, np.int64), np.empty(flows, np.int64), np.empty((flows, width), np.int32),
                      np.empty((flows, width), np.int32), np.empty(flows), np.empty(flows), np.empty(flows),
                      np.empty((flows >> 6) + 1, np.uint64), np.empty(flows * width * width, np.int32),
@@ -58,14 +63,15 @@ def make_workspace(flows: int, links: int, width: int) -> Workspace:  # pragma: 
                      np.empty(links, np.int64), np.empty(links + 1, np.int64), np.empty(links, np.int64),
                      np.empty(links, np.int64), np.empty(links), np.empty(links, np.int64), np.empty(links),
                      np.empty(links), np.empty(links, np.int64), np.empty(links + 1), np.empty(links),
-                     np.empty(links), np.empty(links), np.empty(links), np.empty(links), np.empty(flows, np.int64))
+                     np.empty(links), np.empty(links), np.empty(links), np.empty(links), np.empty(flows, np.int64),
+                     np.empty(grouped, np.int32), np.empty(grouped, np.int64), np.empty(grouped, np.int64))
 
 
 @_uncounted
-def _incidences(routes, flows, links, ws):  # pragma: no cover (compiled)
-    """Per link (numbers 0..links-2, the padding links - 1) its count of the first `flows` rows of
-    `routes` (ws.count) and its run of entries (ws.start, ws.entries): each the flow and its other
-    links, padded with the padding."""
+def _incidences(routes, flows, links, ws, mult):  # pragma: no cover (compiled)
+    """Per link (numbers 0..links-2, the padding links - 1) its count of the flows of the first `flows`
+    rows of `routes` (ws.count; each row mult[row] flows, one where `mult` is empty) and its run of
+    entries (ws.start, ws.entries): each the row and its other links, padded with the padding."""
     width = routes.shape[1]
     dummy = links - 1
     count = ws.count
@@ -95,6 +101,13 @@ def _incidences(routes, flows, links, ws):  # pragma: no cover (compiled)
                     if h != j:
                         entries[o] = routes[f, h]
                         o += 1
+    if mult.size:  # the count of flows, not rows
+        for k in range(links):
+            count[k] = 0
+        for f in range(flows):
+            for j in range(width):
+                count[routes[f, j]] += mult[f]
+        count[dummy] = 0
 
 
 @_uncounted
@@ -108,25 +121,30 @@ def _fixes(f, fixed):  # pragma: no cover (compiled)
 
 
 @_uncounted
-def _take_up(at, low, width, dummy, entries, count, residual):  # pragma: no cover (compiled)
-    """The flow of entry `at` of a saturated link fixed at `low`: its other links carry one unfixed flow
-    less and `low` less room (the saturated link's own are not read again: the caller clears its count
-    once its flows are fixed)."""
+def _take_up(at, low, width, dummy, entries, count, residual, m):  # pragma: no cover (compiled)
+    """The `m` flows of entry `at` of a saturated link (a row: flows of one route) fixed at `low`: its
+    other links carry m unfixed flows less and `low` less room for each, subtracted one by one as m rows
+    would be (the saturated link's own are not read again: the caller clears its count once its flows
+    are fixed)."""
     for o in range(at + 1, at + width):
         other = entries[o]
         if other != dummy:
-            count[other] -= 1
-            residual[other] = max(residual[other] - low, 0.0)
+            count[other] -= m
+            r = residual[other]
+            for _ in range(m):
+                r = max(r - low, 0.0)
+            residual[other] = r
 
 
 @_uncounted
-def _fill(routes, flows, capacity, links, ws, rate, level):  # pragma: no cover (compiled)
+def _fill(routes, flows, capacity, links, ws, rate, level, mult):  # pragma: no cover (compiled)
     """Progressive filling of the first `flows` rows of `routes` (link numbers, the padding links - 1)
     under the first `links` entries of `capacity`: each flow's rate into rate[:flows], each link's
-    saturation level into level[:links] (ws: the scratch)."""
+    saturation level into level[:links] (ws: the scratch). A row stands for mult[row] flows of that route
+    (one where `mult` is empty): the same rates and levels, bit for bit, as that many rows."""
     width = routes.shape[1]
     dummy = links - 1
-    _incidences(routes, flows, links, ws)
+    _incidences(routes, flows, links, ws, mult)
     count, start, entries = ws.count, ws.start, ws.entries
     live = ws.live  # links still carrying unfixed flows (compacted as they empty)
     nlive = 0
@@ -166,10 +184,11 @@ def _fill(routes, flows, capacity, links, ws, rate, level):  # pragma: no cover 
         for s in range(nsat):
             k = saturated[s]
             for at in range(start[k] * width, start[k + 1] * width, width):
-                if _fixes(entries[at], fixed):
+                f = entries[at]
+                if _fixes(f, fixed):
                     # the same subtractions as fixing the flow link by link: at one level they are all of
                     # `low`, so their order on a link does not change its residual
-                    _take_up(at, low, width, dummy, entries, count, residual)
+                    _take_up(at, low, width, dummy, entries, count, residual, mult[f] if mult.size else 1)
             count[k] = 0
         kept = 0
         for i in range(nlive):
@@ -249,7 +268,7 @@ def _fill_levels(routes, flows, capacity, links, ws, rate, level, ceiling):  # p
     end): it saturates where its flow's rate reaches its capacity (within _TIE)."""
     width = routes.shape[1]
     dummy = links - 1
-    _incidences(routes, flows, links, ws)
+    _incidences(routes, flows, links, ws, ws.mult[:0])
     count, start, entries, residual, share = ws.count, ws.start, ws.entries, ws.residual, ws.share
     heap, pos, saturated = ws.live, ws.step_of, ws.saturated
     size = 0
@@ -304,7 +323,7 @@ def _fill_levels(routes, flows, capacity, links, ws, rate, level, ceiling):  # p
             for at in range(start[k] * width, start[k + 1] * width, width):
                 if _fixes(entries[at], fixed):
                     rate[entries[at]] = low
-                    _take_up(at, low, width, dummy, entries, count, residual)
+                    _take_up(at, low, width, dummy, entries, count, residual, 1)
             count[k] = 0
     for i in range(flows):  # the links of one flow: saturated where it reached their capacity
         for j in range(width):
@@ -318,8 +337,8 @@ def waterfill(routes: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.
     `capacity`; also the level at which each link saturated (inf where it limits no flow)."""
     routes = np.ascontiguousarray(routes, dtype=np.int64)
     capacity = np.ascontiguousarray(capacity, dtype=np.float64)
-    ws = make_workspace(len(routes), capacity.size, routes.shape[1])
-    _fill(routes, len(routes), capacity, capacity.size, ws, ws.fair, ws.level)
+    ws = make_workspace(len(routes), capacity.size, routes.shape[1], False)
+    _fill(routes, len(routes), capacity, capacity.size, ws, ws.fair, ws.level, ws.mult[:0])
     return ws.fair[:len(routes)].copy(), ws.level[:capacity.size].copy()
 
 
@@ -355,19 +374,23 @@ def _subproblem(flows, count, routes, dummy, slot, ws):  # pragma: no cover (com
 
 
 @_uncounted
-def _gather(flows, count, alive, left, base_time, rate, routes, dummy, slot, now, ws):  # pragma: no cover (compiled)
+def _gather(flows, count, alive, left, base_time, rate, routes, route_id, route_slot, dummy, slot, now,
+            ws):  # pragma: no cover (compiled)
     """In one pass over flows[:count]: those still alive (into ws.keep), their bytes left advanced to
     now at their rates (as _advance), their links numbered 0.. in first-use order with each one's row of
-    numbers (as _subproblem: ws.links, ws.sub); returns how many are alive, the count of links and the
-    rate below which a re-solve leaves every rate as it is, where their rates are the max-min
+    numbers (as _subproblem: ws.links, ws.sub); with `route_id` (per flow the id of its route, ids
+    0..len(route_slot)-1; empty: none) a row per route instead, the first flow's, each kept flow's row
+    into ws.row_of and each row's flows into ws.mult (route_slot: scratch, all -1 between calls). Returns
+    how many are alive, the count of links, the count of rows and the rate below which a re-solve leaves every rate as it is, where their rates are the max-min
     allocation of them all and those not alive have left since (nothing else changed): a hair under the
     least rate of a flow that left (inf where none did; 0 where an alive flow has no rate yet).
     Progressive filling without the flows that left matches the old one below that level: the links
     that saturated under it carry none of them (a flow's rate is the least level of its saturated
     links), and no other link fills sooner with less on it."""
     width = routes.shape[1]
-    keep, links, sub = ws.keep, ws.links, ws.sub
-    nkeep = nused = 0
+    keep, links, sub, row_of, mult, route_of = ws.keep, ws.links, ws.sub, ws.row_of, ws.mult, ws.route_of
+    grouped = route_id.size > 0
+    nkeep = nused = nrows = 0
     low = np.inf
     for i in range(count):
         f = flows[i]
@@ -377,66 +400,100 @@ def _gather(flows, count, alive, left, base_time, rate, routes, dummy, slot, now
             continue
         left[f] = max(left[f] - rate[f] * (now - base_time[f]), 0.0)
         base_time[f] = now
+        keep[nkeep] = f
+        nkeep += 1
+        if grouped:
+            c = route_id[f]
+            if route_slot[c] >= 0:  # a row of its route is made
+                row_of[nkeep - 1] = route_slot[c]
+                mult[route_slot[c]] += 1
+                continue
+            route_slot[c] = row_of[nkeep - 1] = nrows
+            route_of[nrows], mult[nrows] = c, 1
         for j in range(width):
             k = routes[f, j]
             if k == dummy:
-                sub[nkeep, j] = -1
+                sub[nrows, j] = -1
             else:
                 if slot[k] < 0:
                     slot[k] = nused
                     links[nused] = k
                     nused += 1
-                sub[nkeep, j] = slot[k]
-        keep[nkeep] = f
-        nkeep += 1
-    for i in range(nkeep):
+                sub[nrows, j] = slot[k]
+        nrows += 1
+    for i in range(nrows):
         for j in range(width):
             if sub[i, j] < 0:
                 sub[i, j] = nused
-    return nkeep, nused, (low * (1 - _BELOW) if low > 0 else 0.0)
+        if grouped:
+            route_slot[route_of[i]] = -1
+    return nkeep, nused, nrows, (low * (1 - _BELOW) if low > 0 else 0.0)
 
 
 @_uncounted
-def _refill_above(floor, count, nused, rate, level, ws):  # pragma: no cover (compiled)
+def _refill_above(floor, count, nused, nrows, grouped, rate, level, ws):  # pragma: no cover (compiled)
     """_fill of the flows ws.keep[:count] (rows of ws.sub, links numbered 0.. as ws.links, capacities
-    ws.cap, the padding nused) into ws.fair and ws.level, where the flows whose `rate` is under `floor`
-    keep it (_gather): only the others are filled, in the capacity those leave; a link that carries
-    none of them keeps its `level` where that is under the floor (it saturated among the unchanged),
-    else it limits no flow now (inf: the flow at its level left). The same rates and levels as the
-    whole fill, up to round-off; the whole fill where no flow is under the floor."""
+    ws.cap, the padding nused; `grouped`: nrows rows, one per route, as _gather makes them) into ws.fair
+    and ws.level, where the flows whose `rate` is under `floor` keep it (_gather): only the others are
+    filled, in the capacity those leave; a link that carries none of them keeps its `level` where that
+    is under the floor (it saturated among the unchanged), else it limits no flow now (inf: the flow at
+    its level left). The same rates and levels as the whole fill, up to round-off; the whole fill where
+    no flow is under the floor. Grouped or not, the same rates bit for bit (_fill)."""
     flows, sub, cap, links, fair, saturation = ws.keep, ws.sub, ws.cap, ws.links, ws.fair, ws.level
+    row_of, mult, refill_of, part = ws.row_of, ws.mult, ws.route_of, ws.part
     width = sub.shape[1]
     below = 0
     for i in range(count):
         if rate[flows[i]] < floor:
             below += 1
-    if below == 0:
-        _fill(sub, count, cap, nused + 1, ws, fair, saturation)
+    if below == 0 and not grouped:
+        _fill(sub, count, cap, nused + 1, ws, fair, saturation, mult[:0])
         return
-    room, rows, refilled, part = ws.room, ws.rows, ws.refilled, ws.part
+    if below == 0:
+        _fill(sub, nrows, cap, nused + 1, ws, part, saturation, mult)
+        for i in range(count):
+            fair[i] = part[row_of[i]]
+        return
+    room, rows, refilled = ws.room, ws.rows, ws.refilled
     for u in range(nused + 1):
         room[u] = cap[u]
         refilled[u] = False
+    for r in range(nrows if grouped else 0):  # per row its flows refilled, then its refilled row (-1: none)
+        refill_of[r] = 0
     r = 0
     for i in range(count):
         f = flows[i]
+        row = row_of[i] if grouped else i
         if rate[f] < floor:
             for j in range(width):
-                room[sub[i, j]] -= rate[f]
+                room[sub[row, j]] -= rate[f]
+        elif grouped:
+            refill_of[row] += 1
         else:
             for j in range(width):
-                rows[r, j] = sub[i, j]
-                refilled[sub[i, j]] = True
+                rows[r, j] = sub[row, j]
+                refilled[sub[row, j]] = True
             r += 1
+    for row in range(nrows if grouped else 0):  # in place: r <= row, mult[r] is no longer read as row r's
+        if refill_of[row] > 0:
+            for j in range(width):
+                rows[r, j] = sub[row, j]
+                refilled[sub[row, j]] = True
+            mult[r], refill_of[row] = refill_of[row], r
+            r += 1
+        else:
+            refill_of[row] = -1
     for u in range(nused):
         room[u] = max(room[u], 0.0)
     room[nused] = np.inf
-    _fill(rows, r, room, nused + 1, ws, part, saturation)
+    _fill(rows, r, room, nused + 1, ws, part, saturation, mult if grouped else mult[:0])
     r = 0
     for i in range(count):
         f = flows[i]
         if rate[f] < floor:
             fair[i] = rate[f]
+        elif grouped:
+            fair[i] = part[refill_of[row_of[i]]]
         else:
             fair[i] = part[r]
             r += 1
@@ -447,28 +504,35 @@ def _refill_above(floor, count, nused, rate, level, ws):  # pragma: no cover (co
 
 @_uncounted
 def solve_compiled(flows: np.ndarray, count: int, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray,
-                   rate: np.ndarray, born: np.ndarray, routes: np.ndarray, capacity: np.ndarray, now: float, batch: float,
+                   rate: np.ndarray, born: np.ndarray, routes: np.ndarray, route_id: np.ndarray, route_slot: np.ndarray,
+                   capacity: np.ndarray, now: float, batch: float,
                    busy_from: np.ndarray, room: np.ndarray, spent: np.ndarray, freed: np.ndarray, freed_t: np.ndarray,
                    last: np.ndarray, slot: np.ndarray, used: np.ndarray, peak: np.ndarray, level: np.ndarray,
                    partial: bool, ws: Workspace) -> int:  # pragma: no cover (compiled)
     """solve_flows of flows[:count] with its arrays as they are (int64 flows, float64 capacity), into
     `ws` (at least `count` flows: make_workspace), callable from compiled code (zensim.net.fastmaxmin):
-    returns how many are alive; they are ws.keep[:that], their finish times ws.finish[:that]."""
-    nkeep, nused, floor = _gather(flows, count, alive, left, base_time, rate, routes, capacity.size - 1, slot, now, ws)
+    returns how many are alive; they are ws.keep[:that], their finish times ws.finish[:that]. With
+    `route_id` (per flow its route's id; route_slot: _gather's scratch) the flows of one route are filled
+    as one row: the same rates, bit for bit."""
+    nkeep, nused, nrows, floor = _gather(flows, count, alive, left, base_time, rate, routes, route_id, route_slot,
+                                         capacity.size - 1, slot, now, ws)
     links, cap = ws.links, ws.cap
     for u in range(nused):
         cap[u] = capacity[links[u]]
     cap[nused] = np.inf
-    _refill_above(floor if partial else 0.0, nkeep, nused, rate, level, ws)
-    _set_rates(ws.keep, nkeep, ws.fair, ws.sub, nused, left, rate, now, ws)
+    grouped = route_id.size > 0
+    row_of = ws.row_of if grouped else ws.row_of[:0]
+    _refill_above(floor if partial else 0.0, nkeep, nused, nrows, grouped, rate, level, ws)
+    _set_rates(ws.keep, nkeep, ws.fair, ws.sub, row_of, nused, left, rate, now, ws)
     keep, sub, born_on, saturation = ws.keep, ws.sub, ws.oldest, ws.level
     end_of, load, top, work = ws.end_of, ws.load, ws.top, ws.work
     for u in range(nused + 1):  # per link the earliest start of the flows on it
         born_on[u] = np.inf
     for i in range(nkeep):
         start = born[keep[i]]
+        row = row_of[i] if grouped else i
         for j in range(sub.shape[1]):
-            born_on[sub[i, j]] = min(born_on[sub[i, j]], start)
+            born_on[sub[row, j]] = min(born_on[sub[row, j]], start)
     for u in range(nused):
         k = links[u]
         slot[k] = -1
@@ -502,7 +566,8 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, region: np.ndarray, al
     stand) and how many links they use (ws.links[:that], the region among them); where it does not stand,
     -1 for the second and, third, the links outside the region that held it back (ws.saturated[:that]),
     nothing changed but the flows' bytes left brought to now."""
-    nkeep, nused, _ = _gather(flows, count, alive, left, base_time, rate, routes, capacity.size - 1, slot, now, ws)
+    nkeep, nused, _, _ = _gather(flows, count, alive, left, base_time, rate, routes, ws.row_of[:0], ws.row_of[:0],
+                                 capacity.size - 1, slot, now, ws)
     keep, links, cap, sub, fair, saturation, change = ws.keep, ws.links, ws.cap, ws.sub, ws.fair, ws.level, ws.room
     width = sub.shape[1]
     for u in range(nused):
@@ -557,7 +622,7 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, region: np.ndarray, al
         for u in range(nused):
             slot[links[u]] = -1
         return nkeep, -1, held
-    _set_rates(keep, nkeep, fair, sub, nused, left, rate, now, ws)
+    _set_rates(keep, nkeep, fair, sub, ws.row_of[:0], nused, left, rate, now, ws)
     moved = 0
     for i in range(nkeep):  # in place: moved <= i
         if fair[i] != was[i]:
@@ -637,10 +702,11 @@ def _held_back(nkeep, nused, links, region, sub, fair, ceiling, saturation, fast
 
 
 @_uncounted
-def _set_rates(flows, count, fair, sub, nused, left, rate, now, ws):  # pragma: no cover (compiled)
-    """flows[:count] (rows of sub, links numbered 0..nused-1, the padding nused) take their rates `fair`:
-    their finish times into ws.finish, and per link the latest finish, the sum of the rates, the fastest
-    and the bytes left (ws.end_of, load, top, work)."""
+def _set_rates(flows, count, fair, sub, row_of, nused, left, rate, now, ws):  # pragma: no cover (compiled)
+    """flows[:count] (rows of sub: flow i's is row_of[i], or i where `row_of` is empty; links numbered
+    0..nused-1, the padding nused) take their rates `fair`: their finish times into ws.finish, and per
+    link the latest finish, the sum of the rates, the fastest and the bytes left (ws.end_of, load, top,
+    work)."""
     finish, end_of, load, top, work = ws.finish, ws.end_of, ws.load, ws.top, ws.work
     for u in range(nused + 1):
         end_of[u], load[u], top[u], work[u] = -np.inf, 0.0, 0.0, 0.0
@@ -649,8 +715,9 @@ def _set_rates(flows, count, fair, sub, nused, left, rate, now, ws):  # pragma: 
         rate[f] = r
         bytes_left = left[f]
         end = finish[i] = now + bytes_left / r
+        row = row_of[i] if row_of.size else i
         for j in range(sub.shape[1]):
-            u = sub[i, j]
+            u = sub[row, j]
             if end > end_of[u]:
                 end_of[u] = end
             load[u] += r
@@ -711,7 +778,7 @@ def warm_compiled(new: np.ndarray, count: int, left: np.ndarray, base_time: np.n
             k = links[u]
             cap[u] = max(capacity[k] - (used[k] - freed[k]), 0.0)
         cap[nused] = np.inf
-        _fill(sub, count, cap, nused + 1, ws, fair, saturation)
+        _fill(sub, count, cap, nused + 1, ws, fair, saturation, ws.mult[:0])
         for i in range(count):  # each new flow needs a link it saturates with no flow faster on it
             bottleneck = False
             for j in range(width):
@@ -726,7 +793,7 @@ def warm_compiled(new: np.ndarray, count: int, left: np.ndarray, base_time: np.n
             slot[links[u]] = -1
         return False
     _advance(new, count, left, base_time, rate, now)
-    _set_rates(new, count, fair, sub, nused, left, rate, now, ws)
+    _set_rates(new, count, fair, sub, ws.row_of[:0], nused, left, rate, now, ws)
     end_of, load, top, work = ws.end_of, ws.load, ws.top, ws.work
     for u in range(nused):
         k = links[u]
@@ -759,18 +826,80 @@ class LinkState:
         self.slot = np.full(links, -1, np.int64)  # scratch of the compiled solve (all -1 between solves)
         self._ws: Workspace | None = None
 
-    def workspace(self, flows: int, width: int) -> Workspace:
-        """A Workspace for a solve of `flows` flows with rows of `width` link ids over these links."""
+    def workspace(self, flows: int, width: int, by_route: bool = False) -> Workspace:
+        """A Workspace for a solve of `flows` flows with rows of `width` link ids over these links (by
+        route too: make_workspace)."""
         ws = self._ws
-        if ws is None or len(ws.flows) < flows or ws.sub.shape[1] != width:
+        if ws is None or len(ws.flows) < flows or ws.sub.shape[1] != width or (by_route and not ws.row_of.size):
             size = flows if ws is None else max(flows, 2 * len(ws.flows))
-            ws = self._ws = make_workspace(size, len(self.slot), width)
+            ws = self._ws = make_workspace(size, len(self.slot), width, by_route or (ws is not None and ws.row_of.size > 0))
         return ws
+
+
+@numba.njit(cache=True)
+def _route_ids(routes):  # pragma: no cover (compiled)
+    """Per row of `routes` its route's id (0.. in first-appearance order; equal rows, equal ids) by open
+    addressing, and the count of routes."""
+    n, width = routes.shape
+    size = 1
+    while size < 2 * n:
+        size *= 2
+    table = np.full(size, -1, np.int64)  # a row of each route
+    ids = np.empty(n, np.int32)
+    nroutes = 0
+    for i in range(n):
+        h = np.uint64(0)
+        for j in range(width):
+            h = (h + np.uint64(routes[i, j])) * np.uint64(0x9E3779B97F4A7C15)
+        h ^= h >> np.uint64(31)  # murmur3's finalizer: every bit of the links in the low bits
+        h *= np.uint64(0xFF51AFD7ED558CCD)
+        h ^= h >> np.uint64(33)
+        at = np.int64(h & np.uint64(size - 1))
+        while True:
+            other = table[at]
+            if other < 0:
+                table[at] = i
+                ids[i] = nroutes
+                nroutes += 1
+                break
+            same = True
+            for j in range(width):
+                if routes[other, j] != routes[i, j]:
+                    same = False
+                    break
+            if same:
+                ids[i] = ids[other]
+                break
+            at = (at + 1) & (size - 1)
+    return ids, nroutes
+
+
+def route_ids(routes: np.ndarray) -> np.ndarray:
+    """Per flow (row of `routes`) the id of its route, 0.. in first-appearance order, where flows share
+    routes enough that solving them a row per route pays: on average over the flows, at least REPEATS
+    flows on a flow's route (as in a hierarchical layout, where one NIC pair carries every GPU pair of
+    two machines); solve_compiled then fills each route's flows as one row, with the same rates bit for
+    bit. Else an empty array (a row per flow). Over a million flows, a sample of 2**16 of them decides
+    first (its pairs on one route estimate the average), so that a log whose routes barely repeat (a flat
+    layout: one GPU pair a route) is not hashed whole. Its compile (a second) is not announced: its caller
+    announces its own, which covers it (fastmaxmin.run)."""
+    routes = np.ascontiguousarray(routes)
+    n = len(routes)
+    if n > SAMPLE * 16:
+        picked = np.random.default_rng(0).choice(n, SAMPLE, replace=False)
+        per_route = np.bincount(_route_ids(routes[picked])[0])
+        pairs = float((per_route * (per_route - 1)).sum()) / (SAMPLE * (SAMPLE - 1))  # P(two flows share a route)
+        if 1 + pairs * (n - 1) < REPEATS / 2:  # the estimate, with room for its error
+            return np.empty(0, np.int32)
+    ids, _ = _route_ids(routes)
+    per_route = np.bincount(ids)
+    return ids if float((per_route * per_route).sum()) >= REPEATS * n else np.empty(0, np.int32)
 
 
 def solve_flows(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_time: np.ndarray, rate: np.ndarray,
                 born: np.ndarray, routes: np.ndarray, capacity: np.ndarray, now: float, batch: float,
-                links: LinkState, partial: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                links: LinkState, partial: bool = False,
+                route_id: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """One max-min solve of the flows `flows` (ids into the per-flow arrays) at time `now`, in one compiled
     pass over them and their links only: the flows still `alive`, their bytes `left` advanced from
     `base_time` to now at their old `rate` (updated in place, as are base_time and rate), and their
@@ -782,11 +911,14 @@ def solve_flows(flows: np.ndarray, alive: np.ndarray, left: np.ndarray, base_tim
     `partial`: the flows' rates are the max-min allocation of them all and only departures happened since
     (no flow joined or was given a rate without a solve, capacities unchanged): the flows under the least
     rate that left keep theirs and only the others are filled (_gather, _refill_above; the same rates up to
-    round-off). Returns the alive flows and their finish times."""
+    round-off). `route_id` (route_ids: per flow its route's id): the flows of a route filled as one row, the
+    same rates. Returns the alive flows and their finish times."""
     announce(solve_compiled, "the maxmin solver (zensim.net.waterfill.solve_compiled)", COMPILE_S)
     flows = np.ascontiguousarray(flows, dtype=np.int64)
-    ws = links.workspace(flows.size, routes.shape[1])
-    count = solve_compiled(flows, flows.size, alive, left, base_time, rate, born, routes,
+    route_id = np.empty(0, np.int32) if route_id is None else np.ascontiguousarray(route_id, dtype=np.int32)
+    ws = links.workspace(flows.size, routes.shape[1], route_id.size > 0)
+    route_slot = np.full(int(route_id.max()) + 1 if route_id.size else 0, -1, np.int32)
+    count = solve_compiled(flows, flows.size, alive, left, base_time, rate, born, routes, route_id, route_slot,
                            np.ascontiguousarray(capacity, dtype=np.float64), float(now), float(batch), links.busy_from,
                            links.room, links.spent, links.freed, links.freed_t, links.last, links.slot, links.used,
                            links.peak, links.level, bool(partial), ws)
