@@ -10,6 +10,10 @@ flow's rate taken at the end from the first step that saturated one of its links
 bit for bit, as fixing flows link by link: at one level every subtraction from a link is of the
 same share). About 20-45 ms for the million flows of a 1024-rank all-to-all. Returns each flow's rate and, per link, the level at which it saturated (inf for
 a link that limits no flow).
+
+Flows on one route always get one rate. Where a log's routes repeat (route_ids), a whole solve
+(solve_compiled) fills a row per route counted as its flows, the level subtracted from the row's
+other links once per flow, one by one: the same rates, bit for bit, with incidences per route.
 """
 
 from __future__ import annotations
