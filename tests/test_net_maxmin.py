@@ -14,8 +14,8 @@ from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.network import Network
 from zensim.net.replay import LogReplay, replay
 from zensim.net.topology import ClusterSpec
-from zensim.net.waterfill import (REPEATS, SAMPLE, LinkState, _fill_levels, make_workspace, patch_compiled, route_ids, solve_flows,
-                                  warm_flows, waterfill)
+from zensim.net.waterfill import (REPEATS, SAMPLE, LinkState, _fill_levels, make_workspace, patch_compiled, route_ids,
+                                  solve_flows, warm_flows, waterfill)
 from zensim.run import Tables
 from zensim.run.log import Message, MessageLog
 from zensim.schemes import build_scheme

@@ -106,9 +106,10 @@ Segments = namedtuple("Segments", "base size head taken live following finish fl
 Model = namedtuple("Model", "wire flow link comp scratch ms fs host seg ws index")
 # The network as the loop reads it: per message its route with the padding last (`croutes`) and as the
 # network holds it, its route's id where the solves go by route (`route_id`: waterfill.route_ids; empty for
-# none, as on the general path, whose messages come as it runs), its bytes and route latency; per link its capacity (and infinity for the padding
-# link `pad`); the re-solve allowance (MaxMin.batch), the size of component solved exactly (MaxMin.exact_flows)
-# and the size above which a link that runs out is re-solved alone (MaxMin.local_flows).
+# none, as on the general path, whose messages come as it runs), its bytes and route latency; per link its
+# capacity (and infinity for the padding link `pad`); the re-solve allowance (MaxMin.batch), the size of
+# component solved exactly (MaxMin.exact_flows) and the size above which a link that runs out is re-solved
+# alone (MaxMin.local_flows).
 Wire = namedtuple("Wire", "croutes routes route_id nbytes capacity latency pad batch exact_flows local_flows")
 # Per flow (network message id): its bytes left at `base_time`, its rate, segment and component (-1:
 # none), whether it is alive (shared, not yet departed), its isolation stamp (0: not isolated) and an
@@ -151,8 +152,8 @@ def run(net: ReplayNetwork, clients: Sequence, program: Program) -> tuple[np.nda
     routes = net.routes[:count]  # int32, C-contiguous: not copied
     nbytes = np.ascontiguousarray(net.nbytes[:count], dtype=np.float64)
     latency = np.ascontiguousarray(net.route_latency[:count], dtype=np.float64)
-    wire = Wire(fastloop.compact_routes(net), routes, route_ids(routes), nbytes, np.append(net.capacity, np.inf), latency, net.num_links,
-                float(net.model.batch), int(net.model.exact_flows), int(net.model.local_flows))
+    wire = Wire(fastloop.compact_routes(net), routes, route_ids(routes), nbytes, np.append(net.capacity, np.inf),
+                latency, net.num_links, float(net.model.batch), int(net.model.exact_flows), int(net.model.local_flows))
     # a flow's start is the network's sent_at (NaN: nothing sent yet, applies), written in place
     sent_at, delivered_at = net.sent_at[:count], net.delivered_at[:count]
     mm = model_state(net, count, wire, sent_at)

@@ -42,7 +42,8 @@ _uncounted = numba.njit(cache=True, _nrt=False)
 # The scratch of a solve, named: per flow of the component (`flows` rows: make_workspace's first size)
 # its id (`flows`: the caller's list; `keep`: those alive; `spare`: a radix sort's scratch), its row of link
 # numbers (`sub`; `rows`: the rows refilled; in a solve by routes, `row_of`: a kept flow's row, one per route,
-# `mult`: each row's flows or a refilled row's, `route_of`: each row's route id, then its refilled row), its rates (`part`: a refill's, `fair`: the solve's) and
+# `mult`: each row's flows or a refilled row's, `route_of`: each row's route id, then its refilled row), its
+# rates (`part`: a refill's, `fair`: the solve's) and
 # finish time, a bit per flow (`fixed`) and per incidence its flow and other links (`entries`); per link
 # of the network and the padding (the second size) the network's link of each number (`links`), the
 # capacities of the solve (`cap`, `room`: what a refill leaves), whether a refill fills it, and _fill's and
@@ -385,9 +386,10 @@ def _gather(flows, count, alive, left, base_time, rate, routes, route_id, route_
     numbers (as _subproblem: ws.links, ws.sub); with `route_id` (per flow the id of its route, ids
     0..len(route_slot)-1; empty: none) a row per route instead, the first flow's, each kept flow's row
     into ws.row_of and each row's flows into ws.mult (route_slot: scratch, all -1 between calls). Returns
-    how many are alive, the count of links, the count of rows and the rate below which a re-solve leaves every rate as it is, where their rates are the max-min
-    allocation of them all and those not alive have left since (nothing else changed): a hair under the
-    least rate of a flow that left (inf where none did; 0 where an alive flow has no rate yet).
+    how many are alive, the count of links, the count of rows and the rate below which a re-solve leaves
+    every rate as it is, where their rates are the max-min allocation of them all and those not alive
+    have left since (nothing else changed): a hair under the least rate of a flow that left (inf where
+    none did; 0 where an alive flow has no rate yet).
     Progressive filling without the flows that left matches the old one below that level: the links
     that saturated under it carry none of them (a flow's rate is the least level of its saturated
     links), and no other link fills sooner with less on it."""
@@ -836,7 +838,8 @@ class LinkState:
         ws = self._ws
         if ws is None or len(ws.flows) < flows or ws.sub.shape[1] != width or (by_route and not ws.row_of.size):
             size = flows if ws is None else max(flows, 2 * len(ws.flows))
-            ws = self._ws = make_workspace(size, len(self.slot), width, by_route or (ws is not None and ws.row_of.size > 0))
+            by_route = by_route or (ws is not None and ws.row_of.size > 0)
+            ws = self._ws = make_workspace(size, len(self.slot), width, by_route)
         return ws
 
 

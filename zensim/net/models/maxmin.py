@@ -163,8 +163,8 @@ class MaxMin:
             ran = self.ms
         was = None if self.mm is None else self.mm.wire.croutes
         croutes, self._rows = fastloop.grow_routes(net, was, self._rows, size)
-        wire = Wire(croutes, net.routes, np.empty(0, np.int32), net.nbytes, np.append(net.capacity, np.inf), np.empty(0), net.num_links,
-                    self.batch, self.exact_flows, self.local_flows)
+        wire = Wire(croutes, net.routes, np.empty(0, np.int32), net.nbytes, np.append(net.capacity, np.inf),
+                    np.empty(0), net.num_links, self.batch, self.exact_flows, self.local_flows)
         self.mm = fastmaxmin.model_state(net, size, wire, net.sent_at, self.mm)
         if ran is not None:
             self.mm.ms[[_SOLVES, _WARM, _LOCAL]] = ran[[_SOLVES, _WARM, _LOCAL]]
