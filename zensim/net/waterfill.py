@@ -60,7 +60,7 @@ def make_workspace(flows: int, links: int, width: int, by_route: bool) -> Worksp
     (the padding included); `by_route`: for solves by route too (its row_of, mult and route_of, else
     empty)."""
     flows = max(flows, 1)
-    grouped = flows if by_route else 0
+    route_rows = flows if by_route else 0
     return Workspace(np.empty(flows, np.int64), np.empty(flows, np.int64), np.empty((flows, width), np.int32),
                      np.empty((flows, width), np.int32), np.empty(flows), np.empty(flows), np.empty(flows),
                      np.empty((flows >> 6) + 1, np.uint64), np.empty(flows * width * width, np.int32),
@@ -69,7 +69,7 @@ def make_workspace(flows: int, links: int, width: int, by_route: bool) -> Worksp
                      np.empty(links, np.int64), np.empty(links), np.empty(links, np.int64), np.empty(links),
                      np.empty(links), np.empty(links, np.int64), np.empty(links + 1), np.empty(links),
                      np.empty(links), np.empty(links), np.empty(links), np.empty(links), np.empty(flows, np.int64),
-                     np.empty(grouped, np.int32), np.empty(grouped, np.int64), np.empty(grouped, np.int64))
+                     np.empty(route_rows, np.int32), np.empty(route_rows, np.int64), np.empty(route_rows, np.int64))
 
 
 @_uncounted
@@ -437,16 +437,18 @@ def _gather(flows, count, alive, left, base_time, rate, routes, route_id, route_
 
 
 @_uncounted
-def _refill_above(floor, count, nused, nrows, grouped, rate, level, ws):  # pragma: no cover (compiled)
+def _refill_above(floor, count, nused, nrows, row_of, rate, level, ws):  # pragma: no cover (compiled)
     """_fill of the flows ws.keep[:count] (rows of ws.sub, links numbered 0.. as ws.links, capacities
-    ws.cap, the padding nused; `grouped`: nrows rows, one per route, as _gather makes them) into ws.fair
+    ws.cap, the padding nused; nrows rows, flow i's row_of[i], one per route as _gather makes them, or
+    i where `row_of` is empty) into ws.fair
     and ws.level, where the flows whose `rate` is under `floor` keep it (_gather): only the others are
     filled, in the capacity those leave; a link that carries none of them keeps its `level` where that
     is under the floor (it saturated among the unchanged), else it limits no flow now (inf: the flow at
     its level left). The same rates and levels as the whole fill, up to round-off; the whole fill where
     no flow is under the floor. Grouped or not, the same rates bit for bit (_fill)."""
     flows, sub, cap, links, fair, saturation = ws.keep, ws.sub, ws.cap, ws.links, ws.fair, ws.level
-    row_of, mult, refill_of, part = ws.row_of, ws.mult, ws.route_of, ws.part
+    mult, refill_of, part = ws.mult, ws.route_of, ws.part
+    grouped = row_of.size > 0
     width = sub.shape[1]
     below = 0
     for i in range(count):
@@ -526,9 +528,8 @@ def solve_compiled(flows: np.ndarray, count: int, alive: np.ndarray, left: np.nd
     for u in range(nused):
         cap[u] = capacity[links[u]]
     cap[nused] = np.inf
-    grouped = route_id.size > 0
-    row_of = ws.row_of if grouped else ws.row_of[:0]
-    _refill_above(floor if partial else 0.0, nkeep, nused, nrows, grouped, rate, level, ws)
+    row_of = ws.row_of if route_id.size else ws.row_of[:0]  # empty: a row per flow
+    _refill_above(floor if partial else 0.0, nkeep, nused, nrows, row_of, rate, level, ws)
     _set_rates(ws.keep, nkeep, ws.fair, ws.sub, row_of, nused, left, rate, now, ws)
     keep, sub, born_on, saturation = ws.keep, ws.sub, ws.oldest, ws.level
     end_of, load, top, work = ws.end_of, ws.load, ws.top, ws.work
@@ -536,7 +537,7 @@ def solve_compiled(flows: np.ndarray, count: int, alive: np.ndarray, left: np.nd
         born_on[u] = np.inf
     for i in range(nkeep):
         start = born[keep[i]]
-        row = row_of[i] if grouped else i
+        row = row_of[i] if row_of.size else i
         for j in range(sub.shape[1]):
             born_on[sub[row, j]] = min(born_on[sub[row, j]], start)
     for u in range(nused):
