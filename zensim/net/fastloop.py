@@ -27,7 +27,7 @@ one comparison of (time, order) gives Clock's (time, priority, sequence) order.
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numba
@@ -37,7 +37,7 @@ from zensim.net.clock import Clock
 from zensim.net.cores import TOGETHER
 
 if TYPE_CHECKING:
-    from zensim.net.models.base import ReplayNetwork
+    from zensim.net.models.base import NetworkView, ReplayNetwork
 
 # event kinds of the stage program and the program (models number theirs from MODEL on); START is an
 # entry of `advance`, never an event
@@ -273,16 +273,30 @@ def state(messages: int) -> np.ndarray:
     return st
 
 
-def scheduled(heap: np.ndarray, st: np.ndarray) -> list[list[float]]:
-    """The events a step left on `heap` (a general path's adapter: models/fifo.py, models/maxmin.py), taken off it, in (time,
-    order) order, the order a clock breaks ties in (the scheduling sequence, late events after the others):
-    rows of time, order, kind, a, b, c."""
+def hand_over(net: NetworkView, heap: np.ndarray, st: np.ndarray, deliver: int,
+              steps: Mapping[int, tuple[Callable[..., None], int]]) -> None:
+    """The events a model's compiled step left on `heap` (a general path's adapter: models/fifo.py,
+    models/maxmin.py), taken off it and put on the network's clock in (time, order) order, the order a
+    clock breaks ties in (the scheduling sequence, late events after the others): an event of kind
+    `deliver` as net.deliver_after of its message (column a); one of kind k as steps[k] = (call, n): call
+    at its time with the first n of its columns a, b (as int) and c, or at the end of this instant
+    (clock.late) where n is -1."""
     count = int(st[SIZE])
     st[SIZE] = 0
     rows = heap[:count].tolist()
     if count > 1:
         rows.sort()
-    return rows
+    clock = net.clock
+    now = clock.now
+    for t, _, kind, a, b, c in rows:
+        if kind == deliver:
+            net.deliver_after(t - now, int(a))
+            continue
+        call, n = steps[kind]
+        if n < 0:
+            clock.late(call)
+        else:
+            clock.at(t - now, call, *(int(a), int(b), c)[:n])
 
 
 def finish(net: ReplayNetwork, now: float, st: np.ndarray, sent_at: np.ndarray, delivered_at: np.ndarray) -> None:

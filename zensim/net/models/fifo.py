@@ -33,7 +33,7 @@ import numpy as np
 
 from zensim.jit import announce, direct
 from zensim.net import fastfifo, fastloop
-from zensim.net.fastfifo import _DELIVER
+from zensim.net.fastfifo import _DELIVER, _HOP
 from zensim.net.models.base import NetworkView
 
 COMPILE_S = 3  # about this many seconds of CPU compile the steps (zensim.jit.announce)
@@ -54,6 +54,7 @@ class Fifo:
         self.heap = np.empty((64, fastloop.ROW))  # the events of one step (emptied after each: _hand_over)
         self.st = fastloop.state(0)
         self._rows = 0  # messages whose compacted route the state holds
+        self._steps = {_HOP: (self._hop, 3)}  # its one kind of event but deliveries (fastloop.hand_over)
 
     def reserve(self, size: int) -> None:
         """Grow the per-message state to `size` messages (fastfifo.model_state)."""
@@ -84,12 +85,5 @@ class Fifo:
         self._hand_over()
 
     def _hand_over(self) -> None:
-        """The events the last step scheduled, to the network's clock in (time, order) order
-        (fastloop.scheduled)."""
-        clock, net = self.clock, self.net
-        now = clock.now
-        for t, _, kind, a, b, c in fastloop.scheduled(self.heap, self.st):
-            if kind == _DELIVER:
-                net.deliver_after(t - now, int(a))
-            else:  # a hop
-                clock.at(t - now, self._hop, int(a), int(b), c)
+        """The events the last step scheduled, to the network's clock (fastloop.hand_over)."""
+        fastloop.hand_over(self.net, self.heap, self.st, _DELIVER, self._steps)

@@ -99,7 +99,7 @@ import numpy as np
 from zensim.errors import ConfigError
 from zensim.jit import announce, direct
 from zensim.net import fastloop, fastmaxmin
-from zensim.net.fastmaxmin import _ACTIVE, _CHECK, _DELIVER, _DEPART, _ISOLATED, _LOCAL, _SOLVES, _WARM, Wire
+from zensim.net.fastmaxmin import _ACTIVE, _CHECK, _DELIVER, _DEPART, _FLUSH, _ISOLATED, _LOCAL, _SOLVES, _WARM, Wire
 from zensim.net.models.base import NetworkView
 
 EXACT_FLOWS = 2048  # a component of at most this many flows is solved at every change, as with batch 0
@@ -137,6 +137,9 @@ class MaxMin:
         self.heap = np.empty((64, fastloop.ROW))  # the events of one step (emptied after each: _hand_over)
         self.st = fastloop.state(0)
         self._rows = 0  # messages whose compacted route and route latency the state holds
+        # its events' kinds (fastloop.hand_over): the method each calls and how many of its columns it takes
+        self._steps = {_ISOLATED: (self._isolated_done, 2), _DEPART: (self._depart, 1), _CHECK: (self._check, 2),
+                       _FLUSH: (self._flush, -1)}
 
     @property
     def solves(self) -> int:
@@ -227,18 +230,5 @@ class MaxMin:
             self.heap = np.empty((2 * need, fastloop.ROW))
 
     def _hand_over(self) -> None:
-        """The events the last step scheduled, to the network's clock in (time, order) order
-        (fastloop.scheduled)."""
-        clock, net = self.clock, self.net
-        now = clock.now
-        for t, _, kind, a, b, _ in fastloop.scheduled(self.heap, self.st):
-            if kind == _DELIVER:
-                net.deliver_after(t - now, int(a))
-            elif kind == _ISOLATED:
-                clock.at(t - now, self._isolated_done, int(a), int(b))
-            elif kind == _DEPART:
-                clock.at(t - now, self._depart, int(a))
-            elif kind == _CHECK:
-                clock.at(t - now, self._check, int(a), int(b))
-            else:  # _FLUSH
-                clock.late(self._flush)
+        """The events the last step scheduled, to the network's clock (fastloop.hand_over)."""
+        fastloop.hand_over(self.net, self.heap, self.st, _DELIVER, self._steps)
