@@ -622,7 +622,7 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, region: np.ndarray, al
                     on_k += left[keep[i]]
         charge = debt * (end - now)
         lost = (0.0 if oldest[mine] > busy_from[k] else spent[k]) + freed[k] * now - freed_t[k]
-        allowance = batch * (capacity[k] * (now - max(busy_from[k], oldest[mine])) + on_k)
+        allowance = _allowance(batch, capacity[k], max(busy_from[k], oldest[mine]), now, on_k)
         if not lost + charge <= allowance / 2:
             debt = -1.0
     if debt < 0:
@@ -748,10 +748,17 @@ def _restart(k, end, work, saturation, capacity, now, batch, busy_from, room, sp
         return
     if np.isfinite(room[k]):
         spent[k] += freed[k] * now - freed_t[k]
-    room[k] = batch * (capacity[k] * (now - busy_from[k]) + work) if np.isfinite(saturation) else np.inf
+    room[k] = _allowance(batch, capacity[k], busy_from[k], now, work) if np.isfinite(saturation) else np.inf
     freed[k] = 0.0
     freed_t[k] = 0.0
     last[k] = end
+
+
+@_uncounted
+def _allowance(batch, capacity, since, now, work):  # pragma: no cover (compiled)
+    """A saturated link's allowance (_restart's room; patch_compiled's charge against it): batch x what it
+    could serve from `since` to now at `capacity`, and its `work` bytes left."""
+    return batch * (capacity * (now - since) + work)
 
 
 @numba.njit(cache=True)
