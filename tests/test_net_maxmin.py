@@ -271,7 +271,6 @@ def test_partial_resolve_after_departures_equals_the_whole_solve(seed):
         assert a[np.isfinite(a)] == pytest.approx(b[np.isfinite(b)], rel=1e-12), name
 
 
-
 def test_route_ids_number_equal_rows_alike_and_only_where_routes_repeat():
     """route_ids: equal rows get equal ids and different rows different ones, numbered 0.. in the order
     they first appear; nothing (an empty array: a row per flow) where a flow's route carries fewer than
@@ -334,6 +333,7 @@ def test_solve_by_route_gives_the_same_bits_as_a_row_per_flow(seed):
         assert a.tolist() == b.tolist()
     for name, b in want_state.items():
         assert got_state[name].tolist() == b.tolist(), name
+
 
 def test_warm_flows_keep_max_min_or_change_nothing():
     """Flows added to solved ones, some of which have left (their rates freed on their links): where

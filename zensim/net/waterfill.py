@@ -854,7 +854,7 @@ class LinkState:
 @numba.njit(cache=True)
 def _route_ids(routes):  # pragma: no cover (compiled)
     """Per row of `routes` its route's id (0.. in first-appearance order; equal rows, equal ids) by open
-    addressing, and the count of routes."""
+    addressing."""
     n, width = routes.shape
     size = 1
     while size < 2 * n:
@@ -886,7 +886,7 @@ def _route_ids(routes):  # pragma: no cover (compiled)
                 ids[i] = ids[other]
                 break
             at = (at + 1) & (size - 1)
-    return ids, nroutes
+    return ids
 
 
 def route_ids(routes: np.ndarray) -> np.ndarray:
@@ -902,11 +902,11 @@ def route_ids(routes: np.ndarray) -> np.ndarray:
     n = len(routes)
     if n > SAMPLE * 16:
         picked = np.random.default_rng(0).choice(n, SAMPLE, replace=False)
-        per_route = np.bincount(_route_ids(routes[picked])[0])
+        per_route = np.bincount(_route_ids(routes[picked]))
         pairs = float((per_route * (per_route - 1)).sum()) / (SAMPLE * (SAMPLE - 1))  # P(two flows share a route)
         if 1 + pairs * (n - 1) < REPEATS / 2:  # the estimate, with room for its error
             return np.empty(0, np.int32)
-    ids, _ = _route_ids(routes)
+    ids = _route_ids(routes)
     per_route = np.bincount(ids)
     return ids if float((per_route * per_route).sum()) >= REPEATS * n else np.empty(0, np.int32)
 
