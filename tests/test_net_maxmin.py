@@ -424,6 +424,27 @@ def test_fan_in_default_late_by_its_bound_whatever_k(k, small):
 
 
 
+@pytest.mark.parametrize("batch", [1 / 64, 1 / 256])
+def test_a_join_into_a_large_component_waits_at_most_batch_of_its_busy_period(batch):
+    """Ranks 0 and 2 send S into rank 1 (b/2 each from 0, down-link 1 limiting them); rank 3 sends x to rank 4
+    alone (ends at t1 = x / b), then s to rank 1. Exact: s joins at t1, all three at b/3, it ends at
+    t1 + 3 s / b. Where the component is large (exact_flows and local_flows 0 make every one so) and the
+    new flow's links limit flows (no _warm), it waits for the next solve at most batch x the longest
+    busy period of its links (down-link 1, busy since 0): solved at t1 (1 + batch), it ends that much
+    later (the large flows then within the allowance's bound). At the default sizes the component is
+    small and solved at once."""
+    S, x, s = 10**8, 10**6, 10**5
+    log = MessageLog(5, 2, [Message(0, 0, 1, S, "coo"), Message(0, 2, 1, S, "coo"), Message(0, 3, 4, x, "coo"),
+                            Message(1, 3, 1, s, "coo")])
+    costs, t1 = Costs(cluster(5), WorkCost.zero()), x / B
+    exact = replay(log, costs, NAME, options={"batch": 0})
+    assert exact.msg_end[3] == pytest.approx(t1 + 3 * s / B, rel=1e-12)
+    assert replay(log, costs, NAME, options={"batch": batch}).msg_end.tolist() == exact.msg_end.tolist()
+    held = replay(log, costs, NAME, options={"batch": batch, "exact_flows": 0, "local_flows": 0})
+    assert held.msg_end[3] == pytest.approx(t1 * (1 + batch) + 3 * s / B, rel=1e-12)
+    assert abs(held.makespan - exact.makespan) <= 0.005 * exact.makespan
+
+
 @pytest.fixture(scope="module")
 def zen_layout_trace(tmp_path_factory):
     """The benchmark trace of docs/simulator.md's bound table (`zensim trace synth --numel 10000000

@@ -6,7 +6,8 @@ and promotion when company arrives, components of shared flows (union-find, merg
 split), one solve per due component at the end of an instant (`late`), departures taken from the
 heads of the solves' segments in (finish, segment) order, the batched re-solve allowance
 (`--maxmin-batch`, 0 = exact) with deferred checks, arrivals given rates without a solve where
-that is still max-min (`_warm`), and in large components a link that runs out re-solved alone (`_patch`);
+that is still max-min (`_warm`), in large components a link that runs out re-solved alone (`_patch`) and
+other joins waiting for the next solve (`_hold`);
 the solves are zensim.net.waterfill's. Its steps (`_inject`,
 `_isolated_done`, `_depart`, `_check`, the flush: `_flush_join` then `_flush_solve`) schedule their
 events on a fastloop heap.
@@ -76,7 +77,8 @@ _SEGS, _ARENA, _OLDEST, _ROOTS, _HELD, _MOST = range(11, 17)
 # ... the local re-solves': the index arena's generation and used length, the link re-solves made, and what
 # a flush's link re-solves need (_flush_join): arena entries and segments
 _IGEN, _INDEX, _LOCAL, _PROOM, _PSEGS = range(17, 22)
-_STATE = 22  # the integer state's length
+_WAITS = 22  # ... the joins that waited for a solve (_hold)
+_STATE = 23  # the integer state's length
 COMPILE_S = 90  # about this many seconds of CPU compile _loop (zensim.jit.announce)
 # Per component id (the module docstring's state): its union-find parent; its flow list (first, last,
 # size) and pieces; its flows alive; its check time and solve count (`epoch`); whether it exists and is
@@ -726,9 +728,9 @@ def _flush_join(now, mm):  # pragma: no cover (compiled)
 @uncounted
 def _flush_solve(now, mm, heap, st):  # pragma: no cover (compiled)
     """End of an instant, second part: solve the components _flush_join chose, in id order: where it
-    listed links that ran out, only those (_patch); else where only flows joined one, and no component
-    merged into it and no link of it was re-solved alone since its solve, first try _warm (not with an
-    efficiency table)."""
+    listed links that ran out, only those (_patch); else where only flows joined one and no component
+    merged into it, first try _warm where no link of it was re-solved alone since its solve, then _hold
+    (neither with an efficiency table)."""
     comp, scratch, ms, batch, host = mm.comp, mm.scratch, mm.ms, mm.wire.batch, mm.host
     tables = _tables(host)
     living, exists, due, nnew, full = comp.living, comp.exists, comp.due, comp.nnew, comp.full
@@ -741,13 +743,42 @@ def _flush_solve(now, mm, heap, st):  # pragma: no cover (compiled)
                 _due_links(c, now, mm, len(mm.wire.capacity))
             if comp.pcount[c] >= 0:
                 _patch(c, now, mm, heap, st)
-            elif (batch == 0 or living[c] <= mm.wire.exact_flows or tables or full[c] or comp.patched[c]
-                    or not 0 < nnew[c] < living[c] or not _warm(c, now, mm)):
+            elif (batch == 0 or living[c] <= mm.wire.exact_flows or tables or full[c] or not 0 < nnew[c] < living[c]
+                    or not (comp.patched[c] == 0 and _warm(c, now, mm)) and not _hold(c, now, mm, heap, st)):
                 _solve(c, now, mm)
     for i in range(ms[_STACK]):
         due[stack[i]] = full[stack[i]] = False
     ms[_STACK] = ms[_DUE] = 0
     _arm(now, mm, heap, st)
+
+
+@uncounted
+def _hold(c, now, mm, heap, st):  # pragma: no cover (compiled)
+    """Where component c is large (more than exact_flows and local_flows flows alive), its flows joined
+    since its solve wait for the next one (rate 0, no segment: as if sent later) until at most batch x
+    the longest busy period among their links from now; a check then solves c whole, unless a solve
+    comes first. False: solve c now (their links' busy periods all began now)."""
+    comp, wire, following = mm.comp, mm.wire, mm.flow.following
+    croutes, pad, busy_from = wire.croutes, wire.pad, mm.link.busy_from
+    if comp.living[c] <= max(wire.exact_flows, wire.local_flows):
+        return False
+    start = now
+    m = comp.fresh[c]
+    for _ in range(comp.nnew[c]):
+        for h in range(croutes.shape[1]):
+            k = croutes[m, h]
+            if k == pad:
+                break
+            start = min(start, busy_from[k])
+        m = following[m]
+    when = now + wire.batch * (now - start)
+    if when <= now * (1 + TIE):
+        return False
+    if when < comp.check[c]:
+        comp.check[c] = when
+        push(heap, st, now + (when - now), _CHECK, c, comp.epoch[c], 0.0)
+    mm.ms[_WAITS] += 1
+    return True
 
 
 @uncounted
@@ -831,8 +862,9 @@ def _runs_out(k, exact, defer, link):  # pragma: no cover (compiled)
 @uncounted
 def _local(c, mm):  # pragma: no cover (compiled)
     """Whether due component c re-solves only its links that ran out (_patch): batched, no efficiency
-    table, more than exact_flows and local_flows flows alive, no flow joined it this instant, and its
-    link re-solves since its solve re-solved fewer than LOCAL_BUDGET of its flows."""
+    table, more than exact_flows and local_flows flows alive, no flow joined it since its solve (this
+    instant, or waiting: _hold), and its link re-solves since its solve re-solved fewer than LOCAL_BUDGET
+    of its flows."""
     comp, wire, host = mm.comp, mm.wire, mm.host
     return (comp.nnew[c] == 0 and comp.living[c] > max(wire.exact_flows, wire.local_flows) and wire.batch > 0
             and not _tables(host) and comp.patched[c] < LOCAL_BUDGET * comp.living[c])

@@ -81,6 +81,15 @@ segments in time order, so a departure costs O(1) work, not a pass over the acti
   its last solve. In an all-to-all each link runs out about once per stage: whole solves of n^2 flows
   made the push n^3 (215 s of CPU at 2048 ranks; 35 s with link re-solves). docs/simulator.md has the
   figures.
+- Joins into a large component wait for its next solve (`_hold`; batched mode, no efficiency table):
+  where flows join a component of more than `exact_flows` and `local_flows` flows, not given rates
+  without a solve (`_warm`), they get no rate (as if sent later) until a check at most ε x the longest
+  busy period among their links from now solves the component whole, unless a solve comes first; later
+  joins wait for the same solve. So a flow starts at most ε x its join time late, as a link loses at
+  most ε of its busy period to idle capacity.
+  In ZEN's layout every rank's start joins flows that cross every machine's NIC, and each such join
+  solved the whole component (n^3): zen at 512 x 8 326 s of CPU, now 61 s. docs/simulator.md has the
+  figures.
 
 With a NIC efficiency eff(k), a NIC link carrying k active flows (isolated or shared) has capacity
 bandwidth x eff(k) in the solve; an isolated flow runs at eff(1). The count is the one of the last
@@ -99,7 +108,8 @@ import numpy as np
 from zensim.errors import ConfigError
 from zensim.jit import announce, direct
 from zensim.net import fastloop, fastmaxmin
-from zensim.net.fastmaxmin import _ACTIVE, _CHECK, _DELIVER, _DEPART, _FLUSH, _ISOLATED, _LOCAL, _SOLVES, _WARM, Wire
+from zensim.net.fastmaxmin import (_ACTIVE, _CHECK, _DELIVER, _DEPART, _FLUSH, _ISOLATED, _LOCAL, _SOLVES, _WAITS,
+                                   _WARM, Wire)
 from zensim.net.models.base import NetworkView
 
 EXACT_FLOWS = 2048  # a component of at most this many flows is solved at every change, as with batch 0
@@ -156,6 +166,11 @@ class MaxMin:
         """Links re-solved alone so far (fastmaxmin._patch)."""
         return int(self.ms[_LOCAL]) if self.ms is not None else 0
 
+    @property
+    def waits(self) -> int:
+        """Joins into a large component that waited for its next solve so far (fastmaxmin._hold)."""
+        return int(self.ms[_WAITS]) if self.ms is not None else 0
+
     # -- the protocol --------------------------------------------------------------------------
 
     def reserve(self, size: int) -> None:
@@ -170,7 +185,7 @@ class MaxMin:
                     np.empty(0), net.num_links, self.batch, self.exact_flows, self.local_flows)
         self.mm = fastmaxmin.model_state(net, size, wire, net.sent_at, self.mm)
         if ran is not None:
-            self.mm.ms[[_SOLVES, _WARM, _LOCAL]] = ran[[_SOLVES, _WARM, _LOCAL]]
+            self.mm.ms[[_SOLVES, _WARM, _LOCAL, _WAITS]] = ran[[_SOLVES, _WARM, _LOCAL, _WAITS]]
         self.ms = self.mm.ms
         self._sync()
         mm, heap, st = self.mm, self.heap, self.st  # the steps for their types
