@@ -36,9 +36,9 @@ Records of runs too long for a test:
 maxmin-bound (docs/simulator.md: docs/simulator-data/bound.json, benchmarks/simulate.py --scale --exact
 --json runs of the default maxmin mode against exact max-min); growth-final, growth-exponents,
 growth-local, growth-local-exponents, growth-sorts, growth-sorts-exponents, growth-lazy,
-growth-lazy-exponents, growth-route, growth-route-exponents (docs/simulator.md:
-docs/simulator-data/growth-final.json, growth-local.json, growth-sorts.json, growth-lazy.json and
-growth-route.json, benchmarks/growth.py --vs --json runs);
+growth-lazy-exponents, growth-route, growth-route-exponents, growth-hold, growth-hold-exponents
+(docs/simulator.md: docs/simulator-data/growth-final.json, growth-local.json, growth-sorts.json,
+growth-lazy.json, growth-route.json and growth-hold.json, benchmarks/growth.py --vs --json runs);
 fusion-gemini (docs/fusion.md: docs/fusion-data/gemini.json of benchmarks/fusion.py gemini);
 fusion-strategies, fusion-degrees (docs/fusion.md: docs/fusion-data/timeline-*.json.gz, the --json of the page's
 `zensim iteration --strategy` runs on a 128-worker capture that is not shipped);
@@ -629,7 +629,7 @@ def growth_final(path: str = "simulator-data/growth-final.json") -> list[str]:
     from a committed `benchmarks/growth.py --vs --json` record: growth-final.json (61053c0 against the engine
     work of 27 Nov), growth-local.json (the link re-solves of 28 Nov), growth-sorts.json (radix sorts and the kept
     index, 28 Nov), growth-lazy.json (the lazy heap, 28 Nov, evening), growth-route.json (whole solves by route,
-    28 Nov, night); minutes of CPU: not re-run by the test.
+    28 Nov, night), growth-hold.json (joins that wait, 29 Nov); minutes of CPU: not re-run by the test.
     A replay cut off by its timeout (no CPU figure) is left out."""
     record = _json(path)
     side = _growth_sides(record)
@@ -908,6 +908,8 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "growth-lazy-exponents": ("docs/simulator.md", lambda: growth_exponents("simulator-data/growth-lazy.json")),
     "growth-route": ("docs/simulator.md", lambda: growth_final("simulator-data/growth-route.json")),
     "growth-route-exponents": ("docs/simulator.md", lambda: growth_exponents("simulator-data/growth-route.json")),
+    "growth-hold": ("docs/simulator.md", lambda: growth_final("simulator-data/growth-hold.json")),
+    "growth-hold-exponents": ("docs/simulator.md", lambda: growth_exponents("simulator-data/growth-hold.json")),
     "capture-speed": ("docs/capture.md", capture_speed),
     "capture-virtual": ("docs/capture.md", capture_virtual),
     "ddp-hooks": ("docs/ddp.md", ddp_hooks),
