@@ -33,7 +33,7 @@ segments in time order, so a departure costs O(1) work, not a pass over the acti
   allocation of all of them (the others' bottlenecks are untouched; a test checks it against a
   solve), up to capacity freed by departures since the last solve, which stays under the allowance
   below as before. Where a merge or freed capacity made the component due, or a check fails, it is
-  solved whole. In zen's second all-to-all every rank starts at its own instant on its idle uplink:
+  solved whole (a large one after the joins wait: below). In zen's second all-to-all every rank starts at its own instant on its idle uplink:
   1076 of 1080 arrivals at 1024 ranks, where each re-solved up to a million flows.
 - Departures: a flow's departure frees its rate on its links. Only capacity freed on a link that
   limited some flow at the last solve (a saturated link) and still carries flows can raise a rate.
