@@ -422,8 +422,6 @@ def test_fan_in_default_late_by_its_bound_whatever_k(k, small):
     assert np.abs(fast.stage_end[:, -1] - exact.stage_end[:, -1]).max() <= 0.01 * exact.makespan
 
 
-
-
 @pytest.mark.parametrize("batch", [1 / 64, 1 / 256])
 def test_a_join_into_a_large_component_waits_at_most_batch_of_its_busy_period(batch):
     """Ranks 0 and 2 send S into rank 1 (b/2 each from 0, down-link 1 limiting them); rank 3 sends x to rank 4

@@ -33,8 +33,9 @@ segments in time order, so a departure costs O(1) work, not a pass over the acti
   allocation of all of them (the others' bottlenecks are untouched; a test checks it against a
   solve), up to capacity freed by departures since the last solve, which stays under the allowance
   below as before. Where a merge or freed capacity made the component due, or a check fails, it is
-  solved whole (a large one after the joins wait: below). In zen's second all-to-all every rank starts at its own instant on its idle uplink:
-  1076 of 1080 arrivals at 1024 ranks, where each re-solved up to a million flows.
+  solved whole (a large one after the joins wait: below). In zen's second all-to-all every rank starts
+  at its own instant on its idle uplink: 1076 of 1080 arrivals at 1024 ranks, where each re-solved up
+  to a million flows.
 - Departures: a flow's departure frees its rate on its links. Only capacity freed on a link that
   limited some flow at the last solve (a saturated link) and still carries flows can raise a rate.
   Left idle, capacity r freed at time t on link k stays idle until the next solve, at the latest
@@ -88,8 +89,8 @@ segments in time order, so a departure costs O(1) work, not a pass over the acti
   joins wait for the same solve. So a flow starts at most ε x its join time late, as a link loses at
   most ε of its busy period to idle capacity.
   In ZEN's layout every rank's start joins flows that cross every machine's NIC, and each such join
-  solved the whole component (n^3): zen at 512 x 8 326 s of CPU, now 61 s. docs/simulator.md has the
-  figures.
+  solved the whole component (n^3): zen at 512 x 8 took 323 s of CPU, now 36 s, and 1024 x 8 204 s.
+  docs/simulator.md has the figures.
 
 With a NIC efficiency eff(k), a NIC link carrying k active flows (isolated or shared) has capacity
 bandwidth x eff(k) in the solve; an isolated flow runs at eff(1). The count is the one of the last
