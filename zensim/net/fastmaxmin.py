@@ -753,14 +753,21 @@ def _flush_solve(now, mm, heap, st):  # pragma: no cover (compiled)
 
 
 @uncounted
+def _large(c, mm):  # pragma: no cover (compiled)
+    """Whether component c is large: more than exact_flows and local_flows flows alive (its joins wait,
+    _hold; its links that run out are re-solved alone, _local)."""
+    return mm.comp.living[c] > max(mm.wire.exact_flows, mm.wire.local_flows)
+
+
+@uncounted
 def _hold(c, now, mm, heap, st):  # pragma: no cover (compiled)
-    """Where component c is large (more than exact_flows and local_flows flows alive), its flows joined
-    since its solve wait for the next one (rate 0, no segment: as if sent later) until at most batch x
-    the longest busy period among their links from now; a check then solves c whole, unless a solve
-    comes first. False: solve c now (their links' busy periods all began now)."""
+    """Where component c is large (_large), its flows joined since its solve wait for the next one (rate
+    0, no segment: as if sent later) until at most batch x the longest busy period among their links from
+    now; a check then solves c whole, unless a solve comes first. False: solve c now (their links' busy
+    periods all began now)."""
     comp, wire, following = mm.comp, mm.wire, mm.flow.following
     croutes, pad, busy_from = wire.croutes, wire.pad, mm.link.busy_from
-    if comp.living[c] <= max(wire.exact_flows, wire.local_flows):
+    if not _large(c, mm):
         return False
     start = now
     m = comp.fresh[c]
@@ -862,11 +869,10 @@ def _runs_out(k, exact, defer, link):  # pragma: no cover (compiled)
 @uncounted
 def _local(c, mm):  # pragma: no cover (compiled)
     """Whether due component c re-solves only its links that ran out (_patch): batched, no efficiency
-    table, more than exact_flows and local_flows flows alive, no flow joined it since its solve (this
-    instant, or waiting: _hold), and its link re-solves since its solve re-solved fewer than LOCAL_BUDGET
-    of its flows."""
+    table, large (_large), no flow joined it since its solve (this instant, or waiting: _hold), and its
+    link re-solves since its solve re-solved fewer than LOCAL_BUDGET of its flows."""
     comp, wire, host = mm.comp, mm.wire, mm.host
-    return (comp.nnew[c] == 0 and comp.living[c] > max(wire.exact_flows, wire.local_flows) and wire.batch > 0
+    return (comp.nnew[c] == 0 and _large(c, mm) and wire.batch > 0
             and not _tables(host) and comp.patched[c] < LOCAL_BUDGET * comp.living[c])
 
 
