@@ -87,10 +87,11 @@ COMPILE_S = 90  # about this many seconds of CPU compile _loop (zensim.jit.annou
 # (`full`: then no _warm); its index (_index: its links' run in the index arena, `lfirst` and `nlinks`, the
 # arena generation it was made in, `igen`, -1 for none, and its flows alive then, `iflows`), the flows its
 # link re-solves re-solved since its last solve (`patched`) and this flush's links to re-solve (`pfirst`,
-# `pcount` into scratch.due_links; -1: none, -2: listed once its index is made). Read by name (comp.due);
-# NUMBA_DISABLE_JIT=1 runs the same code as Python.
+# `pcount` into scratch.due_links; -1: none, -2: listed once its index is made), and where flows wait for its
+# next solve (_hold) the last of them (`held_last`, -1: none wait) and the earliest start of a busy period
+# among their links (`wait_from`). Read by name (comp.due); NUMBA_DISABLE_JIT=1 runs the same code as Python.
 Comps = namedtuple("Comps", "parent first last size nparts living check epoch exists due seg_first seg_last deferred "
-                            "fresh nnew full lfirst nlinks igen iflows patched pfirst pcount")
+                            "fresh nnew full lfirst nlinks igen iflows patched pfirst pcount held_last wait_from")
 # The departure segments, arrays: per segment id (in solve order) where its run of the arena starts and its
 # length, the end of its sorted head and how far it is taken (both counted from its start), whether it is
 # live and the next segment of its component (`following`, -1 last); the arena: per entry a flow's finish
@@ -188,7 +189,8 @@ def model_state(net: ReplayNetwork, size: int, wire: Wire, born: np.ndarray, old
                  np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps), np.empty(comps, np.int64),
                  np.zeros(comps, np.int64), np.zeros(comps, np.bool_), np.empty(comps, np.int64),
                  np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps, np.int64),
-                 np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps, np.int64))
+                 np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(comps, np.int64),
+                 np.empty(comps, np.int64), np.empty(comps))
     scratch = Scratch(np.empty(size, np.int64), np.empty(size, np.int64), np.empty(comps, np.int64),
                       np.empty(comps, np.int64), np.empty(comps, np.int64), np.empty(2 * links, np.int64),
                       np.full(int(wire.route_id.max()) + 1 if wire.route_id.size else 0, -1, np.int32))
@@ -562,7 +564,7 @@ def _join(mm):  # pragma: no cover (compiled)
                 exists[root] = True
                 parent[root], check[root], deferred[root] = root, np.inf, np.inf
                 first[root] = last[root] = seg_first[root] = seg_last[root] = fresh[root] = -1
-                comp.patched[root], comp.pcount[root], comp.igen[root] = 0, -1, -1
+                comp.patched[root], comp.pcount[root], comp.igen[root], comp.held_last[root] = 0, -1, -1, -1
             _due(root, comp, scratch, ms)
         following[m] = -1
         comp.igen[root] = -1  # its index lists its flows as of its last solve: it lapses
@@ -625,6 +627,7 @@ def _solve(c, now, mm):  # pragma: no cover (compiled)
         following[keep[i]] = keep[i + 1]
     following[keep[count - 1]] = -1
     first[c], tail[c], size[c], nparts[c], nnew[c] = keep[0], keep[count - 1], count, 1, 0
+    comp.held_last[c] = -1
     check[c] = np.inf
     epoch[c] += 1
     ms[_SOLVES] += 1
@@ -729,8 +732,9 @@ def _flush_join(now, mm):  # pragma: no cover (compiled)
 def _flush_solve(now, mm, heap, st):  # pragma: no cover (compiled)
     """End of an instant, second part: solve the components _flush_join chose, in id order: where it
     listed links that ran out, only those (_patch); else where only flows joined one and no component
-    merged into it, first try _warm where no link of it was re-solved alone since its solve, then _hold
-    (neither with an efficiency table)."""
+    merged into it, first try _warm where no link of it was re-solved alone since its solve and no flow
+    waits for its next solve (then the new flows wait with them: a _warm of them all, retried at each
+    join, gave none rates on the growth logs), then _hold (neither with an efficiency table)."""
     comp, scratch, ms, batch, host = mm.comp, mm.scratch, mm.ms, mm.wire.batch, mm.host
     tables = _tables(host)
     living, exists, due, nnew, full = comp.living, comp.exists, comp.due, comp.nnew, comp.full
@@ -744,7 +748,8 @@ def _flush_solve(now, mm, heap, st):  # pragma: no cover (compiled)
             if comp.pcount[c] >= 0:
                 _patch(c, now, mm, heap, st)
             elif (batch == 0 or living[c] <= mm.wire.exact_flows or tables or full[c] or not 0 < nnew[c] < living[c]
-                    or not (comp.patched[c] == 0 and _warm(c, now, mm)) and not _hold(c, now, mm, heap, st)):
+                    or not (comp.patched[c] == 0 and comp.held_last[c] < 0 and _warm(c, now, mm))
+                    and not _hold(c, now, mm, heap, st)):
                 _solve(c, now, mm)
     for i in range(ms[_STACK]):
         due[stack[i]] = full[stack[i]] = False
@@ -764,14 +769,19 @@ def _hold(c, now, mm, heap, st):  # pragma: no cover (compiled)
     """Where component c is large (_large), its flows joined since its solve wait for the next one (rate
     0, no segment: as if sent later) until at most batch x the longest busy period among their links from
     now; a check then solves c whole, unless a solve comes first. False: solve c now (their links' busy
-    periods all began now)."""
+    periods all began now). Only the flows joined this instant are read: those waiting already are
+    summed up in comp.wait_from (their links' busy periods cannot restart while they wait: they are on
+    them, and no solve of c comes between), and they are the list's tail from comp.fresh[c] on, the new
+    ones after comp.held_last[c]."""
     comp, wire, following = mm.comp, mm.wire, mm.flow.following
     croutes, pad, busy_from = wire.croutes, wire.pad, mm.link.busy_from
     if not _large(c, mm):
         return False
-    start = now
-    m = comp.fresh[c]
-    for _ in range(comp.nnew[c]):
+    if comp.held_last[c] < 0:
+        start, m = now, comp.fresh[c]
+    else:
+        start, m = comp.wait_from[c], following[comp.held_last[c]]
+    while m >= 0:
         for h in range(croutes.shape[1]):
             k = croutes[m, h]
             if k == pad:
@@ -781,6 +791,7 @@ def _hold(c, now, mm, heap, st):  # pragma: no cover (compiled)
     when = now + wire.batch * (now - start)
     if when <= now * (1 + TIE):
         return False
+    comp.held_last[c], comp.wait_from[c] = comp.last[c], start
     if when < comp.check[c]:
         comp.check[c] = when
         push(heap, st, now + (when - now), _CHECK, c, comp.epoch[c], 0.0)

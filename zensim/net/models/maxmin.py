@@ -86,10 +86,10 @@ segments in time order, so a departure costs O(1) work, not a pass over the acti
   where flows join a component of more than `exact_flows` and `local_flows` flows, not given rates
   without a solve (`_warm`), they get no rate (as if sent later) until a check at most ε x the longest
   busy period among their links from now solves the component whole, unless a solve comes first; later
-  joins wait for the same solve. So a flow starts at most ε x its join time late, as a link loses at
-  most ε of its busy period to idle capacity.
+  joins wait for the same solve (no `_warm` while flows wait). So a flow starts at most ε x its join
+  time late, as a link loses at most ε of its busy period to idle capacity.
   In ZEN's layout every rank's start joins flows that cross every machine's NIC, and each such join
-  solved the whole component (n^3): zen at 512 x 8 took 323 s of CPU, now 36 s, and 1024 x 8 204 s.
+  solved the whole component (n^3): zen at 512 x 8 took 323 s of CPU, now 31-36 s, and 1024 x 8 167-171 s.
   docs/simulator.md has the figures.
 
 With a NIC efficiency eff(k), a NIC link carrying k active flows (isolated or shared) has capacity
