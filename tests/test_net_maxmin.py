@@ -14,8 +14,8 @@ from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.network import Network
 from zensim.net.replay import LogReplay, replay
 from zensim.net.topology import ClusterSpec
-from zensim.net.waterfill import (REPEATS, SAMPLE, LinkState, _fill_levels, make_workspace, patch_compiled, route_ids,
-                                  solve_flows, warm_flows, waterfill)
+from zensim.net.waterfill import (NEWTON, REPEATS, SAMPLE, LinkState, _fill_levels, _fill_one, make_workspace,
+                                  patch_compiled, route_ids, solve_flows, warm_flows, waterfill)
 from zensim.run import Tables
 from zensim.run.log import Message, MessageLog
 from zensim.schemes import build_scheme
@@ -555,11 +555,25 @@ def test_patch_re_solves_one_link_in_what_the_others_leave():
     assert outcomes == {"max-min", "held", "region stands", "region does not", "solved whole"}
 
 
-def _patches_in_turn(rng):
-    """test_patch_re_solves_one_link_in_what_the_others_leave on one random instance: how its link
-    re-solves went."""
+def test_patch_re_solves_a_flat_nic_in_what_the_others_leave():
+    """The same properties where the links are a flat all-to-all's NICs (flow i -> j up i's, down j's),
+    whose link re-solves take waterfill._fill_one: each flow of the link that ran out crosses its other
+    link alone."""
+    outcomes = set()
+    for seed in range(8):
+        outcomes |= _patches_in_turn(np.random.default_rng(seed), star=True)
+    assert "max-min" in outcomes
+
+
+def _patches_in_turn(rng, star=False):
+    """test_patch_re_solves_one_link_in_what_the_others_leave on one random instance (`star`: an
+    all-to-all of 10 ranks over their NICs): how its link re-solves went."""
     links, total, now = 12, 90, 0.0
     routes, cap = random_routes(rng, links, total, width=2)
+    if star:
+        src, dst = np.nonzero(~np.eye(10, dtype=bool))
+        links, routes = 20, np.column_stack([2 * src, 2 * dst + 1])
+        cap = np.append(rng.uniform(1, 10, links), np.inf)
     left, base, born = rng.uniform(50, 100, total), np.zeros(total), np.zeros(total)
     rate, alive, state = np.zeros(total), np.ones(total, bool), LinkState(links + 1)
     solve_flows(np.arange(total), alive, left, base, rate, born, routes, cap, now, 0.25, state)
@@ -636,6 +650,42 @@ def _patch_region(mine, alive, left, base, rate, born, routes, cap, now, state, 
     return patch_compiled(flows, len(flows), mine[0], region, alive, left, base, rate, born, routes, cap, now, 0.25,
                           state.busy_from, state.room, state.spent, state.freed, state.freed_t, state.last, state.slot,
                           state.used, state.peak, state.level, ws)
+
+
+@pytest.mark.parametrize("case", ["random", "none bounded", "all bounded", "ties"])
+def test_one_link_fill_gives_the_heap_fill(case):
+    """Where every flow crosses one link and each other link carries one of them (a flat NIC's link
+    re-solve), waterfill._fill_one gives _fill_levels's rates and saturation levels to round-off: where
+    no bound is under the fair share, where every flow is bounded under it (the link limits none), on
+    ties at the level; where its steps have not settled within the passes allowed it says so (the caller
+    then fills in order): two passes settle only where capacity / flows already parts the flows as the
+    level does (none bounded under it, or all)."""
+    rng = np.random.default_rng(7)
+    total = 2000
+    mine, links = total, total + 1  # link `total` is the shared one; flow i's other link is link i
+    routes = np.column_stack([np.arange(total), np.full(total, mine)]).astype(np.int32)
+    cap = np.append(rng.uniform(0.5, 2.0, total), [100.0, np.inf])
+    ceiling = np.where(rng.random(total) < 0.5, rng.uniform(0.01, 0.1, total), np.inf)
+    if case == "none bounded":
+        cap[:total], ceiling[:] = 1.0, np.inf
+    elif case == "all bounded":
+        cap[mine] = 1e6
+    elif case == "ties":
+        ceiling[:] = np.where(rng.random(total) < 0.5, 0.05, np.inf)
+        cap[:total] = 1.0
+    ws = make_workspace(total, links + 1, 2, False)
+    want_rate, want_level = np.empty(total), np.empty(links + 1)
+    _fill_levels(routes, total, cap, links + 1, ws, want_rate, want_level, ceiling)
+    rate, level = np.empty(total), np.empty(links + 1)
+    under = (np.minimum(ceiling, cap[:total]) < cap[mine] / total).sum()
+    assert _fill_one(routes, total, cap, links + 1, mine, rate, level, ceiling, 2) == (under in (0, total))
+    assert _fill_one(routes, total, cap, links + 1, mine, rate, level, ceiling, NEWTON)
+    assert rate == pytest.approx(want_rate, rel=1e-12)
+    saturated = np.isfinite(want_level)
+    assert (np.isfinite(level) == saturated).all()
+    assert level[saturated] == pytest.approx(want_level[saturated], rel=1e-12)
+    assert saturated[mine] == (case != "all bounded")
+    assert rate.sum() == pytest.approx(min(cap[mine], want_rate.sum()), rel=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -30,6 +30,7 @@ COMPILE_S = 10  # about this many seconds of CPU compile solve_compiled or warm_
 
 _TIE = 1e-12  # relative: link shares this close saturate at one level
 _BELOW = 1e-9  # relative: a re-solve refills the flows down to this far under the least rate that left
+NEWTON = 16  # _fill_one's passes: where its steps have not settled in this many, the flows are filled in order
 REPEATS = 4  # a log's flows are solved by route (route_ids) where a flow's route carries this many on average
 SAMPLE = 1 << 16  # route_ids: a large log's sample
 
@@ -337,6 +338,54 @@ def _fill_levels(routes, flows, capacity, links, ws, rate, level, ceiling):  # p
                 level[u] = rate[i]
 
 
+@_uncounted
+def _fill_one(routes, flows, capacity, links, mine, rate, level, ceiling, steps):  # pragma: no cover (compiled)
+    """_fill_levels where every flow crosses link `mine` and each of their other links carries one of them
+    (a link re-solve of a flat all-to-all's NIC: the flows to one rank, each from another): a flow's rate
+    is its bound (ceiling[i] and its other links' capacities) where that is under `mine`'s level L, else
+    L, where the sum of the rates is mine's capacity (L inf where the bounds' sum is under it). L by
+    Newton's steps from below, without a sort: from capacity / flows, each step fixes the flows bounded
+    under the level and shares what they leave among the others; the level only rises, a flow once
+    fixed stays so, and L is where a step fixes no more. The rates and levels of the fill in order of
+    bounds, up to the round-off of summing the bounds in another order. Returns False where they have not
+    settled after `steps` passes (nothing written but rate[:flows], the bounds): fill in order."""
+    width = routes.shape[1]
+    dummy = links - 1
+    bound = rate
+    for i in range(flows):
+        b = ceiling[i]
+        for j in range(width):
+            u = routes[i, j]
+            if u != dummy and u != mine:
+                b = min(b, capacity[u])
+        bound[i] = b
+    room = capacity[mine]
+    low, fixed = room / flows, -1
+    for _ in range(steps):
+        taken, under = 0.0, 0
+        for i in range(flows):
+            if bound[i] < low:
+                taken += bound[i]
+                under += 1
+        if under == fixed:  # low was shared out among the same flows: it stands
+            break
+        fixed = under
+        low = max(room - taken, 0.0) / (flows - under) if under < flows else np.inf
+    else:
+        return False
+    for u in range(links):
+        level[u] = np.inf
+    level[mine] = low
+    for i in range(flows):
+        if bound[i] >= low:
+            rate[i] = low
+        for j in range(width):  # as _fill_levels: its other links saturated where it reached their capacity
+            u = routes[i, j]
+            if u != dummy and u != mine and capacity[u] <= rate[i] * (1 + _TIE):
+                level[u] = rate[i]
+    return True
+
+
 def waterfill(routes: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Max-min fair rates of flows with `routes` (int64 rows padded with len(capacity) - 1) under link
     `capacity`; also the level at which each link saturated (inf where it limits no flow)."""
@@ -583,13 +632,21 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, region: np.ndarray, al
         change[u] = 0.0
     cap[nused] = np.inf
     was = ws.part  # each one's rate before
+    mine = slot[k]
+    alone, others = nkeep > 1, 0  # every flow crosses k and each other link carries one of them (_fill_one)
     for i in range(nkeep):
         r = was[i] = rate[keep[i]]
+        crosses = False
         for j in range(width):
             u = sub[i, j]
+            if u == mine:
+                crosses = True
+            elif u < nused:
+                others += 1
             if u < nused and region[links[u]] < 0:
                 cap[u] += r
                 change[u] -= r
+        alone = alone and crosses
     for u in range(nused):
         cap[u] = max(cap[u], 0.0)
     ceiling = ws.finish  # none above the level of a link outside the region that limits flows (where under its room)
@@ -599,7 +656,9 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, region: np.ndarray, al
             u = sub[i, j]
             if u < nused and region[links[u]] < 0 and level[links[u]] < cap[u]:
                 ceiling[i] = min(ceiling[i], level[links[u]])
-    _fill_levels(sub, nkeep, cap, nused + 1, ws, fair, saturation, ceiling)
+    if not (alone and others == nused - 1 and _fill_one(sub, nkeep, cap, nused + 1, mine, fair, saturation, ceiling,
+                                                                 NEWTON)):
+        _fill_levels(sub, nkeep, cap, nused + 1, ws, fair, saturation, ceiling)
     fastest, oldest = ws.lows, ws.oldest  # per link the fastest new rate and the oldest flow's start
     for u in range(nused + 1):
         fastest[u], oldest[u] = 0.0, np.inf
@@ -614,7 +673,7 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, region: np.ndarray, al
                             ws.saturated)
     charge = 0.0
     if debt > 0:  # charged to k's allowance over the flows' time: stands only where half of it is left
-        end, mine, on_k = now, slot[k], 0.0
+        end, on_k = now, 0.0
         for i in range(nkeep):
             end = max(end, now + left[keep[i]] / fair[i])
             for j in range(width):
