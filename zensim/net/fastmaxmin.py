@@ -934,7 +934,7 @@ def _patch(c, now, mm, heap, st):  # pragma: no cover (compiled)
             for h in range(nused):  # the links that held it back join the region
                 region[ws.saturated[h]], rlinks[nreg] = nreg, ws.saturated[h]
                 nreg += 1
-            n = _members(rlinks, nreg, 2 * (comp.living[c] // 4), mm)
+            n = _members(rlinks, nreg, comp.living[c] // 2, mm)
             if n == 0:
                 break
             count, moved, nused = _re_solve(members, n, k, now, mm)
