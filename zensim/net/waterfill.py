@@ -633,20 +633,21 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, region: np.ndarray, al
     cap[nused] = np.inf
     was = ws.part  # each one's rate before
     mine = slot[k]
-    alone, others = nkeep > 1, 0  # every flow crosses k and each other link carries one of them (_fill_one)
+    # _fill_one's case: every flow crosses k, and each other link carries one of them (as many incidences on
+    # other links as there are other links, nused - 1)
+    crossing, others = 0, 0
     for i in range(nkeep):
         r = was[i] = rate[keep[i]]
-        crosses = False
         for j in range(width):
             u = sub[i, j]
             if u == mine:
-                crosses = True
+                crossing += 1
             elif u < nused:
                 others += 1
             if u < nused and region[links[u]] < 0:
                 cap[u] += r
                 change[u] -= r
-        alone = alone and crosses
+    alone = nkeep > 1 and crossing == nkeep and others == nused - 1
     for u in range(nused):
         cap[u] = max(cap[u], 0.0)
     ceiling = ws.finish  # none above the level of a link outside the region that limits flows (where under its room)
@@ -656,8 +657,7 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, region: np.ndarray, al
             u = sub[i, j]
             if u < nused and region[links[u]] < 0 and level[links[u]] < cap[u]:
                 ceiling[i] = min(ceiling[i], level[links[u]])
-    if not (alone and others == nused - 1 and _fill_one(sub, nkeep, cap, nused + 1, mine, fair, saturation, ceiling,
-                                                                 NEWTON)):
+    if not (alone and _fill_one(sub, nkeep, cap, nused + 1, mine, fair, saturation, ceiling, NEWTON)):
         _fill_levels(sub, nkeep, cap, nused + 1, ws, fair, saturation, ceiling)
     fastest, oldest = ws.lows, ws.oldest  # per link the fastest new rate and the oldest flow's start
     for u in range(nused + 1):
