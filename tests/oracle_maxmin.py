@@ -18,12 +18,13 @@ import numpy as np
 
 from zensim.net.models.base import NetworkView
 from zensim.net.efficiency import capacities
-from zensim.net.fastmaxmin import DEFER, FIRST, HEAD, TIE
+from zensim.net.fastmaxmin import DEFER, HEAD, TIE
 from zensim.net.models import maxmin
 from zensim.net.waterfill import LinkState, share_of_room, solve_flows, warm_flows
 
 
 
+FIRST = 64  # a segment's first head: a 64th of its flows (later ones an eighth; the order taken is the same)
 _NONE = np.empty(0, dtype=np.int64)
 _NO_TABLE = np.empty(0)  # an efficiency table's place where there is none (zensim.net.efficiency)
 

@@ -4,7 +4,8 @@ position), whatever the size, the keys' order and the range within the array."""
 import numpy as np
 import pytest
 
-from zensim.net.keysort import RADIX, lead, radix, sort
+from zensim.net import keysort
+from zensim.net.keysort import RADIX, lead, radix, sort, spread
 
 
 def stable(positions, key, base):
@@ -62,20 +63,32 @@ def test_radix_gives_the_stable_order(n, keys):
 
 @pytest.mark.parametrize("n,k", [(0, 5), (10, 20), (3000, 1), (3000, 256), (3000, 2999), (20000, 300)])
 @pytest.mark.parametrize("keys", ["distinct", "ties", "equal", "clustered"])
-def test_lead_puts_the_first_in_order_first(n, k, keys):
-    """lead(x, spare, n, k, key) on ascending positions: x[:m] are the m first of the stable order, in
-    it, for some m >= k (all where n <= k; the keys' buckets taken whole: all equal keys, one bucket),
-    and the rest follow in their order (ascending), every position kept."""
+def test_spread_then_lead_take_the_stable_order_head_by_head(n, k, keys):
+    """spread(x, n, key) sets x[:n] to the positions 0..n-1, their buckets in ascending order along x, each
+    bucket's positions ascending (equal keys share one); lead then sorts the first m >= k (all where fewer
+    are left; the buckets taken whole: all equal keys, one bucket) and touches no other, so heads taken
+    one after another over what is left give the stable order of all of them."""
     rng = np.random.default_rng(n + k)
-    size = n + 7
-    key = {"distinct": rng.uniform(size=size), "ties": rng.integers(0, 30, size).astype(float),
-           "equal": np.full(size, 0.5),
-           "clustered": 1.0 + rng.uniform(size=size) * 10.0 ** rng.integers(-15, 0, size)}[keys]
-    x = np.sort(rng.choice(size, n, replace=False)).astype(np.int64)
-    want = sorted(x.tolist(), key=lambda p: key[p])
+    key = {"distinct": rng.uniform(size=n), "ties": rng.integers(0, 30, n).astype(float),
+           "equal": np.full(n, 0.5),
+           "clustered": 1.0 + rng.uniform(size=n) * 10.0 ** rng.integers(-15, 0, n)}[keys]
+    want = sorted(range(n), key=lambda p: key[p])
+    x = np.full(n + 3, -1, np.int64)  # room past n: spread writes only x[:n]
     spare = np.full(n, -1, np.int64)
-    m = lead(x, spare, n, k, key)
-    assert min(k, n) <= m <= n
-    assert x[:m].tolist() == want[:m]
-    assert x[m:].tolist() == sorted(want[m:])
-    assert keys != "equal" or m == n
+    lo, shift = spread(x, n, key)
+    assert sorted(x[:n].tolist()) == list(range(n)) and x[n:].tolist() == [-1] * 3
+    bucket = [keysort._bucket(key.view(np.uint64), p, lo, shift) for p in x[:n]]
+    assert bucket == sorted(bucket)
+    for b in set(bucket):
+        run = [p for p, c in zip(x[:n].tolist(), bucket) if c == b]
+        assert run == sorted(run)
+    assert len({(key[p], c) for p, c in zip(x[:n].tolist(), bucket)}) == len(set(key.tolist()))
+    taken = 0
+    while taken < n:
+        rest = x[taken:n].copy()
+        m = lead(x[taken:n], spare, n - taken, k, key, lo, shift)
+        assert min(k, n - taken) <= m <= n - taken
+        assert x[taken + m:n].tolist() == rest[m:].tolist()
+        assert keys != "equal" or m == n - taken
+        taken += m
+    assert x[:n].tolist() == want

@@ -102,8 +102,9 @@ def test_segments_take_the_stable_order(size):
     segment = _Segment(finish, flows)
     assert [m for t in np.unique(finish) for m in segment.take(t)] == stable
     one = np.zeros(1, np.int64)
-    seg = fastmaxmin.Segments(one, np.array([size]), one.copy(), one.copy(), np.ones(1, np.bool_), one - 1, finish,
-                              flows.astype(np.int64), np.arange(size), np.empty(size, np.int64), np.empty((1, 2)))
+    seg = fastmaxmin.Segments(one, np.array([size]), one.copy(), one.copy(), np.ones(1, np.bool_), one - 1,
+                              np.zeros(1, np.uint64), one - 1, finish, flows.astype(np.int64), np.arange(size),
+                              np.empty(size, np.int64), np.empty((1, 2)))
     floats = np.zeros(size)
     flow = fastmaxmin.Flows(*[floats] * 3, np.zeros(size, np.int32), np.ones(size, np.bool_), *[floats] * 6)
     gone, count = np.empty(size, np.int64), 0

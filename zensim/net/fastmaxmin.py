@@ -52,7 +52,7 @@ from zensim.net import fastloop
 from zensim.net.fastloop import (FINISH, IDS, MODEL, SENT, START, Program, advance, arrived, grow, inlined, pop, push,
                                  push_late, resume, sends, uncounted)
 from zensim.net.efficiency import capacities
-from zensim.net.keysort import lead, sort
+from zensim.net.keysort import lead, sort, spread
 from zensim.net.waterfill import (LinkState, make_workspace, patch_compiled, route_ids, share_of_room,
                                   solve_compiled, warm_compiled)
 
@@ -66,7 +66,6 @@ LOCAL_DEFER = 1 / 8  # the same where the link is re-solved alone (_patch)
 LOCAL_BUDGET = 1 / 2  # a component's link re-solves since its solve re-solve at most this part of its flows
 REGION_ROUNDS = 4  # a link re-solve that does not stand is tried again with the links that held it back, so often
 HEAD = 256  # a departure segment's sorted head: at least this many flows
-FIRST = 64  # its first head: 1/FIRST of its flows (it is often replaced by the next solve soon), later ones 1/8
 
 _DELIVER, _ISOLATED, _DEPART, _CHECK, _FLUSH = MODEL, MODEL + 1, MODEL + 2, MODEL + 3, MODEL + 4
 # ms: the model's integer state
@@ -94,12 +93,14 @@ Comps = namedtuple("Comps", "parent first last size nparts living check epoch ex
                             "fresh nnew full lfirst nlinks igen iflows patched pfirst pcount held_last wait_from")
 # The departure segments, arrays: per segment id (in solve order) where its run of the arena starts and its
 # length, the end of its sorted head and how far it is taken (both counted from its start), whether it is
-# live and the next segment of its component (`following`, -1 last); the arena: per entry a flow's finish
-# time and id in solve order, and each segment's positions (`order`: the head taken so far, the sorted
-# head, then the positions not yet sorted in solve order); the scratch of a head's selection (`pick`, as
-# long as the workspace's flows: keysort.lead's); the heap of the segments' earliest finishes (`heads`: rows of
-# (finish, segment)). A segment's run is packed away when it is dropped (_compact). Grown by _loop (_fit).
-Segments = namedtuple("Segments", "base size head taken live following finish flows order pick heads")
+# live and the next segment of its component (`following`, -1 last), and the cut of its finish times'
+# buckets (`lo`, `shift`: keysort.spread's; shift -1 until its positions are spread); the arena: per entry a
+# flow's finish time and id in solve order, and each segment's positions (`order`: the head taken so far, the
+# sorted head, then the positions not yet sorted, in solve order or, once spread, bucket by bucket); the
+# scratch of a head's selection (`pick`, as long as the workspace's flows: keysort's spare); the heap of the
+# segments' earliest finishes (`heads`: rows of (finish, segment)). A segment's run is packed away when it is
+# dropped (_compact). Grown by _loop (_fit).
+Segments = namedtuple("Segments", "base size head taken live following lo shift finish flows order pick heads")
 # The model's arrays as the loop's functions take them (`mm`): the network's (`wire`), per flow, per link,
 # per component (`Comps`), scratch arrays, the integer state (`ms`: _STAMP..), the time of the armed
 # departure event (`fs`), the efficiency tables (`host`), the segments (`seg`) and the solves' scratch
@@ -212,8 +213,9 @@ def model_state(net: ReplayNetwork, size: int, wire: Wire, born: np.ndarray, old
     # the segments and the solves' workspace small: a log's first flushes grow them (and pack the arena) in
     # every combination, which the tests see (_fit)
     seg = Segments(np.empty(16, np.int64), np.empty(16, np.int64), np.empty(16, np.int64), np.empty(16, np.int64),
-                   np.empty(16, np.bool_), np.empty(16, np.int64), np.empty(64), np.empty(64, np.int64),
-                   np.empty(64, np.int64), np.empty(16, np.int64), np.empty((16, 2)))
+                   np.empty(16, np.bool_), np.empty(16, np.int64), np.empty(16, np.uint64), np.empty(16, np.int64),
+                   np.empty(64), np.empty(64, np.int64), np.empty(64, np.int64), np.empty(16, np.int64),
+                   np.empty((16, 2)))
     # built as Python (its py_func), so that nothing compiles before run() announces the loop's compile
     ws = getattr(make_workspace, "py_func", make_workspace)(16, len(wire.capacity), wire.routes.shape[1],
                                                           wire.route_id.size > 0)
@@ -286,20 +288,23 @@ def _tables(host):  # pragma: no cover (compiled)
 
 @uncounted
 def _refill(s, seg):  # pragma: no cover (compiled)
-    """The next sorted head of segment s (_Segment._refill): at least the `HEAD` or an eighth of the
-    positions left (the first head a `FIRST`th), whichever is more, earliest first, ties to the first in
-    solve order (keysort.lead: the finish times' buckets taken whole); the positions left stay in solve
-    order. The first head is made when a departure first needs it, not at the solve as the Python model
-    does (the order taken is the same): a segment replaced by the next solve before any departure costs
-    no sort."""
+    """The next sorted head of segment s (_Segment._refill): at least `HEAD` flows, earliest first, ties to
+    the first in solve order. A segment of more spreads its positions into buckets of finish time once, at
+    its first head (keysort.spread), and each head takes the next buckets whole (keysort.lead: O(the head),
+    not a pass over the positions left). The first head is made when a departure first needs it, not at the
+    solve as the Python model does (the order taken is the same): a segment replaced by the next solve before
+    any departure costs no sort."""
     base, size, start = seg.base[s], seg.size[s], seg.head[s]
     left = size - start
-    head = max(HEAD, left // (FIRST if start == 0 else 8))
-    if left <= head:  # all of it (most segments: a small component's), without lead's set-up
+    if left <= HEAD:  # all of it (most segments: a small component's), without spread's set-up
         sort(seg.order, base + start, base + size, seg.finish, base)
         head = left
     else:
-        head = lead(seg.order[base + start:base + size], seg.pick, left, head, seg.finish[base:base + size])
+        order, finish = seg.order[base + start:base + size], seg.finish[base:base + size]
+        if seg.shift[s] < 0:  # its first head (start 0): no position taken yet
+            seg.lo[s], shift = spread(order, left, finish)
+            seg.shift[s] = np.int64(shift)
+        head = lead(order, seg.pick, left, HEAD, finish, seg.lo[s], np.uint64(seg.shift[s]))
     seg.head[s] = start + head
     seg.taken[s] = start
 
@@ -672,7 +677,7 @@ def _segment(c, flows, count, finish, mm):  # pragma: no cover (compiled)
     ms[_SEGS] += 1
     base = ms[_ARENA]
     ms[_ARENA] += count
-    seg.base[sid], seg.size[sid], seg.head[sid], seg.taken[sid] = base, count, 0, 0
+    seg.base[sid], seg.size[sid], seg.head[sid], seg.taken[sid], seg.shift[sid] = base, count, 0, 0, -1
     seg.live[sid] = True
     seg.following[sid] = -1
     earliest = finish[0]  # finish[:count].min(), as numpy takes it (a NaN first)
@@ -836,15 +841,17 @@ def _fit(mm, most):  # pragma: no cover (compiled)
         pick = np.empty(len(ws.flows), np.int64)
     need = ms[_SEGS] + ms[_ROOTS] + ms[_PSEGS]
     base, size, head, taken, live, following = seg.base, seg.size, seg.head, seg.taken, seg.live, seg.following
+    lo, shift = seg.lo, seg.shift
     if need > len(live):
         base, size, head, taken = _larger(base, need), _larger(size, need), _larger(head, need), _larger(taken, need)
         live, following = _larger(live, need), _larger(following, need)
+        lo, shift = _larger(lo, need), _larger(shift, need)
     if ms[_HEADS] + ms[_ROOTS] + ms[_PSEGS] > heads.shape[0]:
         heads = grow(heads, ms[_HEADS] + ms[_ROOTS] + ms[_PSEGS])
     if packed and (ms[_ARENA] + entries > len(finish) or 2 * ms[_ARENA] > len(finish)):
         need = ms[_ARENA] + entries
         finish, flows, order = _larger(finish, need), _larger(flows, need), _larger(order, need)
-    seg = Segments(base, size, head, taken, live, following, finish, flows, order, pick, heads)
+    seg = Segments(base, size, head, taken, live, following, lo, shift, finish, flows, order, pick, heads)
     index = mm.index
     if _indexed(mm, most) > len(index):
         index = _larger(index, _indexed(mm, most))

@@ -1,5 +1,5 @@
 """In-place sorts of positions by a key, compiled without allocation (numba, no reference counts): the
-departure segments' heads (zensim.net.fastmaxmin: lead) and a link re-solve's flow ceilings
+departure segments' heads (zensim.net.fastmaxmin: spread, lead) and a link re-solve's flow ceilings
 (zensim.net.waterfill: radix); sort for short runs and component ids. Positions p, q compare by
 key[base + p], ties to the lesser position, so every sort gives the one order a stable sort would."""
 
@@ -208,43 +208,58 @@ def radix(x, spare, n, key):  # pragma: no cover (compiled)
 
 
 @_uncounted
-def lead(x, spare, n, k, key):  # pragma: no cover (compiled)
-    """x[:n] (positions in ascending order) reordered so that its m first in before's order (base 0), m at
-    least k, come first and sorted, the rest after in their order; returns m. The keys' order-preserving
-    bits are cut into COUNTS buckets between the least and the greatest (a pass for those, one to count
-    them), the buckets up to the one that reaches k taken whole (a stable partition into `spare`, n items
-    of scratch), then sorted by radix: passes in address order over the keys, where a quickselect's
-    partitions jump and branch on every compare (a departure segment's heads: zensim.net.fastmaxmin)."""
+def _bucket(bits, p, lo, shift):  # pragma: no cover (compiled)
+    """Key p's bucket in spread's cut: its order-preserving bits above the least, shifted."""
+    return np.int64((_bits(bits, p) - lo) >> shift)
+
+
+@_uncounted
+def spread(x, n, key):  # pragma: no cover (compiled)
+    """x[:n] set to the positions 0..n-1 in buckets of their keys key[:n]: the keys' order-preserving bits
+    cut into at most COUNTS buckets between the least and the greatest, about one per 64 keys (at least 16),
+    the buckets in order, each one's positions ascending (a pass for the bounds, one to count, one to
+    place). Returns the cut (lo, shift) that lead takes."""
+    bits = key.view(np.uint64)
+    lo, hi = ~np.uint64(0), np.uint64(0)
+    for p in range(n):
+        b = _bits(bits, p)
+        lo, hi = min(lo, b), max(hi, b)
+    if n == 0:
+        return hi, hi
+    most = 16
+    while most < COUNTS and 64 * most < n:
+        most *= 2
+    shift = np.uint64(0)
+    while (hi - lo) >> shift >= np.uint64(most):
+        shift += np.uint64(1)
+    counts = _counts()
+    for v in range(most):
+        counts[v] = 0
+    for p in range(n):
+        counts[_bucket(bits, p, lo, shift)] += 1
+    total = 0
+    for v in range(most):
+        total, counts[v] = total + counts[v], total
+    for p in range(n):
+        v = _bucket(bits, p, lo, shift)
+        x[counts[v]] = p
+        counts[v] += 1
+    return lo, shift
+
+
+@_uncounted
+def lead(x, spare, n, k, key, lo, shift):  # pragma: no cover (compiled)
+    """x[:n] in spread's buckets (cut by lo, shift), each in ascending order: its buckets up to the
+    one of x[k - 1] (all of x where n <= k) sorted in place by radix, the rest left as they are; returns
+    how many that is, m >= k. O(m): only the positions taken are read, so that taking a spread run's heads
+    one after another costs one spread and the sorts (a departure segment's heads: zensim.net.fastmaxmin).
+    Radix passes run in address order, where a quickselect's partitions jump and branch on every compare."""
     if n <= k:
         radix(x, spare, n, key)
         return n
     bits = key.view(np.uint64)
-    lo, hi = ~np.uint64(0), np.uint64(0)
-    for i in range(n):
-        b = _bits(bits, x[i])
-        lo, hi = min(lo, b), max(hi, b)
-    shift = np.uint64(0)
-    while (hi - lo) >> shift >= np.uint64(COUNTS):
-        shift += np.uint64(1)
-    counts = _counts()
-    for v in range(COUNTS):
-        counts[v] = 0
-    for i in range(n):
-        counts[np.int64((_bits(bits, x[i]) - lo) >> shift)] += 1
-    cut, m = 0, counts[0]
-    while m < k:
-        cut += 1
-        m += counts[cut]
-    first, rest = 0, m
-    for i in range(n):
-        p = x[i]
-        if np.int64((_bits(bits, p) - lo) >> shift) <= cut:
-            spare[first] = p
-            first += 1
-        else:
-            spare[rest] = p
-            rest += 1
-    for i in range(n):
-        x[i] = spare[i]
+    cut, m = _bucket(bits, x[k - 1], lo, shift), k
+    while m < n and _bucket(bits, x[m], lo, shift) == cut:
+        m += 1
     radix(x, spare, m, key)
     return m
