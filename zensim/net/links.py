@@ -116,6 +116,8 @@ class MachineLinks:
         """Write the routes of GPU pairs inside one machine (`nvl-up src`, `nvl-down dst`) into `out`;
         the pairs' machines."""
         g, block = self.spec.gpus_per_machine, self._block
+        if g == 1:  # one GPU a machine: no pair inside one
+            return src, dst
         ms, md = src // g, dst // g
         near = (ms == md) & (src != dst)
         out[near, 0] = ms[near] * block + 2 * (src[near] % g)

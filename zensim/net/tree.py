@@ -105,17 +105,20 @@ class TreeTopology(MachineLinks):
         far = ms != md
         if self.rails:
             return self._rail_routes(src, dst, ms, md, far, out)
-        out[far, 0] = ms[far] * block + 2 * g  # nic-up of the source machine
-        # tiers crossed: those whose groups differ (groups nest, so those below too); up, then down
+        # tiers crossed: those whose groups differ (groups nest, so those below too); up, then down. Written
+        # column by column where a mask holds (np.copyto), not through index arrays of the pairs
         level = np.zeros(src.size, dtype=np.int64)
         for span in self.spans:
             level += ms // span != md // span
-        rows = np.arange(src.size)
+        np.copyto(out[:, 0], ms * block + 2 * g, where=far)  # nic-up of the source machine
         for t, (span, base) in enumerate(zip(self.spans, self.tier_base), 1):
-            up = np.flatnonzero(level >= t)
-            out[up, t] = base + 2 * (ms[up] // span)
-            out[up, 2 * level[up] - t + 1] = base + 2 * (md[up] // span) + 1
-        out[rows[far], 2 * level[far] + 1] = md[far] * block + 2 * g + 1  # nic-down of the destination
+            np.copyto(out[:, t], base + 2 * (ms // span), where=level >= t)
+            down = base + 2 * (md // span) + 1
+            for top in range(t, len(self.spans) + 1):  # its down link's column: 2 x level - t + 1
+                np.copyto(out[:, 2 * top - t + 1], down, where=level == top)
+        nic_down = md * block + 2 * g + 1  # of the destination, after the fabric's links
+        for top in range(len(self.spans) + 1):
+            np.copyto(out[:, 2 * top + 1], nic_down, where=far & (level == top))
         return out
 
     def _rail_routes(self, src: np.ndarray, dst: np.ndarray, ms: np.ndarray, md: np.ndarray, far: np.ndarray,
