@@ -224,7 +224,7 @@ def spread(x, n, key):  # pragma: no cover (compiled)
     for p in range(n):
         b = _bits(bits, p)
         lo, hi = min(lo, b), max(hi, b)
-    if n == 0:
+    if n == 0:  # nothing to cut: (0, 0)
         return hi, hi
     most = 16
     while most < COUNTS and 64 * most < n:
