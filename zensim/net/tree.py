@@ -110,15 +110,16 @@ class TreeTopology(MachineLinks):
         level = np.zeros(src.size, dtype=np.int64)
         for span in self.spans:
             level += ms // span != md // span
+        at = [far & (level == top) for top in range(len(self.spans) + 1)]  # the pairs that go up to each tier
         np.copyto(out[:, 0], ms * block + 2 * g, where=far)  # nic-up of the source machine
         for t, (span, base) in enumerate(zip(self.spans, self.tier_base), 1):
             np.copyto(out[:, t], base + 2 * (ms // span), where=level >= t)
             down = base + 2 * (md // span) + 1
             for top in range(t, len(self.spans) + 1):  # its down link's column: 2 x level - t + 1
-                np.copyto(out[:, 2 * top - t + 1], down, where=level == top)
+                np.copyto(out[:, 2 * top - t + 1], down, where=at[top])
         nic_down = md * block + 2 * g + 1  # of the destination, after the fabric's links
-        for top in range(len(self.spans) + 1):
-            np.copyto(out[:, 2 * top + 1], nic_down, where=far & (level == top))
+        for top, pairs in enumerate(at):
+            np.copyto(out[:, 2 * top + 1], nic_down, where=pairs)
         return out
 
     def _rail_routes(self, src: np.ndarray, dst: np.ndarray, ms: np.ndarray, md: np.ndarray, far: np.ndarray,
