@@ -306,14 +306,17 @@ def _fill_levels(routes, flows, capacity, links, ws, rate, level, ceiling):  # p
         size = _fresh(size, count, residual, share, heap, pos)
         low = share[heap[0]] if size > 0 else np.inf
         if next_cap < ncapped and bound[capped[next_cap]] < low:
-            f = capped[next_cap]
-            next_cap += 1
-            if _fixes(f, fixed):  # else fixed since at a level under its bound, and rate[f] holds it
-                for j in range(width):
-                    u = routes[f, j]
-                    if u != dummy:
-                        count[u] -= 1
-                        residual[u] = max(residual[u] - bound[f], 0.0)
+            # the flows bounded under `low`, read once: fixing one under a link's share only raises it
+            # (as _fresh reads the heap), so the least share is still at least `low` after each
+            while next_cap < ncapped and bound[capped[next_cap]] < low:
+                f = capped[next_cap]
+                next_cap += 1
+                if _fixes(f, fixed):  # else fixed since at a level under its bound, and rate[f] holds it
+                    for j in range(width):
+                        u = routes[f, j]
+                        if u != dummy:
+                            count[u] -= 1
+                            residual[u] = max(residual[u] - bound[f], 0.0)
             continue
         if size == 0:
             break
@@ -500,7 +503,7 @@ def _refill_above(floor, count, nused, nrows, row_of, rate, level, ws):  # pragm
     grouped = row_of.size > 0
     width = sub.shape[1]
     below = 0
-    for i in range(count):
+    for i in range(count if floor > 0 else 0):  # no rate is under a floor of 0
         if rate[flows[i]] < floor:
             below += 1
     if below == 0 and not grouped:
@@ -579,16 +582,9 @@ def solve_compiled(flows: np.ndarray, count: int, alive: np.ndarray, left: np.nd
     cap[nused] = np.inf
     row_of = ws.row_of if route_id.size else ws.row_of[:0]  # empty: a row per flow
     _refill_above(floor if partial else 0.0, nkeep, nused, nrows, row_of, rate, level, ws)
-    _set_rates(ws.keep, nkeep, ws.fair, ws.sub, row_of, nused, left, rate, now, ws)
-    keep, sub, born_on, saturation = ws.keep, ws.sub, ws.oldest, ws.level
+    _set_rates(ws.keep, nkeep, ws.fair, ws.sub, row_of, nused, left, rate, now, ws, born)
+    born_on, saturation = ws.oldest, ws.level  # per link the earliest start of the flows on it
     end_of, load, top, work = ws.end_of, ws.load, ws.top, ws.work
-    for u in range(nused + 1):  # per link the earliest start of the flows on it
-        born_on[u] = np.inf
-    for i in range(nkeep):
-        start = born[keep[i]]
-        row = row_of[i] if row_of.size else i
-        for j in range(sub.shape[1]):
-            born_on[sub[row, j]] = min(born_on[sub[row, j]], start)
     for u in range(nused):
         k = links[u]
         slot[k] = -1
@@ -688,7 +684,7 @@ def patch_compiled(flows: np.ndarray, count: int, k: int, region: np.ndarray, al
         for u in range(nused):
             slot[links[u]] = -1
         return nkeep, -1, held
-    _set_rates(keep, nkeep, fair, sub, ws.row_of[:0], nused, left, rate, now, ws)
+    _set_rates(keep, nkeep, fair, sub, ws.row_of[:0], nused, left, rate, now, ws, born[:0])
     moved = 0
     for i in range(nkeep):  # in place: moved <= i
         if fair[i] != was[i]:
@@ -768,19 +764,24 @@ def _held_back(nkeep, nused, links, region, sub, fair, ceiling, saturation, fast
 
 
 @_uncounted
-def _set_rates(flows, count, fair, sub, row_of, nused, left, rate, now, ws):  # pragma: no cover (compiled)
+def _set_rates(flows, count, fair, sub, row_of, nused, left, rate, now, ws, born):  # pragma: no cover (compiled)
     """flows[:count] (rows of sub: flow i's is row_of[i], or i where `row_of` is empty; links numbered
     0..nused-1, the padding nused) take their rates `fair`: their finish times into ws.finish, and per
     link the latest finish, the sum of the rates, the fastest and the bytes left (ws.end_of, load, top,
-    work)."""
-    finish, end_of, load, top, work = ws.finish, ws.end_of, ws.load, ws.top, ws.work
+    work); with `born` (per flow its start; empty: not) the earliest start of the flows on it too
+    (ws.oldest)."""
+    finish, end_of, load, top, work, oldest = ws.finish, ws.end_of, ws.load, ws.top, ws.work, ws.oldest
+    starts = born.size > 0
     for u in range(nused + 1):
         end_of[u], load[u], top[u], work[u] = -np.inf, 0.0, 0.0, 0.0
+        if starts:
+            oldest[u] = np.inf
     for i in range(count):
         f, r = flows[i], fair[i]
         rate[f] = r
         bytes_left = left[f]
         end = finish[i] = now + bytes_left / r
+        start = born[f] if starts else 0.0
         row = row_of[i] if row_of.size else i
         for j in range(sub.shape[1]):
             u = sub[row, j]
@@ -789,6 +790,8 @@ def _set_rates(flows, count, fair, sub, row_of, nused, left, rate, now, ws):  # 
             load[u] += r
             top[u] = max(top[u], r)
             work[u] += bytes_left
+            if starts:
+                oldest[u] = min(oldest[u], start)
 
 
 @_uncounted
@@ -866,7 +869,7 @@ def warm_compiled(new: np.ndarray, count: int, left: np.ndarray, base_time: np.n
             slot[links[u]] = -1
         return False
     _advance(new, count, left, base_time, rate, now)
-    _set_rates(new, count, fair, sub, ws.row_of[:0], nused, left, rate, now, ws)
+    _set_rates(new, count, fair, sub, ws.row_of[:0], nused, left, rate, now, ws, left[:0])
     end_of, load, top, work = ws.end_of, ws.load, ws.top, ws.work
     for u in range(nused):
         k = links[u]
