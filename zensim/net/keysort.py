@@ -13,7 +13,7 @@ from numba.extending import intrinsic
 _uncounted = numba.njit(cache=True, _nrt=False)
 STACK = 3 * 64  # sort's pending ranges: three items each, one per halving of the size at most
 RADIX = 256  # radix sorts at least this many items (fewer: sort)
-WIDE = 2048  # ... by digits of 11 bits from this many items (6 passes), of 8 bits below (8 passes)
+WIDE = 2048  # radix sorts by digits of 11 bits from this many items (6 passes), of 8 bits below (8 passes)
 COUNTS = 6 * 2048  # radix's digit counts, per pass (11-bit digits: the most)
 BUCKETS = 2048  # spread's buckets: at most this many
 
