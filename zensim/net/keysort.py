@@ -12,10 +12,9 @@ from numba.extending import intrinsic
 
 _uncounted = numba.njit(cache=True, _nrt=False)
 STACK = 3 * 64  # sort's pending ranges: three items each, one per halving of the size at most
+DIGITS = 8  # radix's passes: 8 bits of a float64 key each
+COUNTS = DIGITS * 256  # radix's digit counts, per pass
 RADIX = 256  # radix sorts at least this many items (fewer: sort)
-WIDE = 2048  # radix sorts by digits of 11 bits from this many items (6 passes), of 8 bits below (8 passes)
-COUNTS = 6 * 2048  # radix's digit counts, per pass (11-bit digits: the most)
-BUCKETS = 2048  # spread's buckets: at most this many
 
 
 @_uncounted
@@ -170,41 +169,36 @@ def _bits(bits, p):  # pragma: no cover (compiled)
 @_uncounted
 def radix(x, spare, n, key):  # pragma: no cover (compiled)
     """x[:n] ordered by their float64 keys key[x[i]] (not NaN), ties in their order in x: before's order
-    (base 0) where x[:n] is ascending. A stable LSD radix sort of the keys' bits, 8 a pass or, from WIDE
-    items, 11 (six passes for eight: 25% less time from 2048 items, /tmp timing), a pass skipped where
-    every key has the same digit (spare: n items of scratch): O(n) where sort's compares, one
-    unpredictable branch each, cost n log n (a link re-solve's ceilings: zensim.net.waterfill). Fewer
-    than RADIX items: sort."""
+    (base 0) where x[:n] is ascending. A stable LSD radix sort of the keys' bits, 8 a pass, a pass
+    skipped where every key has the same digit (spare: n items of scratch): O(n) where sort's compares,
+    one unpredictable branch each, cost n log n (a link re-solve's ceilings: zensim.net.waterfill).
+    Fewer than RADIX items: sort."""
     if n < RADIX:
         sort(x, 0, n, key, 0)
         return
-    width = 11 if n >= WIDE else 8
-    size = 1 << width
-    digits = (64 + width - 1) // width
-    mask = np.uint64(size - 1)
     bits = key.view(np.uint64)
     counts = _counts()
-    for i in range(digits * size):
+    for i in range(COUNTS):
         counts[i] = 0
     for i in range(n):
         b = _bits(bits, x[i])
-        for d in range(digits):
-            counts[d * size + np.int64((b >> np.uint64(width * d)) & mask)] += 1
+        for d in range(DIGITS):
+            counts[d * 256 + np.int64((b >> np.uint64(8 * d)) & np.uint64(255))] += 1
     flipped = False
-    for d in range(digits):
-        at = d * size
+    for d in range(DIGITS):
+        at = d * 256
         whole = False
         total = 0
-        for v in range(at, at + size):
+        for v in range(at, at + 256):
             whole = whole or counts[v] == n
             total, counts[v] = total + counts[v], total
         if whole:
             continue
-        shift = np.uint64(width * d)
+        shift = np.uint64(8 * d)
         src, dst = (spare, x) if flipped else (x, spare)
         for i in range(n):
             p = src[i]
-            v = at + np.int64((_bits(bits, p) >> shift) & mask)
+            v = at + np.int64((_bits(bits, p) >> shift) & np.uint64(255))
             dst[counts[v]] = p
             counts[v] += 1
         flipped = not flipped
@@ -222,7 +216,7 @@ def _bucket(bits, p, lo, shift):  # pragma: no cover (compiled)
 @_uncounted
 def spread(x, n, key):  # pragma: no cover (compiled)
     """x[:n] set to the positions 0..n-1 in buckets of their keys key[:n]: the keys' order-preserving bits
-    cut into at most BUCKETS buckets between the least and the greatest, about one per 64 keys (at least 16),
+    cut into at most COUNTS buckets between the least and the greatest, about one per 64 keys (at least 16),
     the buckets in order, each one's positions ascending (a pass for the bounds, one to count, one to
     place). Returns the cut (lo, shift) that lead takes."""
     bits = key.view(np.uint64)
@@ -233,7 +227,7 @@ def spread(x, n, key):  # pragma: no cover (compiled)
     if n == 0:  # nothing to cut: (0, 0)
         return hi, hi
     most = 16
-    while most < BUCKETS and 64 * most < n:
+    while most < COUNTS and 64 * most < n:
         most *= 2
     shift = np.uint64(0)
     while (hi - lo) >> shift >= np.uint64(most):
