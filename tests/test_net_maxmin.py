@@ -1,6 +1,11 @@
 """The maxmin model's own properties: fair shares, freed capacity, both solvers, batching, options."""
 
 import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +19,8 @@ from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.network import Network
 from zensim.net.replay import LogReplay, replay
 from zensim.net.topology import ClusterSpec
-from zensim.net.waterfill import (NEWTON, REPEATS, SAMPLE, LinkState, _fill_levels, _fill_one, make_workspace,
+from zensim.net.waterfill import (NEWTON, REPEATS, SAMPLE, LinkState, _fill, _fill_levels, _fill_one, _pairs,
+                                  make_workspace,
                                   patch_compiled, route_ids, solve_flows, warm_flows, waterfill)
 from zensim.run import Tables
 from zensim.run.log import Message, MessageLog
@@ -650,6 +656,80 @@ def _patch_region(mine, alive, left, base, rate, born, routes, cap, now, state, 
     return patch_compiled(flows, len(flows), mine[0], region, alive, left, base, rate, born, routes, cap, now, 0.25,
                           state.busy_from, state.room, state.spent, state.freed, state.freed_t, state.last, state.slot,
                           state.used, state.peak, state.level, ws)
+
+
+def pairs_instance(case, rng):
+    """Rows (first side's link, second side's) of a random all-to-all between 70 and 130 links (numbers
+    of the two sides interleaved, the padding last), and the links' capacities (`ties`: all one)."""
+    na, nb = 70, 130
+    order = rng.permutation(na + nb)
+    first, second = order[:na], order[na:]
+    alive = np.ones((na, nb), bool) if case == "full" else rng.random((na, nb)) < rng.uniform(0.2, 1.0, (na, 1))
+    a, b = np.nonzero(alive)
+    rows = np.column_stack([first[a], second[b]]).astype(np.int32)[rng.permutation(len(a))]
+    cap = np.append(np.ones(na + nb) if case == "ties" else rng.uniform(0.5, 2.0, na + nb), np.inf)
+    return rows, cap
+
+
+def fill_rows(rows, cap, width=None):
+    """_fill's rates and levels of `rows` under `cap` (the padding the last link), in a workspace of just
+    their count; with `width`, the rows padded to that many links (then never _pairs' rows)."""
+    links = len(cap)
+    if width:
+        rows = np.hstack([rows, np.full((len(rows), width - rows.shape[1]), links - 1, np.int32)])
+    ws = make_workspace(len(rows), links, rows.shape[1], False)
+    _fill(rows, len(rows), cap, links, ws, ws.fair, ws.level, ws.mult[:0])
+    return ws.fair[:len(rows)].copy(), ws.level[:links].copy()
+
+
+@pytest.mark.parametrize("case", ["random", "ties", "full"])
+def test_pairs_fill_gives_the_incidences_fill(case):
+    """Rows that pair two sides' links (a flat all-to-all's NICs: waterfill._pairs) are filled by the pairs'
+    bits: the same rates and levels, bit for bit, as the fill by incidences (the rows padded to three links),
+    and max-min fair (waterfill's)."""
+    rows, cap = pairs_instance(case, np.random.default_rng(11))
+    ws = make_workspace(len(rows), len(cap), 2, False)
+    assert _pairs(rows, len(rows), len(cap), ws) == (70, 130)
+    rate, level = fill_rows(rows, cap)
+    want_rate, want_level = fill_rows(rows, cap, width=3)
+    assert np.array_equal(rate, want_rate) and np.array_equal(level, want_level)
+    assert rate == pytest.approx(waterfill(rows, cap)[0], rel=0)
+
+
+@pytest.mark.parametrize("case", ["a pair twice", "a link on both sides", "padding", "too sparse"])
+def test_rows_that_are_not_pairs_take_the_incidences(case):
+    """waterfill._pairs refuses rows it cannot hold as bits (a pair twice, a link first in one row and
+    second in another, a row with the padding, more bits than the workspace's incidences): _fill then fills
+    them by incidences, as before."""
+    rng = np.random.default_rng(5)
+    rows, cap = pairs_instance("random", rng)
+    pad = len(cap) - 1
+    if case == "a pair twice":
+        rows = np.vstack([rows, rows[:1]])
+    elif case == "a link on both sides":
+        rows = np.vstack([rows, rows[:1, ::-1]])
+    elif case == "padding":
+        rows = np.vstack([rows, [[rows[0, 0], pad]]]).astype(np.int32)
+    else:  # 100 links a side, a row each: 400 words of bits for 100 rows
+        rows = np.column_stack([np.arange(100), 100 + np.arange(100)]).astype(np.int32)
+        cap = np.append(rng.uniform(0.5, 2.0, 200), np.inf)
+    ws = make_workspace(len(rows), len(cap), 2, False)
+    assert _pairs(rows, len(rows), len(cap), ws) == (-1, 0)
+    rate, level = fill_rows(rows, cap)
+    want_rate, want_level = fill_rows(rows, cap, width=3)
+    assert np.array_equal(rate, want_rate) and np.array_equal(level, want_level)
+
+
+def test_pairs_fill_runs_as_python():
+    """NUMBA_DISABLE_JIT=1 (for debugging) fills pairs by the same steps as Python: the rates, bit for bit."""
+    code = ("import json, numpy as np, sys; sys.path.insert(0, 'tests'); from test_net_maxmin import pairs_instance, "
+            "fill_rows; print(json.dumps(fill_rows(*pairs_instance('random', np.random.default_rng(3)))[0].tolist()))")
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300,
+                         cwd=Path(__file__).parent.parent)
+    assert out.returncode == 0, out.stderr
+    rate, _ = fill_rows(*pairs_instance("random", np.random.default_rng(3)))
+    assert json.loads(out.stdout) == rate.tolist()  # floats as repr writes them: exact
 
 
 @pytest.mark.parametrize("case", ["random", "none bounded", "all bounded", "ties"])
