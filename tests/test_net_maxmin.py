@@ -19,8 +19,7 @@ from zensim.net.profile import NicEfficiency, WorkCost
 from zensim.net.network import Network
 from zensim.net.replay import LogReplay, replay
 from zensim.net.topology import ClusterSpec
-from zensim.net.waterfill import (NEWTON, REPEATS, SAMPLE, LinkState, _fill, _fill_levels, _fill_one, _pairs,
-                                  make_workspace,
+from zensim.net.waterfill import (NEWTON, REPEATS, SAMPLE, LinkState, _fill_levels, _fill_one, _pairs, make_workspace,
                                   patch_compiled, route_ids, solve_flows, warm_flows, waterfill)
 from zensim.run import Tables
 from zensim.run.log import Message, MessageLog
@@ -671,29 +670,21 @@ def pairs_instance(case, rng):
     return rows, cap
 
 
-def fill_rows(rows, cap, width=None):
-    """_fill's rates and levels of `rows` under `cap` (the padding the last link), in a workspace of just
-    their count; with `width`, the rows padded to that many links (then never _pairs' rows)."""
-    links = len(cap)
-    if width:
-        rows = np.hstack([rows, np.full((len(rows), width - rows.shape[1]), links - 1, np.int32)])
-    ws = make_workspace(len(rows), links, rows.shape[1], False)
-    _fill(rows, len(rows), cap, links, ws, ws.fair, ws.level, ws.mult[:0])
-    return ws.fair[:len(rows)].copy(), ws.level[:links].copy()
+def padded(rows, links):
+    """`rows` with a third column of the padding (links - 1): rows that are never _pairs', filled by incidences."""
+    return np.hstack([rows, np.full((len(rows), 1), links - 1, np.int32)])
 
 
 @pytest.mark.parametrize("case", ["random", "ties", "full"])
 def test_pairs_fill_gives_the_incidences_fill(case):
     """Rows that pair two sides' links (a flat all-to-all's NICs: waterfill._pairs) are filled by the pairs'
-    bits: the same rates and levels, bit for bit, as the fill by incidences (the rows padded to three links),
-    and max-min fair (waterfill's)."""
+    bits: the same rates and levels, bit for bit, as the fill by incidences (the rows padded to three links)."""
     rows, cap = pairs_instance(case, np.random.default_rng(11))
     ws = make_workspace(len(rows), len(cap), 2, False)
     assert _pairs(rows, len(rows), len(cap), ws) == (70, 130)
-    rate, level = fill_rows(rows, cap)
-    want_rate, want_level = fill_rows(rows, cap, width=3)
+    rate, level = waterfill(rows, cap)
+    want_rate, want_level = waterfill(padded(rows, len(cap)), cap)
     assert np.array_equal(rate, want_rate) and np.array_equal(level, want_level)
-    assert rate == pytest.approx(waterfill(rows, cap)[0], rel=0)
 
 
 @pytest.mark.parametrize("case", ["a pair twice", "a link on both sides", "padding", "too sparse"])
@@ -715,20 +706,20 @@ def test_rows_that_are_not_pairs_take_the_incidences(case):
         cap = np.append(rng.uniform(0.5, 2.0, 200), np.inf)
     ws = make_workspace(len(rows), len(cap), 2, False)
     assert _pairs(rows, len(rows), len(cap), ws) == (-1, 0)
-    rate, level = fill_rows(rows, cap)
-    want_rate, want_level = fill_rows(rows, cap, width=3)
+    rate, level = waterfill(rows, cap)
+    want_rate, want_level = waterfill(padded(rows, len(cap)), cap)
     assert np.array_equal(rate, want_rate) and np.array_equal(level, want_level)
 
 
 def test_pairs_fill_runs_as_python():
     """NUMBA_DISABLE_JIT=1 (for debugging) fills pairs by the same steps as Python: the rates, bit for bit."""
     code = ("import json, numpy as np, sys; sys.path.insert(0, 'tests'); from test_net_maxmin import pairs_instance, "
-            "fill_rows; print(json.dumps(fill_rows(*pairs_instance('random', np.random.default_rng(3)))[0].tolist()))")
+            "waterfill; print(json.dumps(waterfill(*pairs_instance('random', np.random.default_rng(3)))[0].tolist()))")
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300,
                          cwd=Path(__file__).parent.parent)
     assert out.returncode == 0, out.stderr
-    rate, _ = fill_rows(*pairs_instance("random", np.random.default_rng(3)))
+    rate, _ = waterfill(*pairs_instance("random", np.random.default_rng(3)))
     assert json.loads(out.stdout) == rate.tolist()  # floats as repr writes them: exact
 
 
