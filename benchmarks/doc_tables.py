@@ -36,9 +36,10 @@ Records of runs too long for a test:
 maxmin-bound (docs/simulator.md: docs/simulator-data/bound.json, benchmarks/simulate.py --scale --exact
 --json runs of the default maxmin mode against exact max-min); growth-final, growth-exponents,
 growth-local, growth-local-exponents, growth-sorts, growth-sorts-exponents, growth-lazy,
-growth-lazy-exponents, growth-route, growth-route-exponents, growth-hold, growth-hold-exponents
-(docs/simulator.md: docs/simulator-data/growth-final.json, growth-local.json, growth-sorts.json,
-growth-lazy.json, growth-route.json and growth-hold.json, benchmarks/growth.py --vs --json runs);
+growth-lazy-exponents, growth-route, growth-route-exponents, growth-hold, growth-hold-exponents, growth-issue,
+growth-issue-exponents (docs/simulator.md: docs/simulator-data/growth-final.json, growth-local.json,
+growth-sorts.json, growth-lazy.json, growth-route.json, growth-hold.json and growth-issue.json, benchmarks/growth.py
+--vs --json runs);
 fusion-gemini (docs/fusion.md: docs/fusion-data/gemini.json of benchmarks/fusion.py gemini);
 fusion-strategies, fusion-degrees (docs/fusion.md: docs/fusion-data/timeline-*.json.gz, the --json of the page's
 `zensim iteration --strategy` runs on a 128-worker capture that is not shipped);
@@ -629,17 +630,21 @@ def growth_final(path: str = "simulator-data/growth-final.json") -> list[str]:
     from a committed `benchmarks/growth.py --vs --json` record: growth-final.json (61053c0 against the engine
     work of 27 Nov), growth-local.json (the link re-solves of 28 Nov), growth-sorts.json (radix sorts and the kept
     index, 28 Nov), growth-lazy.json (the lazy heap, 28 Nov, evening), growth-route.json (whole solves by route,
-    28 Nov, night), growth-hold.json (joins that wait, 29 Nov); minutes of CPU: not re-run by the test.
-    A replay cut off by its timeout (no CPU figure) is left out."""
+    28 Nov, night), growth-hold.json (joins that wait, 29 Nov), growth-issue.json (the issue's start against 29 Nov,
+    late); minutes of CPU: not re-run by the test. A before cut off by its timeout shows as such; an after cut
+    off is left out."""
     record = _json(path)
     side = _growth_sides(record)
+    cut = {(r["machines"], r["gpus"], r["scheme"], r["model"]): r["error"] for r in record["rows"]
+           if "error" in r and record["code"].get(r["code"]) == "before"}
     rows = []
     for key in sorted({k[:4] for k in side}, key=lambda k: (k[2], k[3], k[1] > 1, k[0] * k[1])):
         before, after = side.get(key + ("before",)), side[key + ("after",)]
         moved = "-" if before is None else f"{after['makespan_s'] / before['makespan_s'] - 1:+.5%}"
+        cpu_before = f"{before['cpu_s']:.2f} -> " if before else (f"{cut[key]} -> " if key in cut else "")
         rows.append([f"{key[0]} x {key[1]}", key[2], key[3], f"{after['messages']:,}",
                      (f"{before['events']:,} -> " if before and before["events"] != after["events"] else "")
-                     + f"{after['events']:,}", (f"{before['cpu_s']:.2f} -> " if before else "") + f"{after['cpu_s']:.2f}",
+                     + f"{after['events']:,}", cpu_before + f"{after['cpu_s']:.2f}",
                      f"{after['events'] / after['cpu_s'] / 1e6:.2f}",
                      (f"{before['peak_rss'] / 2**30:.2f} -> " if before else "") + f"{after['peak_rss'] / 2**30:.2f}",
                      moved])
@@ -910,6 +915,8 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "growth-route-exponents": ("docs/simulator.md", lambda: growth_exponents("simulator-data/growth-route.json")),
     "growth-hold": ("docs/simulator.md", lambda: growth_final("simulator-data/growth-hold.json")),
     "growth-hold-exponents": ("docs/simulator.md", lambda: growth_exponents("simulator-data/growth-hold.json")),
+    "growth-issue": ("docs/simulator.md", lambda: growth_final("simulator-data/growth-issue.json")),
+    "growth-issue-exponents": ("docs/simulator.md", lambda: growth_exponents("simulator-data/growth-issue.json")),
     "capture-speed": ("docs/capture.md", capture_speed),
     "capture-virtual": ("docs/capture.md", capture_virtual),
     "ddp-hooks": ("docs/ddp.md", ddp_hooks),
