@@ -582,11 +582,15 @@ def _json(path: str):
     return json.loads(gzip.decompress(data) if path.endswith(".gz") else data)
 
 
+def _growth_key(record: dict, row: dict) -> tuple:
+    """A `benchmarks/growth.py --json` row's (machines, gpus, scheme, model, side): the record's `code` map names
+    the sides (before, after)."""
+    return row["machines"], row["gpus"], row["scheme"], row["model"], record["code"].get(row["code"], row["code"])
+
+
 def _growth_sides(record: dict) -> dict:
-    """The rows of a `benchmarks/growth.py --json` record that ran, by (machines, gpus, scheme, model, side): its
-    `code` map names the sides (before, after)."""
-    return {(r["machines"], r["gpus"], r["scheme"], r["model"], record["code"].get(r["code"], r["code"])): r
-            for r in record["rows"] if "cpu_s" in r}
+    """The rows of a `benchmarks/growth.py --json` record that ran, by _growth_key."""
+    return {_growth_key(record, r): r for r in record["rows"] if "cpu_s" in r}
 
 
 def growth_memory(path: str = "simulator-data/growth-memory.json") -> list[str]:
@@ -635,8 +639,8 @@ def growth_final(path: str = "simulator-data/growth-final.json") -> list[str]:
     off is left out."""
     record = _json(path)
     side = _growth_sides(record)
-    cut = {(r["machines"], r["gpus"], r["scheme"], r["model"]): r["error"] for r in record["rows"]
-           if "error" in r and record["code"].get(r["code"]) == "before"}
+    cut = {_growth_key(record, r)[:4]: r["error"] for r in record["rows"]
+           if "error" in r and _growth_key(record, r)[4] == "before"}
     rows = []
     for key in sorted({k[:4] for k in side}, key=lambda k: (k[2], k[3], k[1] > 1, k[0] * k[1])):
         before, after = side.get(key + ("before",)), side[key + ("after",)]
