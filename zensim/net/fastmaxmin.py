@@ -64,7 +64,7 @@ ROUNDOFF = 1e-9  # relative to a link's rates: capacity freed on it below this i
 DEFER = 1 / 64  # the part of what is left of a link's allowance a departure may actually lose before its re-solve
 LOCAL_DEFER = 1 / 8  # the same where the link is re-solved alone (_patch)
 LOCAL_BUDGET = 1 / 2  # a component's link re-solves since its solve re-solve at most this part of its flows
-REGION_ROUNDS = 4  # a link re-solve that does not stand is tried again with the links that held it back, so often
+REGION_ROUNDS = 2  # a link re-solve that does not stand is tried again with the links that held it back, so often
 HEAD = 256  # a departure segment's sorted head: at least this many flows
 
 _DELIVER, _ISOLATED, _DEPART, _CHECK, _FLUSH = MODEL, MODEL + 1, MODEL + 2, MODEL + 3, MODEL + 4

@@ -76,7 +76,7 @@ segments in time order, so a departure costs O(1) work, not a pass over the acti
   which no flow is faster, in the capacities less what departures left idle (what a solve leaves), or
   where the rate by which it holds the link's flows below that, over their time, fits half of what is
   left of the link's allowance, and is charged to it (`waterfill._held_back`); else it is tried again
-  with the links that held it back (a region, up to 4 rounds), and where none stands the component is
+  with the links that held it back (a region, up to 2 rounds), and where none stands the component is
   solved whole. So its error is the allowance's, bounded the same way. The component is
   also solved whole when flows join it, or once its link re-solves have re-solved half its flows since
   its last solve. In an all-to-all each link runs out about once per stage: whole solves of n^2 flows
