@@ -642,7 +642,7 @@ def growth_final(path: str = "simulator-data/growth-final.json") -> list[str]:
     cut = {_growth_key(record, r)[:4]: r["error"] for r in record["rows"]
            if "error" in r and _growth_key(record, r)[4] == "before"}
     rows = []
-    for key in sorted({k[:4] for k in side}, key=lambda k: (k[2], k[3], k[1] > 1, k[0] * k[1])):
+    for key in sorted({k[:4] for k in side if k[4] == "after"}, key=lambda k: (k[2], k[3], k[1] > 1, k[0] * k[1])):
         before, after = side.get(key + ("before",)), side[key + ("after",)]
         moved = "-" if before is None else f"{after['makespan_s'] / before['makespan_s'] - 1:+.5%}"
         cpu_before = f"{before['cpu_s']:.2f} -> " if before else (f"{cut[key]} -> " if key in cut else "")
